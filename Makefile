@@ -1,0 +1,19 @@
+# specstack: the entry points. `make demo` and `make test` need no GPU, no Docker and no downloads.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SPECSTACK := $(VENV)/bin/specstack
+
+.PHONY: venv demo test unit integration
+venv: $(VENV)/.ready
+$(VENV)/.ready: collector/requirements.lock collector/requirements-build.lock collector/setup_venv.sh collector/pyproject.toml
+	bash collector/setup_venv.sh $(VENV)
+	touch $@
+
+## make demo: tiny local models, every method on real vLLM (CPU), one table per task
+demo: venv
+	$(SPECSTACK) demo
+
+## make test: unit tests, checks, and integration tests on real vLLM + Prometheus
+test: venv
+	$(PY) -m pytest -q tests

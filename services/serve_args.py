@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Build the `vllm serve` argument list of one method from services/methods.toml.
+
+The one place where serve arguments are assembled. Used three ways:
+  * the GPU containers run `python3 /services/serve_args.py --method ngram --exec` (compose.yaml);
+  * the native runtime imports this module (specstack.methods) and starts the same list;
+  * `--print` shows the list as JSON (pre-flight, tests, debugging).
+Standard library only: it runs inside the stock vllm/vllm-openai image.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+METHODS_FILE = HERE / "methods.toml"
+SPEC_KEY = "speculative-config"
+
+
+class MethodError(ValueError):
+    """A user-caused problem with a method, model set, platform or override."""
+
+
+def load(path: Path | str | None = None) -> dict:
+    with open(path or METHODS_FILE, "rb") as f:
+        return tomllib.load(f)
+
+
+def method_names(cfg: dict) -> list[str]:
+    return list(cfg["methods"])
+
+
+def resolve_method(cfg: dict, name: str) -> str:
+    """Return the canonical method name or raise naming the valid choices."""
+    methods = cfg["methods"]
+    if name in methods:
+        return name
+    for known in methods:
+        if known.lower() == name.lower().replace("_", "-") or known.lower() == name.lower():
+            raise MethodError(f"unknown method {name!r}; method names are case-sensitive: use {known!r}")
+    raise MethodError(f"unknown method {name!r}; choose one of: {', '.join(methods)}")
+
+
+def _substitute(value, models: dict[str, str]):
+    if isinstance(value, str):
+        try:
+            return value.format(**models)
+        except KeyError as e:
+            raise MethodError(f"{value!r} names {e} which the model set does not define") from None
+    if isinstance(value, dict):
+        return {k: _substitute(v, models) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, models) for v in value]
+    return value
+
+
+def model_set(cfg: dict, name: str, models_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    sets = cfg["model_sets"]
+    if name not in sets:
+        raise MethodError(f"unknown model set {name!r}; choose one of: {', '.join(sets)}")
+    models_dir = str(models_dir or os.environ.get("SPECSTACK_MODELS", ".specstack/models"))
+    return {k: str(v).replace("{models}", models_dir) for k, v in sets[name].items()}
+
+
+def speculative_config(cfg: dict, method: str, models: dict[str, str],
+                       spec_override: dict | None = None) -> dict | None:
+    entry = cfg["methods"][method]
+    spec = copy.deepcopy(entry.get(SPEC_KEY))
+    if spec_override:
+        if spec is None:
+            raise MethodError(f"method {method!r} has no speculative config to override "
+                              f"(the baseline runs plain decode)")
+        spec.update(spec_override)
+    return _substitute(spec, models) if spec is not None else None
+
+
+def flags(cfg: dict, method: str, *, platform: str = "gpu-native",
+          extra: dict | None = None, spec_override: dict | None = None,
+          models: dict[str, str]) -> dict:
+    """The merged flag table of a method, before rendering (common < spec common < method < platform < extra)."""
+    method = resolve_method(cfg, method)
+    if platform not in cfg["platforms"]:
+        raise MethodError(f"unknown platform {platform!r}; choose one of: {', '.join(cfg['platforms'])}")
+    entry = cfg["methods"][method]
+    merged = dict(cfg["common"])
+    spec = speculative_config(cfg, method, models, spec_override)
+    if spec is not None:
+        merged.update(cfg.get("speculative_common", {}))
+    merged.update({k: v for k, v in entry.get("flags", {}).items()})
+    merged.update({k: v for k, v in cfg["platforms"][platform].items() if not isinstance(v, dict)})
+    merged.update(extra or {})
+    if spec is not None:
+        merged[SPEC_KEY] = spec
+    if spec is None and merged.get("per-request-spec-decode-metrics", "none") != "none":
+        raise MethodError("--per-request-spec-decode-metrics needs a speculative config; vLLM 0.32.0 refuses "
+                          f"to start method {method!r} with it. Remove it for plain-decode methods.")
+    return merged
+
+
+def render(model: str, table: dict) -> list[str]:
+    argv = [model]
+    for key, value in table.items():
+        flag = f"--{key}"
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            argv.append(flag if value else f"--no-{key}")
+        elif isinstance(value, (dict, list)):
+            argv += [flag, json.dumps(value, separators=(",", ":"))]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-native",
+          models_dir: str | None = None, extra: dict | None = None,
+          spec_override: dict | None = None, cfg: dict | None = None) -> dict:
+    """Everything needed to start one method: argv after `vllm serve`, env, and what it serves."""
+    cfg = cfg or load()
+    method = resolve_method(cfg, method)
+    models = model_set(cfg, model_set_name, models_dir)
+    entry = cfg["methods"][method]
+    target_key = entry.get("target", "target")
+    if target_key not in models:
+        raise MethodError(f"model set {model_set_name!r} has no {target_key!r} model for method {method!r}")
+    table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models)
+    env = {k: str(v) for k, v in cfg["platforms"][platform].get("env", {}).items()}
+    return {
+        "method": method,
+        "baseline": entry.get("baseline"),
+        "target": models[target_key],
+        "model_set": model_set_name,
+        "platform": platform,
+        "speculative_config": table.get(SPEC_KEY),
+        "requires": entry.get("requires", []),
+        "flags": table,
+        "argv": render(models[target_key], table),
+        "env": env,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--method", required=True)
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
+                   help="JSON merged into the method's speculative config")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--print", action="store_true", help="print the plan as JSON")
+    mode.add_argument("--exec", action="store_true", help="replace this process with `vllm serve ...`")
+    a = p.parse_args(argv)
+    try:
+        override = json.loads(a.spec_override) if a.spec_override else None
+        plan = build(a.method, model_set_name=a.model_set, platform=a.platform, spec_override=override)
+    except (MethodError, json.JSONDecodeError) as e:
+        print(f"serve_args: {e}", file=sys.stderr)
+        return 2
+    if a.print:
+        print(json.dumps(plan, indent=2))
+        return 0
+    os.environ.update(plan["env"])
+    print("vllm serve " + " ".join(plan["argv"]), file=sys.stderr, flush=True)
+    os.execvp("vllm", ["vllm", "serve", *plan["argv"]])
+    return 1  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())
