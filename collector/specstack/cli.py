@@ -1,0 +1,51 @@
+"""`specstack` command line. Each subcommand lives in the module that does the work; this file only
+dispatches. A module joins by defining `register(subparsers)` that adds its parser and sets `func`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute subcommands, in the order `specstack --help` lists them.
+COMMAND_MODULES = (
+    "specstack.run",          # run, sweep
+    "specstack.demo",         # demo
+    "specstack.workloads_cli",  # workloads
+    "specstack.tiny_models",  # tiny-models
+    "specstack.preflight",    # preflight
+    "specstack.report",       # report
+)
+
+
+class UserError(Exception):
+    """An error the user can fix; printed without a traceback, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specstack", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue  # not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        print("specstack: interrupted", file=sys.stderr)
+        return 130
+    except UserError as e:
+        print(f"specstack: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
