@@ -6,6 +6,10 @@ import argparse
 import importlib
 import sys
 
+from .errors import UserError
+from .methods import MethodError
+from .workloads import WorkloadError
+
 # Modules that contribute subcommands, in the order `specstack --help` lists them.
 COMMAND_MODULES = (
     "specstack.run",          # run, sweep
@@ -15,10 +19,6 @@ COMMAND_MODULES = (
     "specstack.preflight",    # preflight
     "specstack.report",       # report
 )
-
-
-class UserError(Exception):
-    """An error the user can fix; printed without a traceback, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specstack: interrupted", file=sys.stderr)
         return 130
-    except UserError as e:
+    except (UserError, MethodError, WorkloadError) as e:
         print(f"specstack: error: {e}", file=sys.stderr)
         return 2
 

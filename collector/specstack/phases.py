@@ -1,0 +1,222 @@
+"""The phases of a method run and the measured window around each.
+
+Order: warm-up (never inside a measured window) -> acceptance (natural stops, per-request metrics kept)
+-> performance (`vllm bench serve`, fixed output length). Every window is bracketed by /metrics
+snapshots; its counter deltas are reconciled with what the responses or bench reported.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import requests
+
+from . import accounting, snapshots
+from .bundle import MethodBundle, atomic_write_text
+from .runtime import Server, vllm_executable
+from .workloads import Task
+
+SEED = 42
+CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
+
+
+@dataclass
+class Window:
+    name: str
+    phase: str
+    task: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    start: float | None = None
+    end: float | None = None
+    status: str = "ok"              # ok | failed (the phase broke) | invalid (counters unusable)
+    reason: str | None = None
+    counters: dict = field(default_factory=dict)     # raw deltas of the snapshot families
+    from_counters: dict | None = None                # acceptance seen by the counters
+    from_responses: dict | None = None               # acceptance summed over responses
+    checks: list[dict] = field(default_factory=list)
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(c["ok"] for c in self.checks)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["checks_ok"] = self.checks_ok
+        return d
+
+
+@dataclass
+class Outcome:
+    """What a phase body hands back to its window."""
+    spec_metrics: list[dict | None] | None = None   # per-request metrics.speculative_decoding
+    bench: dict | None = None                       # vllm bench serve result JSON
+    error: str | None = None
+
+
+class Windows:
+    """Runs phase bodies inside snapshot brackets and keeps every window's record."""
+
+    def __init__(self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None):
+        self.server, self.bundle, self.exporter = server, bundle, exporter
+        self.labels = labels or {}
+        self.http = requests.Session()
+        self.records: list[Window] = []
+
+    def _snapshot(self, name: str, when: str) -> snapshots.Snapshot:
+        snap = snapshots.settled(self.server.base_url, self.http)
+        atomic_write_text(self.bundle.path(f"snapshots/{name.replace('/', '_')}.{when}.prom"), snap.raw)
+        return snap
+
+    def run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
+        self.records.append(window)
+        outcome = Outcome()
+        try:
+            before = self._snapshot(window.name, "before")
+        except requests.RequestException as e:
+            window.status, window.reason = "failed", f"could not read /metrics before the window: {e}"
+            return window, outcome
+        if self.exporter is not None:
+            self.exporter.open(window.phase, task=window.task or "", concurrency=str(window.concurrency or ""),
+                               **self.labels)
+        window.start = time.time()
+        try:
+            outcome = body()
+        except Exception as e:  # the phase broke: record why, keep the earlier windows intact
+            outcome = Outcome(error=f"{type(e).__name__}: {e}")
+        window.end = time.time()
+        if self.exporter is not None:
+            self.exporter.close()
+        if outcome.error:
+            window.status, window.reason = "failed", outcome.error
+        try:
+            after = self._snapshot(window.name, "after")
+            delta = snapshots.diff(before, after)
+        except requests.RequestException as e:
+            window.status = "failed"
+            window.reason = (window.reason + "; " if window.reason else "") + f"/metrics unreachable after: {e}"
+            return window, outcome
+        except snapshots.ServerRestarted as e:
+            window.status, window.reason = "invalid", str(e)
+            return window, outcome
+        window.counters = {"counters": delta.counters, "split": delta.split}
+        counted = accounting.from_delta(delta)
+        window.from_counters = counted.to_dict() if counted else None
+        checks: list[accounting.Check] = []
+        if outcome.spec_metrics is not None and window.status == "ok":
+            reported = accounting.from_requests(outcome.spec_metrics)
+            window.from_responses = reported.to_dict() if reported else None
+            checks += accounting.crosscheck_requests(reported, counted)
+        if outcome.bench is not None and window.status == "ok":
+            checks += accounting.crosscheck_bench(outcome.bench, counted)
+        window.checks = [c.to_dict() for c in checks]
+        return window, outcome
+
+
+# --- request phases (warm-up, acceptance) -------------------------------------------------------------
+
+def chat_payload(served_model_name: str, prompt: str, max_tokens: int) -> dict:
+    # Greedy, one sequence, no stop strings: the per-request metrics are only complete for n=1 requests
+    # that end on EOS or length (a stop string ends them in the frontend, without metrics).
+    return {"model": served_model_name, "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0, "top_p": 1, "seed": SEED, "n": 1, "max_tokens": max_tokens, "stream": False,
+            "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+
+
+def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
+    payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"])
+    record = {"id": row["id"], "request": payload}
+    start = time.perf_counter()
+    try:
+        r = http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=timeout)
+        record["http_status"] = r.status_code
+        body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"text": r.text}
+        record["response"] = body
+        if r.status_code != 200:
+            record["error"] = f"HTTP {r.status_code}: {str(body)[:300]}"
+    except requests.RequestException as e:
+        record["error"] = f"{type(e).__name__}: {e}"
+    record["seconds"] = time.perf_counter() - start
+    return record
+
+
+def request_fields(record: dict) -> dict:
+    """The per-request facts the accounting and the report use."""
+    body = record.get("response") or {}
+    choice = (body.get("choices") or [{}])[0]
+    return {"id": record["id"], "text": (choice.get("message") or {}).get("content"),
+            "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
+            "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
+            "seconds": record.get("seconds")}
+
+
+def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrency: int, timeout: float,
+                 speculative: bool) -> Outcome:
+    with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        records = list(pool.map(lambda row: send_chat(http, server, row, timeout), rows))
+    atomic_write_text(out_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    fields = [request_fields(r) for r in records]
+    failed = [f["id"] for f in fields if f["error"]]
+    if failed:
+        first = next(f["error"] for f in fields if f["error"])
+        return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first}); ids: "
+                             f"{', '.join(failed[:10])}")
+    missing = [f["id"] for f in fields if speculative and f["spec"] is None]
+    if missing:
+        return Outcome(error=f"{len(missing)} responses lack metrics.speculative_decoding (ids: "
+                             f"{', '.join(missing[:10])}); the server must run with "
+                             "--per-request-spec-decode-metrics and requests must be n=1")
+    return Outcome(spec_metrics=[f["spec"] for f in fields])
+
+
+def read_records(path: Path) -> list[dict]:
+    """The request_fields of every record of an acceptance/warm-up JSONL file ([] if absent)."""
+    if not path.exists():
+        return []
+    return [request_fields(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def warmup_rows(task: Task, count: int) -> list[dict]:
+    """Short requests on the task's own prompts: they load kernels and JIT (numba for ngram) off the clock."""
+    return [{"id": f"warmup-{task.name}-{i}", "prompt": task.acceptance[i % len(task.acceptance)]["prompt"],
+             "max_tokens": 16} for i in range(count)]
+
+
+# --- performance phase ------------------------------------------------------------------------------
+
+def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: int, output_len: int,
+                  request_rate: float | None, tokenizer: str, result_dir: Path, result_name: str) -> list[str]:
+    return [
+        vllm_executable(), "bench", "serve",
+        "--backend", "openai", "--base-url", server.base_url, "--endpoint", "/v1/completions",
+        "--model", server.served_model_name, "--tokenizer", tokenizer,
+        "--dataset-name", "custom", "--dataset-path", str(task.perf_path),
+        "--chat-template-kwargs", json.dumps(CHAT_TEMPLATE_KWARGS),
+        "--custom-output-len", str(output_len), "--num-prompts", str(num_prompts),
+        "--num-warmups", "0",  # the collector's own warm-up ran already, outside every window
+        "--max-concurrency", str(concurrency),
+        "--request-rate", "inf" if request_rate is None else str(request_rate),
+        "--temperature", "0", "--top-p", "1", "--ignore-eos", "--seed", str(SEED),
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,95,99",
+        "--save-result", "--result-dir", str(result_dir), "--result-filename", result_name,
+    ]
+
+
+def run_bench(argv: list[str], result_path: Path, log_path: Path, timeout: float) -> Outcome:
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Outcome(error=f"vllm bench serve did not finish in {timeout:.0f} s (log: {log_path.name})")
+    if proc.returncode != 0 or not result_path.exists():
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+        return Outcome(error=f"vllm bench serve exited {proc.returncode}; last lines:\n{tail}")
+    bench = json.loads(result_path.read_text())
+    if bench.get("failed"):
+        return Outcome(bench=bench, error=f"{bench['failed']} of {bench.get('num_prompts')} bench requests failed")
+    return Outcome(bench=bench)
