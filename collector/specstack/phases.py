@@ -6,8 +6,9 @@ snapshots; its counter deltas are reconciled with what the responses or bench re
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import subprocess
+import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -207,15 +208,28 @@ def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: 
     ]
 
 
-def run_bench(argv: list[str], result_path: Path, log_path: Path, timeout: float) -> Outcome:
-    with open(log_path, "wb") as log:
+def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
+    """Run `vllm bench serve` through its own entry point (vllm.benchmarks.serve.main) in this process:
+    the same code as the CLI, but vLLM's ~10 s of imports are paid once per collector, not per cell.
+    The equivalent command line is kept beside the result so anyone can rerun the cell by hand."""
+    atomic_write_text(log_path.with_suffix(".cmd"), shlex.join(argv) + "\n")
+    from vllm.benchmarks.serve import add_cli_args, main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    args = parser.parse_args(argv[argv.index("serve") + 1:])
+    with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
-            proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return Outcome(error=f"vllm bench serve did not finish in {timeout:.0f} s (log: {log_path.name})")
-    if proc.returncode != 0 or not result_path.exists():
+            main(args)
+        except (Exception, SystemExit) as e:  # bench failing must fail the window, not the collector
+            print(f"{type(e).__name__}: {e}", file=log)
+            error = f"vllm bench serve failed: {type(e).__name__}: {e}"
+        else:
+            error = None
+    if error or not result_path.exists():
         tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
-        return Outcome(error=f"vllm bench serve exited {proc.returncode}; last lines:\n{tail}")
+        return Outcome(error=error or f"vllm bench serve wrote no result; last lines:\n{tail}")
     bench = json.loads(result_path.read_text())
     if bench.get("failed"):
         return Outcome(bench=bench, error=f"{bench['failed']} of {bench.get('num_prompts')} bench requests failed")

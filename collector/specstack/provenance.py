@@ -12,22 +12,33 @@ from pathlib import Path
 import requests
 
 # Start-up log lines of vLLM 0.32.0 that state what the engine really does.
-_V1_FALLBACK = re.compile(r"Model Runner V2 does not yet support .*?using the V1 model runner", re.I)
+# "Model Runner V2 does not yet support X; using the V1 model runner instead" (GPU) or
+# "Model Runner V2 requires Triton; using the V1 model runner instead" (CPU).
+_V1_FALLBACK = re.compile(r"Model Runner V2 .*?using the V1 model runner", re.I)
 _ASYNC_OFF = re.compile(r"Async scheduling (is )?not supported.*?(will be )?disabled", re.I)
-_ASYNC_FIELD = re.compile(r"async_scheduling=(True|False)")
+_ASYNC_ARG = re.compile(r"non-default args: .*'async_scheduling': (True|False)")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 _MAX_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 
 
 class HelpHash:
     """`vllm serve --help=all` (plain --help lists no flags in 0.32.0), hashed. Started in the background
-    so its ~8 s of imports overlap the server start instead of adding to the run."""
+    so its ~8 s of imports overlap the server start; computed once per process and executable."""
+
+    _done: dict[str, dict] = {}
 
     def __init__(self, vllm: str):
-        self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.vllm = vllm
+        self.proc = None if vllm in self._done else subprocess.Popen(
+            [vllm, "serve", "--help=all"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def result(self, timeout: float = 120) -> dict:
+        if self.proc is None:
+            return self._done[self.vllm]
+        self._done[self.vllm] = self._wait(timeout)
+        return self._done[self.vllm]
+
+    def _wait(self, timeout: float) -> dict:
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -39,16 +50,17 @@ class HelpHash:
 
 
 def log_facts(log_text: str) -> dict:
-    """Engine facts from the server's start-up log; None where the log does not say."""
+    """Engine facts from the server's start-up log; None where the log does not say. Async scheduling:
+    what was asked for (`non-default args`), unless vLLM logged that it turned it off."""
     facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None,
                    "max_concurrency": None}
     if _V1_FALLBACK.search(log_text):
         facts["model_runner"] = "V1"
-    elif "Model Runner V2" in log_text or "GPUModelRunnerV2" in log_text:
-        facts["model_runner"] = "V2"
+    elif log_text:
+        facts["model_runner"] = "V2"  # 0.32.0's default where nothing forced the fallback
     if _ASYNC_OFF.search(log_text):
         facts["async_scheduling"] = False
-    elif (m := _ASYNC_FIELD.search(log_text)) is not None:
+    elif (m := _ASYNC_ARG.search(log_text)) is not None:
         facts["async_scheduling"] = m.group(1) == "True"
     if (m := _KV_TOKENS.search(log_text)) is not None:
         facts["kv_cache_tokens"] = int(m.group(1).replace(",", ""))

@@ -56,7 +56,6 @@ class Options:
     force: bool = False
     ready_timeout: float = 900.0
     request_timeout: float = 600.0
-    bench_timeout: float = 3600.0
     prometheus_targets: Path | None = None
     windows_port: int | None = None
     skip_bench: bool = False
@@ -181,8 +180,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                                                 result_name=f"{cell}.json")
                     windows.run(phases.Window(f"bench/{cell}", "bench", task=name, concurrency=c, repeat=r),
                                 lambda argv=argv, cell=cell: phases.run_bench(
-                                    argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"),
-                                    opts.bench_timeout))
+                                    argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
         summary["timings"]["bench"] = time.monotonic() - t
         summary["windows"] = [w.to_dict() for w in windows.records]
     except (ServerError, UserError) as e:
