@@ -15,5 +15,12 @@ demo: venv
 	$(SPECSTACK) demo
 
 ## make test: unit tests, checks, and integration tests on real vLLM + Prometheus
-test: venv
+test: venv dashboards-check
 	$(PY) -m pytest -q tests
+
+## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
+.PHONY: dashboards dashboards-check
+dashboards: venv
+	$(PY) grafana/generate.py
+dashboards-check: venv
+	$(PY) grafana/generate.py --check

@@ -95,14 +95,14 @@ def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels:
             positions = list(range(len(values)))
             bars = ax.bar(positions, values, color="#3274d9")
             ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=8)
-            ax.set_xticks(positions, [str(p + 1) for p in positions])
-            ax.set_xlabel("draft position (1 = first draft token)")
+            ax.set_xticks(positions, [str(p) for p in positions])   # vLLM's `position` label, as in Grafana
+            ax.set_xlabel("draft position (0 = first draft token)")
             ax.set_ylabel("accepted / drafts")
             ax.set_ylim(0, 1.05)
-        ax.text(1.0, -0.16 if values is not None else 0.02,
-                f"window {end - start:.0f} s, from Prometheus ({m.SPEC_ACCEPTED_PER_POS}, {m.SPEC_NUM_DRAFTS})",
-                ha="right", fontsize=6, color="gray", transform=ax.transAxes)
-        fig.tight_layout()
+        fig.text(0.99, 0.01,
+                 f"window {end - start:.0f} s, from Prometheus ({m.SPEC_ACCEPTED_PER_POS}, {m.SPEC_NUM_DRAFTS})",
+                 ha="right", va="bottom", fontsize=6, color="gray")
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
         fig.savefig(out_png)
     finally:
         plt.close(fig)
