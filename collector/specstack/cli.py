@@ -13,8 +13,8 @@ from .workloads import WorkloadError
 # Modules that contribute subcommands, in the order `specstack --help` lists them.
 COMMAND_MODULES = (
     "specstack.run",          # run, sweep
-    "specstack.demo",         # demo
-    "specstack.workloads_cli",  # workloads
+    "specstack.demo",         # demo, table
+    "specstack.workloads",    # workloads
     "specstack.tiny_models",  # tiny-models
     "specstack.preflight",    # preflight
     "specstack.report",       # report

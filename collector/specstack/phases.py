@@ -38,6 +38,9 @@ class Window:
     status: str = "ok"              # ok | failed (the phase broke) | invalid (counters unusable)
     reason: str | None = None
     counters: dict = field(default_factory=dict)     # raw deltas of the snapshot families
+    counters_before: dict | None = None              # cumulative values at the two snapshots
+    counters_after: dict | None = None
+    settled_at: float | None = None                  # when the after-snapshot was read
     from_counters: dict | None = None                # acceptance seen by the counters
     from_responses: dict | None = None               # acceptance summed over responses
     checks: list[dict] = field(default_factory=list)
@@ -63,9 +66,13 @@ class Outcome:
 class Windows:
     """Runs phase bodies inside snapshot brackets and keeps every window's record."""
 
-    def __init__(self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None):
+    def __init__(self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None,
+                 quiet_gap: float = 0.0):
         self.server, self.bundle, self.exporter = server, bundle, exporter
         self.labels = labels or {}
+        # Idle seconds before each window and after the last: with a gap longer than Prometheus's scrape interval a
+        # scrape lands between windows, so its samples can be attributed to exactly one window. 0 in normal runs.
+        self.quiet_gap = quiet_gap
         self.http = requests.Session()
         self.records: list[Window] = []
 
@@ -74,9 +81,13 @@ class Windows:
         atomic_write_text(self.bundle.path(f"snapshots/{name.replace('/', '_')}.{when}.prom"), snap.raw)
         return snap
 
+    def finish(self) -> None:
+        time.sleep(self.quiet_gap)
+
     def run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
         self.records.append(window)
         outcome = Outcome()
+        time.sleep(self.quiet_gap)
         try:
             before = self._snapshot(window.name, "before")
         except requests.RequestException as e:
@@ -97,6 +108,8 @@ class Windows:
             window.status, window.reason = "failed", outcome.error
         try:
             after = self._snapshot(window.name, "after")
+            window.counters_before, window.counters_after = before.counters, after.counters
+            window.settled_at = after.taken_at
             delta = snapshots.diff(before, after)
         except requests.RequestException as e:
             window.status = "failed"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, methods, phases, provenance, tables
+from . import __version__, artifacts, methods, phases, provenance, tables
 from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_json, check_writable, read_summary, update_manifest
 from .errors import UserError
 from .runtime import ServerError, attach, start_native, stop_native, vllm_executable
@@ -59,6 +59,8 @@ class Options:
     prometheus_targets: Path | None = None
     windows_port: int | None = None
     skip_bench: bool = False
+    quiet_gap: float = 0.0
+    allow_synthetic: bool = False
 
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
@@ -112,11 +114,17 @@ def run_method(opts: Options) -> tuple[dict, Path]:
     opts.validate()
     check_writable(opts.results_dir)
     plan = plan_for(opts)
+    if _synthetic(plan) and not opts.allow_synthetic:
+        raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
+                        "--allow-synthetic for a stress run (its results are marked not comparable)")
     if opts.runtime == "native":
         missing = [mod for mod in plan["requires"] if not _importable(mod)]
         if missing:
             raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
                             "arctic-inference==0.3.0 (make venv does)")
+        problems, _ = artifacts.check(plan)
+        if problems:
+            raise UserError("; ".join(problems))
     bundle = MethodBundle(opts.results_dir, opts.run_id, plan["method"], force=opts.force)
     run_dir = bundle.run_dir
     tasks = load_tasks(opts, run_dir / "inputs")
@@ -149,7 +157,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         if opts.prometheus_targets:
             _write_prometheus_target(opts.prometheus_targets, server.base_url, labels)
         summary["server"] = _server_facts(server, plan, opts)
-        windows = phases.Windows(server, bundle, exporter, labels)
+        windows = phases.Windows(server, bundle, exporter, labels, opts.quiet_gap)
         speculative = plan["speculative_config"] is not None
 
         t = time.monotonic()
@@ -182,6 +190,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                                 lambda argv=argv, cell=cell: phases.run_bench(
                                     argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
         summary["timings"]["bench"] = time.monotonic() - t
+        windows.finish()
         summary["windows"] = [w.to_dict() for w in windows.records]
     except (ServerError, UserError) as e:
         summary["error"] = str(e)
@@ -374,15 +383,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="write a Prometheus file_sd target file for the server with method/run_id labels")
     p.add_argument("--windows-port", type=int, default=None, help="serve run-window gauges for Prometheus")
     p.add_argument("--skip-bench", action="store_true", help="acceptance phase only")
+    p.add_argument("--quiet-gap", type=float, default=0.0,
+                   help="idle seconds around each window so a Prometheus scrape falls between windows")
 
 
 def options_from_args(args: argparse.Namespace, method: str) -> Options:
     override = dict(args.spec_override or {})
     if args.k is not None:
         override["num_speculative_tokens"] = args.k
-    if override.get("rejection_sample_method") == "synthetic" and not args.allow_synthetic:
-        raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
-                        "--allow-synthetic for a stress run (its results are marked not comparable)")
     workload_files = {}
     for item in args.workload:
         task, _, files = item.partition("=")
@@ -401,7 +409,8 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,
                    prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
-                   skip_bench=args.skip_bench)
+                   skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
+                   allow_synthetic=args.allow_synthetic)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -1,0 +1,78 @@
+"""One console table per task for a run: acceptance, cross-check and throughput against the baseline
+of the same target. Ratios are computed from the bundle's summaries, nothing else."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+
+def load_summaries(run_dir: Path) -> dict[str, dict]:
+    out = {}
+    for path in sorted(Path(run_dir).glob("*/summary.json")):
+        summary = json.loads(path.read_text())
+        out[summary["method"]] = summary
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def _throughput(summary: dict, task: str) -> dict[int, float]:
+    """Output tokens/s per concurrency (median over repeats)."""
+    by_c: dict[int, list[float]] = {}
+    for cell in summary["tasks"].get(task, {}).get("bench", []):
+        if cell.get("output_throughput") is not None:
+            by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
+    return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+
+
+def crosscheck_label(summary: dict) -> str:
+    cc = summary.get("crosscheck") or {}
+    if summary.get("status") != "ok" and not cc:
+        return "[red]failed[/]"
+    if cc.get("ok"):
+        return f"[green]exact ({cc.get('checks', 0)} checks)[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
+    return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
+
+
+def task_table(summaries: dict[str, dict], task: str) -> Table:
+    concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
+    table = Table(title=f"task: {task}", title_justify="left")
+    for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
+        table.add_column(col)
+    for c in concurrencies:
+        table.add_column(f"out tok/s c={c} (× base)", justify="right")
+    for name, s in summaries.items():
+        figures = s["tasks"].get(task, {})
+        base = summaries.get(s.get("baseline_method") or "")
+        base_tp = _throughput(base, task) if base else {}
+        mine = _throughput(s, task)
+        cells = []
+        for c in concurrencies:
+            tp = mine.get(c)
+            ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
+            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}")
+        status = "" if s["status"] == "ok" else " [red](failed)[/]"
+        table.add_row(name + status, s.get("baseline_method") or "-", _pct(figures.get("acceptance_rate")),
+                      _num(figures.get("mean_acceptance_length")),
+                      "n/a" if not figures.get("histogram") else str(figures["histogram"]),
+                      crosscheck_label(s), *cells)
+    return table
+
+
+def print_run(run_dir: Path, console: Console | None = None) -> None:
+    console = console or Console()
+    summaries = load_summaries(run_dir)
+    tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
+    for task in tasks:
+        console.print(task_table(summaries, task))
+    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (natural stops); "
+                  "n/a = no drafts, not 0 %. Throughput from vllm bench serve at fixed output length.")

@@ -1,0 +1,57 @@
+"""Shared real components for the integration tests: tiny models, one Prometheus, and one sweep of every
+method on real vLLM (CPU). Servers start once per method; every test reads the same bundles."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from specstack import tiny_models
+from specstack.demo import DEMO_METHODS
+from specstack.run import Options, sweep
+
+from .prom import SCRAPE_SECONDS, Prometheus, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    folder = Path(os.environ.get("SPECSTACK_TEST_MODELS", REPO / ".specstack" / "test-models"))
+    tiny_models.build_all(folder)
+    return folder.resolve()
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory):
+    work = tmp_path_factory.mktemp("prometheus")
+    targets = work / "targets"
+    targets.mkdir()
+    prom = Prometheus(work, targets, windows_port=free_port())
+    yield prom
+    prom.stop()
+
+
+def sweep_options(models_dir: Path, results: Path, run_id: str, **overrides) -> Options:
+    return Options(method="baseline", run_id=run_id, results_dir=results, model_set="tiny",
+                   platform="cpu-native", models_dir=str(models_dir), port=free_port(),
+                   **{**WORKLOAD, **overrides})
+
+
+@pytest.fixture(scope="session")
+def sweep_run(models_dir, prometheus, tmp_path_factory):
+    """Every method once, one after another, under one run id; Prometheus scraping throughout."""
+    results = tmp_path_factory.mktemp("results")
+    opts = sweep_options(models_dir, results, "it-sweep", quiet_gap=SCRAPE_SECONDS * 1.5,
+                         prometheus_targets=prometheus.targets_dir / "vllm.json",
+                         windows_port=prometheus.windows_port)
+    summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
+    return {"run_dir": results / "it-sweep", "summaries": summaries}
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,72 @@
+"""A real Prometheus (Debian's binary) for the integration tests, configured like the shipped one but
+scraping every second and reading its vLLM target from the file the collector writes."""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+SCRAPE_SECONDS = 1.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    def __init__(self, workdir: Path, targets_dir: Path, windows_port: int):
+        binary = shutil.which("prometheus")
+        if binary is None:
+            pytest.fail("the `prometheus` binary is missing: apt-get install prometheus (.ci/run does)")
+        self.targets_dir, self.windows_port = targets_dir, windows_port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = {
+            "global": {"scrape_interval": f"{SCRAPE_SECONDS:g}s", "evaluation_interval": f"{SCRAPE_SECONDS:g}s"},
+            "scrape_configs": [
+                {"job_name": "vllm", "file_sd_configs": [{"files": [str(targets_dir / "*.json")],
+                                                          "refresh_interval": "1s"}]},
+                {"job_name": "specstack", "static_configs": [{"targets": [f"127.0.0.1:{windows_port}"]}]},
+            ],
+        }
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.log = open(workdir / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(f"{self.url}/-/ready", timeout=2).ok:
+                    break
+            except requests.RequestException:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prometheus did not start; see {workdir / 'prometheus.log'}")
+            time.sleep(0.2)
+
+    def query(self, expr: str, at: float) -> list[dict]:
+        r = requests.get(f"{self.url}/api/v1/query", params={"query": expr, "time": at}, timeout=10)
+        r.raise_for_status()
+        return r.json()["data"]["result"]
+
+    def samples(self, expr: str, start: float, end: float) -> list[tuple[float, float]]:
+        """Raw stored samples of one series between start and end (a range selector at `end`)."""
+        seconds = max(1, int(end - start) + 1)
+        result = self.query(f"{expr}[{seconds}s]", end)
+        assert len(result) <= 1, f"{expr} matched {len(result)} series"
+        return [(float(t), float(v)) for t, v in (result[0]["values"] if result else [])]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()

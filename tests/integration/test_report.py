@@ -1,0 +1,158 @@
+"""The comparison report on the real sweep of every method (real vLLM on the CPU, tiny models).
+
+Oracles: every table and plot the report promises exists; each speedup equals the ratio recomputed here from
+the raw `vllm bench serve` JSON files; output equality agrees with a direct comparison of the acceptance
+responses; report.html renders in headless Chromium (Debian's `chromium` package; missing = failure)."""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specstack import report
+
+from .conftest import WORKLOAD, read_jsonl
+
+TABLES = ("methods", "bench_cells", "speed", "crossover", "acceptance", "acceptance_positions",
+          "acceptance_histogram", "equality_requests", "equality_summary", "ksweep")
+
+
+@pytest.fixture(scope="module")
+def written(sweep_run):
+    run_dir: Path = sweep_run["run_dir"]
+    md = report.write_report(run_dir)
+    return {"run_dir": run_dir, "md": md, "summaries": sweep_run["summaries"]}
+
+
+def _table(run_dir: Path, name: str) -> pd.DataFrame:
+    csv = pd.read_csv(run_dir / "report" / "tables" / f"{name}.csv")
+    pq = pd.read_parquet(run_dir / "report" / "tables" / f"{name}.parquet")
+    assert list(csv.columns) == list(pq.columns) and len(csv) == len(pq), name
+    return pq
+
+
+def _spec(summaries):
+    return {name: s for name, s in summaries.items() if s.get("baseline_method")}
+
+
+def test_every_table_and_plot_exists(written):
+    run_dir, summaries = written["run_dir"], written["summaries"]
+    assert written["md"] == run_dir / "report.md" and (run_dir / "report.html").exists()
+    for name in TABLES:
+        _table(run_dir, name)
+    tasks = list(next(iter(summaries.values()))["tasks"])
+    for task in tasks:
+        assert (run_dir / "report" / f"speedup_vs_concurrency_{task}.png").stat().st_size > 5000
+    for name in _spec(summaries):
+        assert (run_dir / "report" / f"acceptance_by_position_{name}.png").stat().st_size > 5000
+        for task in tasks:
+            assert (run_dir / "report" / f"histogram_{name}_{task}.png").stat().st_size > 5000
+    speed = _table(run_dir, "speed")
+    expected_rows = len(summaries) * len(tasks) * len(WORKLOAD["concurrencies"])
+    assert len(speed) == expected_rows
+    for col in ("output_throughput", "tpot_p50_ms", "tpot_p95_ms", "tpot_p99_ms", "itl_p50_ms", "itl_p95_ms",
+                "itl_p99_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_speedup", "throughput_speedup",
+                "efficiency", "kv_cache_tokens", "kv_cache_loss", "preemptions", "failed_requests"):
+        assert col in speed.columns, col
+    assert speed["kv_cache_tokens"].notna().all()
+    assert (speed["failed_requests"] == 0).all() and (speed["preemptions"] >= 0).all()
+    acc = _table(run_dir, "acceptance")
+    for col in ("acceptance_rate", "mean_acceptance_length", "histogram", "per_position", "no_accept_share"):
+        assert col in acc.columns
+    md = written["md"].read_text()
+    for heading in ("## Verdict", "**Did not help**", "### Speed against the baseline", "### Latency percentiles",
+                    "### Crossover concurrency", "### Acceptance", "### Output equality", "## Acceptance plots"):
+        assert heading in md, heading
+    for name in summaries:
+        assert f"| {name} |" in md or f"| {name} ⚠" in md, name
+
+
+def test_speedup_is_baseline_tpot_over_method_tpot_from_raw_bench_files(written):
+    run_dir, summaries = written["run_dir"], written["summaries"]
+    speed = _table(run_dir, "speed")
+    checked = 0
+    for name, s in _spec(summaries).items():
+        base = s["baseline_method"]
+        for task in s["tasks"]:
+            for c in WORKLOAD["concurrencies"]:
+                def raw(method, key):
+                    files = sorted((run_dir / method / "bench").glob(f"{task}-c{c}-r*.json"))
+                    assert files, (method, task, c)
+                    return [json.loads(f.read_text()).get(key) for f in files]
+                tpot = statistics.median(raw(base, "p50_tpot_ms")) / statistics.median(raw(name, "p50_tpot_ms"))
+                tput = statistics.median(raw(name, "output_throughput")) / \
+                    statistics.median(raw(base, "output_throughput"))
+                row = speed[(speed.method == name) & (speed.task == task) & (speed.concurrency == c)]
+                assert len(row) == 1
+                row = row.iloc[0]
+                assert row["tpot_speedup"] == pytest.approx(tpot, rel=1e-12), (name, task, c)
+                assert row["throughput_speedup"] == pytest.approx(tput, rel=1e-12), (name, task, c)
+                lengths = [x for x in raw(name, "spec_decode_acceptance_length") if x is not None]
+                if lengths:   # bench writes it only when its window saw drafts
+                    assert row["efficiency"] == pytest.approx(tpot / statistics.median(lengths), rel=1e-12)
+                else:
+                    assert pd.isna(row["efficiency"])
+                checked += 1
+    assert checked == len(_spec(summaries)) * 2 * len(WORKLOAD["concurrencies"])
+    baseline_rows = speed[speed.role == "baseline"]
+    assert baseline_rows["tpot_speedup"].isna().all() and baseline_rows["efficiency"].isna().all()
+
+
+def test_output_equality_matches_the_responses(written):
+    run_dir, summaries = written["run_dir"], written["summaries"]
+    eq = _table(run_dir, "equality_summary")
+    per_req = _table(run_dir, "equality_requests")
+    for name, s in _spec(summaries).items():
+        for task in s["tasks"]:
+            mine = {r["id"]: r for r in read_jsonl(run_dir / name / "acceptance" / f"{task}.jsonl")}
+            theirs = {r["id"]: r for r in read_jsonl(run_dir / s["baseline_method"] / "acceptance" / f"{task}.jsonl")}
+            text = lambda r: r["response"]["choices"][0]["message"]["content"]  # noqa: E731
+            equal = sum(text(mine[i]) == text(theirs[i]) for i in mine)
+            row = eq[(eq.method == name) & (eq.task == task)].iloc[0]
+            assert row["compared"] == len(mine) and row["equal"] == equal, (name, task)
+            assert row["unit"] == "token", row["tokenizer"]   # the tiny target's tokenizer loads
+            reqs = per_req[(per_req.method == name) & (per_req.task == task)]
+            assert len(reqs) == len(mine)
+            for _, r in reqs.iterrows():
+                assert r["finish_reason"] == mine[r["id"]]["response"]["choices"][0]["finish_reason"]
+                assert r["baseline_finish_reason"] == theirs[r["id"]]["response"]["choices"][0]["finish_reason"]
+                assert bool(r["equal"]) == (text(mine[r["id"]]) == text(theirs[r["id"]]))
+                assert pd.isna(r["first_token_divergence"]) == bool(r["equal"])
+
+
+def test_plain_decode_shows_na_not_zero(written):
+    acc = _table(written["run_dir"], "acceptance")
+    plain = acc[acc.baseline.isna()]
+    assert len(plain) > 0
+    assert plain["acceptance_rate"].isna().all() and plain["mean_acceptance_length"].isna().all()
+
+
+def test_report_html_renders_in_headless_chromium(written, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, ("Chromium is missing: install Debian's package (apt-get install -y chromium); this test "
+                      "must render report.html and never skips")
+    html = written["run_dir"] / "report.html"
+    text = html.read_text()
+    assert "data:image/png;base64," in text
+    assert "<script" not in text and 'src="http' not in text and "href=\"http" not in text  # self-contained
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+                           "--window-size=1400,3000", "--hide-scrollbars", f"--screenshot={shot}",
+                           html.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    import matplotlib.image as mpimg
+    img = mpimg.imread(shot)                       # float RGB(A) in [0, 1]
+    assert img.shape[0] >= 2000 and img.shape[1] >= 1000, img.shape
+    rgb = img[..., :3]
+    non_white = float((rgb.min(axis=2) < 0.9).mean())
+    colours = len(np.unique((rgb.reshape(-1, 3) * 255).astype(np.uint8), axis=0))
+    assert non_white > 0.03, f"screenshot is almost blank ({non_white:.3%} non-white pixels)"
+    assert colours > 50, f"screenshot has only {colours} colours: no text/plots rendered"
