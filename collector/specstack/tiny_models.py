@@ -1,14 +1,17 @@
 """Deterministic tiny local models for tests and the demo (`specstack tiny-models`): no downloads, seconds.
 
 Everything comes from text that ships with Python (stdlib sources, the pydoc topic texts, Python's
-LICENSE), so any machine with the venv can rebuild the same folders:
+LICENSE), so any machine with the venv rebuilds the same folders (same Python, torch and tokenizers):
   * a byte-level BPE tokenizer (vocab 2048) with Qwen3's special tokens and chat template;
   * token-bigram statistics of that text, factored (SVD) into an embedding E and an lm_head L so that
     `L @ rmsnorm(E[x])` ranks the tokens that follow x. Every model shares E, L and the final norm;
+  * one attention head with fixed weights acting as a repetition penalty, so greedy text wanders
+    instead of looping on one token (it still repeats phrases, like small real models do);
   * transformer layers with random weights whose output projections (o_proj, down_proj) are scaled down,
-    so each model is a bigram model plus small context-dependent perturbations. The draft, the EAGLE-3
-    head and the MTP layer see slightly different perturbations than the target, which gives realistic
-    acceptance (neither ~0 like unrelated random models nor exactly 100 % like identical ones).
+    so each model is that bigram model plus small context-dependent perturbations. The draft, the
+    EAGLE-3 head and the MTP layer differ from their target in those perturbations (and the EAGLE head
+    in a stale penalty), which gives realistic acceptance: neither ~0 like unrelated random models nor
+    exactly 100 % like identical ones.
 
 Folder names match [model_sets.tiny] in services/methods.toml.
 """
@@ -18,6 +21,7 @@ import argparse
 import hashlib
 import json
 import os
+import platform
 import shutil
 import sysconfig
 from pathlib import Path
@@ -32,12 +36,17 @@ HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 128, 4, 2, 32, 256
 MAX_POS = 4096  # the common serve args use --max-model-len 4096
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 EOS = "<|im_end|>"
-OUT_SCALE = 0.05  # o_proj / down_proj scale: layers perturb the bigram model instead of replacing it
-PEN_DIM = 32      # hidden dims of the repetition-penalty head (one KV head wide)
-BIGRAM = HIDDEN - 1 - PEN_DIM  # rank of the bigram factorization
-PENALTY = 20.0    # nats a token loses when it fills the whole recent window
-# Rope pairs (frequencies 10000^(-i/16)) of the penalty head; 5 and 6 give a window of ~25 tokens.
+OUT_SCALE = 0.02  # o_proj / down_proj scale: layers perturb the bigram model instead of replacing it
+PEN_DIM = HEAD_DIM               # hidden dims of the repetition-penalty head (one KV head wide)
+BIGRAM = KV_HEADS * HEAD_DIM     # bigram rank: what the EAGLE head's values (2 KV heads x 32) can carry
+PENALTY = 12.0    # nats a token loses when it fills the whole (recency-weighted) window
+EOS_BIAS = 1.5    # nats added to <|im_end|> everywhere, so answers end sometimes
+# Rope pairs of the penalty head (frequencies ROPE_THETA^(-i/16)): with 5 and 6 about half the
+# attention falls on the last ~25 positions. (Qwen3 uses theta 1e6; its pairs would be too slow.)
+ROPE_THETA = 10000.0
 PENALTY_ROPE_PAIRS = (5, 6)
+EAGLE_QK = 6.0          # EAGLE query/key amplitude: score gap ~30 between the attended position and the rest
+EAGLE_ROPE_THETA = 1.5  # fast rope frequencies only: the score peaks sharply, with no revival up to 4096
 CODE_FILES = ("argparse.py", "textwrap.py", "csv.py", "string.py", "functools.py", "dataclasses.py",
               "pathlib.py", "random.py", "statistics.py", "heapq.py", "bisect.py", "shutil.py",
               "difflib.py", "pprint.py", "calendar.py", "fractions.py", "json/encoder.py",
@@ -143,15 +152,15 @@ def _penalty_codes(gen, E, L):
 
 
 def _add_penalty_head(w: dict, prefix: str, M) -> None:
-    """Turn query head 0 (KV head 0) into a built-in repetition penalty: constant query and key on two
-    slow rope frequencies make it attend to the last ~25 positions, the values are those tokens' codes,
-    and o_proj subtracts their mean in the dims where L reads every token's own code. Tokens that fill
-    the recent window lose up to PENALTY nats, so greedy text moves on instead of cycling through the
-    same few bigrams forever."""
+    """Turn query head 0 (KV head 0) into a built-in repetition penalty: a constant query and key on two
+    slow rope frequencies attend mostly to recent positions, the values are those tokens' codes, and
+    o_proj subtracts their mean in the dims where L reads every token's own code. A token that fills the
+    window loses PENALTY nats, so greedy text moves on instead of cycling through the same bigrams.
+    Head 1 shares that KV head and is silenced; heads 2-3 stay random."""
     import torch
 
     q, k = w[f"{prefix}.self_attn.q_proj.weight"], w[f"{prefix}.self_attn.k_proj.weight"]
-    q[: 2 * HEAD_DIM] = 0  # head 1 (same KV head) is silenced below
+    q[: 2 * HEAD_DIM] = 0
     k[:HEAD_DIM] = 0
     for pair in PENALTY_ROPE_PAIRS:  # read E's constant column: the same query/key at every position
         q[pair, 0] = k[pair, 0] = 4.0
@@ -190,55 +199,60 @@ def _base_config(architecture: str, model_type: str, layers: int, eos_id: int, p
         "hidden_size": HIDDEN, "intermediate_size": FFN, "num_hidden_layers": layers,
         "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
         "hidden_act": "silu", "max_position_embeddings": MAX_POS, "rms_norm_eps": 1e-6,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+        "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
         "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True,
         "bos_token_id": None, "eos_token_id": eos_id, "pad_token_id": pad_id,
     }
 
 
 def _eagle3_weights(gen, E, L) -> dict:
-    """EAGLE-3 head. It must predict the token after the one it is fed, and with a bigram-like target
-    that is a function of the fed token's embedding, which reaches the layer only through attention.
-    So each head attends (almost) only to its own position: query = key = a constant vector built from
-    E's constant column; with a small rope_theta the score q.R(d)k peaks sharply at distance d = 0.
-    Values carry the top-64 bigram directions of the fed token (KV width 2 x 32 = 64), so the head is
-    a rank-64 version of the target: close, not equal."""
+    """EAGLE-3 head. It predicts the token after the one it is fed; for a bigram-like target that is a
+    function of the fed token's embedding, which reaches the layer only through attention. So the
+    query/key are constant vectors (from E's constant column) on fast rope frequencies: query heads 0
+    and 2 attend to their own position (the fed token: added), heads 1 and 3 to the previous one
+    (subtracted, cancelling the embedding carried in the residual: from the target's embeddings via
+    fc at the first step, from the head's own output after that). fc also copies the target's
+    repetition penalty (aux layer 1), which the head keeps for its later steps: a stale penalty and the
+    MLP noise make it close to the target, not equal."""
     import torch
 
     w = _decoder_layer(gen, "midlayer")
     del w["midlayer.self_attn.q_norm.weight"], w["midlayer.self_attn.k_norm.weight"]  # Llama layer
-    q, kv, half = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM, HEAD_DIM // 2
-    # q/k/v read cat([rmsnorm(embedding), hidden_norm(hidden)]): 2 * HIDDEN inputs.
-    qw, kw, vw = torch.zeros(q, 2 * HIDDEN), torch.zeros(kv, 2 * HIDDEN), torch.zeros(kv, 2 * HIDDEN)
+    half = HEAD_DIM // 2
+    # q/k/v read cat([rmsnorm(embedding), hidden_norm(hidden)]): 2 * HIDDEN inputs; neox rope pairs
+    # are dims (i, i + half) of a head.
+    qw = torch.zeros(HEADS * HEAD_DIM, 2 * HIDDEN)
+    kw, vw = torch.zeros(KV_HEADS * HEAD_DIM, 2 * HIDDEN), torch.zeros(KV_HEADS * HEAD_DIM, 2 * HIDDEN)
+    freqs = EAGLE_ROPE_THETA ** (-torch.arange(half) / half)
     for h in range(HEADS):
-        qw[h * HEAD_DIM: h * HEAD_DIM + half, 0] = EAGLE_QK
+        back = h % 2  # heads 1, 3: score peaks one position back when q = R(-1) k
+        qw[h * HEAD_DIM: h * HEAD_DIM + half, 0] = EAGLE_QK * torch.cos(freqs * back)
+        qw[h * HEAD_DIM + half: (h + 1) * HEAD_DIM, 0] = -EAGLE_QK * torch.sin(freqs * back)
     for h in range(KV_HEADS):
         kw[h * HEAD_DIM: h * HEAD_DIM + half, 0] = EAGLE_QK
-    vw[:, 1: kv + 1] = torch.eye(kv)
-    ow = torch.zeros(HIDDEN, q)
-    for h in range(KV_HEADS):  # query head 2h reads KV head h (GQA groups of 2); write it back in place
-        ow[1 + h * HEAD_DIM: 1 + (h + 1) * HEAD_DIM, 2 * h * HEAD_DIM: (2 * h + 1) * HEAD_DIM] = torch.eye(HEAD_DIM)
+    vw[:, 1: BIGRAM + 1] = torch.eye(BIGRAM)  # KV head h carries bigram dims 1 + 32h .. 32(h + 1)
+    ow = torch.zeros(HIDDEN, HEADS * HEAD_DIM)
+    for h in range(HEADS):  # query heads 2kv, 2kv + 1 read KV head kv (GQA); write it back, + or -
+        kv = h // 2
+        ow[1 + kv * HEAD_DIM: 1 + (kv + 1) * HEAD_DIM, h * HEAD_DIM: (h + 1) * HEAD_DIM] = (-1) ** h * torch.eye(HEAD_DIM)
+    fc = torch.zeros(HIDDEN, 3 * HIDDEN)  # input: cat(aux 0 = embeddings, aux 1 = after layer 0, aux 2)
+    fc[1: BIGRAM + 1, 1: BIGRAM + 1] = torch.eye(BIGRAM)
+    fc[HIDDEN - PEN_DIM:, 2 * HIDDEN - PEN_DIM: 2 * HIDDEN] = torch.eye(PEN_DIM)
     w.update({"midlayer.self_attn.q_proj.weight": qw, "midlayer.self_attn.k_proj.weight": kw,
               "midlayer.self_attn.v_proj.weight": vw, "midlayer.self_attn.o_proj.weight": ow,
-              # The target's hidden state (last aux layer) enters the residual only faintly.
-              "midlayer.hidden_norm.weight": torch.full((HIDDEN,), EAGLE_HIDDEN_WEIGHT),
-              "fc.weight": torch.cat([torch.zeros(HIDDEN, 2 * HIDDEN), torch.eye(HIDDEN)], dim=1),
+              "midlayer.hidden_norm.weight": torch.ones(HIDDEN), "fc.weight": fc,
               "norm.weight": torch.ones(HIDDEN), "embed_tokens.weight": E, "lm_head.weight": L})
     return w
 
 
-EAGLE_QK = 6.0            # query/key amplitude: self-attention score gap ~30 (softmax ~one-hot)
-EAGLE_ROPE_THETA = 1.5    # fast-rotating rope frequencies make the score peak at distance 0
-EAGLE_HIDDEN_WEIGHT = 0.1
-
-
-def _mtp_weights(gen) -> dict:
+def _mtp_weights(gen, M) -> dict:
     """MiMo MTP layer: input_proj reads cat([hidden_layernorm(hidden), token_layernorm(next embedding)]);
     keep the next token's embedding (the bigram predicts from it) plus a faint share of the hidden."""
     import torch
 
     p = "model.mtp_layers.0"
     w = _decoder_layer(gen, p, qwen2=True)
+    _add_penalty_head(w, p, M)  # its window over the shifted tokens is the target's next window
     w.update({f"{p}.token_layernorm.weight": torch.ones(HIDDEN), f"{p}.hidden_layernorm.weight": torch.ones(HIDDEN),
               f"{p}.final_layernorm.weight": torch.ones(HIDDEN),
               f"{p}.input_proj.weight": torch.cat([0.1 * torch.eye(HIDDEN), torch.eye(HIDDEN)], dim=1)})
@@ -269,6 +283,7 @@ def _build(out_dir: Path) -> None:
     shared = {"model.embed_tokens.weight": E, "lm_head.weight": L, "model.norm.weight": torch.ones(HIDDEN)}
     gen = torch.Generator().manual_seed(1234)
     M = _penalty_codes(gen, E, L)
+    L[eos_id, 0] = EOS_BIAS  # E's column 0 is a constant 1: a bias
     target_layers = {**_decoder_layer(gen, "model.layers.0"), **_decoder_layer(gen, "model.layers.1")}
     _add_penalty_head(target_layers, "model.layers.0", M)
 
@@ -284,7 +299,7 @@ def _build(out_dir: Path) -> None:
 
     eagle = cfg("LlamaForCausalLMEagle3", "llama", 1)
     eagle.update({
-        "draft_vocab_size": VOCAB, "target_hidden_size": HIDDEN, "norm_before_residual": True,
+        "draft_vocab_size": VOCAB, "target_hidden_size": HIDDEN, "norm_before_residual": False,
         "rope_parameters": {"rope_type": "default", "rope_theta": EAGLE_ROPE_THETA},
         # Aux layer ids count hidden states, 0 = embeddings; vLLM's default takes only two of a 2-layer
         # target's, and the first request then fails (HTTP 500, CHECK_EQ 256 vs 384).
@@ -299,7 +314,15 @@ def _build(out_dir: Path) -> None:
     mimo_layers = {**_decoder_layer(gen, "model.layers.0", qwen2=True),
                    **_decoder_layer(gen, "model.layers.1", qwen2=True)}
     _add_penalty_head(mimo_layers, "model.layers.0", M)
-    _save(out_dir / "tiny-mimo", mimo, {**shared, **mimo_layers, **_mtp_weights(gen)}, tokenizer, eos_id, pad_id)
+    _save(out_dir / "tiny-mimo", mimo, {**shared, **mimo_layers, **_mtp_weights(gen, M)}, tokenizer, eos_id, pad_id)
+
+
+def _stamp() -> dict:
+    """What the built bytes depend on: the recipe, and the stdlib text and libraries it is built from."""
+    from importlib.metadata import version
+
+    return {"recipe_version": RECIPE_VERSION, "models": list(NAMES), "python": platform.python_version(),
+            "torch": version("torch"), "tokenizers": version("tokenizers")}
 
 
 def build_all(out_dir: Path, *, force: bool = False) -> dict[str, Path]:
@@ -307,7 +330,7 @@ def build_all(out_dir: Path, *, force: bool = False) -> dict[str, Path]:
     out_dir = Path(out_dir)
     paths = {name: out_dir / name for name in NAMES}
     stamp = out_dir / STAMP
-    want = {"recipe_version": RECIPE_VERSION, "models": list(NAMES)}
+    want = _stamp()
     if not force and stamp.is_file() and all(p.is_dir() for p in paths.values()):
         try:
             if json.loads(stamp.read_text()) == want:
@@ -320,7 +343,7 @@ def build_all(out_dir: Path, *, force: bool = False) -> dict[str, Path]:
         shutil.rmtree(p, ignore_errors=True)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings; training is tiny
     _build(out_dir)
-    stamp.write_text(json.dumps(want) + "\n")  # last: a crash mid-build leaves no stamp
+    stamp.write_text(json.dumps(want, indent=2) + "\n")  # last: a crash mid-build leaves no stamp
     return paths
 
 
