@@ -10,6 +10,9 @@ $(VENV)/.ready: collector/requirements.lock collector/requirements-build.lock co
 	bash collector/setup_venv.sh $(VENV)
 	touch $@
 
+# GPU stack (Docker Compose): run, sweep, down, lock, logs, status
+include services/compose.mk
+
 ## make demo: tiny local models, every method on real vLLM (CPU), one table per task
 demo: venv
 	$(SPECSTACK) demo

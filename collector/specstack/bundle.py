@@ -32,6 +32,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results (and Prometheus target files) are read by others
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "specstack.tiny_models",  # tiny-models
     "specstack.preflight",    # preflight
     "specstack.report",       # report
+    "specstack.ksweep",       # sweep-k
+    "specstack.containers",   # containers (host-side facts for compose runs)
 )
 
 

@@ -208,7 +208,10 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         if exporter is not None:
             exporter.shutdown()
         summary["timings"]["total"] = time.monotonic() - t0
-        summary["provenance"] = {"help_all": help_hash.result(), "vllm_client": _vllm_version()}
+        summary["provenance"] = {"help_all": help_hash.result(), "vllm_client": _vllm_version(),
+                                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF
+                                 # snapshot hashes) before the collector started; absent for native runs
+                                 "host": _load(run_dir / "host-provenance" / f"{plan['method']}.json") or None}
         if server is not None and server.log_path and server.log_path.exists():
             summary["server"].update(provenance.log_facts(server.log_path.read_text(errors="replace")))
         _finish(summary, tasks, bundle, opts)

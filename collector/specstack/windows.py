@@ -22,6 +22,7 @@ Prometheus must keep these labels as they are: the `specstack` scrape job must n
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -44,7 +45,8 @@ PHASE_WARMUP = "warmup"
 PHASE_ACCEPTANCE = "acceptance"
 PHASE_BENCH = "bench"
 
-DEFAULT_HOST = "127.0.0.1"
+# Loopback unless the deployment says otherwise (compose sets 0.0.0.0 so Prometheus can reach the collector).
+DEFAULT_HOST = os.environ.get("SPECSTACK_WINDOWS_HOST", "127.0.0.1")
 
 
 class _ScrapeCounter:
