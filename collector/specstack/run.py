@@ -61,6 +61,7 @@ class Options:
     skip_bench: bool = False
     quiet_gap: float = 0.0
     allow_synthetic: bool = False
+    bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
 
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
@@ -125,7 +126,8 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         problems, _ = artifacts.check(plan)
         if problems:
             raise UserError("; ".join(problems))
-    bundle = MethodBundle(opts.results_dir, opts.run_id, plan["method"], force=opts.force)
+    folder_name = opts.bundle_name or plan["method"]
+    bundle = MethodBundle(opts.results_dir, opts.run_id, folder_name, force=opts.force)
     run_dir = bundle.run_dir
     tasks = load_tasks(opts, run_dir / "inputs")
     update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__, git_commit=provenance.git_commit(REPO),
@@ -137,8 +139,8 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                               "acceptance_max_tokens": opts.acceptance_max_tokens,
                               "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
                               "repeats": opts.repeats})
-    summary: dict = {"schema": SUMMARY_SCHEMA, "run_id": opts.run_id, "method": plan["method"],
-                     "baseline_method": plan["baseline"], "status": "running", "error": None,
+    summary: dict = {"schema": SUMMARY_SCHEMA, "run_id": opts.run_id, "method": folder_name,
+                     "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running", "error": None,
                      "speculative_config": plan["speculative_config"], "spec_override": opts.spec_override,
                      "comparable": not _synthetic(plan), "server": {}, "tasks": {}, "windows": [],
                      "timings": {}}
@@ -146,7 +148,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
     server = windows = None
     help_hash = provenance.HelpHash(vllm_executable())
     exporter = _exporter(opts)
-    labels = {"run_id": opts.run_id, "method": plan["method"]}
+    labels = {"run_id": opts.run_id, "method": folder_name}
     try:
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         if opts.runtime == "native":
@@ -219,7 +221,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         tables.write_method_tables(bundle.staging, summary)
         bundle.write_json("summary.json", summary)
         published = bundle.finalize(summary["status"] == "ok")
-        update_manifest(run_dir, methods={plan["method"]: {"status": summary["status"], "dir": published.name,
+        update_manifest(run_dir, methods={folder_name: {"status": summary["status"], "dir": published.name,
                                                            "error": summary["error"]}})
     return summary, published
 
@@ -312,8 +314,9 @@ def _exporter(opts: Options):
 
 # --- sweep ------------------------------------------------------------------------------------------
 
-def sweep(opts: Options, method_names: list[str]) -> list[dict]:
-    """Methods one after another under one run id; finished methods are kept and skipped unless --force."""
+def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> list[dict]:
+    """Methods one after another under one run id; finished methods are kept and skipped unless --force.
+    Ends with the comparison report of the whole run."""
     results = []
     for name in method_names:
         done = read_summary(Path(opts.results_dir) / opts.run_id / name)
@@ -326,6 +329,9 @@ def sweep(opts: Options, method_names: list[str]) -> list[dict]:
                          "force": opts.force})
         summary, _ = run_method(one)
         results.append(summary)
+    if report:
+        from .report import write_report
+        console.print(f"report: {write_report(Path(opts.results_dir) / opts.run_id)}")
     return results
 
 

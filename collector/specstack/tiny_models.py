@@ -18,6 +18,7 @@ Folder names match [model_sets.tiny] in services/methods.toml.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -328,6 +329,14 @@ def _stamp() -> dict:
 def build_all(out_dir: Path, *, force: bool = False) -> dict[str, Path]:
     """Build the tiny models into out_dir (one folder each) unless a stamp of this recipe is there."""
     out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # One builder at a time per folder: a second process waits, then finds the stamp and returns.
+    with open(out_dir / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(out_dir, force)
+
+
+def _build_locked(out_dir: Path, force: bool) -> dict[str, Path]:
     paths = {name: out_dir / name for name in NAMES}
     stamp = out_dir / STAMP
     want = _stamp()
@@ -337,7 +346,6 @@ def build_all(out_dir: Path, *, force: bool = False) -> dict[str, Path]:
                 return paths
         except json.JSONDecodeError:
             pass  # a torn stamp: rebuild
-    out_dir.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
     for p in paths.values():
         shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,172 @@
+"""The arithmetic of the comparison report, kept free of I/O so tests can pin it down.
+
+- Speedups are ratios of medians over repeats: TPOT speedup = median(baseline TPOT) / median(method TPOT),
+  throughput speedup = median(method tok/s) / median(baseline tok/s). > 1.0 means the method is better.
+- The 95 % interval is a percentile bootstrap: baseline and method repeats are resampled independently (they
+  ran at different times, so repeat i of one has nothing to do with repeat i of the other), with a fixed seed,
+  so the same bundle always gives the same interval. With one repeat on either side there is no interval.
+- A p95/p99 from n samples is "unstable" when fewer than MIN_TAIL samples lie beyond it: n * (1 - p/100) < 10,
+  i.e. p95 needs >= 200 samples and p99 >= 1000.
+- None means "not measured / no drafts", never 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+SEED = 20251018          # fixed: the report of one bundle is reproducible byte for byte
+BOOTSTRAP_RESAMPLES = 10_000
+CONFIDENCE = 0.95
+MIN_TAIL = 10            # samples that must lie beyond a percentile for it to count as stable
+GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
+
+
+def median(values: Sequence[float]) -> float | None:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return float(np.median(vals)) if vals else None
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den == 0:
+        return None
+    return num / den
+
+
+@dataclass
+class Interval:
+    point: float | None      # ratio of medians
+    low: float | None        # 2.5th percentile of the bootstrap distribution (None: fewer than 2 repeats)
+    high: float | None
+    n_num: int               # repeats on each side
+    n_den: int
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def crosses_one(self) -> bool | None:
+        """True when the interval includes 1.0x (no clear difference); None without an interval."""
+        if not self.has_interval:
+            return None
+        return self.low <= 1.0 <= self.high
+
+    def verdict(self, better: str = "faster", worse: str = "slower") -> str:
+        if self.point is None:
+            return "n/a"
+        if not self.has_interval:
+            return f"no interval ({min(self.n_num, self.n_den)} repeat)"
+        if self.crosses_one:
+            return "no clear difference"
+        return better if self.low > 1.0 else worse
+
+
+def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                    seed: int = SEED, confidence: float = CONFIDENCE) -> Interval:
+    """Median(num) / median(den) and its percentile-bootstrap interval (independent resampling of each side)."""
+    a = np.asarray([float(x) for x in num if x is not None], dtype=float)
+    b = np.asarray([float(x) for x in den if x is not None], dtype=float)
+    if a.size == 0 or b.size == 0:
+        return Interval(None, None, None, int(a.size), int(b.size))
+    point = ratio(float(np.median(a)), float(np.median(b)))
+    if point is None or a.size < 2 or b.size < 2:
+        return Interval(point, None, None, int(a.size), int(b.size))
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(a, size=(resamples, a.size), replace=True), axis=1)
+    mb = np.median(rng.choice(b, size=(resamples, b.size), replace=True), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = ma / mb
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return Interval(point, None, None, int(a.size), int(b.size))
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(r, [tail, 100 - tail])
+    return Interval(point, float(low), float(high), int(a.size), int(b.size))
+
+
+def unstable(percentile: float, samples: int | None) -> bool:
+    """A percentile estimated from `samples` values with fewer than MIN_TAIL of them beyond it."""
+    if percentile <= 50:
+        return False
+    if not samples:
+        return True
+    return samples * (1 - percentile / 100) < MIN_TAIL
+
+
+def min_samples(percentile: float) -> int:
+    """Samples needed for `percentile` to be stable (200 for p95, 1000 for p99)."""
+    return math.ceil(MIN_TAIL / (1 - percentile / 100) - 1e-9)
+
+
+def efficiency(tpot_speedup: float | None, mean_acceptance_length: float | None) -> float | None:
+    """Measured TPOT speedup as a fraction of the ideal one, the mean acceptance length (tokens per verify step):
+    if drafting and verifying cost nothing, each step would emit that many tokens in the time of one."""
+    if tpot_speedup is None or mean_acceptance_length is None or mean_acceptance_length <= 0:
+        return None
+    return tpot_speedup / mean_acceptance_length
+
+
+def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | None:
+    """Fraction of the baseline's KV-cache capacity (tokens) the method lost (negative: it has more)."""
+    if method_tokens is None or not baseline_tokens:
+        return None
+    return 1 - method_tokens / baseline_tokens
+
+
+def crossover(points: dict[int, float | None], lows: dict[int, float | None] | None = None) -> dict:
+    """Where a method stops beating the baseline as concurrency grows.
+
+    `points`: concurrency -> speedup (> 1.0 = method better); `lows`: the lower ends of their 95 % intervals,
+    where known. A cell "beats" the baseline when its interval lies above 1.0x (low > 1.0); a cell without an
+    interval (one repeat) beats it when its point estimate is > 1.0x. Returns {"kind": always|never|crossover|
+    mixed|n/a, "concurrency": the first non-winning concurrency after a win (crossover) or None, "last_win":
+    the winning concurrency before it, "text": one plain sentence}.
+    """
+    lows = lows or {}
+    cs = sorted(c for c, v in points.items() if v is not None)
+    if not cs:
+        return {"kind": "n/a", "concurrency": None, "last_win": None, "text": "n/a (no comparable cells)"}
+    wins = [lows[c] > 1.0 if lows.get(c) is not None else points[c] > 1.0 for c in cs]
+    clearly = "clearly " if any(lows.get(c) is not None for c in cs) else ""
+    if all(wins):
+        return {"kind": "always", "concurrency": None, "last_win": cs[-1],
+                "text": f"{clearly}beats the baseline at every tested concurrency ({_list(cs)})"}
+    if not any(wins):
+        return {"kind": "never", "concurrency": None, "last_win": None,
+                "text": f"never {clearly}beats the baseline (tested {_list(cs)})"}
+    if wins[0]:
+        i = wins.index(False)
+        rest = wins[i:]
+        tail = "" if not any(rest) else f"; wins again at {_list([c for c, w in zip(cs[i:], rest) if w])}"
+        return {"kind": "crossover", "concurrency": cs[i], "last_win": cs[i - 1],
+                "text": f"stops {clearly}beating the baseline at concurrency {cs[i]} (last win at {cs[i - 1]}){tail}"}
+    won = [c for c, w in zip(cs, wins) if w]
+    return {"kind": "mixed", "concurrency": None, "last_win": None,
+            "text": f"does not {clearly}beat the baseline at concurrency {cs[0]}, wins at {_list(won)}"}
+
+
+def _list(cs: Sequence[int]) -> str:
+    return ", ".join(str(c) for c in cs)
+
+
+def first_divergence(a: Sequence, b: Sequence) -> int | None:
+    """Index of the first position where the sequences differ; None when they are equal.
+    If one is a strict prefix of the other, the index is the shorter one's length."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return None if len(a) == len(b) else n
+
+
+def gain_stop(tpot_by_k: dict[int, float | None], tolerance: float = GAIN_TOLERANCE) -> int | None:
+    """The smallest K whose TPOT is within `tolerance` of the best (lowest) TPOT of the sweep: raising K beyond
+    it bought less than that. None without data."""
+    ks = sorted(k for k, v in tpot_by_k.items() if v is not None)
+    if not ks:
+        return None
+    best = min(tpot_by_k[k] for k in ks)
+    return next(k for k in ks if tpot_by_k[k] <= best * (1 + tolerance))
