@@ -106,6 +106,9 @@ class Windows:
             self.exporter.close()
         if outcome.error:
             window.status, window.reason = "failed", outcome.error
+            if not self.server.alive():
+                window.reason = (f"vLLM server exited with code {self.server.process.returncode} during the "
+                                 f"window; {outcome.error}")
         try:
             after = self._snapshot(window.name, "after")
             window.counters_before, window.counters_after = before.counters, after.counters

@@ -32,11 +32,17 @@ class HelpHash:
         self.proc = None if vllm in self._done else subprocess.Popen(
             [vllm, "serve", "--help=all"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
+    def cancel(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
     def result(self, timeout: float = 120) -> dict:
         if self.proc is None:
             return self._done[self.vllm]
-        self._done[self.vllm] = self._wait(timeout)
-        return self._done[self.vllm]
+        result = self._wait(timeout)
+        if result.get("sha256"):  # a killed or failed attempt is not remembered
+            self._done[self.vllm] = result
+        return result
 
     def _wait(self, timeout: float) -> dict:
         try:

@@ -9,18 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, artifacts, methods, phases, provenance, tables
-from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_json, check_writable, read_summary, update_manifest
+from . import __version__, artifacts, methods, phases, preflight, provenance, tables
+from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_bytes, atomic_write_json, check_writable, read_summary, update_manifest
 from .errors import UserError
 from .runtime import ServerError, attach, start_native, stop_native, vllm_executable
 from .workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS, Task,
-                        load_task, write_defaults)
+                        load_task, sha256, write_defaults)
 
 REPO = Path(__file__).resolve().parents[2]
 console = Console(stderr=True)
@@ -66,7 +67,7 @@ class Options:
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
             raise UserError(f"concurrency must be > 0, got {list(self.concurrencies)}")
-        for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "repeats"):
+        for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "repeats", "acceptance_concurrency"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:
@@ -92,11 +93,27 @@ def plan_for(opts: Options) -> dict:
 
 
 def load_tasks(opts: Options, inputs_dir: Path) -> dict[str, Task]:
-    defaults = [t for t in opts.tasks if t not in opts.workload_files]
-    tasks = write_defaults(inputs_dir, num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
-                           acceptance_max_tokens=opts.acceptance_max_tokens, tasks=tuple(defaults)) if defaults else {}
-    for name, (perf, acc) in opts.workload_files.items():
-        tasks[name] = load_task(name, perf, acc, default_max_tokens=opts.acceptance_max_tokens)
+    """The run's workloads. User files are validated first; built-in ones are written once per run, and
+    a later method of the same run must ask for exactly the same inputs (methods are compared on them)."""
+    tasks = {name: load_task(name, perf, acc, default_max_tokens=opts.acceptance_max_tokens)
+             for name, (perf, acc) in opts.workload_files.items()}
+    defaults = tuple(t for t in opts.tasks if t not in opts.workload_files)
+    if defaults:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = write_defaults(Path(tmp), num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
+                                   acceptance_max_tokens=opts.acceptance_max_tokens, tasks=defaults)
+            inputs_dir.mkdir(parents=True, exist_ok=True)
+            for task in fresh.values():
+                for path in (task.perf_path, task.acceptance_path):
+                    kept = inputs_dir / path.name
+                    if kept.exists() and sha256(kept) != sha256(path):
+                        raise UserError(f"run {opts.run_id!r} was started with other inputs ({kept.name} differs: "
+                                        "another --num-prompts or output length?); use a new --run-id")
+                    if not kept.exists():
+                        atomic_write_bytes(kept, path.read_bytes())
+        for name in defaults:
+            tasks[name] = load_task(name, inputs_dir / f"{name}.perf.jsonl", inputs_dir / f"{name}.acceptance.jsonl",
+                                    default_max_tokens=opts.acceptance_max_tokens)
     return {t: tasks[t] for t in opts.tasks}
 
 
@@ -124,12 +141,14 @@ def run_method(opts: Options) -> tuple[dict, Path]:
             raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
                             "arctic-inference==0.3.0 (make venv does)")
         problems, _ = artifacts.check(plan)
+        # vLLM's own parser and config classes, in seconds, instead of a server dying after a minute of loading
+        problems += preflight.run_checks(plan, deep="off").errors
         if problems:
             raise UserError("; ".join(problems))
     folder_name = opts.bundle_name or plan["method"]
+    run_dir = Path(opts.results_dir) / opts.run_id
+    tasks = load_tasks(opts, run_dir / "inputs")  # bad workload files fail here, before any result folder
     bundle = MethodBundle(opts.results_dir, opts.run_id, folder_name, force=opts.force)
-    run_dir = bundle.run_dir
-    tasks = load_tasks(opts, run_dir / "inputs")
     update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__, git_commit=provenance.git_commit(REPO),
                     model_set=opts.model_set, platform=opts.platform, host=provenance.host(),
                     inputs={str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
@@ -210,6 +229,8 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         if exporter is not None:
             exporter.shutdown()
         summary["timings"]["total"] = time.monotonic() - t0
+        if server is None:
+            help_hash.cancel()  # nothing to describe; do not keep the user waiting for it
         summary["provenance"] = {"help_all": help_hash.result(), "vllm_client": _vllm_version(),
                                  # written on the GPU host by `make run` (container digests, nvidia-smi, HF
                                  # snapshot hashes) before the collector started; absent for native runs
@@ -317,6 +338,8 @@ def _exporter(opts: Options):
 def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> list[dict]:
     """Methods one after another under one run id; finished methods are kept and skipped unless --force.
     Ends with the comparison report of the whole run."""
+    cfg = methods.load()
+    method_names = [methods.resolve_method(cfg, n) for n in method_names]  # a typo fails before any server starts
     results = []
     for name in method_names:
         done = read_summary(Path(opts.results_dir) / opts.run_id / name)
