@@ -119,7 +119,7 @@ _compose-method:
 	echo "--- $(METHOD): collector"; \
 	$(COMPOSE) run --rm --use-aliases collector run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
-	  --platform gpu-container --windows-port 9400 $(if $(SPEC_K),--k $(SPEC_K)) $(RUN_ARGS)
+	  --platform gpu-container --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) $(RUN_ARGS)
 
 _compose-report:
 	$(COMPOSE) run --rm collector report $(REPORT_ARGS)

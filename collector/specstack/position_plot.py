@@ -107,3 +107,26 @@ def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels:
     finally:
         plt.close(fig)
     return values
+
+
+def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
+    """Prometheus's view of each acceptance window, as PNGs in the bundle; says so when that view is missing.
+
+    A window shorter than two scrapes holds too few samples for increase(), so the range is widened to two
+    scrape intervals before the window's end (it may then include the previous window's tail)."""
+    view: dict = {"url": prom_url, "tasks": {}}
+    for w in windows:
+        if w["phase"] != "acceptance" or w.get("settled_at") is None:
+            continue
+        end = w["settled_at"] + scrape_seconds  # the first scrape after the window's last counter update
+        start = min(w["start"], end - 2 * scrape_seconds)
+        try:
+            values = plot_acceptance_by_position(prom_url, start, end, labels,
+                                                 Path(out_dir) / f"acceptance-by-position-{w['task']}.png",
+                                                 title=f"{labels.get('method')} · {w['task']} (Prometheus)")
+        except (requests.RequestException, RuntimeError, ValueError) as e:
+            view["tasks"][w["task"]] = {"status": "missing", "reason": f"{type(e).__name__}: {e}"}
+            continue
+        view["tasks"][w["task"]] = {"status": "ok", "per_position": values, "range": [start, end],
+                                    "png": f"acceptance-by-position-{w['task']}.png"}
+    return view

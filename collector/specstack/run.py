@@ -16,7 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, artifacts, methods, phases, preflight, provenance, tables
+from . import (__version__, artifacts, methods, phases, position_plot, preflight, prometheus_api, provenance,
+               tables)
 from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_bytes, atomic_write_json, check_writable, read_summary, update_manifest
 from .errors import UserError
 from .runtime import ServerError, attach, start_native, stop_native, vllm_executable
@@ -62,6 +63,8 @@ class Options:
     skip_bench: bool = False
     quiet_gap: float = 0.0
     allow_synthetic: bool = False
+    prometheus_url: str | None = None
+    prometheus_scrape_seconds: float = 5.0
     bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
 
     def validate(self) -> None:
@@ -176,7 +179,11 @@ def run_method(opts: Options) -> tuple[dict, Path]:
             server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
         summary["timings"]["server_ready"] = server.ready_seconds
         if opts.prometheus_targets:
+            written = time.time()
             _write_prometheus_target(opts.prometheus_targets, server.base_url, labels)
+            if opts.prometheus_url:  # so Prometheus's view covers the first window too
+                summary["prometheus_wait"] = prometheus_api.wait_for_target(
+                    opts.prometheus_url, labels, written, timeout=6 * opts.prometheus_scrape_seconds + 15)
         summary["server"] = _server_facts(server, plan, opts)
         windows = phases.Windows(server, bundle, exporter, labels, opts.quiet_gap)
         speculative = plan["speculative_config"] is not None
@@ -212,6 +219,12 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                                     argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
         summary["timings"]["bench"] = time.monotonic() - t
         windows.finish()
+        if opts.prometheus_url and plan["speculative_config"] is not None:
+            # Scrapes land every few seconds; the acceptance windows ended before the bench ran, so their
+            # samples are stored by now (with --skip-bench the first scrape after them may still be missing).
+            summary["prometheus_view"] = position_plot.bundle_view(
+                opts.prometheus_url, [w.to_dict() for w in windows.records], labels, bundle.path("plots"),
+                opts.prometheus_scrape_seconds)
         summary["windows"] = [w.to_dict() for w in windows.records]
     except (ServerError, UserError) as e:
         summary["error"] = str(e)
@@ -414,6 +427,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus-targets", type=Path, default=None,
                    help="write a Prometheus file_sd target file for the server with method/run_id labels")
     p.add_argument("--windows-port", type=int, default=None, help="serve run-window gauges for Prometheus")
+    p.add_argument("--prometheus-url", default=None,
+                   help="also keep Prometheus's view: acceptance-by-position PNGs per task in the bundle")
     p.add_argument("--skip-bench", action="store_true", help="acceptance phase only")
     p.add_argument("--quiet-gap", type=float, default=0.0,
                    help="idle seconds around each window so a Prometheus scrape falls between windows")
@@ -442,7 +457,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,
                    prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
                    skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
-                   allow_synthetic=args.allow_synthetic)
+                   allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

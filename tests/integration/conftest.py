@@ -12,9 +12,8 @@ from specstack import tiny_models
 from specstack.demo import DEMO_METHODS
 from specstack.run import Options, sweep
 
-from .prom import SCRAPE_SECONDS, Prometheus, free_port
+from .prom import REPO, SCRAPE_SECONDS, Prometheus, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
 
 
@@ -48,7 +47,8 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     opts = sweep_options(models_dir, results, "it-sweep", quiet_gap=SCRAPE_SECONDS * 1.5,
                          prometheus_targets=prometheus.targets_dir / "vllm.json",
-                         windows_port=prometheus.windows_port)
+                         windows_port=prometheus.windows_port, prometheus_url=prometheus.url,
+                         prometheus_scrape_seconds=SCRAPE_SECONDS)
     summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
     return {"run_dir": results / "it-sweep", "summaries": summaries}
 

@@ -1,5 +1,6 @@
-"""A real Prometheus (Debian's binary) for the integration tests, configured like the shipped one but
-scraping every second and reading its vLLM target from the file the collector writes."""
+"""A real Prometheus (Debian's binary) for the integration tests: the shipped prometheus/prometheus.yml with
+three changes only: every interval 1 s, the collector's window exporter on a loopback port, and the vLLM
+target file in a temporary folder (the collector writes it, as make does for the containers)."""
 from __future__ import annotations
 
 import shutil
@@ -12,6 +13,7 @@ import pytest
 import requests
 import yaml
 
+REPO = Path(__file__).resolve().parents[2]
 SCRAPE_SECONDS = 1.0
 
 
@@ -29,14 +31,14 @@ class Prometheus:
         self.targets_dir, self.windows_port = targets_dir, windows_port
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = {
-            "global": {"scrape_interval": f"{SCRAPE_SECONDS:g}s", "evaluation_interval": f"{SCRAPE_SECONDS:g}s"},
-            "scrape_configs": [
-                {"job_name": "vllm", "file_sd_configs": [{"files": [str(targets_dir / "*.json")],
-                                                          "refresh_interval": "1s"}]},
-                {"job_name": "specstack", "static_configs": [{"targets": [f"127.0.0.1:{windows_port}"]}]},
-            ],
-        }
+        config = yaml.safe_load((REPO / "prometheus" / "prometheus.yml").read_text())
+        every = f"{SCRAPE_SECONDS:g}s"
+        config["global"].update(scrape_interval=every, evaluation_interval=every, scrape_timeout=every)
+        jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+        for job in jobs.values():
+            job["scrape_interval"] = every
+        jobs["vllm"]["file_sd_configs"] = [{"files": [str(targets_dir / "*.json")], "refresh_interval": every}]
+        jobs["specstack"]["static_configs"] = [{"targets": [f"127.0.0.1:{windows_port}"]}]
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = open(workdir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(

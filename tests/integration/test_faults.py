@@ -139,13 +139,18 @@ def managed(models_dir, tmp_path_factory):
 class TestAttachedServer:
     @pytest.mark.parametrize("fault", ["read-timeout", "http-error"])
     def test_a_failing_request_fails_the_window(self, fault, managed, models_dir, tmp_path, monkeypatch):
-        """(d) The 2nd acceptance request really times out (1 ms read timeout) or really gets an HTTP error
+        """(d) The 2nd acceptance request really times out (server frozen, 1 s read timeout) or really gets an HTTP error
         from vLLM (max_tokens beyond the context): the window fails with the reason, the rest stands."""
         def hook(n, send, http, server, row, timeout):
             if n != 2:
                 return send(http, server, row, timeout)
             if fault == "read-timeout":
-                return send(http, server, row, (10, 0.001))  # connect 10 s, read 1 ms
+                # Freeze the API server (SIGSTOP) so the answer surely outlasts a 1 s read timeout, then thaw it.
+                os.kill(managed.server.process.pid, signal.SIGSTOP)
+                try:
+                    return send(http, server, row, (10, 1.0))
+                finally:
+                    os.kill(managed.server.process.pid, signal.SIGCONT)
             return send(http, server, {**row, "max_tokens": 10 ** 6}, timeout)
         on_acceptance_request(monkeypatch, hook)
         opts = options(models_dir, tmp_path, f"fault-{fault}", runtime="url", url=managed.url)
