@@ -556,12 +556,14 @@ def method_rows(run: RunData) -> list[dict]:
                      "kv_cache_tokens": server.get("kv_cache_tokens"),
                      "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
                      "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
+                     "prometheus_view": _prometheus_view(md.summary),
                      "error": None, "folder": md.path.name})
     for f in run.failed:
         rows.append({"method": f.name, "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
                      "baseline": None, "comparable": None, "k": None, "speculative_config": None,
                      "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
-                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None, "error": f.error,
+                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
+                     "prometheus_view": None, "error": f.error,
                      "folder": f.path.name if f.path else None})
     return rows
 
@@ -739,12 +741,13 @@ def blocks(rep: Report) -> list[tuple]:
 
     out.append(("h2", "Methods"))
     out.append(("table", ["method", "status", "vs", "K", "speculative config", "override", "runner", "async sched.",
-                          "KV cache tokens", "KV loss vs baseline", "cross-check"],
+                          "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
                 [[r["method"] + ("" if r["comparable"] in (True, None) else " ⚠ not comparable"), r["status"],
                   r["baseline"] or "—", _num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
                   r["model_runner"] or "n/a", _num(r["async_scheduling"]), _num(r["kv_cache_tokens"]),
                   _pct(r["kv_cache_loss"]) if r["baseline"] else "—",
-                  "n/a" if r["crosscheck_ok"] is None else ("exact" if r["crosscheck_ok"] else "MISMATCH")]
+                  "n/a" if r["crosscheck_ok"] is None else ("exact" if r["crosscheck_ok"] else "MISMATCH"),
+                  r["prometheus_view"] or "n/a"]
                  for r in rep.methods]))
     failures = [r for r in rep.methods if r["status"].startswith("failed")]
     if failures:
@@ -930,7 +933,7 @@ _UNSTABLE_COLS = [f"{m}_p{p}_unstable" for m in METRICS for p in (95, 99)]
 # Fixed columns per tidy table, so an empty table still has its header (and the schema cannot drift silently).
 COLUMNS: dict[str, list[str]] = {
     "methods": ["method", "status", "baseline", "comparable", "k", "speculative_config", "spec_override", "target",
-                "model_runner", "async_scheduling", "kv_cache_tokens", "kv_cache_loss", "crosscheck_ok", "error",
+                "model_runner", "async_scheduling", "kv_cache_tokens", "kv_cache_loss", "crosscheck_ok", "prometheus_view", "error",
                 "folder"],
     "bench_cells": ["method", "task", "concurrency", "repeat", "status", "file", "source", "completed", "failed",
                     "total_output_tokens", "duration_s", "output_throughput",
@@ -971,6 +974,18 @@ def _table_bytes(name: str, rows: list[dict]) -> tuple[bytes, bytes]:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return df.to_csv(index=False).encode("utf-8"), buf.getvalue()
+
+
+def _prometheus_view(summary: dict) -> str | None:
+    """Which of the two views a method's figures rest on: the collector's direct /metrics diff always;
+    Prometheus's only when the run was given one, and then whether it answered."""
+    view = summary.get("prometheus_view")
+    if not view:
+        return "not collected (direct diff only)"
+    missing = {t: v.get("reason") for t, v in view.get("tasks", {}).items() if v.get("status") != "ok"}
+    if not missing:
+        return "ok"
+    return "MISSING for " + ", ".join(f"{t} ({r})" for t, r in missing.items()) + "; direct diff stands"
 
 
 def write_report(run_dir: Path, tokenizers: Tokenizers | None = None) -> Path:

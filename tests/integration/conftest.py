@@ -14,6 +14,7 @@ from specstack.run import Options, sweep
 
 from .prom import REPO, SCRAPE_SECONDS, Prometheus, free_port
 
+HF_TOKEN_SENTINEL = "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0123"
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
 
 
@@ -45,6 +46,8 @@ def sweep_options(models_dir: Path, results: Path, run_id: str, **overrides) -> 
 def sweep_run(models_dir, prometheus, tmp_path_factory):
     """Every method once, one after another, under one run id; Prometheus scraping throughout."""
     results = tmp_path_factory.mktemp("results")
+    # A token in the environment, as users have one: it must reach no file of the bundle (test_sweep greps).
+    os.environ["HF_TOKEN"] = HF_TOKEN_SENTINEL
     opts = sweep_options(models_dir, results, "it-sweep", quiet_gap=SCRAPE_SECONDS * 1.5,
                          prometheus_targets=prometheus.targets_dir / "vllm.json",
                          windows_port=prometheus.windows_port, prometheus_url=prometheus.url,

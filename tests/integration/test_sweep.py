@@ -13,7 +13,7 @@ from rich.console import Console
 from specstack import methods, summary_table, workloads
 from specstack.demo import DEMO_METHODS
 
-from .conftest import WORKLOAD, read_jsonl
+from .conftest import HF_TOKEN_SENTINEL, WORKLOAD, read_jsonl
 
 SPEC_METHODS = [m for m in DEMO_METHODS if methods.is_speculative(m)]
 PLAIN_METHODS = [m for m in DEMO_METHODS if not methods.is_speculative(m)]
@@ -145,3 +145,10 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
     result = prometheus.query('max_over_time(specstack_window_active{method="ngram",run_id="it-sweep"}[10m])', end)
     phases = {(r["metric"]["phase"], r["metric"].get("task", "")) for r in result if float(r["value"][1]) == 1}
     assert {("acceptance", "code"), ("acceptance", "chat"), ("bench", "code"), ("bench", "chat")} <= phases
+
+
+def test_hf_token_never_reaches_the_bundle(sweep_run):
+    files = [p for p in sweep_run["run_dir"].rglob("*") if p.is_file()]
+    assert len(files) > 100
+    leaked = [str(p) for p in files if HF_TOKEN_SENTINEL.encode() in p.read_bytes()]
+    assert leaked == []

@@ -63,3 +63,16 @@ def test_unwritable_results_folder(tmp_path):
             check_writable(folder)
     finally:
         (tmp_path / "ro").chmod(0o700)
+
+
+def test_prometheus_down_leaves_the_direct_view_and_says_which_view_is_missing(tmp_path):
+    from specstack.position_plot import bundle_view
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    window = {"phase": "acceptance", "task": "code", "start": 100.0, "settled_at": 105.0}
+    view = bundle_view(dead, [window], {"method": "ngram", "run_id": "r"}, tmp_path, 5.0)
+    assert view["tasks"]["code"]["status"] == "missing"
+    assert "ConnectionError" in view["tasks"]["code"]["reason"]
+    assert not list(tmp_path.glob("*.png"))
