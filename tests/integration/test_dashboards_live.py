@@ -41,6 +41,16 @@ def _spec_only(expr: str) -> bool:
     return any(f in expr for f in SPEC_FAMILIES)
 
 
+def _annotation_may_be_empty(where: str, summary: dict) -> bool:
+    """A window shorter than two scrapes may fall between samples of the `active` gauge; its annotation
+    then has nothing to show (the bundle's windows table keeps its exact times)."""
+    if not where.startswith("annotation"):
+        return False
+    phase = next((p for p in ("warm", "acceptance", "bench") if p in where.lower()), None)
+    lengths = [w["end"] - w["start"] for w in summary["windows"] if phase and w["phase"].startswith(phase)]
+    return bool(lengths) and max(lengths) < 2 * SCRAPE_SECONDS
+
+
 @pytest.mark.parametrize("dashboard", DASHBOARDS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("method", ["eagle3", "baseline"])
 def test_every_query_answers_on_real_data(sweep_run, prometheus, dashboard, method):
@@ -52,6 +62,8 @@ def test_every_query_answers_on_real_data(sweep_run, prometheus, dashboard, meth
         rendered = generate.render(expr, variables=variables, rate_interval=f"{int(4 * SCRAPE_SECONDS)}s",
                                    range_=f"{int(end - start)}s", interval=f"{int(SCRAPE_SECONDS)}s")
         result = evaluate(prometheus, rendered, start, end)
+        if not result and _annotation_may_be_empty(where, summary):
+            continue
         (answered if result else empty).append((where, _spec_only(expr)))
     if method == "baseline":
         # plain decode: exactly the spec panels are empty, everything else answers
@@ -65,19 +77,21 @@ def test_every_query_answers_on_real_data(sweep_run, prometheus, dashboard, meth
 
 @pytest.mark.parametrize("method", ["ngram", "draft_model", "eagle3", "suffix", "mtp"])
 def test_per_position_panel_matches_the_collector(sweep_run, prometheus, method):
+    """The panel's query over a window aligned to Prometheus's own scrapes (the last sample before the window,
+    the first after it; quiet gaps guarantee both hold the snapshot values) equals the collector's rates.
+    1 ms before the first sample keeps increase()'s extrapolation to 1 ms, i.e. far below one scrape."""
     summary = sweep_run["summaries"][method]
+    labels = {"method": method, "run_id": "it-sweep"}
     for w in (w for w in summary["windows"] if w["phase"] == "acceptance"):
-        # the quiet gaps around the window hold no traffic, so widening the range to them changes nothing
-        start, end = w["start"] - SCRAPE_SECONDS, w["settled_at"] + SCRAPE_SECONDS
-        prom = query_acceptance_by_position(prometheus.url, start, end,
-                                            {"method": method, "run_id": "it-sweep"})
+        samples = prometheus.samples(f'{m.SPEC_NUM_DRAFTS}_total{{method="{method}",run_id="it-sweep"}}',
+                                     w["start"] - 10, w["settled_at"] + 10)
+        t0 = max(t for t, _ in samples if t <= w["start"])
+        t1 = min(t for t, _ in samples if t >= w["settled_at"])
+        prom = query_acceptance_by_position(prometheus.url, t0 - 0.001, t1, labels)
         mine = w["from_counters"]["per_position_rates"]
         assert prom is not None and len(prom) == len(mine), (w["name"], prom, mine)
-        # increase() extrapolates every series of a window by the same factor (same scrape timestamps), so
-        # the ratio is exact up to one scrape's worth of extrapolation at a counter near zero
-        steps = w["from_counters"]["steps"]
         for p, (a, b) in enumerate(zip(prom, mine)):
-            assert abs(a - b) <= max(1 / steps, 0.02), (w["name"], p, a, b)
+            assert a == pytest.approx(b, rel=1e-3, abs=1e-9), (w["name"], p, prom, mine)
 
 
 @pytest.mark.parametrize("method", ["eagle3", "mtp"])
