@@ -3,18 +3,32 @@ of the same target. Ratios are computed from the bundle's summaries, nothing els
 from __future__ import annotations
 
 import json
+from itertools import dropwhile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from . import methods
+
 
 def load_summaries(run_dir: Path) -> dict[str, dict]:
-    out = {}
-    for path in sorted(Path(run_dir).glob("*/summary.json")):
+    """Published summaries of a run, in methods.toml order (baselines first), then any other folder."""
+    found = {}
+    for path in Path(run_dir).glob("*/summary.json"):
         summary = json.loads(path.read_text())
-        out[summary["method"]] = summary
-    return out
+        found[summary["method"]] = summary
+    order = {name: i for i, name in enumerate(methods.names())}
+    return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def _histogram(hist: list[int] | None) -> str:
+    """[136, 72, 2, 0, 0, 0] -> "[136, 72, 2, 0×3]": long suffix histograms stay readable."""
+    if not hist:
+        return "n/a"
+    zeros = len(hist) - len(list(dropwhile(lambda x: x == 0, reversed(hist))))
+    head = [str(x) for x in hist[: len(hist) - zeros]]
+    return "[" + ", ".join(head + ([f"0×{zeros}"] if zeros > 1 else ["0"] * zeros)) + "]"
 
 
 def _pct(x: float | None) -> str:
@@ -63,13 +77,13 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
         status = "" if s["status"] == "ok" else " [red](failed)[/]"
         table.add_row(name + status, s.get("baseline_method") or "-", _pct(figures.get("acceptance_rate")),
                       _num(figures.get("mean_acceptance_length")),
-                      "n/a" if not figures.get("histogram") else str(figures["histogram"]),
+                      _histogram(figures.get("histogram")),
                       crosscheck_label(s), *cells)
     return table
 
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(width=max(150, Console().width))
     summaries = load_summaries(run_dir)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
