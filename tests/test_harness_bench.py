@@ -93,6 +93,19 @@ def test_growth_slope_is_one_for_linear_and_two_for_quadratic():
     assert steps == [{"size_ratio": 10.0, "cost_ratio": 5.0}]
 
 
+def test_model_inspection_seconds_from_the_vllm_log():
+    log = ("(APIServer pid=1) INFO 11-29 13:21:10 [api_utils.py:286] non-default args: {'model': 'x'}\n"
+           "(APIServer pid=1) INFO 11-29 13:21:11 [x.py:1] something else\n"
+           "(APIServer pid=1) INFO 11-29 13:21:22 [model.py:733] Resolved architecture: Qwen3ForCausalLM\n"
+           "(APIServer pid=1) INFO 11-29 13:21:40 [model.py:733] Resolved architecture: Qwen3ForCausalLM\n")
+    assert hb.model_inspection_seconds(log) == 12
+    midnight = ("INFO 11-29 23:59:59 [a.py:1] non-default args: {}\n"
+                "INFO 11-30 00:00:03 [model.py:733] Resolved architecture: X\n")
+    assert hb.model_inspection_seconds(midnight) == 4
+    assert hb.model_inspection_seconds("INFO 11-29 13:21:10 [a.py:1] non-default args: {}\n") is None
+    assert hb.model_inspection_seconds("") is None
+
+
 def test_monitoring_cost_splits_in_window_from_edges():
     windows = [{"seconds": 10.0, "prom_cpu": 0.02, "snapshot_cpu": 0.01, "snapshot_fetches": 4}]
     out = hb.monitoring_cost(windows, interval=5.0, cores=2, render_prom=0.01, render_plain=0.005,
@@ -185,7 +198,8 @@ def _report() -> dict:
     run = {"run_id": "bench-first", "status": "ok", "error": None,
            "timings": {"server_ready": 40.0, "acceptance": 5.0, "bench": 20.0, "total": 67.0},
            "overhead": hb.overhead_of({"server_ready": 40.0, "acceptance": 5.0, "bench": 20.0, "total": 67.0}, 68.0),
-           "components": {"warm-up": 1.0, "exporter final-scrape wait": 1.5},
+           "components": {"warm-up": 1.0, "exporter final-scrape wait": 1.0,
+                          "wait until Prometheus scraped the new target": 0.5},
            "also_measured": {"snapshots (all windows)": 0.5},
            "snapshot_count": 10, "fetch_count": 20, "load_before": [0.5, 0.5, 0.5], "load_after": [1, 1, 1]}
     return {"schema": hb.SCHEMA, "date": "2026-01-01T00:00:00+00:00", "quick": True, "method": "draft_model",
@@ -195,8 +209,11 @@ def _report() -> dict:
             "monitoring": {"scrape_interval_seconds": 5.0, "cores": 2, "exporter_cpu_per_scrape": 4e-5,
                            "render": {"prometheus_accept": render, "plain_get": render}, **mon, "ab": ab},
             "overhead": {"runs": [run]},
-            "startup": {"with_collector": {"first": 60.0, "second": 50.0, "ratio": 50 / 60},
-                        "bare_pairs": [{"first": 40.0, "second": 38.0, "ratio": 0.95}], "note": ""},
+            "startup": {"with_collector": {"first": 60.0, "second": 50.0, "ratio": 50 / 60,
+                                           "model_inspection_seconds": {"first": 12, "second": 0}},
+                        "bare_pairs": [{"first": 40.0, "second": 38.0, "ratio": 0.95, "control_empty": 41.0,
+                                        "control_ratio": 41 / 40, "model_inspection_seconds": {
+                                            "first": 12, "second": 0, "control_empty": 12}}], "note": ""},
             "scale": hb.measure_scale((1, 2), repeats=1)}
 
 
@@ -204,12 +221,13 @@ def test_report_rows_cover_every_figure_with_its_goal():
     rows = hb.summary_rows(_report())
     assert all(len(r) == 4 for r in rows)
     text = "\n".join(" | ".join(r) for r in rows)
-    for needle in ("Monitoring CPU", "window edges", "A/B throughput", "Harness overhead", "vLLM start",
+    assert next(r for r in rows if "model-class inspection" in r[0])[1] == "12 s → 0 s; 12 s → 0 s → 12 s"
+    for needle in ("Monitoring CPU", "window edges", "A/B throughput", "Harness overhead", "vLLM start", "control",
                    "Collector at 1×", "Collector at 2×", "log-log slope", "≤ 0.5 %", "≤ 3 s", "0.6 ×"):
         assert needle in text, needle
     overhead = next(r for r in rows if r[0].startswith("Harness overhead"))
     assert overhead[1] == "3.00 s" and overhead[3] == "met"
-    assert next(r for r in rows if "without the exporter" in r[0])[1] == "1.50 s"
+    assert next(r for r in rows if "minus the Prometheus parts" in r[0])[1] == "1.50 s"
 
 
 def test_format_report_names_date_machine_and_load():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .errors import UserError
@@ -49,5 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def entry() -> None:
+    """Console-script entry. After running `vllm bench serve` in-process, triton's bindings print hundreds of
+    "nanobind: leaked ..." lines at interpreter teardown; everything is written and flushed by then, so skip
+    that teardown instead of burying the result under noise."""
+    code = main()
+    if "triton" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

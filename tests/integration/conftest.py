@@ -10,7 +10,7 @@ import pytest
 
 from specstack import tiny_models
 from specstack.demo import DEMO_METHODS
-from specstack.run import Options, sweep
+from specstack.run import Options, run_method, sweep
 
 from .prom import REPO, SCRAPE_SECONDS, Prometheus, free_port
 
@@ -58,3 +58,14 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def self_draft_run(models_dir, tmp_path_factory):
+    """draft_model whose draft is the target itself: greedy drafts are the target's own choices."""
+    results = tmp_path_factory.mktemp("self-draft")
+    opts = sweep_options(models_dir, results, "it-self-draft", skip_bench=True, warmup_requests=1,
+                         spec_override={"model": str(models_dir / "tiny-qwen3")})
+    opts.method = "draft_model"
+    summary, _ = run_method(opts)
+    return summary

@@ -152,3 +152,15 @@ def test_hf_token_never_reaches_the_bundle(sweep_run):
     assert len(files) > 100
     leaked = [str(p) for p in files if HF_TOKEN_SENTINEL.encode() in p.read_bytes()]
     assert leaked == []
+
+
+def test_a_draft_with_the_targets_own_weights_gets_every_draft_accepted(self_draft_run):
+    s = self_draft_run
+    assert s["status"] == "ok" and s["crosscheck"]["ok"], s["error"]
+    assert s["spec_override"]["model"].endswith("tiny-qwen3")
+    k = s["speculative_config"]["num_speculative_tokens"]
+    for task, figures in s["tasks"].items():
+        assert figures["num_draft_tokens"] > 0
+        assert figures["acceptance_rate"] == 1.0, task
+        assert figures["mean_acceptance_length"] == k + 1
+        assert figures["histogram"][:-1] == [0] * k  # every verify step accepted all K drafts
