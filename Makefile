@@ -27,3 +27,8 @@ dashboards: venv
 	$(PY) grafana/generate.py
 dashboards-check: venv
 	$(PY) grafana/generate.py --check
+
+## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale)
+.PHONY: bench-harness
+bench-harness: venv
+	$(SPECSTACK) bench-harness --out results/bench-harness.json

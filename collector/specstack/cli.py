@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "specstack.report",       # report
     "specstack.ksweep",       # sweep-k
     "specstack.containers",   # containers (host-side facts for compose runs)
+    "specstack.harness_bench",  # bench-harness (what measuring costs)
 )
 
 
