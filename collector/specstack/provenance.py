@@ -7,6 +7,7 @@ import importlib.metadata
 import platform
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import requests
@@ -29,8 +30,13 @@ class HelpHash:
 
     def __init__(self, vllm: str):
         self.vllm = vllm
-        self.proc = None if vllm in self._done else subprocess.Popen(
-            [vllm, "serve", "--help=all"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = None
+        if vllm not in self._done:
+            # A file, not a pipe: the ~155 KB of output would fill a 64 KiB pipe nobody reads until result(),
+            # stalling the process mid-output and turning the overlap into a wait at the end of the run.
+            self.out = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=self.out,
+                                         stderr=subprocess.DEVNULL)
 
     def cancel(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -46,10 +52,14 @@ class HelpHash:
 
     def _wait(self, timeout: float) -> dict:
         try:
-            out, _ = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return {"sha256": None, "error": "vllm serve --help=all timed out"}
+        finally:
+            self.out.seek(0)
+            out = self.out.read()
+            self.out.close()
         if self.proc.returncode != 0:
             return {"sha256": None, "error": f"vllm serve --help=all exited {self.proc.returncode}"}
         return {"sha256": hashlib.sha256(out).hexdigest(), "lines": out.count(b"\n")}
