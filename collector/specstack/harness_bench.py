@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .preflight import env_overrides
+
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_PROMETHEUS = REPO / "prometheus" / "prometheus.yml"
 SCHEMA = "specstack-harness-bench/1"
@@ -719,20 +721,6 @@ def _say(text: str) -> None:
           f"{text}", file=sys.stderr, flush=True)
 
 
-@contextlib.contextmanager
-def _env(**values: str):
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _run_options(plan: Plan, models_dir: Path, results: Path, run_id: str, prom: Prometheus | None,
                  windows_port: int | None):
     """As `make run` starts the collector: run-window exporter, Prometheus target file and URL (compose.mk)."""
@@ -752,7 +740,7 @@ def measured_run(plan: Plan, models_dir: Path, results: Path, run_id: str, prom:
     from .runtime import vllm_executable
     provenance.HelpHash._done.pop(vllm_executable(), None)  # each `specstack run` process computes it once
     load_before = load_now()
-    with _env(VLLM_CACHE_ROOT=str(cache_root)), Probe(prom) as probe:
+    with env_overrides({"VLLM_CACHE_ROOT": str(cache_root)}), Probe(prom) as probe:
         t_outer = time.perf_counter()
         summary, published = run.run_method(_run_options(plan, models_dir, results, run_id, prom, windows_port))
         outer = time.perf_counter() - t_outer
@@ -815,7 +803,7 @@ def _start(plan: Plan, models_dir: Path, log: Path, cache_root: Path):
     from . import run
     from .runtime import start_native
     opts = _run_options(plan, models_dir, log.parent, "x", None, None)
-    with _env(VLLM_CACHE_ROOT=str(cache_root)):
+    with env_overrides({"VLLM_CACHE_ROOT": str(cache_root)}):
         return start_native(run.plan_for(opts), log, opts.ready_timeout)
 
 

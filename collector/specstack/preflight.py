@@ -70,7 +70,7 @@ def check(plan: dict) -> list[str]:
 # --- the checks -------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _env(extra: dict[str, str]):
+def env_overrides(extra: dict[str, str]):
     saved = {k: os.environ.get(k) for k in extra}
     os.environ.update(extra)
     try:
@@ -323,7 +323,7 @@ def run_checks(plan: dict, *, deep: str = "auto") -> Report:
     try:
         report.errors += _check_requires(list(plan.get("requires") or []))
         report.checked.append(f"required modules: {', '.join(plan.get('requires') or []) or 'none'}")
-        with _env(dict(plan.get("env") or {})):
+        with env_overrides(dict(plan.get("env") or {})):
             try:
                 import vllm
             except ImportError as e:
