@@ -40,12 +40,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def models_dir() -> Path:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    folder = Path(os.environ.get("SPECSTACK_TEST_MODELS", REPO / ".specstack" / "test-models"))
-    tiny_models.build_all(folder)
-    return folder.resolve()
 
 
 @dataclass

@@ -19,12 +19,6 @@ METHODS = methods.names()
 FAST = 5.0  # seconds a rejected plan may take once vLLM is imported
 
 
-@pytest.fixture(scope="module")
-def models_dir() -> Path:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    folder = Path(os.environ.get("SPECSTACK_TEST_MODELS", REPO / ".specstack" / "test-models"))
-    tiny_models.build_all(folder)
-    return folder.resolve()
 
 
 @pytest.fixture(scope="module", autouse=True)

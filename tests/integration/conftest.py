@@ -18,12 +18,6 @@ HF_TOKEN_SENTINEL = "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0123"
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
 
 
-@pytest.fixture(scope="session")
-def models_dir() -> Path:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    folder = Path(os.environ.get("SPECSTACK_TEST_MODELS", REPO / ".specstack" / "test-models"))
-    tiny_models.build_all(folder)
-    return folder.resolve()
 
 
 @pytest.fixture(scope="session")
