@@ -125,7 +125,7 @@ def queries(dashboard: dict) -> Iterator[tuple[str, str]]:
             query = var.get("query")
             yield f"variable {var.get('name')!r}", query.get("query", "") if isinstance(query, dict) else query
     for anno in dashboard.get("annotations", {}).get("list", []):
-        expr = (anno.get("target") or {}).get("expr") or anno.get("expr")
+        expr = (anno.get("target") or {}).get("expr")
         if expr:
             yield f"annotation {anno.get('name')!r}", expr
 

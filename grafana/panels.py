@@ -7,7 +7,8 @@ byte that changed.
 
 grafanalib emits Grafana-8-era JSON; the gaps that matter for Grafana 11/12 (instant queries need `range: false`,
 `noValue` on time series, bar chart `xField`, dashboard `schemaVersion`) are filled here via `extraJson` or a
-small subclass, never in the dashboard definitions.
+small subclass, never in the dashboard definitions; `_schema_shape` then drops the legacy keys and nulls that
+Grafana 12's schema does not define (tests/test_dashboards_schema.py type-checks the JSON against @grafana/schema).
 """
 from __future__ import annotations
 
@@ -270,8 +271,6 @@ def annotation(name: str, expr: str, *, color: str, step: str, title: str, text:
         "enable": True,
         "hide": False,
         "iconColor": color,
-        "expr": expr,
-        "step": step,
         "target": {"expr": expr, "interval": step, "refId": "Anno"},
         "titleFormat": title,
         "textFormat": text,
@@ -314,7 +313,48 @@ def dashboard(*, uid: str, title: str, description: str, tags: list[str], layout
         # "All" selected for multi variables; otherwise empty, so Grafana selects the first value on load.
         var["current"] = ({"selected": True, "text": ["All"], "value": ["$__all"]} if var["includeAll"]
                           else {})
-    return data
+    return _schema_shape(data)
+
+
+# grafanalib fields that Grafana 12's dashboard schema (@grafana/schema 12.0.2) does not define.
+_LEGACY_PANEL_KEYS = ("editable", "error", "height", "minSpan", "span")
+_LEGACY_TABLE_KEYS = ("color", "columns", "fontSize")
+_ROW_KEYS = ("collapsed", "datasource", "gridPos", "id", "panels", "repeat", "title", "type")
+_LEGACY_VARIABLE_KEYS = ("auto", "auto_count", "auto_min", "tagsQuery", "tagValuesQuery", "useTags")
+
+
+def _drop_nulls(value: Any, keep: frozenset[str] = frozenset()) -> Any:
+    """The schema has optional keys, not nullable ones: leave unset keys out (threshold steps keep
+    their `value: null`, which means "from -infinity")."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v, frozenset({"value"}) if k == "steps" else frozenset())
+                for k, v in value.items() if v is not None or k in keep}
+    if isinstance(value, list):
+        return [_drop_nulls(v, keep) for v in value]
+    return value
+
+
+def _schema_shape(data: JSON) -> JSON:
+    """Reduce grafanalib's Grafana-8-era JSON to the keys Grafana 12's schema defines; Grafana ignores the
+    rest, and tests/test_dashboards_schema.py type-checks the result against @grafana/schema."""
+    data.pop("__inputs", None)
+    data.get("timepicker", {}).pop("time_options", None)
+    for panel in data["panels"]:
+        if panel["type"] == "row":
+            for key in [k for k in panel if k not in _ROW_KEYS]:
+                del panel[key]
+            continue
+        for key in _LEGACY_PANEL_KEYS + (_LEGACY_TABLE_KEYS if panel["type"] == "table" else ()):
+            panel.pop(key, None)
+        if panel["type"] == "table" and "mappings" in panel:   # mappings live in the field config now
+            mappings = panel.pop("mappings")
+            if mappings:
+                panel["fieldConfig"]["defaults"]["mappings"] = mappings
+    for var in data["templating"]["list"]:
+        for key in _LEGACY_VARIABLE_KEYS:
+            var.pop(key, None)
+    nulls_kept = {"id": data.get("id")}   # `id: null` asks Grafana to assign one
+    return {**_drop_nulls(data), **nulls_kept}
 
 
 def to_text(data: JSON) -> str:

@@ -226,7 +226,7 @@ def test_comparison_overlays_methods_and_is_annotated():
     assert [a["name"] for a in annotations] == ["Warm-up windows", "Acceptance windows", "Bench windows"]
     for a in annotations:
         assert a["target"]["expr"].startswith("specstack_window_active{")
-        assert a["step"] == definitions.SCRAPE_INTERVAL
+        assert a["target"]["interval"] == definitions.SCRAPE_INTERVAL
     assert load("specstack-spec-decode.json")["annotations"] == data["annotations"]
 
 
