@@ -188,6 +188,8 @@ ROWS = [
     ("num-prompts-zero", "baseline", lambda c: ["--num-prompts", "0"], 2, ["--num-prompts must be > 0, got 0"]),
     ("request-rate-zero", "baseline", lambda c: ["--request-rate", "0"], 2,
      ["--request-rate must be > 0 (omit it for an unlimited rate)"]),
+    ("port-release-timeout-negative", "baseline", lambda c: ["--port-release-timeout", "-1"], 2,
+     ["--port-release-timeout must be >= 0 seconds, got -1.0"]),
     ("output-longer-than-max-model-len", "baseline", lambda c: ["--perf-output-len", "5000"], 2,
      ["output length 5000 does not fit --max-model-len 4096", "lower --perf-output-len/--acceptance-max-tokens"]),
     ("unknown-model-set", "baseline", lambda c: ["--model-set", "huge"], 2,
@@ -321,3 +323,29 @@ def test_run_id_that_already_has_a_result(tmp_path, models_dir, capsys, live_ser
            "--run-id or pass --force to replace it" in again.text
     assert summary.read_bytes() == before, "the good result was touched"
     assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == ["baseline", "inputs", "manifest.json"]
+
+
+def test_workload_text_is_data_never_executed(tmp_path, models_dir, capsys, live_server):
+    """Prompts written to run something (shell, Python, a Jinja expression) and unknown keys go to vLLM as
+    plain text, in the acceptance phase and in `vllm bench serve`; nothing is executed."""
+    ctx = Ctx(tmp_path, models_dir)
+    marker = tmp_path / "executed"
+    prompts = [f"$(touch {marker}) `touch {marker}`; touch {marker}",
+               f"__import__('os').system('touch {marker}')",
+               "{{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}"]
+    rows = [{"prompt": p, "command": f"touch {marker}", "max_tokens": 8} for p in prompts]
+    workload = tmp_path / "evil.jsonl"
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["run", "--method", "baseline", "--results", ctx.results, "--run-id", ctx.run_id, *TINY,
+            "--models-dir", models_dir, "--runtime", "url", "--url", live_server.base_url,
+            "--workload", f"code={workload},{workload}", "--tasks", "code", "--num-prompts", "3",
+            "--perf-output-len", "8", "--warmup-requests", "1", "--concurrency", "1"]
+    result = run_cli(capsys, argv)
+    assert result.code == 0, result.err
+    assert not marker.exists(), "a workload line was executed"
+    bundle = ctx.results / ctx.run_id / "baseline"
+    sent = [json.loads(line)["request"]["messages"][0]["content"]
+            for line in (bundle / "acceptance" / "code.jsonl").read_text().splitlines()]
+    assert sent == prompts  # verbatim, as data
+    bench = json.loads((bundle / "bench" / "code-c1-r0.json").read_text())
+    assert bench["completed"] == 3 and not marker.exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specstack import methods, preflight, tiny_models
+from specstack import methods, preflight
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = methods.names()

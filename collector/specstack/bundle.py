@@ -6,6 +6,7 @@ so it never overwrites (or looks like) a good result.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,14 +28,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
+@contextlib.contextmanager
+def atomic_writer(path: Path):
+    """A binary file that appears at `path` (fsynced, renamed) only when the block ends without error;
+    lets long phases stream their records to disk instead of holding them in memory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; results (and Prometheus target files) are read by others
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -42,7 +46,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
-    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    with atomic_writer(path) as f:
+        f.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: Path, text: str) -> Path:

@@ -62,15 +62,19 @@ def sweep_k(opts: run.Options, ks: list[int], *, with_baseline: bool = True, rep
     base = methods.baseline_of(opts.method)
     if with_baseline and base:
         results += run.sweep(dataclasses.replace(opts, method=base, spec_override=None), [base])
-    for name, override in plan_runs(opts, ks):
+    runs = plan_runs(opts, ks)
+    for i, (name, override) in enumerate(runs):
         done = read_summary(run_dir / name)
         if done and done.get("status") == "ok" and not opts.force:
             run.console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
             results.append(done)
             continue
-        one = dataclasses.replace(opts, spec_override=override, bundle_name=name)
+        # A server ran before this one (the baseline or an earlier K): wait, bounded, for its port.
+        one = dataclasses.replace(opts, spec_override=override, bundle_name=name,
+                                  port_wait=opts.port_release_timeout if opts.runtime == "native" else 0.0)
         summary, _ = run.run_method(one)
         results.append(summary)
+        run.stop_if_port_blocked(summary, name, [n for n, _ in runs[i + 1:]])
     if report:
         from .report import write_report
         path = write_report(run_dir)

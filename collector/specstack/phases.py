@@ -10,6 +10,7 @@ import contextlib
 import json
 import shlex
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Callable
 import requests
 
 from . import accounting, snapshots
-from .bundle import MethodBundle, atomic_write_text
+from . import metric_names as m
+from .bundle import MethodBundle, atomic_write_text, atomic_writer
 from .runtime import Server, vllm_executable
 from .workloads import Task
 
@@ -61,6 +63,7 @@ class Outcome:
     spec_metrics: list[dict | None] | None = None   # per-request metrics.speculative_decoding
     bench: dict | None = None                       # vllm bench serve result JSON
     error: str | None = None
+    requests_sent: int | None = None                # request phases: how many the window sent
 
 
 class Windows:
@@ -122,6 +125,13 @@ class Windows:
             window.status, window.reason = "invalid", str(e)
             return window, outcome
         window.counters = {"counters": delta.counters, "split": delta.split}
+        finished = int(sum(delta.split.get(m.REQUEST_SUCCESS, {}).values()))
+        if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:
+            # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
+            # finished nor aborted: the frontend drops it without a finish reason.)
+            window.reason += (f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
+                              "window, the others were dropped (client gone before the answer): their drafts are "
+                              "in the counters but in no response, so no cross-check")
         counted = accounting.from_delta(delta)
         window.from_counters = counted.to_dict() if counted else None
         checks: list[accounting.Check] = []
@@ -174,21 +184,39 @@ def request_fields(record: dict) -> dict:
 
 def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrency: int, timeout: float,
                  speculative: bool) -> Outcome:
-    with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        records = list(pool.map(lambda row: send_chat(http, server, row, timeout), rows))
-    atomic_write_text(out_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    fields = [request_fields(r) for r in records]
-    failed = [f["id"] for f in fields if f["error"]]
+    """Send the rows; each answer is streamed to out_path as it is taken in order (memory stays flat for
+    thousands of requests); the file appears only complete."""
+    spec, failed, missing, first_error = [], [], [], None
+    with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
+            atomic_writer(out_path) as out:
+        for record in _in_order(pool, lambda row: send_chat(http, server, row, timeout), rows, 4 * concurrency):
+            out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            fields = request_fields(record)
+            if fields["error"]:
+                failed.append(fields["id"])
+                first_error = first_error or fields["error"]
+            elif speculative and fields["spec"] is None:
+                missing.append(fields["id"])
+            spec.append(fields["spec"])
     if failed:
-        first = next(f["error"] for f in fields if f["error"])
-        return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first}); ids: "
-                             f"{', '.join(failed[:10])}")
-    missing = [f["id"] for f in fields if speculative and f["spec"] is None]
+        return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first_error}); ids: "
+                             f"{', '.join(failed[:10])}", requests_sent=len(rows))
     if missing:
         return Outcome(error=f"{len(missing)} responses lack metrics.speculative_decoding (ids: "
                              f"{', '.join(missing[:10])}); the server must run with "
-                             "--per-request-spec-decode-metrics and requests must be n=1")
-    return Outcome(spec_metrics=[f["spec"] for f in fields])
+                             "--per-request-spec-decode-metrics and requests must be n=1", requests_sent=len(rows))
+    return Outcome(spec_metrics=spec, requests_sent=len(rows))
+
+
+def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):
+    """pool.map with at most `ahead` requests queued or running: map() would hold a future per row."""
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def read_records(path: Path) -> list[dict]:

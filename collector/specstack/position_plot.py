@@ -15,6 +15,7 @@ rounding; a counter that was ~0 at the window start can be extrapolated less far
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import requests
@@ -109,24 +110,54 @@ def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels:
     return values
 
 
+def largest_gap(timestamps: list[float], start: float, end: float) -> tuple[float, float]:
+    """The longest stretch of [start, end] without a sample (edges included), as (from, to)."""
+    points = [start, *sorted(t for t in timestamps if start <= t <= end), end]
+    return max(zip(points, points[1:]), key=lambda pair: pair[1] - pair[0])
+
+
+def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout: float = 30.0) -> list[float]:
+    """When Prometheus stored a sample of the drafts counter of this run in [start, end] (any engine)."""
+    window = f"{max(1, math.ceil((end - start) * 1000))}ms"
+    resp = requests.get(f"{prom_url.rstrip('/')}/api/v1/query", timeout=timeout,
+                        params={"query": f"{DRAFTS_TOTAL}{{{selector(labels)}}}[{window}]", "time": f"{end:.3f}"})
+    resp.raise_for_status()
+    return sorted({float(t) for series in resp.json()["data"]["result"] for t, _ in series["values"]})
+
+
 def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
     """Prometheus's view of each acceptance window, as PNGs in the bundle; says so when that view is missing.
 
     A window shorter than two scrapes holds too few samples for increase(), so the range is widened to two
-    scrape intervals before the window's end (it may then include the previous window's tail)."""
+    scrape intervals before the window's end (it may then include the previous window's tail). A window in
+    which Prometheus stored no sample for more than three scrape intervals (it was down or restarting) has
+    no Prometheus view: increase() would bridge the hole with a guess."""
     view: dict = {"url": prom_url, "tasks": {}}
     for w in windows:
         if w["phase"] != "acceptance" or w.get("settled_at") is None:
             continue
         end = w["settled_at"] + scrape_seconds  # the first scrape after the window's last counter update
         start = min(w["start"], end - 2 * scrape_seconds)
+        time.sleep(max(0.0, end + 0.5 - time.time()))  # let that scrape land
         try:
+            hole = largest_gap(sample_times(prom_url, start, end, labels), start, end)
+            if hole[1] - hole[0] > 3 * scrape_seconds:
+                raise LookupError(f"Prometheus stored no sample for {hole[1] - hole[0]:.0f} s of this window "
+                                  f"({_clock(hole[0])}-{_clock(hole[1])}; down or restarting?)")
             values = plot_acceptance_by_position(prom_url, start, end, labels,
                                                  Path(out_dir) / f"acceptance-by-position-{w['task']}.png",
                                                  title=f"{labels.get('method')} · {w['task']} (Prometheus)")
-        except (requests.RequestException, RuntimeError, ValueError) as e:
+        except requests.ConnectionError:
+            view["tasks"][w["task"]] = {"status": "missing", "reason": f"ConnectionError: Prometheus at {prom_url} "
+                                                                       "did not answer"}
+            continue
+        except (requests.RequestException, RuntimeError, ValueError, LookupError) as e:
             view["tasks"][w["task"]] = {"status": "missing", "reason": f"{type(e).__name__}: {e}"}
             continue
         view["tasks"][w["task"]] = {"status": "ok", "per_position": values, "range": [start, end],
                                     "png": f"acceptance-by-position-{w['task']}.png"}
     return view
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(t)) + "Z"

@@ -66,6 +66,8 @@ class Options:
     prometheus_url: str | None = None
     prometheus_scrape_seconds: float = 5.0
     bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
+    port_release_timeout: float = 60.0  # sweep: how long the next server waits for the previous one's port
+    port_wait: float = 0.0              # set by the sweep after a server of it stopped; 0: a busy port fails at once
 
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
@@ -75,6 +77,8 @@ class Options:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
+        if self.port_release_timeout < 0:
+            raise UserError(f"--port-release-timeout must be >= 0 seconds, got {self.port_release_timeout}")
         if self.runtime == "url" and not self.url:
             raise UserError("--runtime url needs --url http://host:port")
         k = (self.spec_override or {}).get("num_speculative_tokens")
@@ -174,7 +178,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
     try:
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         if opts.runtime == "native":
-            server = start_native(plan, bundle.path("server.log"), opts.ready_timeout)
+            server = start_native(plan, bundle.path("server.log"), opts.ready_timeout, port_wait=opts.port_wait)
         else:
             server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
         summary["timings"]["server_ready"] = server.ready_seconds
@@ -227,7 +231,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                 opts.prometheus_scrape_seconds)
         summary["windows"] = [w.to_dict() for w in windows.records]
     except (ServerError, UserError) as e:
-        summary["error"] = str(e)
+        summary["error"], summary["error_type"] = str(e), type(e).__name__
     except KeyboardInterrupt:
         summary["error"] = "interrupted (Ctrl+C); rerun the same command to resume"
         raise
@@ -237,10 +241,11 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         if server is not None and server.runtime == "native":
             try:
                 stop_native(server)
-            except ServerError as e:
-                summary["error"] = summary["error"] or str(e)
-        if exporter is not None:
-            exporter.shutdown()
+            except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
+                summary["server"]["stop_problem"] = str(e)
+                console.print(f"[bold yellow]warning[/]: {e}")
+        if exporter is not None:  # waits for Prometheus's last scrape of it, a few intervals at most
+            exporter.shutdown(max_wait=3 * opts.prometheus_scrape_seconds)
         summary["timings"]["total"] = time.monotonic() - t0
         if server is None:
             help_hash.cancel()  # nothing to describe; do not keep the user waiting for it
@@ -348,23 +353,33 @@ def _exporter(opts: Options):
 
 # --- sweep ------------------------------------------------------------------------------------------
 
+def stop_if_port_blocked(summary: dict, name: str, rest: list[str]) -> None:
+    """Every later method would meet the same busy port: stop the sweep instead of failing each in turn."""
+    if summary.get("error_type") == "PortNotReleased":
+        not_run = f" (not run: {', '.join(rest)})" if rest else ""
+        raise UserError(f"sweep stopped at {name}{not_run}: {summary['error']}")
+
+
 def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> list[dict]:
     """Methods one after another under one run id; finished methods are kept and skipped unless --force.
     Ends with the comparison report of the whole run."""
     cfg = methods.load()
     method_names = [methods.resolve_method(cfg, n) for n in method_names]  # a typo fails before any server starts
     results = []
-    for name in method_names:
+    started = False  # once a server of this sweep stopped, the next start waits (bounded) for its port
+    for i, name in enumerate(method_names):
         done = read_summary(Path(opts.results_dir) / opts.run_id / name)
         if done and done.get("status") == "ok" and not opts.force:
             console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
             results.append(done)
             continue
         override = opts.spec_override if methods.is_speculative(name) else None  # K etc. mean nothing to plain decode
-        one = Options(**{**opts.__dict__, "method": name, "spec_override": override,
-                         "force": opts.force})
+        one = Options(**{**opts.__dict__, "method": name, "spec_override": override, "force": opts.force,
+                         "port_wait": opts.port_release_timeout if started and opts.runtime == "native" else 0.0})
         summary, _ = run_method(one)
         results.append(summary)
+        started = True
+        stop_if_port_blocked(summary, name, method_names[i + 1:])
     if report:
         from .report import write_report
         console.print(f"report: {write_report(Path(opts.results_dir) / opts.run_id)}")
@@ -423,6 +438,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="allow rejection_sample_method=synthetic (a stress run; results marked not comparable)")
     p.add_argument("--force", action="store_true", help="rerun a method that already has a result in this run")
     p.add_argument("--ready-timeout", type=float, default=900.0)
+    p.add_argument("--port-release-timeout", type=float, default=60.0,
+                   help="sweep: seconds the next server waits for the previous one's port before the sweep stops")
     p.add_argument("--request-timeout", type=float, default=600.0)
     p.add_argument("--prometheus-targets", type=Path, default=None,
                    help="write a Prometheus file_sd target file for the server with method/run_id labels")
@@ -457,7 +474,8 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,
                    prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
                    skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
-                   allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url)
+                   allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url,
+                   port_release_timeout=args.port_release_timeout)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -59,13 +59,38 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def wait_port_free(host: str, port: int, timeout: float) -> None:
+def port_holders(host: str, port: int) -> list[str]:
+    """Who listens on host:port, as "pid N (command line)" (only this user's processes are visible)."""
+    import psutil
+    found = []
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return found
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in (host, "0.0.0.0", "::"):
+            try:
+                cmd = " ".join(psutil.Process(c.pid).cmdline())[:120] if c.pid else "?"
+            except psutil.Error:
+                cmd = "?"
+            found.append(f"pid {c.pid} ({cmd})" if c.pid else "a process of another user")
+    return sorted(set(found))
+
+
+class PortNotReleased(ServerError):
+    """A sweep's next server cannot start: the previous one's port is still taken after the bounded wait."""
+
+
+def wait_port_free(host: str, port: int, timeout: float, *, after: str = "the server stopped") -> None:
+    """Poll until host:port can be bound, at most `timeout` s; then PortNotReleased naming who holds it."""
     deadline = time.monotonic() + timeout
     delay = 0.05
     while not port_free(host, port):
         if time.monotonic() > deadline:
-            raise ServerError(f"port {host}:{port} is still in use {timeout:.0f} s after the server stopped; "
-                              "refusing to start another server on it")
+            holders = ", ".join(port_holders(host, port)) or "holder not visible to this user"
+            raise PortNotReleased(f"port {host}:{port} is still in use {timeout:.0f} s after {after} (held by "
+                                  f"{holders}); refusing to start a second server on it. Stop that process, "
+                                  "then rerun the same command to resume")
         time.sleep(delay)
         delay = min(delay * 2, 1.0)
 
@@ -129,11 +154,15 @@ def attach(url: str, served_model_name: str, timeout: float) -> Server:
     return wait_ready(Server(url, served_model_name, "url"), timeout)
 
 
-def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None) -> Server:
-    """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready."""
+def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *,
+                 port_wait: float = 0.0) -> Server:
+    """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
+    port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
     flags = plan["flags"]
     host, port = str(flags.get("host", "127.0.0.1")), int(flags.get("port", 8000))
-    if not port_free(host, port):
+    if port_wait > 0:
+        wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
+    elif not port_free(host, port):
         raise UserError(f"port {host}:{port} is already in use; stop whatever listens there or pass --port")
     env = {**os.environ, **plan["env"], **(extra_env or {})}
     argv = [vllm_executable(), "serve", *plan["argv"]]
@@ -170,5 +199,29 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    _wait_group_gone(process.pid, timeout)
     host, port = server.base_url.removeprefix("http://").rsplit(":", 1)
     wait_port_free(host, int(port), timeout)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    import psutil
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """SIGKILLed processes take a moment to die; a sweep must not start the next server before they have."""
+    deadline = time.monotonic() + timeout
+    while members := _group_members(pgid):
+        if time.monotonic() > deadline:
+            raise ServerError(f"processes {members} of the stopped server's group are still alive {timeout:.0f} s "
+                              f"after SIGKILL; check `ps -o pid,stat,cmd -g {pgid}`")
+        time.sleep(0.1)

@@ -8,16 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from specstack import tiny_models
 from specstack.demo import DEMO_METHODS
 from specstack.run import Options, run_method, sweep
 
-from .prom import REPO, SCRAPE_SECONDS, Prometheus, free_port
+from .prom import SCRAPE_SECONDS, Prometheus, free_port
 
 HF_TOKEN_SENTINEL = "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0123"
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
-
-
 
 
 @pytest.fixture(scope="session")

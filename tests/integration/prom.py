@@ -40,10 +40,16 @@ class Prometheus:
         jobs["vllm"]["file_sd_configs"] = [{"files": [str(targets_dir / "*.json")], "refresh_interval": every}]
         jobs["specstack"]["static_configs"] = [{"targets": [f"127.0.0.1:{windows_port}"]}]
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.log = open(workdir / "prometheus.log", "wb")
+        self.binary, self.workdir = binary, workdir
+        self.start()
+
+    def start(self) -> None:
+        """Start (or restart, on the same port and data folder) and wait until ready."""
+        self.log = open(self.workdir / "prometheus.log", "ab")
         self.proc = subprocess.Popen(
-            [binary, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d"],
+            [self.binary, f"--config.file={self.workdir / 'prometheus.yml'}",
+             f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
+             "--storage.tsdb.retention.time=1d"],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while True:
@@ -53,8 +59,14 @@ class Prometheus:
             except requests.RequestException:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not start; see {workdir / 'prometheus.log'}")
+                pytest.fail(f"prometheus did not start; see {self.workdir / 'prometheus.log'}")
             time.sleep(0.2)
+
+    def kill(self) -> None:
+        """A crash: SIGKILL, no clean shutdown."""
+        self.proc.kill()
+        self.proc.wait(30)
+        self.log.close()
 
     def query(self, expr: str, at: float) -> list[dict]:
         r = requests.get(f"{self.url}/api/v1/query", params={"query": expr, "time": at}, timeout=10)
@@ -69,6 +81,7 @@ class Prometheus:
         return [(float(t), float(v)) for t, v in (result[0]["values"] if result else [])]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
         self.log.close()

@@ -15,7 +15,7 @@ import requests
 from specstack import metric_names as m
 from specstack.position_plot import query_acceptance_by_position
 
-from .conftest import REPO
+from .prom import REPO
 from .prom import SCRAPE_SECONDS
 
 sys.path.insert(0, str(REPO / "grafana"))

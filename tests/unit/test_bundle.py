@@ -76,3 +76,12 @@ def test_prometheus_down_leaves_the_direct_view_and_says_which_view_is_missing(t
     assert view["tasks"]["code"]["status"] == "missing"
     assert "ConnectionError" in view["tasks"]["code"]["reason"]
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_largest_gap_counts_the_window_edges():
+    from specstack.position_plot import largest_gap
+    assert largest_gap([101, 102, 103], 100, 104) == (100, 101)        # every stretch 1 s: the first wins
+    assert largest_gap([101, 102, 110, 111], 100, 112) == (102, 110)   # a hole in the middle
+    assert largest_gap([101, 102], 100, 109) == (102, 109)             # no sample at the end
+    assert largest_gap([], 100, 109) == (100, 109)                     # none at all
+    assert largest_gap([90, 101, 120], 100, 110) == (101, 110)         # samples outside do not count

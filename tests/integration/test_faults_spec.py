@@ -1,0 +1,103 @@
+"""Faults around a speculative method (ngram) on real vLLM 0.32.0 (CPU, tiny models), reached through the
+`url` runtime: a client that disconnects mid-generation, and Prometheus going down or restarting during a
+run. One vLLM server start in this file (a Prometheus per test)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import requests
+
+from specstack import accounting, phases
+from specstack import metric_names as m
+from specstack.report import write_report
+from specstack.run import run_method
+
+from .faults import ManagedServer, assert_failed_bundle, assert_warmup_intact, on_acceptance_request, options, windows_by_name
+from .prom import SCRAPE_SECONDS, Prometheus, free_port
+
+
+@pytest.fixture(scope="module")
+def ngram_server(models_dir, tmp_path_factory):
+    server = ManagedServer(models_dir, tmp_path_factory.mktemp("ngram-server"), method="ngram")
+    yield server
+    server.stop()
+
+
+def ngram_options(models_dir, results, run_id, server, **overrides):
+    return options(models_dir, results, run_id, method="ngram", runtime="url", url=server.url, **overrides)
+
+
+def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, monkeypatch):
+    """The 2nd acceptance request is cut by the client 0.5 s into a long generation (its read timeout):
+    vLLM drops it unfinished, its drafts are in the counters but in no response. The window fails and says so;
+    no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
+    long_payload = phases.chat_payload
+
+    def hook(n, send, http, server, row, timeout):
+        if n != 2:
+            return send(http, server, row, timeout)
+        # A generation that surely outlasts 0.5 s: no early EOS, 600 tokens (~3 s here).
+        monkeypatch.setattr(phases, "chat_payload", lambda *a: {**long_payload(*a), "ignore_eos": True})
+        try:
+            return send(http, server, {**row, "max_tokens": 600}, (10, 0.5))
+        finally:
+            monkeypatch.setattr(phases, "chat_payload", long_payload)
+    on_acceptance_request(monkeypatch, hook)
+    opts = ngram_options(models_dir, tmp_path, "fault-disconnect", ngram_server)
+    summary, published = run_method(opts)
+
+    assert_failed_bundle(summary, published, tmp_path / opts.run_id, method="ngram")
+    assert_warmup_intact(summary, published)
+    acc = windows_by_name(summary)["acceptance/code"]
+    assert acc["status"] == "failed" and "ReadTimeout" in acc["reason"] and "code-001" in acc["reason"], acc
+    assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"], acc["reason"]
+    assert sum(acc["counters"]["split"][m.REQUEST_SUCCESS].values()) == 2
+    # No false finding: the window is not cross-checked, so no mismatch is reported.
+    assert acc["checks"] == [] and summary["crosscheck"]["mismatches"] == []
+    records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
+    assert [("error" in r) for r in records] == [False, True, False]
+    answered = accounting.from_requests([phases.request_fields(r)["spec"] for r in records if "error" not in r])
+    # Why the window cannot be cross-checked: the aborted request drafted tokens no response reports.
+    assert acc["from_counters"]["draft_tokens"] > answered.draft_tokens
+    assert ngram_server.server.alive() and requests.get(f"{ngram_server.url}/health", timeout=5).ok
+
+
+@pytest.mark.parametrize("fault", ["down", "restarted"])
+def test_prometheus_fault_during_a_run(fault, ngram_server, models_dir, tmp_path, monkeypatch):
+    """Prometheus is killed at the 1st acceptance request and stays down, or comes back ~6 s later on the
+    same port and data: the collector's direct diff stands (run ok, cross-check exact), Prometheus's view of
+    the window is reported missing with the reason, in the summary and in the report."""
+    (tmp_path / "targets").mkdir()
+    prom = Prometheus(tmp_path, tmp_path / "targets", windows_port=free_port())
+
+    def hook(n, send, http, server, row, timeout):
+        if n == 1:
+            prom.kill()
+            record = send(http, server, row, timeout)
+            if fault == "restarted":
+                import time
+                time.sleep(6 * SCRAPE_SECONDS)
+                prom.start()
+            return record
+        return send(http, server, row, timeout)
+    on_acceptance_request(monkeypatch, hook)
+    opts = ngram_options(models_dir, tmp_path / "results", f"prom-{fault}", ngram_server,
+                         prometheus_targets=prom.targets_dir / "vllm.json", prometheus_url=prom.url,
+                         prometheus_scrape_seconds=SCRAPE_SECONDS)
+    try:
+        summary, published = run_method(opts)
+    finally:
+        prom.stop()
+
+    assert summary["prometheus_wait"] is None  # Prometheus scraped the server before the fault
+    assert summary["status"] == "ok" and summary["crosscheck"]["ok"], summary["error"]
+    assert summary["crosscheck"]["checks"] > 0
+    view = summary["prometheus_view"]["tasks"]["code"]
+    assert view["status"] == "missing", view
+    expected = "ConnectionError" if fault == "down" else "Prometheus stored no sample for"
+    assert expected in view["reason"], view["reason"]
+    assert not (published / "plots" / "acceptance-by-position-code.png").exists()
+    report = write_report(tmp_path / "results" / opts.run_id).read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| ngram") and "direct diff stands" in line)
+    assert "MISSING for code" in row, row

@@ -1,0 +1,158 @@
+"""A native sweep that meets two faults, on real vLLM 0.32.0 (CPU, tiny models):
+
+1. the first method's server is SIGKILLed in the middle of a bench window (during bench's 2nd timed
+   request): the bench window fails saying vLLM died, the warm-up and acceptance results before it stay
+   intact, and no process of that server is left;
+2. the port is then taken by another process before the next method starts (a server that was not
+   released in time): the sweep waits a bounded time, then stops with a message naming the holder,
+   without starting a second server.
+
+One vLLM server start in this file.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import types
+
+import pytest
+import requests
+
+from specstack import phases, runtime, snapshots
+from specstack import metric_names as m
+from specstack import run as run_module
+from specstack.errors import UserError
+from specstack.run import sweep
+from specstack.runtime import port_free
+
+from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hold_port, manifest, options,
+                     windows_by_name)
+from .prom import free_port
+
+OUTPUT_LEN = 64
+
+
+def generated(base_url: str) -> float:
+    return snapshots.fetch(base_url).counters.get(m.GENERATION_TOKENS, 0.0)
+
+
+def kill_when_generating(server, beyond: float, seen: dict) -> threading.Thread:
+    """SIGKILL the server's process group once it generated `beyond` more tokens than now."""
+    import os
+    import signal
+    start = generated(server.base_url)
+
+    def watch():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if generated(server.base_url) - start > beyond:
+                    seen["killed_at"] = time.time()
+                    os.killpg(server.process.pid, signal.SIGKILL)
+                    return
+            except requests.RequestException:
+                return
+            time.sleep(0.02)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture(scope="module")
+def faulty_sweep(models_dir, tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    seen: dict = {}
+    original_start, original_stop, original_bench = run_module.start_native, run_module.stop_native, phases.run_bench
+
+    def spawn(argv, *args, **kwargs):  # every `vllm serve` the runtime launches
+        seen.setdefault("spawned", []).append(argv)
+        return subprocess.Popen(argv, *args, **kwargs)
+
+    def start(plan, *args, **kwargs):
+        server = original_start(plan, *args, **kwargs)
+        seen["server"] = server
+        return server
+
+    def bench(argv, result_path, log_path):
+        # Kill once more than one request's worth of tokens came out: inside the 2nd of 4 timed requests.
+        watcher = kill_when_generating(seen["server"], OUTPUT_LEN + 8, seen)
+        try:
+            return original_bench(argv, result_path, log_path)
+        finally:
+            watcher.join(5)
+
+    def stop(server, *args, **kwargs):
+        original_stop(server, *args, **kwargs)
+        if "holder" not in seen:  # something else takes the port before the next method's server starts
+            seen["holder"] = hold_port(int(server.base_url.rsplit(":", 1)[1]), 600)
+
+    mp.setattr(runtime, "subprocess", types.SimpleNamespace(Popen=spawn, STDOUT=subprocess.STDOUT,
+                                                          TimeoutExpired=subprocess.TimeoutExpired))
+    mp.setattr(run_module, "start_native", start)
+    mp.setattr(run_module, "stop_native", stop)
+    mp.setattr(phases, "run_bench", bench)
+    results = tmp_path_factory.mktemp("sweep-faults")
+    opts = options(models_dir, results, "fault-sweep", port=free_port(), skip_bench=False, concurrencies=(1,),
+                   num_prompts=4, perf_output_len=OUTPUT_LEN, port_release_timeout=3.0)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(UserError) as stopped:
+            sweep(opts, ["baseline", "ngram"])
+        seen["sweep_seconds"] = time.monotonic() - t0
+    finally:
+        mp.undo()
+        holder = seen.get("holder")
+    yield {"opts": opts, "run_dir": results / opts.run_id, "seen": seen, "error": str(stopped.value)}
+    if holder is not None:
+        holder.kill()
+        holder.wait(10)
+
+
+def bundle_of(run_dir, method):
+    found = list(run_dir.glob(f"{method}.failed-*"))
+    assert len(found) == 1, found
+    return found[0], json.loads((found[0] / "summary.json").read_text())
+
+
+def test_kill_mid_bench_fails_that_window_and_keeps_the_earlier_ones(faulty_sweep):
+    run_dir, seen = faulty_sweep["run_dir"], faulty_sweep["seen"]
+    assert "killed_at" in seen, "the kill was never injected"
+    published, summary = bundle_of(run_dir, "baseline")
+    assert_failed_bundle(summary, published, run_dir)
+    assert_warmup_intact(summary, published)
+    windows = windows_by_name(summary)
+    acc = windows["acceptance/code"]
+    assert acc["status"] == "ok" and acc["checks_ok"], acc  # the phase before the kill stands
+    assert len((published / "acceptance" / "code.jsonl").read_text().splitlines()) == 4
+    bench = windows["bench/code-c1-r0"]
+    assert bench["status"] == "failed", bench
+    assert bench["start"] < seen["killed_at"] < bench["end"], "the kill did not land inside the bench window"
+    assert "vLLM server exited with code -9 during the window" in bench["reason"], bench["reason"]
+    assert summary["error"].startswith("bench/code-c1-r0: failed: vLLM server exited with code -9"), summary["error"]
+    cell = summary["tasks"]["code"]["bench"][0]
+    assert cell["status"] == "failed"
+    # The command line of the cell stays beside it, so it can be rerun by hand.
+    assert "vllm" in (published / "bench" / "code-c1-r0.cmd").read_text()
+    assert group_gone(seen["server"].process.pid), "processes of the killed server are still alive"
+
+
+def test_port_not_released_stops_the_sweep_without_a_second_server(faulty_sweep):
+    run_dir, seen, error = faulty_sweep["run_dir"], faulty_sweep["seen"], faulty_sweep["error"]
+    port, holder = faulty_sweep["opts"].port, seen["holder"]
+    assert len(seen["spawned"]) == 1, "a second server was started while the port was taken"
+    assert error.startswith("sweep stopped at ngram: port 127.0.0.1:"), error
+    assert f"still in use 3 s after the previous server of this sweep stopped (held by pid {holder.pid} (" in error
+    assert "refusing to start a second server" in error and "rerun the same command to resume" in error
+    published, summary = bundle_of(run_dir, "ngram")
+    assert_failed_bundle(summary, published, run_dir, method="ngram")
+    assert summary["error_type"] == "PortNotReleased" and summary["server"] == {}
+    assert not (published / "server.log").exists() and summary["windows"] == []
+    assert {k: v["status"] for k, v in manifest(run_dir)["methods"].items()} == {"baseline": "failed",
+                                                                                 "ngram": "failed"}
+    # The wait was bounded (3 s here), and the holder was left alone; once it is gone the port is free.
+    assert holder.poll() is None and not port_free("127.0.0.1", port)
+    holder.kill()
+    holder.wait(10)
+    assert port_free("127.0.0.1", port)
