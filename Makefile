@@ -29,6 +29,10 @@ dashboards-check: venv
 	$(PY) grafana/generate.py --check
 
 ## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale)
-.PHONY: bench-harness
+.PHONY: bench-harness bench-load
 bench-harness: venv
 	$(SPECSTACK) bench-harness --out results/bench-harness.json
+
+## make bench-load: the collector under load (1,000 acceptance requests, a 20-minute bench window, a 5 MB /metrics)
+bench-load: venv
+	$(SPECSTACK) bench-load --out results/bench-load.json

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "specstack.ksweep",       # sweep-k
     "specstack.containers",   # containers (host-side facts for compose runs)
     "specstack.harness_bench",  # bench-harness (what measuring costs)
+    "specstack.load_bench",  # bench-load (the collector under load)
 )
 
 
