@@ -124,10 +124,10 @@ def _fake_report(bench_slope: float, acc_slope: float, parse_s: float, page_mb: 
               "acceptance": {"rss": acceptance(1000, acc_slope), "traced": acceptance(1000, 5.0, 3.0),
                              "small_traced": acceptance(100, 5.0, 1.5)},
               "acceptance_peak_ratio": {"requests_ratio": 10.0, "tracemalloc_peak_ratio": 2.0},
-              "bench": {"traced": {"completed": 256, "held_mib_at_peak": 4.0, "held_kib_per_request": 16.0,
-                                   "client_kib_per_request": 3.5},
-                        "long": {"completed": 4800, "rate": 4.0, "memory": lb.time_memory(long_samples, 4.0),
-                                 "window": {"status": "ok", "checks_ok": True}}},
+              "bench": {"long": {"completed": 4800, "rate": 4.0, "memory": lb.time_memory(long_samples, 4.0),
+                                 "window": {"status": "ok", "checks_ok": True},
+                                 "client_process": {"samples": 240, "rss_first_mib": 690.0, "rss_peak_mib": 707.5,
+                                                    "growth_mib": 17.5, "alive_after_window": False}}},
               "metrics_parse": {"engines": 95, "page_bytes": int(page_mb * 1e6), "page_lines": 60000,
                                 "kept_lines": 6000, "parse_seconds": parse_s, "diff_seconds": 2 * parse_s,
                                 "filter_seconds": parse_s / 2,
@@ -149,7 +149,7 @@ def test_verdicts_follow_the_goals():
 def test_report_rows_and_text():
     report = _fake_report(bench_slope=0.8, acc_slope=0.02, parse_s=0.12)
     rows = lb.summary_rows(report)
-    assert len(rows) == 8  # 3 acceptance, peak ratio, bench, traced probe, synthetic page, real page
+    assert len(rows) == 8  # 3 acceptance, peak ratio, bench, bench client process, synthetic page, real page
     # the verdict is the untraced window's (the traced ones grow 5 MiB/100 requests here)
     assert rows[0][3] == "met" and "tracemalloc" not in rows[0][0] and rows[1][3] == ""
     assert "1000 acceptance requests, one window, tracemalloc on" in rows[1][0] and "peak 3.00 MiB" in rows[1][1]
@@ -159,7 +159,7 @@ def test_report_rows_and_text():
     assert "3.41 KiB/request" in bench[1]  # 0.8 MiB/min at 240 requests/min
     page = next(r for r in rows if r[0].startswith("/metrics page"))
     assert "5.20 MB" in page[0] and "parse 120 ms (line filter 60 ms" in page[1] and page[3] == "met"
-    traced = next(r for r in rows if r[0].startswith("bench client, traced"))
-    assert "256 req" in traced[0] and "4.00 MiB = 16.0 KiB/request" in traced[1] and "3.5 KiB/request" in traced[1]
+    client = next(r for r in rows if r[0].startswith("bench client (forked child"))
+    assert client[1] == "690.0 → peak 707.5 MiB (+17.5); gone after the window"
     text = lb.format_report(report)
     assert "specstack bench-load (full)" in text and "load average" in text and "MISSED" in text

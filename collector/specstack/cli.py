@@ -53,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """Console-script entry. After running `vllm bench serve` in-process, triton's bindings print hundreds of
-    "nanobind: leaked ..." lines at interpreter teardown; everything is written and flushed by then, so skip
-    that teardown instead of burying the result under noise."""
+    """Console-script entry. Once vLLM is imported (pre-flight, the bench client), triton's bindings print
+    hundreds of "nanobind: leaked ..." lines at interpreter teardown; everything is written and flushed by
+    then, so skip that teardown instead of burying the result under noise."""
     code = main()
     if "triton" in sys.modules:
         sys.stdout.flush()

@@ -135,12 +135,20 @@ class Sampler:
         self.interval, self.progress, self.hook = interval, progress, hook
         self.proc = psutil.Process()
         self.samples: list[tuple[float, int | None, int, int]] = []
+        self.children: list[tuple[float, int]] = []   # (seconds, RSS of this process's children: the bench client)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def _take(self) -> None:
-        self.samples.append((time.monotonic() - self.t0, self.progress(), self.proc.memory_info().rss,
-                             sys.getallocatedblocks()))
+        import psutil
+        now = time.monotonic() - self.t0
+        self.samples.append((now, self.progress(), self.proc.memory_info().rss, sys.getallocatedblocks()))
+        try:
+            kids = self.proc.children()
+            if kids:
+                self.children.append((now, sum(k.memory_info().rss for k in kids)))
+        except psutil.Error:
+            pass
         if self.hook:
             self.hook()
 
@@ -275,8 +283,8 @@ def _bench_facts(window, outcome, result: Path) -> dict:
 
 
 def bench_load(server, work: Path, plan: Plan, target: str) -> dict:
-    """A short unlimited-rate probe (capacity), the long rate-limited window (RSS every 5 s), then a traced
-    probe: which code holds the memory the in-process bench client accumulates while its requests run."""
+    """A short unlimited-rate probe (capacity), then the long rate-limited window: the collector's RSS every
+    5 s, and the forked bench client's beside it."""
     from . import phases, workloads
     from .bundle import MethodBundle
     task = workloads.write_defaults(work / "inputs", num_prompts=64, perf_output_len=plan.bench_output_len,
@@ -306,35 +314,13 @@ def bench_load(server, work: Path, plan: Plan, target: str) -> dict:
     if long["completed"]:
         long["growth_kib_per_completed_request"] = long["memory"]["growth_mib"] * 1024 / long["completed"]
 
-    # Traced probe, after the long window so its traces cannot pad the heap the long window is measured on.
-    # Snapshots at each sample; the largest against the first shows what is held at the bench's peak.
-    snaps: list = []
-
-    def snapshot() -> None:
-        snap = tracemalloc.take_snapshot()
-        total = sum(st.size for st in snap.statistics("filename"))
-        if len(snaps) < 2:
-            snaps.append((total, snap))
-        elif total > snaps[1][0]:
-            snaps[1] = (total, snap)
-    n_traced = 4 * plan.probe_prompts
-    gc.collect()
-    tracemalloc.start()
-    with Sampler(1.0, hook=snapshot):
-        window, outcome = cell("traced", num_prompts=n_traced, rate=None)
-    tracemalloc.stop()
-    traced = _bench_facts(window, outcome, bundle.path("bench/traced.json"))
-    if len(snaps) == 2:
-        stats = snaps[1][1].compare_to(snaps[0][1], "lineno")
-        held = sum(st.size_diff for st in stats)
-        completed = traced["completed"] or n_traced
-        # the bench client's own share: its request code, the asyncio tasks and aiohttp objects it keeps
-        client = sum(st.size_diff for st in stats if any(
-            part in st.traceback[0].filename for part in ("vllm/benchmarks/", "/asyncio/", "/aiohttp/")))
-        traced.update(held_mib_at_peak=held / MiB, held_kib_per_request=held / 1024 / completed,
-                      client_kib_per_request=client / 1024 / completed,
-                      held_by_line_kib=[(_where(st), round(st.size_diff / 1024, 1)) for st in stats[:10]])
-    return {"capacity": capacity, "long": long, "traced": traced, "bundle": str(bundle.staging)}
+    # The client runs in a forked child (phases.run_bench): its memory, and that it is gone after the window.
+    kids = [rss for _, rss in sampler.children]
+    long["client_process"] = {"samples": len(kids), "rss_first_mib": kids[0] / MiB if kids else None,
+                              "rss_peak_mib": max(kids) / MiB if kids else None,
+                              "growth_mib": (max(kids) - kids[0]) / MiB if kids else None,
+                              "alive_after_window": bool(sampler.proc.children())}
+    return {"capacity": capacity, "long": long, "bundle": str(bundle.staging)}
 
 
 def _short(filename: str) -> str:
@@ -488,13 +474,12 @@ def summary_rows(report: dict) -> list[tuple[str, str, str, str]]:
                      f"≤ {GOALS['bench_mib_per_minute']} MiB/min", _v(v["bench_no_growth"])))
     elif bench.get("error"):
         rows.append(("bench window", bench["error"], "", "MISSED"))
-    traced = bench.get("traced") or {}
-    if traced.get("held_kib_per_request") is not None:
-        rows.append((f"bench client, traced probe ({traced.get('completed')} req, unlimited rate): held at its peak",
-                     f"{_n(traced['held_mib_at_peak'])} MiB = {_n(traced['held_kib_per_request'], 1)} KiB/request "
-                     f"(bench client code, asyncio, aiohttp: {_n(traced.get('client_kib_per_request'), 1)} "
-                     "KiB/request)",
-                     "", ""))
+    client = ((bench.get("long") or {}).get("client_process")) or {}
+    if client.get("samples"):
+        rows.append(("bench client (forked child of the collector) RSS during the window",
+                     f"{_n(client['rss_first_mib'], 1)} → peak {_n(client['rss_peak_mib'], 1)} MiB "
+                     f"(+{_n(client['growth_mib'], 1)}); {'still alive' if client['alive_after_window'] else 'gone'} "
+                     "after the window", "", ""))
     p = report["metrics_parse"]
     rows.append((f"/metrics page {p['page_bytes'] / 1e6:.2f} MB, {p['page_lines']} lines ({p['engines']} engines, "
                  f"{p['kept_lines']} kept)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import shlex
 import time
 from collections import deque
@@ -130,8 +131,8 @@ class Windows:
             # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
             # finished nor aborted: the frontend drops it without a finish reason.)
             window.reason += (f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
-                              "window, the others were dropped (client gone before the answer): their drafts are "
-                              "in the counters but in no response, so no cross-check")
+                              "window (a request a client or gateway gave up on leaves drafts in the counters "
+                              "and no answer), so no cross-check")
         counted = accounting.from_delta(delta)
         window.from_counters = counted.to_dict() if counted else None
         checks: list[accounting.Check] = []
@@ -253,8 +254,10 @@ def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: 
 
 
 def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
-    """Run `vllm bench serve` through its own entry point (vllm.benchmarks.serve.main) in this process:
-    the same code as the CLI, but vLLM's ~10 s of imports are paid once per collector, not per cell.
+    """Run `vllm bench serve` through its own entry point (vllm.benchmarks.serve.main) in a forked child of the
+    collector: the same code as the CLI; the child inherits vLLM's ~10 s of imports, paid once per collector
+    instead of per cell; and the client's per-request results (it keeps every output for its percentiles,
+    ~2.5 KiB per request, docs/load.md) leave with the child instead of growing the collector.
     The equivalent command line is kept beside the result so anyone can rerun the cell by hand."""
     atomic_write_text(log_path.with_suffix(".cmd"), shlex.join(argv) + "\n")
     from vllm.benchmarks.serve import add_cli_args, main
@@ -263,18 +266,45 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
     args = parser.parse_args(argv[argv.index("serve") + 1:])
-    with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        try:
-            main(args)
-        except (Exception, SystemExit) as e:  # bench failing must fail the window, not the collector
-            print(f"{type(e).__name__}: {e}", file=log)
-            error = f"vllm bench serve failed: {type(e).__name__}: {e}"
-        else:
-            error = None
-    if error or not result_path.exists():
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
-        return Outcome(error=error or f"vllm bench serve wrote no result; last lines:\n{tail}")
+    child = multiprocessing.get_context("fork").Process(target=_bench_child, args=(main, args, log_path),
+                                                        name="vllm-bench-serve", daemon=True)
+    child.start()
+    try:
+        child.join()
+    except BaseException:  # Ctrl+C reaches both; do not leave the client running
+        child.terminate()
+        child.join(10)
+        raise
+    tail = log_path.read_text(errors="replace").splitlines()[-15:] if log_path.exists() else []
+    if child.exitcode != 0:
+        reason = next((line for line in reversed(tail) if line.startswith(_BENCH_FAILED)), None)
+        return Outcome(error=reason or f"{_BENCH_FAILED} exit code {child.exitcode}; last lines:\n" + "\n".join(tail))
+    if not result_path.exists():
+        return Outcome(error="vllm bench serve wrote no result; last lines:\n" + "\n".join(tail))
     bench = json.loads(result_path.read_text())
     if bench.get("failed"):
         return Outcome(bench=bench, error=f"{bench['failed']} of {bench.get('num_prompts')} bench requests failed")
     return Outcome(bench=bench)
+
+
+_BENCH_FAILED = "vllm bench serve failed:"
+
+
+def _bench_child(main: Callable, args, log_path: Path) -> None:
+    """The forked bench client: output to the cell's log, the failure as its last line, then exit at once
+    (the collector's threads and exit handlers are not the child's to run)."""
+    import os
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's thread pool does not survive a fork
+    code = 0
+    with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        try:
+            main(args)
+        except SystemExit as e:
+            code = 0 if e.code in (0, None) else 1
+            if code:
+                print(f"{_BENCH_FAILED} SystemExit: {e}", file=log)
+        except BaseException as e:  # noqa: BLE001 - any failure fails the window, never the collector
+            print(f"{_BENCH_FAILED} {type(e).__name__}: {e}", file=log)
+            code = 1
+        log.flush()
+    os._exit(code)

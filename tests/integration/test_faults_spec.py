@@ -1,9 +1,11 @@
 """Faults around a speculative method (ngram) on real vLLM 0.32.0 (CPU, tiny models), reached through the
-`url` runtime: a client that disconnects mid-generation, and Prometheus going down or restarting during a
-run. One vLLM server start in this file (a Prometheus per test)."""
+`url` runtime: a client that disconnects mid-generation, an HTTP 500 from a gateway in front of vLLM, and
+Prometheus going down or restarting during a run. One vLLM server start in this file (a Prometheus per test)."""
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -101,3 +103,66 @@ def test_prometheus_fault_during_a_run(fault, ngram_server, models_dir, tmp_path
     report = write_report(tmp_path / "results" / opts.run_id).read_text()
     row = next(line for line in report.splitlines() if line.startswith("| ngram") and "direct diff stands" in line)
     assert "MISSING for code" in row, row
+
+
+class Gateway:
+    """A reverse proxy in front of vLLM (as a load balancer or auth gateway would be) that answers the n-th chat
+    request itself with HTTP 500 and forwards everything else."""
+
+    def __init__(self, upstream: str, fail_chat: int):
+        seen = {"chats": 0}
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self, method: str) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if method == "POST" and self.path == "/v1/chat/completions":
+                    seen["chats"] += 1
+                    if seen["chats"] == fail_chat:
+                        return self._send(500, b'{"error": "upstream connect error"}', "application/json")
+                r = requests.request(method, upstream + self.path, data=body or None, timeout=120,
+                                     headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+                self._send(r.status_code, r.content, r.headers.get("content-type", "text/plain"))
+
+            def _send(self, status: int, body: bytes, kind: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._forward("GET")
+
+            def do_POST(self):
+                self._forward("POST")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):
+    """The 2nd acceptance request gets a real HTTP 500 (from the gateway; vLLM never sees it): the window fails
+    with the status and the request id, the other answers are kept, and the counters (vLLM finished only the
+    requests it got) are not cross-checked against answers that do not exist."""
+    gateway = Gateway(ngram_server.url, fail_chat=3)   # 1 warm-up request, then the acceptance requests
+    try:
+        summary, published = run_method(ngram_options(models_dir, tmp_path, "fault-500", gateway))
+    finally:
+        gateway.close()
+    assert_failed_bundle(summary, published, tmp_path / "fault-500", method="ngram")
+    assert_warmup_intact(summary, published)
+    acc = windows_by_name(summary)["acceptance/code"]
+    assert acc["status"] == "failed" and acc["checks"] == [], acc
+    assert acc["reason"].startswith("1 of 3 requests failed (first: HTTP 500: {'error': 'upstream connect error'})"
+                                    "; ids: code-001"), acc["reason"]
+    assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"]
+    records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
+    assert [r["http_status"] for r in records] == [200, 500, 200]
