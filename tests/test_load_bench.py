@@ -126,7 +126,7 @@ def _fake_report(bench_slope: float, acc_slope: float, parse_s: float, page_mb: 
               "acceptance_peak_ratio": {"requests_ratio": 10.0, "tracemalloc_peak_ratio": 2.0},
               "bench": {"long": {"completed": 4800, "rate": 4.0, "memory": lb.time_memory(long_samples, 4.0),
                                  "window": {"status": "ok", "checks_ok": True},
-                                 "client_process": {"samples": 240, "rss_first_mib": 690.0, "rss_peak_mib": 707.5,
+                                 "client_process": {"samples": 240, "uss_first_mib": 690.0, "uss_peak_mib": 707.5,
                                                     "growth_mib": 17.5, "alive_after_window": False}}},
               "metrics_parse": {"engines": 95, "page_bytes": int(page_mb * 1e6), "page_lines": 60000,
                                 "kept_lines": 6000, "parse_seconds": parse_s, "diff_seconds": 2 * parse_s,

@@ -58,18 +58,26 @@ def _add(a: list[int], b: list[int]) -> list[int]:
     return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)]
 
 
-def from_requests(spec_metrics: list[dict | None]) -> Acceptance | None:
-    """Sum per-request `metrics.speculative_decoding` objects; None when no request carried one (baseline)."""
-    present = [s for s in spec_metrics if s is not None]
-    if not present:
-        return None
-    total = Acceptance(histogram=[], requests=len(present))
-    for s in present:
-        total.steps += int(s["num_spec_steps"])
-        total.draft_tokens += int(s["num_draft_tokens"])
-        total.accepted += int(s["num_accepted_draft_tokens"])
-        total.histogram = _add(total.histogram, [int(x) for x in s["acceptance_histogram"]])
+def add_request(total: Acceptance | None, s: dict | None) -> Acceptance | None:
+    """Fold one request's `metrics.speculative_decoding` into a running sum (None until one carries metrics),
+    so a window of any size keeps a few integers instead of every response."""
+    if s is None:
+        return total
+    total = total or Acceptance(histogram=[])
+    total.requests += 1
+    total.steps += int(s["num_spec_steps"])
+    total.draft_tokens += int(s["num_draft_tokens"])
+    total.accepted += int(s["num_accepted_draft_tokens"])
+    total.histogram = _add(total.histogram, [int(x) for x in s["acceptance_histogram"]])
     total.per_position = positions_from_histogram(total.histogram)
+    return total
+
+
+def from_requests(spec_metrics) -> Acceptance | None:
+    """Sum per-request `metrics.speculative_decoding` objects; None when no request carried one (baseline)."""
+    total = None
+    for s in spec_metrics:
+        total = add_request(total, s)
     return total
 
 

@@ -130,12 +130,14 @@ class Sampler:
     without the allocator's reuse of freed pages that RSS hides. `hook` runs at each sample too."""
 
     def __init__(self, interval: float, progress: Callable[[], int | None] = lambda: None,
-                 hook: Callable[[], None] | None = None):
+                 hook: Callable[[], None] | None = None, exclude: frozenset[int] = frozenset()):
         import psutil
-        self.interval, self.progress, self.hook = interval, progress, hook
+        self.interval, self.progress, self.hook, self.exclude = interval, progress, hook, exclude
         self.proc = psutil.Process()
         self.samples: list[tuple[float, int | None, int, int]] = []
-        self.children: list[tuple[float, int]] = []   # (seconds, RSS of this process's children: the bench client)
+        # (seconds, private memory (USS) of this process's children: the forked bench client; RSS would count
+        # the pages it still shares with the collector)
+        self.children: list[tuple[float, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
@@ -144,9 +146,9 @@ class Sampler:
         now = time.monotonic() - self.t0
         self.samples.append((now, self.progress(), self.proc.memory_info().rss, sys.getallocatedblocks()))
         try:
-            kids = self.proc.children()
+            kids = [k for k in self.proc.children() if k.pid not in self.exclude]
             if kids:
-                self.children.append((now, sum(k.memory_info().rss for k in kids)))
+                self.children.append((now, sum(k.memory_full_info().uss for k in kids)))
         except psutil.Error:
             pass
         if self.hook:
@@ -303,7 +305,8 @@ def bench_load(server, work: Path, plan: Plan, target: str) -> dict:
          f"req/s), ~{num_prompts / rate / 60:.1f} min")
     del outcome
     gc.collect()
-    with Sampler(5.0) as sampler:
+    server_pid = frozenset({server.process.pid} if server.process else ())  # the vLLM server is a child too
+    with Sampler(5.0, exclude=server_pid) as sampler:
         window, outcome = cell("long", num_prompts=num_prompts, rate=rate)
     long = _bench_facts(window, outcome, bundle.path("bench/long.json"))
     del outcome
@@ -316,10 +319,10 @@ def bench_load(server, work: Path, plan: Plan, target: str) -> dict:
 
     # The client runs in a forked child (phases.run_bench): its memory, and that it is gone after the window.
     kids = [rss for _, rss in sampler.children]
-    long["client_process"] = {"samples": len(kids), "rss_first_mib": kids[0] / MiB if kids else None,
-                              "rss_peak_mib": max(kids) / MiB if kids else None,
+    long["client_process"] = {"samples": len(kids), "uss_first_mib": kids[0] / MiB if kids else None,
+                              "uss_peak_mib": max(kids) / MiB if kids else None,
                               "growth_mib": (max(kids) - kids[0]) / MiB if kids else None,
-                              "alive_after_window": bool(sampler.proc.children())}
+                              "alive_after_window": any(k.pid not in server_pid for k in sampler.proc.children())}
     return {"capacity": capacity, "long": long, "bundle": str(bundle.staging)}
 
 
@@ -476,8 +479,8 @@ def summary_rows(report: dict) -> list[tuple[str, str, str, str]]:
         rows.append(("bench window", bench["error"], "", "MISSED"))
     client = ((bench.get("long") or {}).get("client_process")) or {}
     if client.get("samples"):
-        rows.append(("bench client (forked child of the collector) RSS during the window",
-                     f"{_n(client['rss_first_mib'], 1)} → peak {_n(client['rss_peak_mib'], 1)} MiB "
+        rows.append(("bench client (forked child of the collector), private memory (USS) during the window",
+                     f"{_n(client['uss_first_mib'], 1)} → peak {_n(client['uss_peak_mib'], 1)} MiB "
                      f"(+{_n(client['growth_mib'], 1)}); {'still alive' if client['alive_after_window'] else 'gone'} "
                      "after the window", "", ""))
     p = report["metrics_parse"]

@@ -7,6 +7,7 @@ snapshots; its counter deltas are reconciled with what the responses or bench re
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import multiprocessing
 import shlex
@@ -61,7 +62,8 @@ class Window:
 @dataclass
 class Outcome:
     """What a phase body hands back to its window."""
-    spec_metrics: list[dict | None] | None = None   # per-request metrics.speculative_decoding
+    reported: accounting.Acceptance | None = None   # request phases: Σ per-request metrics.speculative_decoding
+    summed_requests: bool = False                   # request phases: `reported` is complete and can be checked
     bench: dict | None = None                       # vllm bench serve result JSON
     error: str | None = None
     requests_sent: int | None = None                # request phases: how many the window sent
@@ -136,10 +138,9 @@ class Windows:
         counted = accounting.from_delta(delta)
         window.from_counters = counted.to_dict() if counted else None
         checks: list[accounting.Check] = []
-        if outcome.spec_metrics is not None and window.status == "ok":
-            reported = accounting.from_requests(outcome.spec_metrics)
-            window.from_responses = reported.to_dict() if reported else None
-            checks += accounting.crosscheck_requests(reported, counted)
+        if outcome.summed_requests and window.status == "ok":
+            window.from_responses = outcome.reported.to_dict() if outcome.reported else None
+            checks += accounting.crosscheck_requests(outcome.reported, counted)
         if outcome.bench is not None and window.status == "ok":
             checks += accounting.crosscheck_bench(outcome.bench, counted)
         window.checks = [c.to_dict() for c in checks]
@@ -185,9 +186,9 @@ def request_fields(record: dict) -> dict:
 
 def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrency: int, timeout: float,
                  speculative: bool) -> Outcome:
-    """Send the rows; each answer is streamed to out_path as it is taken in order (memory stays flat for
-    thousands of requests); the file appears only complete."""
-    spec, failed, missing, first_error = [], [], [], None
+    """Send the rows; each answer is streamed to out_path as it is taken in order and folded into running
+    sums (memory stays flat for thousands of requests); the file appears only complete."""
+    reported, failed, missing, first_error = None, [], [], None
     with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
             atomic_writer(out_path) as out:
         for record in _in_order(pool, lambda row: send_chat(http, server, row, timeout), rows, 4 * concurrency):
@@ -198,7 +199,7 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
                 first_error = first_error or fields["error"]
             elif speculative and fields["spec"] is None:
                 missing.append(fields["id"])
-            spec.append(fields["spec"])
+            reported = accounting.add_request(reported, fields["spec"])
     if failed:
         return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first_error}); ids: "
                              f"{', '.join(failed[:10])}", requests_sent=len(rows))
@@ -206,7 +207,7 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
         return Outcome(error=f"{len(missing)} responses lack metrics.speculative_decoding (ids: "
                              f"{', '.join(missing[:10])}); the server must run with "
                              "--per-request-spec-decode-metrics and requests must be n=1", requests_sent=len(rows))
-    return Outcome(spec_metrics=spec, requests_sent=len(rows))
+    return Outcome(reported=reported, summed_requests=True, requests_sent=len(rows))
 
 
 def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):
@@ -268,7 +269,11 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
     args = parser.parse_args(argv[argv.index("serve") + 1:])
     child = multiprocessing.get_context("fork").Process(target=_bench_child, args=(main, args, log_path),
                                                         name="vllm-bench-serve", daemon=True)
-    child.start()
+    gc.freeze()  # the child's GC then leaves the inherited objects alone, so their pages stay shared (no copy)
+    try:
+        child.start()
+    finally:
+        gc.unfreeze()
     try:
         child.join()
     except BaseException:  # Ctrl+C reaches both; do not leave the client running
