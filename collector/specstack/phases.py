@@ -10,6 +10,7 @@ import contextlib
 import gc
 import json
 import multiprocessing
+import os
 import shlex
 import time
 from collections import deque
@@ -298,7 +299,6 @@ _BENCH_FAILED = "vllm bench serve failed:"
 def _bench_child(main: Callable, args, log_path: Path) -> None:
     """The forked bench client: output to the cell's log, the failure as its last line, then exit at once
     (the collector's threads and exit handlers are not the child's to run)."""
-    import os
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's thread pool does not survive a fork
     code = 0
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
