@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import shlex
+import subprocess
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +92,18 @@ class Windows:
     def finish(self) -> None:
         time.sleep(self.quiet_gap)
 
+    def _with_exit(self, reason: str, grace: float = 0.0) -> str:
+        """Lead with the server's exit when it died: that is the cause; the failed requests are its effect.
+        `grace`: seconds to let a server that just reset a connection finish dying."""
+        process = self.server.process
+        if process is None:
+            return reason
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            return reason
+        return f"vLLM server exited with code {process.returncode} during the window; {reason}"
+
     def run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
         self.records.append(window)
         outcome = Outcome()
@@ -112,18 +125,18 @@ class Windows:
         if self.exporter is not None:
             self.exporter.close()
         if outcome.error:
-            window.status, window.reason = "failed", outcome.error
-            if not self.server.alive():
-                window.reason = (f"vLLM server exited with code {self.server.process.returncode} during the "
-                                 f"window; {outcome.error}")
+            window.status, window.reason = "failed", self._with_exit(outcome.error)
         try:
             after = self._snapshot(window.name, "after")
             window.counters_before, window.counters_after = before.counters, after.counters
             window.settled_at = after.taken_at
             delta = snapshots.diff(before, after)
         except requests.RequestException as e:
+            unreachable = f"/metrics unreachable after: {e}"
+            # The server may die between the last answer and this snapshot: name the death, not just the symptom.
             window.status = "failed"
-            window.reason = (window.reason + "; " if window.reason else "") + f"/metrics unreachable after: {e}"
+            window.reason = (window.reason + "; " + unreachable if window.reason
+                             else self._with_exit(unreachable, grace=2.0))
             return window, outcome
         except snapshots.ServerRestarted as e:
             window.status, window.reason = "invalid", str(e)

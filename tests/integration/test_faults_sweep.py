@@ -11,17 +11,20 @@ One vLLM server start in this file.
 """
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import subprocess
-import threading
 import time
 import types
+from pathlib import Path
+from typing import Callable
 
 import pytest
-import requests
+from vllm.benchmarks.lib import endpoint_request_func
 
-from specstack import phases, runtime, snapshots
-from specstack import metric_names as m
+from specstack import phases, runtime
 from specstack import run as run_module
 from specstack.errors import UserError
 from specstack.run import sweep
@@ -31,33 +34,31 @@ from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hol
                      windows_by_name)
 from .prom import free_port
 
-OUTPUT_LEN = 64
+OUTPUT_LEN = 256  # a request takes ~0.8 s on this CPU: the kill 0.1 s into the 2nd lands well inside it
 
 
-def generated(base_url: str) -> float:
-    return snapshots.fetch(base_url).counters.get(m.GENERATION_TOKENS, 0.0)
+def kill_in_second_request(server, mark: Path) -> Callable[[], None]:
+    """SIGKILL the server's process group while bench's 2nd timed request is on the server.
 
+    The hook sits in bench's own request path (its completions request function, which the forked bench
+    child inherits), so the kill is sure to land while bench runs, 0.1 s into that request. Watching
+    /metrics from outside was not: a busy CPU server answers it in bursts, and a late kill once fell after
+    the last request. The bench child writes the kill time to `mark`. Returns the undo."""
+    funcs = endpoint_request_func.ASYNC_REQUEST_FUNCS
+    original = funcs["openai"]
+    calls = {"n": 0}
 
-def kill_when_generating(server, beyond: float, seen: dict) -> threading.Thread:
-    """SIGKILL the server's process group once it generated `beyond` more tokens than now."""
-    import os
-    import signal
-    start = generated(server.base_url)
+    async def request(request_func_input, session, pbar=None):
+        calls["n"] += 1
+        answer = asyncio.ensure_future(original(request_func_input=request_func_input, session=session, pbar=pbar))
+        if calls["n"] == 2:
+            await asyncio.sleep(0.1)  # the request is on the server (a tiny-model answer takes ~0.8 s here)
+            mark.write_text(repr(time.time()))
+            os.killpg(server.process.pid, signal.SIGKILL)
+        return await answer
 
-    def watch():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if generated(server.base_url) - start > beyond:
-                    seen["killed_at"] = time.time()
-                    os.killpg(server.process.pid, signal.SIGKILL)
-                    return
-            except requests.RequestException:
-                return
-            time.sleep(0.02)
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+    funcs["openai"] = request
+    return lambda: funcs.__setitem__("openai", original)
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +77,13 @@ def faulty_sweep(models_dir, tmp_path_factory):
         return server
 
     def bench(argv, result_path, log_path):
-        # Kill once more than one request's worth of tokens came out: inside the 2nd of 4 timed requests.
-        watcher = kill_when_generating(seen["server"], OUTPUT_LEN + 8, seen)
+        undo = kill_in_second_request(seen["server"], mark)
         try:
             return original_bench(argv, result_path, log_path)
         finally:
-            watcher.join(5)
+            undo()
+            if mark.exists():
+                seen["killed_at"] = float(mark.read_text())
 
     def stop(server, *args, **kwargs):
         original_stop(server, *args, **kwargs)
@@ -94,6 +96,7 @@ def faulty_sweep(models_dir, tmp_path_factory):
     mp.setattr(run_module, "stop_native", stop)
     mp.setattr(phases, "run_bench", bench)
     results = tmp_path_factory.mktemp("sweep-faults")
+    mark = tmp_path_factory.mktemp("kill") / "killed_at"
     opts = options(models_dir, results, "fault-sweep", port=free_port(), skip_bench=False, concurrencies=(1,),
                    num_prompts=4, perf_output_len=OUTPUT_LEN, port_release_timeout=3.0)
     t0 = time.monotonic()
@@ -130,6 +133,8 @@ def test_kill_mid_bench_fails_that_window_and_keeps_the_earlier_ones(faulty_swee
     assert bench["status"] == "failed", bench
     assert bench["start"] < seen["killed_at"] < bench["end"], "the kill did not land inside the bench window"
     assert "vLLM server exited with code -9 during the window" in bench["reason"], bench["reason"]
+    # The 2nd request was cut, the 3rd and 4th found no server; the 1st stands.
+    assert "3 of 4 bench requests failed" in bench["reason"], bench["reason"]
     assert summary["error"].startswith("bench/code-c1-r0: failed: vLLM server exited with code -9"), summary["error"]
     cell = summary["tasks"]["code"]["bench"][0]
     assert cell["status"] == "failed"
