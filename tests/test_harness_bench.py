@@ -86,6 +86,42 @@ def test_overhead_is_wall_minus_measured_parts():
     assert "overhead_outer" not in hb.overhead_of(timings)
 
 
+def test_exporter_wait_counts_only_what_outlasts_the_run_s_last_step():
+    probe = hb.Probe()
+    stop = hb.Event("stop", wall=0.5, cpu=0.0, end=10.5)
+    nested = hb.Event("write", wall=0.1, cpu=0.0, depth=1, end=14.0)   # inside finalize: not a step of its own
+    last = hb.Event("write", wall=0.1, cpu=0.0, end=12.0)              # update_manifest, before the join
+    probe.events = [stop, hb.Event("exporter_shutdown", wall=4.0, cpu=0.0, end=14.0), last, nested]
+    assert hb.exporter_blocking(probe) == pytest.approx(2.0)
+    probe.events = [stop, hb.Event("exporter_shutdown", wall=1.0, cpu=0.0, end=11.0), last]
+    assert hb.exporter_blocking(probe) == 0.0                           # fully overlapped
+    assert hb.exporter_blocking(hb.Probe()) == 0.0                      # no exporter in the run
+
+
+def test_probe_nesting_is_per_thread():
+    """The exporter shuts down in a thread beside run_method: its probed call must not nest the main
+    thread's calls (their depth decides which writes count as top-level)."""
+    import threading
+
+    class Owner:
+        @staticmethod
+        def slow():
+            time.sleep(0.3)
+
+        @staticmethod
+        def quick():
+            return None
+    probe = hb.Probe()
+    probe._wrap(Owner, "slow", "exporter_shutdown")
+    probe._wrap(Owner, "quick", "stop")
+    side = threading.Thread(target=Owner.slow)
+    side.start()
+    time.sleep(0.05)
+    Owner.quick()
+    side.join()
+    assert {e.kind: e.depth for e in probe.events} == {"stop": 0, "exporter_shutdown": 0}
+
+
 def test_growth_slope_is_one_for_linear_and_two_for_quadratic():
     assert hb.growth([(1, 3.0), (10, 30.0), (100, 300.0)])["loglog_slope"] == pytest.approx(1.0)
     assert hb.growth([(1, 1.0), (10, 100.0)])["loglog_slope"] == pytest.approx(2.0)

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from . import (__version__, artifacts, methods, phases, position_plot, preflight
                tables)
 from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_bytes, atomic_write_json, check_writable, read_summary, update_manifest
 from .errors import UserError
-from .runtime import ServerError, attach, start_native, stop_native, vllm_executable
+from .runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
 from .workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS, Task,
                         load_task, sha256, write_defaults)
 
@@ -130,6 +131,14 @@ def _bench_cell(bench: dict) -> dict:
     return cell
 
 
+def _server_url(plan: dict, opts: Options) -> str:
+    """Where the server will listen, known before it starts."""
+    if opts.runtime != "native":
+        return opts.url
+    host, port = native_address(plan)
+    return f"http://{host}:{port}"
+
+
 def _write_prometheus_target(path: Path, server_url: str, labels: dict) -> None:
     atomic_write_json(path, [{"targets": [server_url.split("://", 1)[-1]], "labels": labels}])
 
@@ -175,19 +184,19 @@ def run_method(opts: Options) -> tuple[dict, Path]:
     help_hash = provenance.HelpHash(vllm_executable())
     exporter = _exporter(opts)
     labels = {"run_id": opts.run_id, "method": folder_name}
+    exporter_stopped = None
     try:
+        if opts.prometheus_targets:
+            # Before the server starts: Prometheus discovers the file while vLLM loads (scrapes say up=0
+            # until it is ready), so only the first scrape after ready is waited for, not discovery too.
+            _write_prometheus_target(opts.prometheus_targets, _server_url(plan, opts), labels)
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         if opts.runtime == "native":
             server = start_native(plan, bundle.path("server.log"), opts.ready_timeout, port_wait=opts.port_wait)
         else:
             server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
+        ready_at = time.time()
         summary["timings"]["server_ready"] = server.ready_seconds
-        if opts.prometheus_targets:
-            written = time.time()
-            _write_prometheus_target(opts.prometheus_targets, server.base_url, labels)
-            if opts.prometheus_url:  # so Prometheus's view covers the first window too
-                summary["prometheus_wait"] = prometheus_api.wait_for_target(
-                    opts.prometheus_url, labels, written, timeout=6 * opts.prometheus_scrape_seconds + 15)
         summary["server"] = _server_facts(server, plan, opts)
         windows = phases.Windows(server, bundle, exporter, labels, opts.quiet_gap)
         speculative = plan["speculative_config"] is not None
@@ -198,6 +207,11 @@ def run_method(opts: Options) -> tuple[dict, Path]:
             server, warm, bundle.path("warmup.jsonl"), concurrency=1, timeout=opts.request_timeout,
             speculative=speculative))
         summary["timings"]["warmup"] = time.monotonic() - t
+        if opts.prometheus_targets and opts.prometheus_url:
+            # Prometheus's view of a window needs a sample of the live server before it: wait for the first
+            # scrape after ready (it overlaps the warm-up) before the first measured window.
+            summary["prometheus_wait"] = prometheus_api.wait_for_target(
+                opts.prometheus_url, labels, ready_at, timeout=6 * opts.prometheus_scrape_seconds + 15)
 
         t = time.monotonic()
         for name, task in tasks.items():
@@ -238,14 +252,18 @@ def run_method(opts: Options) -> tuple[dict, Path]:
     finally:
         if windows is not None:
             summary["windows"] = [w.to_dict() for w in windows.records]
+        if exporter is not None:
+            # Waits for Prometheus's last scrape of the exporter (a few intervals at most), in the background:
+            # the server's stop and the bundle's writing overlap it; joined before this returns.
+            exporter_stopped = threading.Thread(target=exporter.shutdown, name="window-exporter-shutdown",
+                                                kwargs={"max_wait": 3 * opts.prometheus_scrape_seconds})
+            exporter_stopped.start()
         if server is not None and server.runtime == "native":
             try:
                 stop_native(server)
             except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
                 summary["server"]["stop_problem"] = str(e)
                 console.print(f"[bold yellow]warning[/]: {e}")
-        if exporter is not None:  # waits for Prometheus's last scrape of it, a few intervals at most
-            exporter.shutdown(max_wait=3 * opts.prometheus_scrape_seconds)
         summary["timings"]["total"] = time.monotonic() - t0
         if server is None:
             help_hash.cancel()  # nothing to describe; do not keep the user waiting for it
@@ -262,6 +280,8 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         published = bundle.finalize(summary["status"] == "ok")
         update_manifest(run_dir, methods={folder_name: {"status": summary["status"], "dir": published.name,
                                                            "error": summary["error"]}})
+        if exporter_stopped is not None:
+            exporter_stopped.join()
     return summary, published
 
 

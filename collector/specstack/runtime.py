@@ -154,12 +154,17 @@ def attach(url: str, served_model_name: str, timeout: float) -> Server:
     return wait_ready(Server(url, served_model_name, "url"), timeout)
 
 
+def native_address(plan: dict) -> tuple[str, int]:
+    """The host and port a native server of this plan listens on."""
+    return str(plan["flags"].get("host", "127.0.0.1")), int(plan["flags"].get("port", 8000))
+
+
 def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *,
                  port_wait: float = 0.0) -> Server:
     """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
     port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
     flags = plan["flags"]
-    host, port = str(flags.get("host", "127.0.0.1")), int(flags.get("port", 8000))
+    host, port = native_address(plan)
     if port_wait > 0:
         wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
     elif not port_free(host, port):
