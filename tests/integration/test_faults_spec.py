@@ -39,10 +39,11 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     def hook(n, send, http, server, row, timeout):
         if n != 2:
             return send(http, server, row, timeout)
-        # A generation that surely outlasts 0.5 s: no early EOS, 600 tokens (~3 s here).
+        # A generation that surely outlasts 0.5 s: no early EOS, 3,000 tokens. (600 tokens took ~3 s on a
+        # loaded machine but less than 0.5 s on a quiet one: ngram drafts this model's repetitive output.)
         monkeypatch.setattr(phases, "chat_payload", lambda *a: {**long_payload(*a), "ignore_eos": True})
         try:
-            return send(http, server, {**row, "max_tokens": 600}, (10, 0.5))
+            return send(http, server, {**row, "max_tokens": 3000}, (10, 0.5))
         finally:
             monkeypatch.setattr(phases, "chat_payload", long_payload)
     on_acceptance_request(monkeypatch, hook)
