@@ -136,6 +136,28 @@ def crosscheck_requests(requests: Acceptance | None, counters: Acceptance | None
     return checks
 
 
+def crosscheck_bench_answers(bench: dict, finished: int, generated: int, output_len: int | None) -> list[Check]:
+    """Every answer `vllm bench serve` counted as completed was finished by vLLM at full length.
+
+    Bench 0.32.0 counts a stream cut after its first chunk as a success (endpoint_request_func.py, async
+    request functions: success = first_chunk_received), so its own `failed` misses answers a gateway or a
+    dying server cut short, and its throughput would include them. With a fixed output length (--ignore-eos)
+    a cut answer shows in the token totals; an answer vLLM never finished shows in request_success."""
+    completed = int(bench.get("completed") or 0)
+    hint = "an answer was cut short or never finished: bench's speed figures include it"
+    checks = [Check("bench completed = Δ vllm:request_success", completed, finished, completed == finished, hint)]
+    if output_len:
+        want = completed * output_len
+        total = int(bench.get("total_output_tokens") or 0)
+        checks += [
+            # expected: what bench reports (its own total; completed × length); actual: what the check holds it to
+            Check(f"bench total_output_tokens = completed × {output_len}", total, want, total == want, hint),
+            Check(f"bench completed × {output_len} = Δ vllm:generation_tokens", want, generated, generated == want,
+                  hint),
+        ]
+    return checks
+
+
 def crosscheck_bench(bench: dict, counters: Acceptance | None) -> list[Check]:
     """`vllm bench serve`'s own spec_decode_* fields against the collector's diff around the command."""
     has_fields = "spec_decode_draft_tokens" in bench

@@ -69,6 +69,7 @@ class Outcome:
     bench: dict | None = None                       # vllm bench serve result JSON
     error: str | None = None
     requests_sent: int | None = None                # request phases: how many the window sent
+    output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
 
 
 class Windows:
@@ -156,6 +157,8 @@ class Windows:
             window.from_responses = outcome.reported.to_dict() if outcome.reported else None
             checks += accounting.crosscheck_requests(outcome.reported, counted)
         if outcome.bench is not None and window.status == "ok":
+            checks += accounting.crosscheck_bench_answers(outcome.bench, finished, delta.get(m.GENERATION_TOKENS),
+                                                          outcome.output_len)
             checks += accounting.crosscheck_bench(outcome.bench, counted)
         window.checks = [c.to_dict() for c in checks]
         return window, outcome
@@ -303,7 +306,7 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
     bench = json.loads(result_path.read_text())
     if bench.get("failed"):
         return Outcome(bench=bench, error=f"{bench['failed']} of {bench.get('num_prompts')} bench requests failed")
-    return Outcome(bench=bench)
+    return Outcome(bench=bench, output_len=args.custom_output_len if args.ignore_eos else None)
 
 
 _BENCH_FAILED = "vllm bench serve failed:"

@@ -12,8 +12,10 @@ One vLLM server start in this file.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -34,27 +36,31 @@ from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hol
                      windows_by_name)
 from .prom import free_port
 
-OUTPUT_LEN = 256  # a request takes ~0.8 s on this CPU: the kill 0.1 s into the 2nd lands well inside it
+OUTPUT_LEN = 64
+CUT_LEN = 3000  # the 2nd request's length: ~4 s on this CPU, so a kill 0.5 s in lands inside it even under load
 
 
 def kill_in_second_request(server, mark: Path) -> Callable[[], None]:
-    """SIGKILL the server's process group while bench's 2nd timed request is on the server.
+    """SIGKILL the server's process group while bench's 2nd timed request is being generated.
 
     The hook sits in bench's own request path (its completions request function, which the forked bench
-    child inherits), so the kill is sure to land while bench runs, 0.1 s into that request. Watching
-    /metrics from outside was not: a busy CPU server answers it in bursts, and a late kill once fell after
-    the last request. The bench child writes the kill time to `mark`. Returns the undo."""
+    child inherits): it makes the 2nd request CUT_LEN tokens long and kills the server 0.5 s after sending
+    it. Both margins are wide: a 256-token request killed 0.1 s in still completed once under a CPU hog
+    (the client woke late), and watching /metrics from outside fired after bench's last request (a busy
+    CPU server answers it in bursts). The bench child writes the kill time to `mark`. Returns the undo."""
     funcs = endpoint_request_func.ASYNC_REQUEST_FUNCS
     original = funcs["openai"]
     calls = {"n": 0}
 
     async def request(request_func_input, session, pbar=None):
         calls["n"] += 1
-        answer = asyncio.ensure_future(original(request_func_input=request_func_input, session=session, pbar=pbar))
-        if calls["n"] == 2:
-            await asyncio.sleep(0.1)  # the request is on the server (a tiny-model answer takes ~0.8 s here)
-            mark.write_text(repr(time.time()))
-            os.killpg(server.process.pid, signal.SIGKILL)
+        if calls["n"] != 2:
+            return await original(request_func_input=request_func_input, session=session, pbar=pbar)
+        long_input = dataclasses.replace(request_func_input, output_len=CUT_LEN)
+        answer = asyncio.ensure_future(original(request_func_input=long_input, session=session, pbar=pbar))
+        await asyncio.sleep(0.5)
+        mark.write_text(repr(time.time()))
+        os.killpg(server.process.pid, signal.SIGKILL)
         return await answer
 
     funcs["openai"] = request
@@ -133,8 +139,10 @@ def test_kill_mid_bench_fails_that_window_and_keeps_the_earlier_ones(faulty_swee
     assert bench["status"] == "failed", bench
     assert bench["start"] < seen["killed_at"] < bench["end"], "the kill did not land inside the bench window"
     assert "vLLM server exited with code -9 during the window" in bench["reason"], bench["reason"]
-    # The 2nd request was cut, the 3rd and 4th found no server; the 1st stands.
-    assert "3 of 4 bench requests failed" in bench["reason"], bench["reason"]
+    # The 1st request stands; the 3rd and 4th found no server. The cut 2nd counts as failed only if it had
+    # not streamed a chunk yet: bench 0.32.0 counts a stream cut after its first chunk as a success (the
+    # collector's completeness checks catch that when the server survives: unit/test_accounting.py).
+    assert re.search(r"; [23] of 4 bench requests failed", bench["reason"]), bench["reason"]
     assert summary["error"].startswith("bench/code-c1-r0: failed: vLLM server exited with code -9"), summary["error"]
     cell = summary["tasks"]["code"]["bench"][0]
     assert cell["status"] == "failed"

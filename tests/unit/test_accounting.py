@@ -1,6 +1,6 @@
 """Acceptance arithmetic and the cross-check identities."""
-from specstack.accounting import (Acceptance, crosscheck_bench, crosscheck_requests, from_requests,
-                                  positions_from_histogram)
+from specstack.accounting import (Acceptance, crosscheck_bench, crosscheck_bench_answers, crosscheck_requests,
+                                  from_requests, positions_from_histogram)
 
 
 def spec(hist, drafts_per_step):
@@ -77,3 +77,26 @@ def test_bench_without_spec_fields_means_no_drafts():
     assert crosscheck_bench({}, Acceptance())[0].ok
     assert not crosscheck_bench({}, Acceptance(steps=1, draft_tokens=3))[0].ok
     assert crosscheck_bench({}, None) == []
+
+
+def test_bench_answers_complete_at_full_length():
+    bench = {"completed": 4, "failed": 0, "total_output_tokens": 256}
+    assert all(c.ok for c in crosscheck_bench_answers(bench, finished=4, generated=256, output_len=64))
+
+
+def test_a_cut_answer_bench_counted_as_success_is_caught():
+    # bench counts a stream cut after its first chunk as completed: its total falls short, and vLLM, which
+    # never finished that request, counted 3 finished requests and fewer generated tokens
+    bench = {"completed": 4, "failed": 0, "total_output_tokens": 64 * 3 + 10}
+    bad = [c for c in crosscheck_bench_answers(bench, finished=3, generated=64 * 3 + 12, output_len=64) if not c.ok]
+    assert [c.name for c in bad] == ["bench completed = Δ vllm:request_success",
+                                     "bench total_output_tokens = completed × 64",
+                                     "bench completed × 64 = Δ vllm:generation_tokens"]
+    assert (bad[0].expected, bad[0].actual) == (4, 3) and (bad[1].expected, bad[1].actual) == (202, 256)
+    assert all("cut short" in c.hint for c in bad)
+
+
+def test_bench_answers_without_a_fixed_length_check_only_finished_requests():
+    checks = crosscheck_bench_answers({"completed": 2, "total_output_tokens": 77}, finished=2, generated=77,
+                                      output_len=None)
+    assert [(c.name, c.ok) for c in checks] == [("bench completed = Δ vllm:request_success", True)]
