@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -108,21 +109,39 @@ def test_prometheus_fault_during_a_run(fault, ngram_server, models_dir, tmp_path
 
 class Gateway:
     """A reverse proxy in front of vLLM (as a load balancer or auth gateway would be) that answers the n-th chat
-    request itself with HTTP 500 and forwards everything else."""
+    request itself with HTTP 500, or cuts the n-th streamed completion after its first token (closing both
+    sides, as a gateway's idle or size limit would), and forwards everything else."""
 
-    def __init__(self, upstream: str, fail_chat: int):
-        seen = {"chats": 0}
+    def __init__(self, upstream: str, fail_chat: int = 0, cut_completion: int = 0):
+        seen = {"chats": 0, "completions": 0}
 
         class Handler(BaseHTTPRequestHandler):
             def _forward(self, method: str) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 if method == "POST" and self.path == "/v1/chat/completions":
                     seen["chats"] += 1
                     if seen["chats"] == fail_chat:
                         return self._send(500, b'{"error": "upstream connect error"}', "application/json")
-                r = requests.request(method, upstream + self.path, data=body or None, timeout=120,
-                                     headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+                if method == "POST" and self.path == "/v1/completions":
+                    seen["completions"] += 1
+                    if seen["completions"] == cut_completion:
+                        return self._cut(upstream + self.path, body, headers)
+                r = requests.request(method, upstream + self.path, data=body or None, timeout=120, headers=headers)
                 self._send(r.status_code, r.content, r.headers.get("content-type", "text/plain"))
+
+            def _cut(self, url: str, body: bytes, headers: dict) -> None:
+                """Forward the stream up to its first token, then close (HTTP/1.0: the body ends at close)."""
+                with requests.post(url, data=body, headers=headers, stream=True, timeout=120) as r:
+                    self.send_response(r.status_code)
+                    self.send_header("Content-Type", r.headers.get("content-type", "text/event-stream"))
+                    self.end_headers()
+                    for line in r.iter_lines():
+                        if line.startswith(b"data: {") and b'"choices"' in line:
+                            self.wfile.write(line + b"\n\n")
+                            seen["cut_at"] = time.time()
+                            break
+                # leaving the block closes the upstream connection: vLLM sees its client go
 
             def _send(self, status: int, body: bytes, kind: str) -> None:
                 self.send_response(status)
@@ -167,3 +186,27 @@ def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):
     assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"]
     records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
     assert [r["http_status"] for r in records] == [200, 500, 200]
+
+
+def test_gateway_cutting_a_bench_stream_is_a_mismatch(ngram_server, models_dir, tmp_path):
+    """A gateway cuts bench's 2nd answer after its first token; vLLM survives. `vllm bench serve` 0.32.0
+    counts that answer as a success (it had a first chunk), so bench reports no failure; the collector's
+    completeness checks find it: bench completed 3, vLLM finished 2, and the token totals fall short."""
+    gateway = Gateway(ngram_server.url, cut_completion=2)
+    try:
+        summary, published = run_method(ngram_options(models_dir, tmp_path, "fault-cut", gateway, skip_bench=False,
+                                                      concurrencies=(1,), num_prompts=3, perf_output_len=64))
+    finally:
+        gateway.close()
+    bench_window = windows_by_name(summary)["bench/code-c1-r0"]
+    bench = json.loads((published / "bench" / "code-c1-r0.json").read_text())
+    assert bench["completed"] == 3 and bench["failed"] == 0  # bench's own view: all fine
+    assert bench_window["status"] == "ok", bench_window["reason"]
+    failed = {c["name"]: c for c in bench_window["checks"] if not c["ok"]}
+    assert (failed["bench completed = Δ vllm:request_success"]["expected"],
+            failed["bench completed = Δ vllm:request_success"]["actual"]) == (3, 2), failed
+    assert failed["bench completed × 64 = Δ vllm:generation_tokens"]["actual"] < 3 * 64
+    assert "bench total_output_tokens = completed × 64" in failed
+    assert summary["status"] == "failed" and "cross-check mismatch" in summary["error"], summary["error"]
+    assert published.name.startswith("ngram.failed-")
+    assert ngram_server.server.alive() and requests.get(f"{ngram_server.url}/health", timeout=5).ok
