@@ -45,9 +45,9 @@ def kill_in_second_request(server, mark: Path) -> Callable[[], None]:
 
     The hook sits in bench's own request path (its completions request function, which the forked bench
     child inherits): it makes the 2nd request CUT_LEN tokens long and kills the server 0.5 s after sending
-    it. Both margins are wide: a 256-token request killed 0.1 s in still completed once under a CPU hog
-    (the client woke late), and watching /metrics from outside fired after bench's last request (a busy
-    CPU server answers it in bursts). The bench child writes the kill time to `mark`. Returns the undo."""
+    it, so the kill lands inside that request even on a loaded machine. Watching /metrics from outside did
+    not: a busy CPU server answers it in bursts, and the kill once fell after bench's last request. The
+    bench child writes the kill time to `mark`. Returns the undo."""
     funcs = endpoint_request_func.ASYNC_REQUEST_FUNCS
     original = funcs["openai"]
     calls = {"n": 0}
