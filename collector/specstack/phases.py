@@ -11,6 +11,7 @@ import gc
 import json
 import multiprocessing
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -22,7 +23,7 @@ from typing import Callable
 
 import requests
 
-from . import accounting, snapshots
+from . import accounting, events, snapshots
 from . import metric_names as m
 from .bundle import MethodBundle, atomic_write_text, atomic_writer
 from .runtime import Server, vllm_executable
@@ -105,7 +106,15 @@ class Windows:
             return reason
         return f"vLLM server exited with code {process.returncode} during the window; {reason}"
 
-    def run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
+    def run(self, window: Window, body: Callable[[], Outcome], total: int | None = None) -> tuple[Window, Outcome]:
+        """Run `body` inside the window's snapshots; `total` (requests it sends) is for the progress display."""
+        events.emit("window.start", name=window.name, phase=window.phase, total=total)
+        try:
+            return self._run(window, body)
+        finally:
+            events.emit("window.end", name=window.name, status=window.status)
+
+    def _run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
         self.records.append(window)
         outcome = Outcome()
         time.sleep(self.quiet_gap)
@@ -208,8 +217,10 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
     reported, failed, missing, first_error = None, [], [], None
     with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
             atomic_writer(out_path) as out:
-        for record in _in_order(pool, lambda row: send_chat(http, server, row, timeout), rows, 4 * concurrency):
+        for done, record in enumerate(_in_order(pool, lambda row: send_chat(http, server, row, timeout), rows,
+                                                4 * concurrency), start=1):
             out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            events.emit("window.progress", done=done, total=len(rows))
             fields = request_fields(record)
             if fields["error"]:
                 failed.append(fields["id"])
@@ -292,11 +303,14 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
     finally:
         gc.unfreeze()
     try:
-        child.join()
+        while child.is_alive():
+            child.join(0.5)
+            _bench_progress(log_path, args.num_prompts)
     except BaseException:  # Ctrl+C reaches both; do not leave the client running
         child.terminate()
         child.join(10)
         raise
+    _bench_progress(log_path, args.num_prompts)  # where bench's bar ended
     tail = log_path.read_text(errors="replace").splitlines()[-15:] if log_path.exists() else []
     if child.exitcode != 0:
         reason = next((line for line in reversed(tail) if line.startswith(_BENCH_FAILED)), None)
@@ -310,6 +324,25 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
 
 
 _BENCH_FAILED = "vllm bench serve failed:"
+_TQDM_COUNT = re.compile(rb"(\d+)/(\d+) \[")
+
+
+def _bench_progress(log_path: Path, total: int) -> None:
+    if events.listening_now():
+        done = bench_requests_done(log_path)
+        if done is not None:
+            events.emit("window.progress", done=done, total=total)
+
+
+def bench_requests_done(log_path: Path) -> int | None:
+    """Requests bench has finished so far, read from its own progress bar (tqdm) at the end of its log."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            counts = _TQDM_COUNT.findall(f.read())
+    except OSError:
+        return None
+    return int(counts[-1][0]) if counts else None
 
 
 def _bench_child(main: Callable, args, log_path: Path) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import (__version__, artifacts, methods, phases, position_plot, preflight, prometheus_api, provenance,
-               tables)
+from . import (__version__, artifacts, events, methods, phases, position_plot, preflight, progress, prometheus_api,
+               provenance, tables)
 from .bundle import SUMMARY_SCHEMA, MethodBundle, atomic_write_bytes, atomic_write_json, check_writable, read_summary, update_manifest
 from .errors import UserError
 from .runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
@@ -143,8 +143,9 @@ def _write_prometheus_target(path: Path, server_url: str, labels: dict) -> None:
     atomic_write_json(path, [{"targets": [server_url.split("://", 1)[-1]], "labels": labels}])
 
 
-def run_method(opts: Options) -> tuple[dict, Path]:
-    """Run one method end to end; returns (summary, published folder). Never raises for a failed phase."""
+def run_method(opts: Options, *, index: int = 1, total: int = 1) -> tuple[dict, Path]:
+    """Run one method end to end; returns (summary, published folder). Never raises for a failed phase.
+    `index` of `total`: its place in a sweep, for the progress display."""
     opts.validate()
     check_writable(opts.results_dir)
     plan = plan_for(opts)
@@ -180,6 +181,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                      "comparable": not _synthetic(plan), "server": {}, "tasks": {}, "windows": [],
                      "timings": {}}
     t0 = time.monotonic()
+    events.emit("method.start", method=folder_name, index=index, total=total)
     server = windows = None
     help_hash = provenance.HelpHash(vllm_executable())
     exporter = _exporter(opts)
@@ -191,11 +193,13 @@ def run_method(opts: Options) -> tuple[dict, Path]:
             # until it is ready), so only the first scrape after ready is waited for, not discovery too.
             _write_prometheus_target(opts.prometheus_targets, _server_url(plan, opts), labels)
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
+        events.emit("server.start", method=folder_name, runtime=opts.runtime)
         if opts.runtime == "native":
             server = start_native(plan, bundle.path("server.log"), opts.ready_timeout, port_wait=opts.port_wait)
         else:
             server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
         ready_at = time.time()
+        events.emit("server.ready", method=folder_name, seconds=server.ready_seconds)
         summary["timings"]["server_ready"] = server.ready_seconds
         summary["server"] = _server_facts(server, plan, opts)
         windows = phases.Windows(server, bundle, exporter, labels, opts.quiet_gap)
@@ -203,7 +207,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
 
         t = time.monotonic()
         warm = [row for task in tasks.values() for row in phases.warmup_rows(task, opts.warmup_requests)]
-        windows.run(phases.Window("warmup", "warmup"), lambda: phases.run_requests(
+        windows.run(phases.Window("warmup", "warmup"), total=len(warm), body=lambda: phases.run_requests(
             server, warm, bundle.path("warmup.jsonl"), concurrency=1, timeout=opts.request_timeout,
             speculative=speculative))
         summary["timings"]["warmup"] = time.monotonic() - t
@@ -216,7 +220,8 @@ def run_method(opts: Options) -> tuple[dict, Path]:
         t = time.monotonic()
         for name, task in tasks.items():
             console.print(f"  acceptance phase: {name} ({len(task.acceptance)} requests)")
-            windows.run(phases.Window(f"acceptance/{name}", "acceptance", task=name), lambda task=task: phases.run_requests(
+            windows.run(phases.Window(f"acceptance/{name}", "acceptance", task=name), total=len(task.acceptance),
+                        body=lambda task=task: phases.run_requests(
                 server, task.acceptance, bundle.path(f"acceptance/{task.name}.jsonl"),
                 concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout, speculative=speculative))
         summary["timings"]["acceptance"] = time.monotonic() - t
@@ -233,7 +238,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                                                 tokenizer=tokenizer, result_dir=bundle.path("bench"),
                                                 result_name=f"{cell}.json")
                     windows.run(phases.Window(f"bench/{cell}", "bench", task=name, concurrency=c, repeat=r),
-                                lambda argv=argv, cell=cell: phases.run_bench(
+                                total=opts.num_prompts, body=lambda argv=argv, cell=cell: phases.run_bench(
                                     argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
         summary["timings"]["bench"] = time.monotonic() - t
         windows.finish()
@@ -282,6 +287,7 @@ def run_method(opts: Options) -> tuple[dict, Path]:
                                                            "error": summary["error"]}})
         if exporter_stopped is not None:
             exporter_stopped.join()
+        events.emit("method.end", method=folder_name, status=summary["status"], seconds=time.monotonic() - t0)
     return summary, published
 
 
@@ -387,19 +393,22 @@ def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> lis
     method_names = [methods.resolve_method(cfg, n) for n in method_names]  # a typo fails before any server starts
     results = []
     started = False  # once a server of this sweep stopped, the next start waits (bounded) for its port
+    events.emit("sweep.start", methods=method_names)
     for i, name in enumerate(method_names):
         done = read_summary(Path(opts.results_dir) / opts.run_id / name)
         if done and done.get("status") == "ok" and not opts.force:
             console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
+            events.emit("method.skip", method=name, reason="already done in this run")
             results.append(done)
             continue
         override = opts.spec_override if methods.is_speculative(name) else None  # K etc. mean nothing to plain decode
         one = Options(**{**opts.__dict__, "method": name, "spec_override": override, "force": opts.force,
                          "port_wait": opts.port_release_timeout if started and opts.runtime == "native" else 0.0})
-        summary, _ = run_method(one)
+        summary, _ = run_method(one, index=i + 1, total=len(method_names))
         results.append(summary)
         started = True
         stop_if_port_blocked(summary, name, method_names[i + 1:])
+    events.emit("sweep.end")
     if report:
         from .report import write_report
         console.print(f"report: {write_report(Path(opts.results_dir) / opts.run_id)}")
@@ -499,7 +508,8 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    summary, path = run_method(options_from_args(args, args.method))
+    with progress.live(console):
+        summary, path = run_method(options_from_args(args, args.method))
     print(json.dumps({"status": summary["status"], "crosscheck_ok": summary["crosscheck"]["ok"],
                       "bundle": str(path)}))
     return 0 if summary["status"] == "ok" else 1
@@ -508,7 +518,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     names = [m for m in args.methods.split(",") if m]
     opts = options_from_args(args, names[0])
-    results = sweep(opts, names)
+    with progress.live(console):
+        results = sweep(opts, names)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     print(json.dumps({"run_id": opts.run_id, "failed": failed}))
     return 1 if failed else 0

@@ -9,17 +9,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from . import methods
 
 
-def load_summaries(run_dir: Path) -> dict[str, dict]:
-    """Published summaries of a run, in methods.toml order (baselines first), then any other folder."""
-    found = {}
-    for path in Path(run_dir).glob("*/summary.json"):
-        summary = json.loads(path.read_text())
-        found[summary["method"]] = summary
-    order = {name: i for i, name in enumerate(methods.names())}
-    return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+def load_summaries(run_dir: Path) -> tuple[dict[str, dict], list]:
+    """The run's results as the report reads them (report.load_run decides which folder is a method's result:
+    never a `.failed-` or `.replaced-` attempt beside a good one), baselines first; and the failed methods
+    that have no good result."""
+    from .report import load_run  # pandas and friends only when a table is printed
+    run = load_run(run_dir)
+    return {name: md.summary for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
 
 
 def _histogram(hist: list[int] | None) -> str:
@@ -84,9 +82,12 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
-    summaries = load_summaries(run_dir)
+    summaries, failed = load_summaries(run_dir)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (natural stops); "
                   "n/a = no drafts, not 0 %. Throughput from vllm bench serve at fixed output length.")
+    for f in failed:
+        where = f" ({f.path.name}/)" if f.path else ""
+        console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from specstack import events
 from specstack.demo import DEMO_METHODS
 from specstack.run import Options, run_method, sweep
 
@@ -43,8 +44,10 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
                          prometheus_targets=prometheus.targets_dir / "vllm.json",
                          windows_port=prometheus.windows_port, prometheus_url=prometheus.url,
                          prometheus_scrape_seconds=SCRAPE_SECONDS)
-    summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
-    return {"run_dir": results / "it-sweep", "summaries": summaries}
+    recorder = events.Recorder()  # what a progress display would have been told
+    with events.listening(recorder):
+        summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
+    return {"run_dir": results / "it-sweep", "summaries": summaries, "events": recorder}
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -30,6 +30,29 @@ def test_every_method_ran_with_exact_crosschecks(sweep_run):
         assert all(w["status"] == "ok" for w in s["windows"])
 
 
+def test_the_run_tells_its_progress_as_events(sweep_run):
+    """What the live display (make demo on a terminal) is driven by: every method in order with its place, and
+    each window's answers counted up to the number it sent (bench's from its own progress bar)."""
+    rec = sweep_run["events"]
+    n = len(DEMO_METHODS)
+    assert [(e["method"], e["index"], e["total"]) for e in rec.named("method.start")] == [
+        (m, i + 1, n) for i, m in enumerate(DEMO_METHODS)]
+    assert [(e["method"], e["status"]) for e in rec.named("method.end")] == [(m, "ok") for m in DEMO_METHODS]
+    assert [e["method"] for e in rec.named("server.ready")] == list(DEMO_METHODS)
+    windows, current, last = [], None, None
+    for event, f in rec.events:
+        if event == "window.start":
+            current, last = f, None
+        elif event == "window.progress":
+            last = f["done"]
+        elif event == "window.end":
+            windows.append((current["name"], current["total"], last))
+    assert len(windows) == n * (3 + 2 * len(WORKLOAD["concurrencies"]))
+    for name, total, last in windows:
+        expected = WORKLOAD["num_prompts"] if name.startswith("bench/") else total
+        assert total == expected and last == expected, (name, total, last)
+
+
 @pytest.mark.parametrize("name", SPEC_METHODS)
 def test_spec_methods_reconcile_every_identity(sweep_run, name):
     s = sweep_run["summaries"][name]
