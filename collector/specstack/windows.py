@@ -15,6 +15,8 @@ Series (labels run_id, method, phase, task, concurrency; task and concurrency ar
 - `specstack_window_start_timestamp_seconds` Unix time the window opened;
 - `specstack_window_end_timestamp_seconds` Unix time it closed (absent while open).
 A window reopened with identical labels reuses its series (the latest start/end win); `windows` keeps all.
+A window shorter than the scrape interval can open and close between two scrapes: Prometheus then never sees
+its `active` = 1 (no annotation region on the dashboards), but stores its exact start and end times.
 
 Prometheus must keep these labels as they are: the `specstack` scrape job must not attach target labels named
 `method` or `run_id` (or it must set `honor_labels: true`), otherwise Prometheus renames ours to exported_*.

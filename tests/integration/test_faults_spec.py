@@ -32,7 +32,7 @@ def ngram_options(models_dir, results, run_id, server, **overrides):
 
 
 def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, monkeypatch):
-    """The 2nd acceptance request is cut by the client 0.5 s into a long generation (its read timeout):
+    """The 2nd acceptance request is cut by the client 0.25 s into a long generation (its read timeout):
     vLLM drops it unfinished, its drafts are in the counters but in no response. The window fails and says so;
     no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
     long_payload = phases.chat_payload
@@ -40,11 +40,17 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     def hook(n, send, http, server, row, timeout):
         if n != 2:
             return send(http, server, row, timeout)
-        # A generation that surely outlasts 0.5 s: no early EOS, 3,000 tokens. (600 tokens took ~3 s on a
-        # loaded machine but less than 0.5 s on a quiet one: ngram drafts this model's repetitive output.)
-        monkeypatch.setattr(phases, "chat_payload", lambda *a: {**long_payload(*a), "ignore_eos": True})
+        # A generation that surely outlasts 0.25 s: no early EOS and no max_tokens, so vLLM fills the whole
+        # context (~3,500 tokens). A fixed length raced the machine's speed: 600 tokens took ~3 s on a loaded
+        # machine and under 0.5 s on a quiet one, and 3,000 tokens finished inside 0.5 s once in CI (ngram
+        # drafts this model's repetitive output, up to 5 tokens a step).
+        def unbounded(*a):
+            payload = {**long_payload(*a), "ignore_eos": True}
+            del payload["max_tokens"]
+            return payload
+        monkeypatch.setattr(phases, "chat_payload", unbounded)
         try:
-            return send(http, server, {**row, "max_tokens": 3000}, (10, 0.5))
+            return send(http, server, row, (10, 0.25))
         finally:
             monkeypatch.setattr(phases, "chat_payload", long_payload)
     on_acceptance_request(monkeypatch, hook)

@@ -14,6 +14,7 @@ from specstack import methods, summary_table, workloads
 from specstack.demo import DEMO_METHODS
 
 from .conftest import HF_TOKEN_SENTINEL, WORKLOAD, read_jsonl
+from .prom import SCRAPE_SECONDS
 
 SPEC_METHODS = [m for m in DEMO_METHODS if methods.is_speculative(m)]
 PLAIN_METHODS = [m for m in DEMO_METHODS if not methods.is_speculative(m)]
@@ -170,11 +171,26 @@ def test_prometheus_view_of_each_window_equals_the_collector_diff(sweep_run, pro
 
 
 def test_run_windows_reach_prometheus(sweep_run, prometheus):
+    """Prometheus stores every window's start and end time (the exporter's timestamp gauges, scraped in the
+    quiet gap after each window), equal to the collector's record. The `active` gauge is only guaranteed for
+    windows longer than two scrape intervals: a shorter one can open and close between two scrapes (it did in
+    CI on a fast machine), so no annotation region shows it (the exporter's docstring says so)."""
     s = sweep_run["summaries"]["ngram"]
-    end = s["windows"][-1]["settled_at"] + 5
-    result = prometheus.query('max_over_time(specstack_window_active{method="ngram",run_id="it-sweep"}[10m])', end)
-    phases = {(r["metric"]["phase"], r["metric"].get("task", "")) for r in result if float(r["value"][1]) == 1}
-    assert {("acceptance", "code"), ("acceptance", "chat"), ("bench", "code"), ("bench", "chat")} <= phases
+    at = s["windows"][-1]["settled_at"] + 5
+    sel = '{method="ngram",run_id="it-sweep"}'
+
+    def by_window(query: str) -> dict:
+        return {(r["metric"]["phase"], r["metric"].get("task", ""), r["metric"].get("concurrency", "")):
+                float(r["value"][1]) for r in prometheus.query(query, at)}
+    starts = by_window(f"last_over_time(specstack_window_start_timestamp_seconds{sel}[10m])")
+    ends = by_window(f"last_over_time(specstack_window_end_timestamp_seconds{sel}[10m])")
+    active = by_window(f"max_over_time(specstack_window_active{sel}[10m])")
+    assert len(s["windows"]) == len(starts) == 3 + 2 * len(WORKLOAD["concurrencies"])
+    for w in s["windows"]:
+        key = (w["phase"], w["task"] or "", str(w["concurrency"] or ""))
+        assert abs(starts[key] - w["start"]) < 0.05 and abs(ends[key] - w["end"]) < 0.05, (key, w)
+        if w["end"] - w["start"] > 2 * SCRAPE_SECONDS:
+            assert active[key] == 1, key
 
 
 def test_hf_token_never_reaches_the_bundle(sweep_run):
