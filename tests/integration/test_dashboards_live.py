@@ -12,14 +12,16 @@ from pathlib import Path
 import pytest
 import requests
 
-from specstack import metric_names as m
-from specstack.position_plot import query_acceptance_by_position
+from specstack.config import metric_names as m
+from specstack.measure.prometheus_view import query_acceptance_by_position
 
-from .prom import REPO
-from .prom import SCRAPE_SECONDS
+from tests.support import REPO
+from tests.support import SCRAPE_SECONDS
 
 sys.path.insert(0, str(REPO / "grafana"))
 import generate  # noqa: E402  (grafana/generate.py: the dashboards' own query walker and renderer)
+
+pytestmark = pytest.mark.integration
 
 DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
 SPEC_FAMILIES = (m.SPEC_PREFIX,)

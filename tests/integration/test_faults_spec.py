@@ -11,13 +11,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from specstack import accounting, phases
-from specstack import metric_names as m
-from specstack.report import write_report
-from specstack.run import run_method
+from specstack.measure import accounting, chat
+from specstack.results.records import request_fields
+from specstack.config import metric_names as m
+from specstack.report.build import write_report
+from specstack.runs.method_run import run_method
 
 from .faults import ManagedServer, assert_failed_bundle, assert_warmup_intact, on_acceptance_request, options, windows_by_name
-from .prom import SCRAPE_SECONDS, Prometheus, free_port
+from tests.support import SCRAPE_SECONDS, Prometheus, free_port
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +38,18 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     """The 2nd acceptance request is cut by the client 0.5 s into a long generation (its read timeout):
     vLLM drops it unfinished, its drafts are in the counters but in no response. The window fails and says so;
     no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
-    long_payload = phases.chat_payload
+    long_payload = chat.chat_payload
 
     def hook(n, send, http, server, row, timeout):
         if n != 2:
             return send(http, server, row, timeout)
         # A generation that surely outlasts 0.5 s: no early EOS, 3,000 tokens. (600 tokens took ~3 s on a
         # loaded machine but less than 0.5 s on a quiet one: ngram drafts this model's repetitive output.)
-        monkeypatch.setattr(phases, "chat_payload", lambda *a: {**long_payload(*a), "ignore_eos": True})
+        monkeypatch.setattr(chat, "chat_payload", lambda *a: {**long_payload(*a), "ignore_eos": True})
         try:
             return send(http, server, {**row, "max_tokens": 3000}, (10, 0.5))
         finally:
-            monkeypatch.setattr(phases, "chat_payload", long_payload)
+            monkeypatch.setattr(chat, "chat_payload", long_payload)
     on_acceptance_request(monkeypatch, hook)
     opts = ngram_options(models_dir, tmp_path, "fault-disconnect", ngram_server)
     summary, published = run_method(opts)
@@ -61,7 +64,7 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     assert acc["checks"] == [] and summary["crosscheck"]["mismatches"] == []
     records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
     assert [("error" in r) for r in records] == [False, True, False]
-    answered = accounting.from_requests([phases.request_fields(r)["spec"] for r in records if "error" not in r])
+    answered = accounting.from_requests([request_fields(r)["spec"] for r in records if "error" not in r])
     # Why the window cannot be cross-checked: the aborted request drafted tokens no response reports.
     assert acc["from_counters"]["draft_tokens"] > answered.draft_tokens
     assert ngram_server.server.alive() and requests.get(f"{ngram_server.url}/health", timeout=5).ok

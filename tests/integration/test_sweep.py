@@ -10,10 +10,15 @@ import json
 import pytest
 from rich.console import Console
 
-from specstack import methods, summary_table, workloads
-from specstack.demo import DEMO_METHODS
+from specstack.config import methods, workloads
+from specstack.report import console_table as summary_table
+from specstack.runs.demo import DEMO_METHODS
 
-from .conftest import HF_TOKEN_SENTINEL, WORKLOAD, read_jsonl
+from tests.support import read_jsonl
+
+from .conftest import HF_TOKEN_SENTINEL, WORKLOAD
+
+pytestmark = pytest.mark.integration
 
 SPEC_METHODS = [m for m in DEMO_METHODS if methods.is_speculative(m)]
 PLAIN_METHODS = [m for m in DEMO_METHODS if not methods.is_speculative(m)]
