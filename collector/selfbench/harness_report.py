@@ -18,83 +18,103 @@ def verdict(ok: bool | None) -> str:
 def summary_rows(report: dict) -> list[tuple[str, str, str, str]]:
     """(figure, measured, goal, verdict) rows: the table of docs/harness-performance.md."""
     rows = []
-    mon = report.get("monitoring")
-    if mon:
-        f_in, f_all = mon.get("fraction_in_window"), mon.get("fraction_with_edges")
-        rows.append((f"Monitoring CPU in bench windows @ {mon['scrape_interval_seconds']:g} s scrapes "
-                     "(Prometheus + vLLM /metrics + exporter)", pct3(f_in), "≤ 0.5 %",
-                     verdict(None if f_in is None else f_in <= GOALS["monitoring_fraction"])))
-        rows.append((f"  ... plus the collector's snapshots at the window edges "
-                     f"({len(mon['windows'])} windows, mean {mon['window_seconds'] / max(1, len(mon['windows'])):.1f} s)",
-                     pct3(f_all), "≤ 0.5 %",
-                     verdict(None if f_all is None else f_all <= GOALS["monitoring_fraction"])))
-        if mon.get("edge_cpu_per_window") is not None:
-            rows.append(("  edge CPU per window; windows needed to stay ≤ 0.5 % with edges",
-                         f"{1000 * mon['edge_cpu_per_window']:.0f} ms; ≥ {seconds(mon.get('break_even_window_seconds'), 1)}",
-                         "", ""))
-        for k, v in (mon.get("fraction") or {}).items():
-            rows.append((f"    {k}", pct3(v), "", ""))
-        ab = mon.get("ab") or {}
-        if ab.get("mean_diff_pct") is not None:
-            ci = ab.get("ci95_pct")
-            rows.append((f"A/B throughput, Prometheus scraping vs not ({ab['pairs']} pairs)",
-                         f"{ab['mean_diff_pct']:+.1f} % (95 % CI {ci[0]:+.1f} .. {ci[1]:+.1f} %)" if ci
-                         else f"{ab['mean_diff_pct']:+.1f} %", "bounds large effects only", "see note"))
-    ov = report.get("overhead")
-    if ov:
-        for r in ov["runs"]:
-            o = r["overhead"]["overhead_outer"]
-            rows.append((f"Harness overhead, run {r['run_id']} (wall − ready − acceptance − bench)", seconds(o), "≤ 3 s",
-                         verdict(o <= GOALS["overhead_seconds"])))
-            inner = r["overhead"]["overhead"]
-            rows.append(("  ... by summary timings alone (timings.total leaves out pre-flight and the bundle)",
-                         seconds(inner), "≤ 3 s", verdict(inner <= GOALS["overhead_seconds"])))
-            prom = sum(r["components"].get(k) or 0.0 for k in PROMETHEUS_PARTS)
-            rows.append(("  ... minus the Prometheus parts (a run without --windows-port/--prometheus-url)",
-                         seconds(o - prom), "≤ 3 s", verdict(o - prom <= GOALS["overhead_seconds"])))
-        after = ov.get("after_the_runs") or {}
-        if after:
-            checks = after.get("prometheus_view_checks_seconds") or []
-            rows.append(("Prometheus view check per method, off the path (beside the next server's start)",
-                         ", ".join(seconds(c) for c in checks) or "n/a", "", ""))
-            rows.append(("Sweep's end: last check + exporter's final scrape (once per sweep)",
-                         seconds(after.get("sweep_end_seconds")), "", ""))
-    st = report.get("startup")
-    if st:
-        wc = st["with_collector"]
-        rows.append(("vLLM start: empty VLLM_CACHE_ROOT → reused (in `specstack run`)",
-                     f"{seconds(wc['first'], 1)} → {seconds(wc['second'], 1)} (× {wc['ratio']:.2f})" if wc["ratio"] else "n/a",
-                     "≤ 0.6 × (GPU goal)", "CPU: reported"))
-        for p in st.get("bare_pairs") or []:
-            rows.append(("vLLM start: empty → reused (bare start, nothing alongside)",
-                         f"{seconds(p['first'], 1)} → {seconds(p['second'], 1)} (× {num(p['ratio'])})", "≤ 0.6 × (GPU goal)",
-                         "CPU: reported"))
-            if p.get("control_empty") is not None:
-                rows.append(("  control: third start, another empty folder",
-                             f"{seconds(p['control_empty'], 1)} (× {num(p['control_ratio'])} of the first)", "", ""))
-        inspections = [wc.get("model_inspection_seconds") or {}] + [
-            p.get("model_inspection_seconds") or {} for p in st.get("bare_pairs") or []]
-        text = "; ".join(" → ".join(seconds(i.get(k), 0) for k in ("first", "second", "control_empty") if k in i)
-                         for i in inspections if i)
-        if text:
-            rows.append(("  model-class inspection in those starts (what VLLM_CACHE_ROOT/modelinfos saves)",
-                         text, "", ""))
-    sc = report.get("scale")
-    if sc:
-        for lv in sc["levels"]:
-            rows.append((f"Collector at {lv['factor']}× ({lv['requests']} requests, {lv['page_lines']} /metrics lines, "
-                         f"{lv['kept_lines']} kept)",
-                         f"parse {1000 * lv['parse_seconds']:.1f} ms / {lv['parse_peak_bytes'] / 2**20:.1f} MiB; "
-                         f"aggregate {1000 * lv['aggregate_seconds']:.0f} ms / "
-                         f"{lv['aggregate_peak_bytes'] / 2**20:.1f} MiB", "linear", ""))
-        rows.append(("Collector growth (log-log slope; 1 = linear)",
-                     f"parse time {num(sc['parse_growth']['loglog_slope'])}, aggregate time "
-                     f"{num(sc['aggregate_growth']['loglog_slope'])}, memory "
-                     f"{num(sc['parse_memory_growth']['loglog_slope'])} / "
-                     f"{num(sc['aggregate_memory_growth']['loglog_slope'])}", "≈ 1",
-                     verdict(all(g['loglog_slope'] is not None and g["loglog_slope"] <= 1.2 for g in (
-                         sc['parse_growth'], sc['aggregate_growth'], sc['parse_memory_growth'],
-                         sc['aggregate_memory_growth'])))))
+    for key, part in (("monitoring", monitoring_rows), ("overhead", overhead_rows), ("startup", startup_rows),
+                      ("scale", scale_rows)):
+        if report.get(key):
+            rows += part(report[key])
+    return rows
+
+
+def monitoring_rows(mon: dict) -> list[tuple[str, str, str, str]]:
+    """Part 1: monitoring CPU in and around bench windows, and the A/B."""
+    rows = []
+    f_in, f_all = mon.get("fraction_in_window"), mon.get("fraction_with_edges")
+    rows.append((f"Monitoring CPU in bench windows @ {mon['scrape_interval_seconds']:g} s scrapes "
+                 "(Prometheus + vLLM /metrics + exporter)", pct3(f_in), "≤ 0.5 %",
+                 verdict(None if f_in is None else f_in <= GOALS["monitoring_fraction"])))
+    rows.append((f"  ... plus the collector's snapshots at the window edges "
+                 f"({len(mon['windows'])} windows, mean {mon['window_seconds'] / max(1, len(mon['windows'])):.1f} s)",
+                 pct3(f_all), "≤ 0.5 %",
+                 verdict(None if f_all is None else f_all <= GOALS["monitoring_fraction"])))
+    if mon.get("edge_cpu_per_window") is not None:
+        rows.append(("  edge CPU per window; windows needed to stay ≤ 0.5 % with edges",
+                     f"{1000 * mon['edge_cpu_per_window']:.0f} ms; ≥ {seconds(mon.get('break_even_window_seconds'), 1)}",
+                     "", ""))
+    for k, v in (mon.get("fraction") or {}).items():
+        rows.append((f"    {k}", pct3(v), "", ""))
+    ab = mon.get("ab") or {}
+    if ab.get("mean_diff_pct") is not None:
+        ci = ab.get("ci95_pct")
+        rows.append((f"A/B throughput, Prometheus scraping vs not ({ab['pairs']} pairs)",
+                     f"{ab['mean_diff_pct']:+.1f} % (95 % CI {ci[0]:+.1f} .. {ci[1]:+.1f} %)" if ci
+                     else f"{ab['mean_diff_pct']:+.1f} %", "bounds large effects only", "see note"))
+    return rows
+
+
+def overhead_rows(ov: dict) -> list[tuple[str, str, str, str]]:
+    """Part 2: harness overhead per method run, and what runs off its path."""
+    rows = []
+    for r in ov["runs"]:
+        o = r["overhead"]["overhead_outer"]
+        rows.append((f"Harness overhead, run {r['run_id']} (wall − ready − acceptance − bench)", seconds(o), "≤ 3 s",
+                     verdict(o <= GOALS["overhead_seconds"])))
+        inner = r["overhead"]["overhead"]
+        rows.append(("  ... by summary timings alone (timings.total leaves out pre-flight and the bundle)",
+                     seconds(inner), "≤ 3 s", verdict(inner <= GOALS["overhead_seconds"])))
+        prom = sum(r["components"].get(k) or 0.0 for k in PROMETHEUS_PARTS)
+        rows.append(("  ... minus the Prometheus parts (a run without --windows-port/--prometheus-url)",
+                     seconds(o - prom), "≤ 3 s", verdict(o - prom <= GOALS["overhead_seconds"])))
+    after = ov.get("after_the_runs") or {}
+    if after:
+        checks = after.get("prometheus_view_checks_seconds") or []
+        rows.append(("Prometheus view check per method, off the path (beside the next server's start)",
+                     ", ".join(seconds(c) for c in checks) or "n/a", "", ""))
+        rows.append(("Sweep's end: last check + exporter's final scrape (once per sweep)",
+                     seconds(after.get("sweep_end_seconds")), "", ""))
+    return rows
+
+
+def startup_rows(st: dict) -> list[tuple[str, str, str, str]]:
+    """Part 3: vLLM start-up with an empty and a reused VLLM_CACHE_ROOT."""
+    rows = []
+    wc = st["with_collector"]
+    rows.append(("vLLM start: empty VLLM_CACHE_ROOT → reused (in `specstack run`)",
+                 f"{seconds(wc['first'], 1)} → {seconds(wc['second'], 1)} (× {wc['ratio']:.2f})" if wc["ratio"] else "n/a",
+                 "≤ 0.6 × (GPU goal)", "CPU: reported"))
+    for p in st.get("bare_pairs") or []:
+        rows.append(("vLLM start: empty → reused (bare start, nothing alongside)",
+                     f"{seconds(p['first'], 1)} → {seconds(p['second'], 1)} (× {num(p['ratio'])})", "≤ 0.6 × (GPU goal)",
+                     "CPU: reported"))
+        if p.get("control_empty") is not None:
+            rows.append(("  control: third start, another empty folder",
+                         f"{seconds(p['control_empty'], 1)} (× {num(p['control_ratio'])} of the first)", "", ""))
+    inspections = [wc.get("model_inspection_seconds") or {}] + [
+        p.get("model_inspection_seconds") or {} for p in st.get("bare_pairs") or []]
+    text = "; ".join(" → ".join(seconds(i.get(k), 0) for k in ("first", "second", "control_empty") if k in i)
+                     for i in inspections if i)
+    if text:
+        rows.append(("  model-class inspection in those starts (what VLLM_CACHE_ROOT/modelinfos saves)",
+                     text, "", ""))
+    return rows
+
+
+def scale_rows(sc: dict) -> list[tuple[str, str, str, str]]:
+    """Part 4: the collector's cost at 1x, 10x, 100x the default workload."""
+    rows = []
+    for lv in sc["levels"]:
+        rows.append((f"Collector at {lv['factor']}× ({lv['requests']} requests, {lv['page_lines']} /metrics lines, "
+                     f"{lv['kept_lines']} kept)",
+                     f"parse {1000 * lv['parse_seconds']:.1f} ms / {lv['parse_peak_bytes'] / 2**20:.1f} MiB; "
+                     f"aggregate {1000 * lv['aggregate_seconds']:.0f} ms / "
+                     f"{lv['aggregate_peak_bytes'] / 2**20:.1f} MiB", "linear", ""))
+    rows.append(("Collector growth (log-log slope; 1 = linear)",
+                 f"parse time {num(sc['parse_growth']['loglog_slope'])}, aggregate time "
+                 f"{num(sc['aggregate_growth']['loglog_slope'])}, memory "
+                 f"{num(sc['parse_memory_growth']['loglog_slope'])} / "
+                 f"{num(sc['aggregate_memory_growth']['loglog_slope'])}", "≈ 1",
+                 verdict(all(g['loglog_slope'] is not None and g["loglog_slope"] <= 1.2 for g in (
+                     sc['parse_growth'], sc['aggregate_growth'], sc['parse_memory_growth'],
+                     sc['aggregate_memory_growth'])))))
     return rows
 
 

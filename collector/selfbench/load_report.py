@@ -1,7 +1,9 @@
 """The bench-load report: verdicts against the goals, one row per figure, and the printed text."""
 from __future__ import annotations
 
+from selfbench.harness_report import verdict
 from selfbench.load import GOALS
+from specstack.report.format import fixed
 
 
 def verdicts(report: dict) -> dict:
@@ -21,14 +23,6 @@ def verdicts(report: dict) -> dict:
     }
 
 
-def _n(x, digits: int = 2) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _v(ok) -> str:
-    return "n/a" if ok is None else ("met" if ok else "MISSED")
-
-
 def summary_rows(report: dict) -> list[tuple[str, str, str, str]]:
     plan, v = report["plan"], report["verdicts"]
     rows = []
@@ -36,43 +30,43 @@ def summary_rows(report: dict) -> list[tuple[str, str, str, str]]:
         mem, w, tm = acc["memory"], acc["window"], acc.get("tracemalloc")
         at = mem["rss_at_mib"]
         main = key == "rss"
-        traced = (f"; traced net {_n(tm['net_growth_mib'], 2)} / peak {_n(tm['peak_above_start_mib'], 2)} MiB"
+        traced = (f"; traced net {fixed(tm['net_growth_mib'], 2)} / peak {fixed(tm['peak_above_start_mib'], 2)} MiB"
                   if tm else "")
         rows.append((f"{acc['requests']} acceptance requests, one window{', tracemalloc on' if tm else ''} "
-                     f"(c={acc['concurrency']}, {_n(w['seconds'], 1)} s, {w['status']}, {w['checks']} checks "
+                     f"(c={acc['concurrency']}, {fixed(w['seconds'], 1)} s, {w['status']}, {w['checks']} checks "
                      f"{'ok' if w['checks_ok'] else 'NOT ok'})",
-                     f"RSS {_n(at['0%'], 1)} → 10 % {_n(at['10%'], 1)} → 50 % {_n(at['50%'], 1)} → "
-                     f"100 % {_n(at['100%'], 1)} MiB; slope {_n(mem['slope_mib_per_100_requests_second_half'], 3)} "
+                     f"RSS {fixed(at['0%'], 1)} → 10 % {fixed(at['10%'], 1)} → 50 % {fixed(at['50%'], 1)} → "
+                     f"100 % {fixed(at['100%'], 1)} MiB; slope {fixed(mem['slope_mib_per_100_requests_second_half'], 3)} "
                      f"MiB/100 req" + traced,
                      f"≤ {GOALS['acceptance_mib_per_100_requests']} MiB/100 req" if main else "",
-                     _v(v["acceptance_no_growth"]) if main else ""))
+                     verdict(v["acceptance_no_growth"]) if main else ""))
     ratio = report["acceptance_peak_ratio"]
     rows.append((f"traced peak, {plan['requests']} vs {plan['small_requests']} requests",
-                 f"× {_n(ratio['tracemalloc_peak_ratio'])} for × {_n(ratio['requests_ratio'], 0)} requests", "", ""))
+                 f"× {fixed(ratio['tracemalloc_peak_ratio'])} for × {fixed(ratio['requests_ratio'], 0)} requests", "", ""))
     bench = report.get("bench") or {}
     long = bench.get("long")
     if long:
         mem = long["memory"]
-        rows.append((f"bench window {_n(mem['minutes'], 1)} min, {long['completed']} requests at {long['rate']} req/s "
+        rows.append((f"bench window {fixed(mem['minutes'], 1)} min, {long['completed']} requests at {long['rate']} req/s "
                      f"({long['window']['status']}, checks {'ok' if long['window']['checks_ok'] else 'NOT ok'})",
-                     f"RSS {_n(mem['rss_start_mib'], 1)} → {_n(mem['rss_end_mib'], 1)} MiB (peak "
-                     f"{_n(mem['rss_peak_mib'], 1)}); slope {_n(mem['slope_mib_per_min_last_3_4'], 3)} MiB/min "
-                     f"= {_n(mem['kib_per_request_from_slope'], 2)} KiB/request",
-                     f"≤ {GOALS['bench_mib_per_minute']} MiB/min", _v(v["bench_no_growth"])))
+                     f"RSS {fixed(mem['rss_start_mib'], 1)} → {fixed(mem['rss_end_mib'], 1)} MiB (peak "
+                     f"{fixed(mem['rss_peak_mib'], 1)}); slope {fixed(mem['slope_mib_per_min_last_3_4'], 3)} MiB/min "
+                     f"= {fixed(mem['kib_per_request_from_slope'], 2)} KiB/request",
+                     f"≤ {GOALS['bench_mib_per_minute']} MiB/min", verdict(v["bench_no_growth"])))
     elif bench.get("error"):
         rows.append(("bench window", bench["error"], "", "MISSED"))
     client = ((bench.get("long") or {}).get("client_process")) or {}
     if client.get("samples"):
         rows.append(("bench client (forked child of the collector), private memory (USS) during the window",
-                     f"{_n(client['uss_first_mib'], 1)} → peak {_n(client['uss_peak_mib'], 1)} MiB "
-                     f"(+{_n(client['growth_mib'], 1)}); {'still alive' if client['alive_after_window'] else 'gone'} "
+                     f"{fixed(client['uss_first_mib'], 1)} → peak {fixed(client['uss_peak_mib'], 1)} MiB "
+                     f"(+{fixed(client['growth_mib'], 1)}); {'still alive' if client['alive_after_window'] else 'gone'} "
                      "after the window", "", ""))
     p = report["metrics_parse"]
     rows.append((f"/metrics page {p['page_bytes'] / 1e6:.2f} MB, {p['page_lines']} lines ({p['engines']} engines, "
                  f"{p['kept_lines']} kept)",
                  f"parse {1000 * p['parse_seconds']:.0f} ms (line filter {1000 * p.get('filter_seconds', 0):.0f} ms; "
-                 f"{_n(p['parse_peak_mib'], 1)} MiB peak); parse both + diff {1000 * p['diff_seconds']:.0f} ms",
-                 f"≤ {1000 * GOALS['parse_seconds']:.0f} ms", _v(v["parse_fast"])))
+                 f"{fixed(p['parse_peak_mib'], 1)} MiB peak); parse both + diff {1000 * p['diff_seconds']:.0f} ms",
+                 f"≤ {1000 * GOALS['parse_seconds']:.0f} ms", verdict(v["parse_fast"])))
     if p.get("real"):
         r = p["real"]
         rows.append(("real vLLM /metrics (ngram, tiny model)",
@@ -90,6 +84,6 @@ def format_report(report: dict) -> str:
              "load average (1/5/15 min): " + "; ".join(f"{k} {v}" for k, v in report["load"].items()), ""]
     rows = summary_rows(report)
     width = max(len(r[0]) for r in rows)
-    for figure, value, goal, verdict in rows:
-        lines.append(f"{figure:<{width}}  {value}  {goal}  {verdict}".rstrip())
+    for figure, value, goal, said in rows:
+        lines.append(f"{figure:<{width}}  {value}  {goal}  {said}".rstrip())
     return "\n".join(lines)

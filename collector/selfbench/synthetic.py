@@ -41,6 +41,8 @@ _CACHE_INFO = ",".join(f'{k}="{v}"' for k, v in (
     ("user_specified_block_size", "False")))
 
 
+# Long (about 100 lines) on purpose: one family after another in the order vLLM 0.32.0 writes its page, so it
+# can be read side by side with a real /metrics page; split into helpers, that order would be lost.
 def synthetic_page(engines: int = 1, *, requests_done: int = 128, k: int = K) -> str:
     """A /metrics page laid out as vLLM 0.32.0 (prometheus_client text format: `_total` counter families,
     `_created` gauge families, histograms with their bucket counts) for `engines` engines. One engine gives

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from specstack import events
 from specstack.cli import progress
 from specstack.measure import bench
-import pytest
 
 pytestmark = pytest.mark.unit
 

@@ -15,8 +15,7 @@ import requests
 from specstack.config import metric_names as m
 from specstack.measure.prometheus_view import query_acceptance_by_position
 
-from tests.support import REPO
-from tests.support import SCRAPE_SECONDS
+from tests.support import REPO, SCRAPE_SECONDS
 
 sys.path.insert(0, str(REPO / "grafana"))
 import generate  # noqa: E402  (grafana/generate.py: the dashboards' own query walker and renderer)
@@ -100,6 +99,9 @@ def test_per_position_panel_matches_the_collector(sweep_run, prometheus, method)
 def test_bundle_keeps_the_per_position_png(sweep_run, method):
     summary = sweep_run["summaries"][method]
     view = summary["prometheus_view"]
+    # checked after the method was published, beside the next server's start: written into the bundle too
+    on_disk = json.loads((Path(sweep_run["run_dir"]) / method / "summary.json").read_text())
+    assert view["status"] == "checked" and on_disk["prometheus_view"] == view
     for task in ("code", "chat"):
         entry = view["tasks"][task]
         assert entry["status"] == "ok", entry

@@ -1,7 +1,8 @@
 """Acceptance arithmetic and the cross-check identities."""
-from specstack.measure.accounting import (Acceptance, crosscheck_bench, crosscheck_bench_answers, crosscheck_requests,
-                                  from_requests, positions_from_histogram)
 import pytest
+
+from specstack.measure.accounting import (Acceptance, crosscheck_bench, crosscheck_bench_answers, crosscheck_requests,
+                                          from_requests, positions_from_histogram)
 
 pytestmark = pytest.mark.unit
 

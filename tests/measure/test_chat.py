@@ -6,8 +6,9 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from specstack.measure.chat import _in_order
 import pytest
+
+from specstack.measure.chat import _in_order
 
 pytestmark = pytest.mark.unit
 

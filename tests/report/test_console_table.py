@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from rich.console import Console
 
 from specstack.report import console_table as summary_table
 from specstack.results.bundle import MethodBundle, update_manifest
-import pytest
 
 pytestmark = pytest.mark.unit
 

@@ -1,9 +1,10 @@
 """Artifact checks read config.json only and name the fix."""
 import json
 
-from specstack.config import methods
-from specstack.server import model_checks as artifacts
 import pytest
+
+from specstack.config import methods
+from specstack.server import model_checks
 
 pytestmark = pytest.mark.unit
 
@@ -25,11 +26,11 @@ def test_good_tiny_layout_passes(tmp_path):
     folder(tmp_path, "tiny-eagle3", verifier={"name_or_path": "../tiny-qwen3"})
     folder(tmp_path, "tiny-mimo", num_nextn_predict_layers=1)
     for m in ("baseline", "ngram", "draft_model", "eagle3", "suffix", "mtp", "mtp-baseline"):
-        assert artifacts.check(plan(m, tmp_path)) == ([], []), m
+        assert model_checks.check(plan(m, tmp_path)) == ([], []), m
 
 
 def test_missing_draft_and_target(tmp_path):
-    problems, _ = artifacts.check(plan("draft_model", tmp_path))
+    problems, _ = model_checks.check(plan("draft_model", tmp_path))
     assert any("target" in p and "no config.json" in p for p in problems)
     assert any("draft_model model" in p and "methods.toml" in p for p in problems)
 
@@ -37,7 +38,7 @@ def test_missing_draft_and_target(tmp_path):
 def test_vocab_mismatch(tmp_path):
     folder(tmp_path, "tiny-qwen3", vocab_size=2048)
     folder(tmp_path, "tiny-qwen3-draft", vocab_size=4096)
-    problems, _ = artifacts.check(plan("draft_model", tmp_path))
+    problems, _ = model_checks.check(plan("draft_model", tmp_path))
     assert problems == ["draft vocab_size 4096 != target vocab_size 2048; vLLM needs equal vocabularies: "
                         "pick a draft of the target's family"]
 
@@ -45,17 +46,17 @@ def test_vocab_mismatch(tmp_path):
 def test_eagle3_head_for_another_target(tmp_path):
     folder(tmp_path, "tiny-qwen3", vocab_size=2048)
     folder(tmp_path, "tiny-eagle3", speculators_config={"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B"}})
-    problems, _ = artifacts.check(plan("eagle3", tmp_path))
+    problems, _ = model_checks.check(plan("eagle3", tmp_path))
     assert len(problems) == 1 and "trained for meta-llama/Llama-3.1-8B, not for the target" in problems[0]
 
 
 def test_mtp_without_mtp_layers(tmp_path):
     folder(tmp_path, "tiny-mimo", vocab_size=2048)
-    problems, _ = artifacts.check(plan("mtp", tmp_path))
+    problems, _ = model_checks.check(plan("mtp", tmp_path))
     assert len(problems) == 1 and "ships no MTP layers" in problems[0] and "mtp-baseline" in problems[0]
 
 
 def test_hub_ids_not_downloaded_are_skipped_not_failed(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    problems, skipped = artifacts.check(methods.build("eagle3"))
+    problems, skipped = model_checks.check(methods.build("eagle3"))
     assert problems == [] and any("not downloaded" in s for s in skipped)

@@ -21,6 +21,11 @@ def num(v, digits: int = 2) -> str:
     return f"{v:.{digits}f}"
 
 
+def fixed(v: float | None, digits: int = 2) -> str:
+    """Fixed decimals whatever the size (benchmark tables): 4800.0 -> "4800.00"."""
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
 def times(v: float | None, digits: int = 2) -> str:
     """A ratio: 1.19 -> "1.19×"."""
     return "n/a" if v is None else f"{v:.{digits}f}×"
