@@ -89,6 +89,11 @@ def sweep_of_two(plan: Plan, models_dir: Path, work: Path, prom: BenchPrometheus
         monitoring.close()
         end_of_sweep = time.perf_counter() - t
     prom.scrape_vllm(None, timeout=5)
+    for r in runs:  # what the checks found, now that they have run
+        view = r.pop("summary").get("prometheus_view") or {}
+        r["prometheus_view"] = {"status": view.get("status"), **{
+            task: v["status"] + (f" ({v['reason']})" if v.get("reason") else "")
+            for task, v in (view.get("tasks") or {}).items()}}
     checks = [s for s in deferred.steps if s.deferred]
     return runs, {"prometheus_view_checks_seconds": [s.seconds for s in checks],
                   "sweep_end_seconds": end_of_sweep,
@@ -146,7 +151,8 @@ def bench_harness(plan: Plan, *, models_dir: Path, work: Path, max_load: float |
     }
     report["overhead"] = {"runs": [{k: r[k] for k in ("run_id", "status", "error", "timings", "overhead",
                                                       "components", "also_measured", "snapshot_count",
-                                                      "fetch_count", "load_before", "load_after")} for r in runs],
+                                                      "fetch_count", "load_before", "load_after", "prometheus_view")}
+                                   for r in runs],
                           "after_the_runs": report.pop("after_the_runs")}
     report["startup"] = {"with_collector": {"first": runs[0]["ready_seconds"], "second": runs[1]["ready_seconds"],
                                             "ratio": ratio(runs[1]["ready_seconds"], runs[0]["ready_seconds"]),

@@ -64,6 +64,10 @@ def overhead_rows(ov: dict) -> list[tuple[str, str, str, str]]:
         prom = sum(r["components"].get(k) or 0.0 for k in PROMETHEUS_PARTS)
         rows.append(("  ... minus the Prometheus parts (a run without --windows-port/--prometheus-url)",
                      seconds(o - prom), "≤ 3 s", verdict(o - prom <= GOALS["overhead_seconds"])))
+        view = {k: v for k, v in (r.get("prometheus_view") or {}).items() if k != "status"}
+        if view:
+            rows.append(("  ... its acceptance windows in Prometheus's view (checked after publishing)",
+                         "; ".join(f"{task} {state}" for task, state in view.items()), "", ""))
     after = ov.get("after_the_runs") or {}
     if after:
         checks = after.get("prometheus_view_checks_seconds") or []

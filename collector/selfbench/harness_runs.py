@@ -136,6 +136,7 @@ def measured_run(plan: Plan, models_dir: Path, results: Path, run_id: str, prom:
                 "snapshots (all windows)": sum(s["seconds"] for s in probe.snapshots),
                 "bench wall beyond bench's own duration (tokenizer, dataset, bench's /metrics reads)":
                     sum(w["seconds"] - (w.get("duration") or 0.0) for w in bench_windows)},
+            "summary": summary,  # its Prometheus view is filled in later, off the path (see sweep_of_two)
             "ready_seconds": timings.get("server_ready"), "bench_windows": bench_windows,
             "model_inspection_seconds": model_inspection_seconds(log.read_text(errors="replace"))
             if log.exists() else None,

@@ -254,7 +254,8 @@ def _report() -> dict:
            "overhead": stats.overhead_of({"server_ready": 40.0, "acceptance": 5.0, "bench": 20.0, "total": 67.0}, 68.0),
            "components": {"warm-up": 0.5, harness_runs.PREVIOUS_CHECK: 1.5},
            "also_measured": {"snapshots (all windows)": 0.5},
-           "snapshot_count": 10, "fetch_count": 20, "load_before": [0.5, 0.5, 0.5], "load_after": [1, 1, 1]}
+           "snapshot_count": 10, "fetch_count": 20, "load_before": [0.5, 0.5, 0.5], "load_after": [1, 1, 1],
+           "prometheus_view": {"status": "checked", "code": "missing (LookupError: no sample)", "chat": "ok"}}
     return {"schema": harness.SCHEMA, "date": "2026-01-01T00:00:00+00:00", "quick": True, "method": "draft_model",
             "machine": {"cpu_model": "Test CPU", "logical_cores": 2, "physical_cores": 2, "memory_gib": 8.0,
                         "platform": "Linux", "python": "3.11", "vllm": "0.32.0"},
@@ -282,6 +283,8 @@ def test_report_rows_cover_every_figure_with_its_goal():
     overhead = next(r for r in rows if r[0].startswith("Harness overhead"))
     assert overhead[1] == "3.00 s" and overhead[3] == "met"
     assert next(r for r in rows if "minus the Prometheus parts" in r[0])[1] == "1.50 s"
+    assert next(r for r in rows if "Prometheus's view" in r[0])[1] == "code missing (LookupError: no sample); chat ok"
+    assert next(r for r in rows if r[0].startswith("Sweep's end"))[1] == "5.10 s"
 
 
 def test_format_report_names_date_machine_and_load():
