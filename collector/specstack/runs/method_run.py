@@ -25,7 +25,7 @@ from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manife
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.runs.method_summary import finish
-from specstack.runs.monitoring import Monitoring
+from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs.options import Options, load_tasks, plan_for
 from specstack.server import model_checks, preflight, provenance
 from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
@@ -266,6 +266,9 @@ class MethodRun:
         """Verdict, tables and summary into the staged folder, published as `<method>/` only if ok; then
         Prometheus's view is checked in the background."""
         summary, bundle = self.summary, self.bundle
+        check_view = self.measured and self.speculative and self.monitoring.prometheus_url
+        if check_view:  # on disk until the check has run: a run stopped before it says so
+            summary["prometheus_view"] = dict(PENDING)
         with events.step("verdict and bundle", method=self.name):
             finish(summary, self.tasks, bundle, self.opts.allow_mismatch)
             bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
@@ -274,7 +277,7 @@ class MethodRun:
             published = bundle.finalize(summary["status"] == "ok")
             update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
                                                                "error": summary["error"]}})
-        if self.measured and self.speculative:
+        if check_view:
             self.monitoring.check_view_later(summary, published, self.labels)
         return published
 

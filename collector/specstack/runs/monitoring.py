@@ -41,10 +41,10 @@ class Monitoring:
 
     def check_view_later(self, summary: dict, folder: Path, labels: dict) -> None:
         """Check Prometheus's view of a published method's acceptance windows in the background, then write it
-        into its summary (in memory and in `folder`/summary.json) with the PNGs under `folder`/plots/."""
+        into its summary (in memory and in `folder`/summary.json, which says PENDING until then) with the PNGs
+        under `folder`/plots/."""
         if not self.prometheus_url:
             return
-        summary["prometheus_view"] = dict(PENDING)
         windows = list(summary["windows"])
 
         def check() -> None:
