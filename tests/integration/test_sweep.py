@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from specstack.config import methods, workloads
-from specstack.report import console_table as summary_table
+from specstack.report import console_table
 from specstack.runs.demo import DEMO_METHODS
 
 from tests.support import read_jsonl
@@ -93,7 +93,7 @@ def test_plain_decode_reports_na_not_zero(sweep_run, name):
             f"bench completed × {n} = Δ vllm:generation_tokens"]), w["name"]
         assert all(c["ok"] for c in w["checks"])
     console = Console(record=True, width=200)
-    console.print(summary_table.task_table({name: s}, "code"))
+    console.print(console_table.task_table({name: s}, "code"))
     row = next(line for line in console.export_text().splitlines() if line.strip("│ ").startswith(name))
     assert row.split("│")[3].strip() == "n/a"  # the acceptance-rate cell
 

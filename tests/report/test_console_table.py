@@ -7,7 +7,7 @@ import json
 import pytest
 from rich.console import Console
 
-from specstack.report import console_table as summary_table
+from specstack.report import console_table
 from specstack.results.bundle import MethodBundle, update_manifest
 
 pytestmark = pytest.mark.unit
@@ -32,7 +32,7 @@ def publish(results, run_id: str, s: dict, ok: bool, force: bool = False) -> Non
 
 def printed(run_dir) -> str:
     console = Console(record=True, width=220)
-    summary_table.print_run(run_dir, console)
+    console_table.print_run(run_dir, console)
     return console.export_text()
 
 
