@@ -96,26 +96,29 @@ def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout:
     return sorted({float(t) for series in resp.json()["data"]["result"] for t, _ in series["values"]})
 
 
-def _first_sample_check(prom_url: str, window: dict, labels: dict, scrape_seconds: float) -> None:
-    """increase() is exact only over series Prometheus was already scraping when the window opened. The run
-    no longer waits for the first scrape after the server is ready, so the first window may open before it."""
-    before = window["start"] - 3 * scrape_seconds
-    if not sample_times(prom_url, before, window["start"], labels):
+def _last_sample_before(prom_url: str, window: dict, labels: dict, scrape_seconds: float) -> float:
+    """When Prometheus last sampled this server before the window opened. increase() is exact only over series
+    Prometheus was already scraping then (the run does not wait for the first scrape after the server is ready,
+    so the first window may open before it); and a range starting at that sample holds the window's whole
+    change even when the window was shorter than a scrape interval."""
+    before = sample_times(prom_url, window["start"] - 3 * scrape_seconds, window["start"], labels)
+    if not before:
         raise LookupError("Prometheus had no sample of this server when the window opened (its first scrape "
                           "after the server was ready came later)")
+    return before[-1]
 
 
 def view_of_window(prom_url: str, w: dict, labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
     """One acceptance window's view: a PNG and its values, or why it is missing."""
     end = w["settled_at"] + scrape_seconds  # the first scrape after the window's last counter update
-    start = min(w["start"], end - 2 * scrape_seconds)
     time.sleep(max(0.0, end + 0.5 - time.time()))  # let that scrape land
     try:
+        start = min(w["start"], end - 2 * scrape_seconds)
         hole = largest_gap(sample_times(prom_url, start, end, labels), start, end)
         if hole[1] - hole[0] > 3 * scrape_seconds:
             raise LookupError(f"Prometheus stored no sample for {hole[1] - hole[0]:.0f} s of this window "
                               f"({_clock(hole[0])}-{_clock(hole[1])}; down or restarting?)")
-        _first_sample_check(prom_url, w, labels, scrape_seconds)
+        start = min(start, _last_sample_before(prom_url, w, labels, scrape_seconds))
         values = plot_acceptance_by_position(prom_url, start, end, labels,
                                              Path(out_dir) / f"acceptance-by-position-{w['task']}.png",
                                              title=f"{labels.get('method')} · {w['task']} (Prometheus)")
@@ -130,8 +133,9 @@ def view_of_window(prom_url: str, w: dict, labels: dict, out_dir: Path, scrape_s
 def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
     """Prometheus's view of each acceptance window, as PNGs in the bundle; says so when that view is missing.
 
-    A window shorter than two scrapes holds too few samples for increase(), so the range is widened to two
-    scrape intervals before the window's end (it may then include the previous window's tail). A window in
+    The range starts at Prometheus's last sample before the window (or two scrape intervals before its end, if
+    that is earlier: a short window holds too few samples for increase(); the range may then include the
+    previous window's tail) and ends at the first scrape after it. A window in
     which Prometheus stored no sample for more than three scrape intervals (it was down or restarting) has
     no Prometheus view: increase() would bridge the hole with a guess."""
     view: dict = {"url": prom_url, "tasks": {}}
