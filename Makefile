@@ -22,9 +22,13 @@ include services/compose.mk
 demo: venv
 	$(SPECSTACK) demo
 
-## make test: unit tests, checks, and integration tests on real vLLM + Prometheus
+## make test: every kind of test (markers in pyproject.toml): unit, config, integration on real vLLM + Prometheus,
+## compose; `make unit` runs the fast ones (seconds)
 test: venv dashboards-check
 	$(PY) -m pytest -q tests
+
+unit: venv
+	$(PY) -m pytest -q -m unit tests
 
 ## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
 .PHONY: dashboards dashboards-check
@@ -33,11 +37,12 @@ dashboards: venv
 dashboards-check: venv
 	$(PY) grafana/generate.py --check
 
-## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale)
+## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale);
+## collector/selfbench/, benchmarks of the harness itself, not part of the collector image
 .PHONY: bench-harness bench-load
 bench-harness: venv
-	$(SPECSTACK) bench-harness --out results/bench-harness.json
+	$(PY) -m selfbench harness --out results/bench-harness.json
 
 ## make bench-load: the collector under load (1,000 acceptance requests, a 20-minute bench window, a 5 MB /metrics)
 bench-load: venv
-	$(SPECSTACK) bench-load --out results/bench-load.json
+	$(PY) -m selfbench load --out results/bench-load.json

@@ -9,9 +9,8 @@ from typing import Callable
 import panels as P
 from promql import Q, RANGE, RATE
 
-from specstack import metric_names as m
-from specstack import windows as w
-from specstack.position_plot import acceptance_by_position_expr
+from specstack.config import metric_names as m
+from specstack.config.promql import acceptance_by_position_expr
 
 JSON = dict
 
@@ -59,12 +58,12 @@ def window_annotations() -> list[JSON]:
     common = dict(step=SCRAPE_INTERVAL, tag_keys=("method", "phase", "task", "concurrency"),
                   text="{{method}} · run {{run_id}} · {{phase}} {{task}} {{concurrency}}")
     return [
-        P.annotation("Warm-up windows", f'{w.WINDOW_ACTIVE}{{{sel}, phase=~"warm.*"}} > 0',
+        P.annotation("Warm-up windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase=~"warm.*"}} > 0',
                      color="#8f8f8f", title="{{method}} warm-up", **common),
-        P.annotation("Acceptance windows", f'{w.WINDOW_ACTIVE}{{{sel}, phase="{w.PHASE_ACCEPTANCE}"}} > 0',
+        P.annotation("Acceptance windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase="{m.PHASE_ACCEPTANCE}"}} > 0',
                      color="green", title="{{method}} acceptance {{task}}", **common),
         P.annotation("Bench windows",
-                     f'{w.WINDOW_ACTIVE}{{{sel}, phase!~"warm.*|{w.PHASE_ACCEPTANCE}"}} > 0',
+                     f'{m.WINDOW_ACTIVE}{{{sel}, phase!~"warm.*|{m.PHASE_ACCEPTANCE}"}} > 0',
                      color="blue", title="{{method}} {{phase}} {{task}} c={{concurrency}}", **common),
     ]
 
@@ -78,10 +77,10 @@ def _windows_table():
         "task, each bench task x concurrency. Start and end are the exact times the collector opened and "
         "closed the window (the annotation regions are drawn at scrape resolution, "
         f"{SCRAPE_INTERVAL}). Set the time range to a window to read the panels for that window alone.\n\n"
-        + metrics(w.WINDOW_START, w.WINDOW_END),
-        [P.target(f"{latest(w.WINDOW_START)} * 1000", instant=True, table=True),
-         P.target(f"{latest(w.WINDOW_END)} * 1000", instant=True, table=True),
-         P.target(f"{latest(w.WINDOW_END)} - {latest(w.WINDOW_START)}", instant=True, table=True)],
+        + metrics(m.WINDOW_START, m.WINDOW_END),
+        [P.target(f"{latest(m.WINDOW_START)} * 1000", instant=True, table=True),
+         P.target(f"{latest(m.WINDOW_END)} * 1000", instant=True, table=True),
+         P.target(f"{latest(m.WINDOW_END)} - {latest(m.WINDOW_START)}", instant=True, table=True)],
         label_columns={"run_id": "run", "method": "method", "phase": "phase", "task": "task",
                        "concurrency": "concurrency"},
         value_columns={"A": ("start", "dateTimeAsIso"), "B": ("end", "dateTimeAsIso"), "C": ("duration", "s")},

@@ -32,7 +32,7 @@ for path in (HERE, REPO / "collector"):   # collector/: fallback when specstack 
 
 import definitions  # noqa: E402
 import panels  # noqa: E402
-from specstack import windows  # noqa: E402
+from specstack.config.metric_names import WINDOW_METRICS  # noqa: E402
 
 VLLM_VERSION = "0.32.0"
 DASHBOARD_DIR = "dashboards"
@@ -196,7 +196,7 @@ def lint(dashboard: dict, defined_vllm: set[str], label: str = "") -> list[str]:
     """Metric existence and panel descriptions of one dashboard (as JSON data)."""
     errors = []
     label = label or dashboard.get("uid") or "dashboard"
-    exported = set(windows.WINDOW_METRICS)
+    exported = set(WINDOW_METRICS)
     texts = list(queries(dashboard))
     texts += [(f"panel {p.get('title')!r} description", p.get("description") or "")
               for p in iter_panels(dashboard)]
@@ -205,7 +205,7 @@ def lint(dashboard: dict, defined_vllm: set[str], label: str = "") -> list[str]:
             if name.startswith("vllm:") and not is_defined(name, defined_vllm):
                 errors.append(f"{label}: {where} names {name}, which vLLM {VLLM_VERSION} does not define")
             if name.startswith("specstack_") and name not in exported:
-                errors.append(f"{label}: {where} names {name}, which specstack.windows does not export")
+                errors.append(f"{label}: {where} names {name}, which the window exporter does not export")
     for panel in iter_panels(dashboard):
         if panel.get("type") == "row":
             continue

@@ -107,7 +107,7 @@ _compose-method:
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps \
 	  -v "$(CURDIR)/collector/specstack:/opt/specstack/specstack:ro" -e PYTHONPATH=/opt/specstack \
 	  -e SPECSTACK_SERVICES_DIR=/services \
-	  --entrypoint python3 $$svc -m specstack.preflight --method $(METHOD) --platform gpu-container \
+	  --entrypoint python3 $$svc -m specstack.cli.preflight --method $(METHOD) --platform gpu-container \
 	  --model-set $(MODEL_SET) || exit 2; \
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \

@@ -19,7 +19,8 @@ import pytest
 import requests
 import yaml
 
-from specstack import containers, methods
+from specstack import containers
+from specstack.config import methods
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = REPO / "compose.yaml"
@@ -478,7 +479,7 @@ if args and args[0] == "compose":
     elif verb == "run":
         svc = positional_after(words, "run")[0]
         fail = os.environ.get("FAKE_FAIL_PREFLIGHT")
-        if "specstack.preflight" in words and fail and f"vllm-{fail}" == svc:
+        if "specstack.cli.preflight" in words and fail and f"vllm-{fail}" == svc:
             print("preflight FAILED", file=sys.stderr); sys.exit(2)
         if svc == "collector" and "run" in words[words.index(svc):]:
             # The collector sees the Prometheus target of the running server.
@@ -581,7 +582,7 @@ def _step(call: list[str]) -> str | None:
     """A short name for a recorded docker call."""
     if call[0] != "compose" or call[:2] == ["compose", "version"]:
         return None
-    if "specstack.preflight" in call:
+    if "specstack.cli.preflight" in call:
         return f"preflight:{call[call.index('--entrypoint') + 2]}"
     for verb in ("build", "up", "stop", "down", "logs"):
         if verb in call:

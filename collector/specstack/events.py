@@ -8,8 +8,13 @@ Events and their fields (times are time.monotonic() seconds, taken here):
   server.start   method, runtime                    a server is starting (native) or being waited for (url)
   server.ready   method, seconds
   window.start   name, phase, total                 total: requests the window sends (None if unknown)
+  window.snapshot name, when, seconds, cpu, fetches  a settled /metrics snapshot at a window edge
+  window.open    name, phase                        the measured interval starts (after the before-snapshot)
+  window.close   name, phase, error, bench          ... and ends (before the after-snapshot); bench: its JSON
   window.progress name, done, total                 requests answered so far
   window.end     name, status
+  step.start     name, (method)                     a named step of a method run or of the monitoring
+  step.end       name, seconds, cpu, (method)       cpu: this process's CPU seconds (all threads) in the step
   method.end     method, status, seconds
   sweep.end      -
 """
@@ -77,3 +82,14 @@ class Recorder:
 
     def named(self, event: str) -> list[dict]:
         return [f for e, f in self.events if e == event]
+
+
+@contextlib.contextmanager
+def step(name: str, **fields) -> Iterator[None]:
+    """Time a named step and tell listeners (the harness benchmark reads where a method run's time goes)."""
+    emit("step.start", name=name, **fields)
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        emit("step.end", name=name, seconds=time.perf_counter() - wall, cpu=time.process_time() - cpu, **fields)

@@ -2,17 +2,18 @@
 method on real vLLM (CPU). Servers start once per method; every test reads the same bundles."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
 from specstack import events
-from specstack.demo import DEMO_METHODS
-from specstack.run import Options, run_method, sweep
+from specstack.runs.demo import DEMO_METHODS
+from specstack.runs.method_run import run_method
+from specstack.runs.options import Options
+from specstack.runs.sweep import sweep
 
-from .prom import SCRAPE_SECONDS, Prometheus, free_port
+from tests.support import SCRAPE_SECONDS, Prometheus, free_port
 
 HF_TOKEN_SENTINEL = "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0123"
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
@@ -48,10 +49,6 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
     with events.listening(recorder):
         summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
     return {"run_dir": results / "it-sweep", "summaries": summaries, "events": recorder}
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="session")

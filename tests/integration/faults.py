@@ -9,11 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from specstack import methods, phases, runtime
-from specstack.run import Options
-from specstack.runtime import start_native, stop_native
+from specstack.config import methods
+from specstack.measure import chat
+from specstack.server import runtime
+from specstack.runs.options import Options
+from specstack.server.runtime import start_native, stop_native
 
-from .prom import free_port
+from tests.support import free_port
 
 SMALL = dict(tasks=("code",), num_prompts=3, acceptance_max_tokens=16, perf_output_len=16, warmup_requests=1,
              skip_bench=True, ready_timeout=300.0, request_timeout=120.0)
@@ -27,7 +29,7 @@ def options(models_dir: Path, results: Path, run_id: str, method: str = "baselin
 def on_acceptance_request(monkeypatch, hook) -> None:
     """Wrap the request phase body: hook(n, http, server, row, timeout) runs for the n-th acceptance request
     (1-based; warm-up requests do not count) and returns what send_chat returns."""
-    original = phases.send_chat
+    original = chat.send_chat
     count = {"n": 0}
 
     def wrapped(http, server, row, timeout):
@@ -35,7 +37,7 @@ def on_acceptance_request(monkeypatch, hook) -> None:
             return original(http, server, row, timeout)
         count["n"] += 1
         return hook(count["n"], original, http, server, row, timeout)
-    monkeypatch.setattr(phases, "send_chat", wrapped)
+    monkeypatch.setattr(chat, "send_chat", wrapped)
 
 
 def windows_by_name(summary: dict) -> dict[str, dict]:

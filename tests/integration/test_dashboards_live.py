@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 import requests
 
-from specstack import metric_names as m
-from specstack.position_plot import query_acceptance_by_position
+from specstack.config import metric_names as m
+from specstack.measure.prometheus_view import query_acceptance_by_position
 
-from .prom import REPO
-from .prom import SCRAPE_SECONDS
+from tests.support import REPO, SCRAPE_SECONDS
 
 sys.path.insert(0, str(REPO / "grafana"))
 import generate  # noqa: E402  (grafana/generate.py: the dashboards' own query walker and renderer)
+
+pytestmark = pytest.mark.integration
 
 DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
 SPEC_FAMILIES = (m.SPEC_PREFIX,)
@@ -98,6 +99,9 @@ def test_per_position_panel_matches_the_collector(sweep_run, prometheus, method)
 def test_bundle_keeps_the_per_position_png(sweep_run, method):
     summary = sweep_run["summaries"][method]
     view = summary["prometheus_view"]
+    # checked after the method was published, beside the next server's start: written into the bundle too
+    on_disk = json.loads((Path(sweep_run["run_dir"]) / method / "summary.json").read_text())
+    assert view["status"] == "checked" and on_disk["prometheus_view"] == view
     for task in ("code", "chat"):
         entry = view["tasks"][task]
         assert entry["status"] == "ok", entry

@@ -1,7 +1,7 @@
 """Faults on real vLLM 0.32.0 (CPU, tiny models): each one detected, the phase marked failed with its reason,
 earlier results intact, and the stack recovers.
 
-Faults are injected by wrapping the phase bodies (`specstack.phases.send_chat`) or the server start
+Faults are injected by wrapping the phase bodies (`specstack.measure.chat.send_chat`) or the server start
 (`specstack.runtime.wait_ready`); what they do is real: a SIGKILL of the server's process group, a real
 server restart, a real client-side read timeout, a real HTTP error from vLLM, an interrupt while a
 server is loading. Server starts in this file: 5, plus one aborted 2 s into loading by the injected Ctrl+C.
@@ -18,14 +18,17 @@ import time
 import pytest
 import requests
 
-from specstack import runtime
-from specstack import run as run_module
-from specstack.run import run_method, sweep
-from specstack.runtime import port_free
+from specstack.server import runtime
+from specstack.runs import method_run as run_module
+from specstack.runs.method_run import run_method
+from specstack.runs.sweep import sweep
+from specstack.server.runtime import port_free
 
 from .faults import (ManagedServer, assert_failed_bundle, assert_warmup_intact, group_gone, manifest, negatives,
                      on_acceptance_request, options, windows_by_name)
-from .prom import free_port
+from tests.support import free_port
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="class")

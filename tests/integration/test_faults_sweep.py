@@ -26,15 +26,18 @@ from typing import Callable
 import pytest
 from vllm.benchmarks.lib import endpoint_request_func
 
-from specstack import phases, runtime
-from specstack import run as run_module
+from specstack.measure import bench as bench_module
+from specstack.server import runtime
+from specstack.runs import method_run as run_module
 from specstack.errors import UserError
-from specstack.run import sweep
-from specstack.runtime import port_free
+from specstack.runs.sweep import sweep
+from specstack.server.runtime import port_free
 
 from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hold_port, manifest, options,
                      windows_by_name)
-from .prom import free_port
+from tests.support import free_port
+
+pytestmark = pytest.mark.integration
 
 OUTPUT_LEN = 64
 CUT_LEN = 3000  # the 2nd request's length: ~4 s on this CPU, so a kill 0.5 s in lands inside it even under load
@@ -71,7 +74,7 @@ def kill_in_second_request(server, mark: Path) -> Callable[[], None]:
 def faulty_sweep(models_dir, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     seen: dict = {}
-    original_start, original_stop, original_bench = run_module.start_native, run_module.stop_native, phases.run_bench
+    original_start, original_stop, original_bench = run_module.start_native, run_module.stop_native, bench_module.run_bench
 
     def spawn(argv, *args, **kwargs):  # every `vllm serve` the runtime launches
         seen.setdefault("spawned", []).append(argv)
@@ -100,7 +103,7 @@ def faulty_sweep(models_dir, tmp_path_factory):
                                                           TimeoutExpired=subprocess.TimeoutExpired))
     mp.setattr(run_module, "start_native", start)
     mp.setattr(run_module, "stop_native", stop)
-    mp.setattr(phases, "run_bench", bench)
+    mp.setattr(bench_module, "run_bench", bench)
     results = tmp_path_factory.mktemp("sweep-faults")
     mark = tmp_path_factory.mktemp("kill") / "killed_at"
     opts = options(models_dir, results, "fault-sweep", port=free_port(), skip_bench=False, concurrencies=(1,),
@@ -141,7 +144,7 @@ def test_kill_mid_bench_fails_that_window_and_keeps_the_earlier_ones(faulty_swee
     assert "vLLM server exited with code -9 during the window" in bench["reason"], bench["reason"]
     # The 1st request stands; the 3rd and 4th found no server. The cut 2nd counts as failed only if it had
     # not streamed a chunk yet: bench 0.32.0 counts a stream cut after its first chunk as a success (the
-    # collector's completeness checks catch that when the server survives: unit/test_accounting.py).
+    # collector's completeness checks catch that when the server survives: tests/measure/test_accounting.py).
     assert re.search(r"; [23] of 4 bench requests failed", bench["reason"]), bench["reason"]
     assert summary["error"].startswith("bench/code-c1-r0: failed: vLLM server exited with code -9"), summary["error"]
     cell = summary["tasks"]["code"]["bench"][0]

@@ -15,9 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specstack import report
+from specstack.report import build as report
 
-from .conftest import WORKLOAD, read_jsonl
+from tests.support import read_jsonl
+
+from .conftest import WORKLOAD
+
+pytestmark = pytest.mark.integration
 
 TABLES = ("methods", "bench_cells", "speed", "crossover", "acceptance", "acceptance_positions",
           "acceptance_histogram", "equality_requests", "equality_summary", "ksweep")

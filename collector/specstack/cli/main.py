@@ -1,0 +1,61 @@
+"""`specstack COMMAND`: builds the parser from the command modules and dispatches; user errors become one
+line naming the fix and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from specstack import containers
+from specstack.cli import demo, preflight, report, run, sweep_k, tiny_models, workloads
+from specstack.config.methods import MethodError
+from specstack.config.workloads import WorkloadError
+from specstack.errors import UserError
+
+# In the order `specstack --help` lists them.
+COMMANDS = (
+    run,          # run, sweep
+    demo,         # demo, table
+    workloads,    # workloads
+    tiny_models,  # tiny-models
+    preflight,    # preflight
+    report,       # report
+    sweep_k,      # sweep-k
+    containers,   # containers (host-side facts for compose runs; stdlib only, also run as a script)
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specstack", description="specstack command line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        print("specstack: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, MethodError, WorkloadError) as e:
+        print(f"specstack: error: {e}", file=sys.stderr)
+        return 2
+
+
+def entry() -> None:
+    """Console-script entry. Once vLLM is imported (pre-flight, the bench client), triton's bindings print
+    hundreds of "nanobind: leaked ..." lines at interpreter teardown; everything is written and flushed by
+    then, so skip that teardown instead of burying the result under noise."""
+    code = main()
+    if "triton" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,104 @@
+"""Option groups shared by several commands, and their translation into the engine's Options."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from specstack.config.workloads import DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS
+from specstack.errors import UserError
+from specstack.runs.options import Options
+
+
+def default_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:
+    """The options of a method run (run, sweep, sweep-k). sweep-k adds its own --k (a list of K)."""
+    p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp)")
+    p.add_argument("--results", dest="results_dir", type=Path, default=Path(os.environ.get("SPECSTACK_RESULTS", "results")))
+    p.add_argument("--runtime", choices=("native", "url"), default="native")
+    p.add_argument("--url", help="with --runtime url: the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
+    p.add_argument("--port", type=int, default=None, help="native server port (default from methods.toml)")
+    p.add_argument("--served-model-name", default="spec-demo")
+    p.add_argument("--tasks", default=",".join(TASKS), help="comma-separated: code,chat")
+    p.add_argument("--workload", action="append", default=[], metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl",
+                   help="your own JSONL files for a task (repeatable)")
+    p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
+    p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN)
+    p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
+    p.add_argument("--concurrency", type=_ints, default=(1, 8), help="bench cells, e.g. 1,8")
+    p.add_argument("--request-rate", type=float, default=None, help="finite request rate for bench (default inf)")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--warmup-requests", type=int, default=2)
+    p.add_argument("--acceptance-concurrency", type=int, default=1)
+    p.add_argument("--spec-override", type=_json_object, default=None,
+                   help='JSON merged into the speculative config, e.g. \'{"num_speculative_tokens": 2}\'')
+    if single_k:
+        p.add_argument("--k", type=int, default=None, help="shorthand for num_speculative_tokens")
+    p.add_argument("--allow-mismatch", action="store_true", help="keep going when a cross-check fails")
+    p.add_argument("--allow-synthetic", action="store_true",
+                   help="allow rejection_sample_method=synthetic (a stress run; results marked not comparable)")
+    p.add_argument("--force", action="store_true", help="rerun a method that already has a result in this run")
+    p.add_argument("--ready-timeout", type=float, default=900.0)
+    p.add_argument("--port-release-timeout", type=float, default=60.0,
+                   help="sweep: seconds the next server waits for the previous one's port before the sweep stops")
+    p.add_argument("--request-timeout", type=float, default=600.0)
+    p.add_argument("--prometheus-targets", type=Path, default=None,
+                   help="write a Prometheus file_sd target file for the server with method/run_id labels")
+    p.add_argument("--windows-port", type=int, default=None, help="serve run-window gauges for Prometheus")
+    p.add_argument("--prometheus-url", default=None,
+                   help="also keep Prometheus's view: acceptance-by-position PNGs per task in the bundle")
+    p.add_argument("--skip-bench", action="store_true", help="acceptance phase only")
+    p.add_argument("--quiet-gap", type=float, default=0.0,
+                   help="idle seconds around each window so a Prometheus scrape falls between windows")
+
+
+def options_from_args(args: argparse.Namespace, method: str) -> Options:
+    override = dict(args.spec_override or {})
+    if getattr(args, "k", None) is not None:  # sweep-k has none: its --k is a list (dest ks)
+        override["num_speculative_tokens"] = args.k
+    workload_files = {}
+    for item in args.workload:
+        task, _, files = item.partition("=")
+        perf, _, acc = files.partition(",")
+        if not task or not perf or not acc:
+            raise UserError(f"--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got {item!r}")
+        workload_files[task] = (Path(perf), Path(acc))
+    tasks = tuple(t for t in args.tasks.split(",") if t)
+    return Options(method=method, run_id=args.run_id or default_run_id(), results_dir=args.results_dir,
+                   runtime=args.runtime, url=args.url, model_set=args.model_set, platform=args.platform,
+                   models_dir=args.models_dir, port=args.port, served_model_name=args.served_model_name,
+                   tasks=tasks, workload_files=workload_files, num_prompts=args.num_prompts,
+                   perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
+                   concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
+                   warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
+                   spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
+                   ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,
+                   prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
+                   skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
+                   allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url,
+                   port_release_timeout=args.port_release_timeout)

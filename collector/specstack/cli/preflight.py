@@ -1,0 +1,98 @@
+"""`specstack preflight`: check a method's `vllm serve` arguments with vLLM 0.32.0's own parser and config
+classes before any server starts (what is checked: server/preflight.py).
+
+Runs inside the method's own server image too, where specstack is mounted, not installed (`make run` does so
+before the server starts): `python3 -m specstack.cli.preflight --method suffix --platform gpu-container`.
+Imports nothing beyond the standard library, config/ and server/preflight.py for that reason.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from specstack.config.methods import MethodError, build, load, resolve_method
+from specstack.server.preflight import Report, run_checks
+
+
+def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]]:
+    cfg = load()
+    names = list(cfg["methods"]) if args.all else [args.method]
+    override = None
+    if args.spec_override:
+        try:
+            override = json.loads(args.spec_override)
+        except json.JSONDecodeError as e:
+            return [(n, None, f"--spec-override is not valid JSON ({e.msg})") for n in names]
+    out = []
+    for name in names:
+        try:
+            name = resolve_method(cfg, name)
+            is_spec = "speculative-config" in cfg["methods"][name]
+            plan = build(name, model_set_name=args.model_set, platform=args.platform,
+                         models_dir=args.models_dir, spec_override=override if is_spec else None, cfg=cfg)
+            out.append((name, plan, None))
+        except MethodError as e:
+            out.append((name, None, f"{e}"))
+    return out
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if not args.all and not args.method:
+        print("specstack preflight: give --method M or --all", file=sys.stderr)
+        return 2
+    reports = []
+    for name, plan, error in _plans(args):
+        if error is not None:
+            report = Report(name, errors=[f"services/methods.toml: {error}"])
+        else:
+            report = run_checks(plan, deep=args.deep)
+        reports.append(report)
+        if not args.json:
+            status = "ok" if report.ok else "FAILED"
+            print(f"preflight {name} ({args.model_set}, {args.platform}): {status} in {report.seconds:.1f} s")
+            for e in report.errors:
+                print(f"  error: {e}")
+            for s in report.skipped:
+                print(f"  skipped: {s}")
+            if args.verbose:
+                for c in report.checked:
+                    print(f"  checked: {c}")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=2))
+    return 0 if all(r.ok for r in reports) else 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", help="a method of services/methods.toml")
+    p.add_argument("--all", action="store_true", help="every method")
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
+    p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
+                   help="JSON merged into the speculative config (as the server would get it)")
+    p.add_argument("--deep", choices=("auto", "off", "force"), default="auto",
+                   help="engine config build: auto (when configs are on disk and the platform matches), "
+                        "off, or force (also for another platform)")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="also list what was checked")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("preflight", help="check a method's vLLM arguments before starting a server",
+                              description=__doc__.splitlines()[0])
+    add_arguments(p)
+    p.set_defaults(func=_cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    p = argparse.ArgumentParser(prog="python3 -m specstack.cli.preflight", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return _cmd(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""`specstack run` (one method) and `specstack sweep` (several, strictly one after another, one run id)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from specstack.cli import progress
+from specstack.cli.options import add_run_options, options_from_args
+from specstack.config import methods
+from specstack.runs.method_run import console, run_method
+from specstack.runs.monitoring import Monitoring
+from specstack.runs.sweep import sweep
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    opts = options_from_args(args, args.method)
+    with progress.live(console), Monitoring.for_options(opts) as monitoring:
+        summary, path = run_method(opts, monitoring=monitoring)
+    print(json.dumps({"status": summary["status"], "crosscheck_ok": summary["crosscheck"]["ok"],
+                      "bundle": str(path)}))
+    return 0 if summary["status"] == "ok" else 1
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    names = [m for m in args.methods.split(",") if m]
+    opts = options_from_args(args, names[0])
+    with progress.live(console):
+        results = sweep(opts, names)
+    failed = [s["method"] for s in results if s["status"] != "ok"]
+    print(json.dumps({"run_id": opts.run_id, "failed": failed}))
+    return 1 if failed else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run one method end to end")
+    p.add_argument("--method", required=True, help=f"one of: {', '.join(methods.names())}")
+    add_run_options(p)
+    p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("sweep", help="run several methods one after another under one run id")
+    p.add_argument("--methods", default="baseline,ngram,draft_model,eagle3,suffix")
+    add_run_options(p)
+    p.set_defaults(func=_cmd_sweep)

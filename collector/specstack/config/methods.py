@@ -1,0 +1,43 @@
+"""Method definitions: a thin bridge to services/serve_args.py, the single source of serve arguments.
+
+The GPU containers execute that file directly; here it is imported so the native runtime starts the
+very same argument list.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+SERVICES_DIR = Path(os.environ.get("SPECSTACK_SERVICES_DIR", Path(__file__).resolve().parents[3] / "services"))
+
+
+def _load_serve_args():
+    path = SERVICES_DIR / "serve_args.py"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; set SPECSTACK_SERVICES_DIR to the repo's services/ folder")
+    spec = importlib.util.spec_from_file_location("specstack_serve_args", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+serve_args = _load_serve_args()
+MethodError = serve_args.MethodError
+build = serve_args.build
+load = serve_args.load
+resolve_method = serve_args.resolve_method
+
+
+def names() -> list[str]:
+    return serve_args.method_names(load())
+
+
+def is_speculative(method: str) -> bool:
+    cfg = load()
+    return serve_args.SPEC_KEY in cfg["methods"][resolve_method(cfg, method)]
+
+
+def baseline_of(method: str) -> str | None:
+    cfg = load()
+    return cfg["methods"][resolve_method(cfg, method)].get("baseline")

@@ -1,0 +1,126 @@
+"""Workloads: the two tasks (code, chat), their deterministic default prompts, and strict JSONL loading.
+
+Each task has a perf file (fixed output length, read by `vllm bench serve --dataset-name custom`) and an
+acceptance set (natural stops, sent by the collector to /v1/chat/completions). Both are plain JSONL so
+users can bring their own; every file's sha256 goes into the manifest.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TASKS = ("code", "chat")
+DEFAULT_NUM_PROMPTS = 64
+DEFAULT_PERF_OUTPUT_LEN = 128
+DEFAULT_ACCEPTANCE_MAX_TOKENS = 256
+
+# Copy-heavy: the answer is the input file with one factor changed.
+_SOURCE = "\n\n".join(f"def scale_{i}(value):\n    return value * {i + 1}" for i in range(12))
+# Open prose: almost nothing to copy from the prompt.
+_TOPICS = (
+    "why an inference service has to care about both throughput and latency",
+    "the reasons a high cache hit rate can still leave users waiting",
+    "how a team chooses a deployment that stays easy to maintain",
+    "why an average metric can hide a few severe failures",
+)
+
+
+class WorkloadError(ValueError):
+    """A workload file the collector cannot use; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    perf_path: Path
+    acceptance_path: Path
+    acceptance: list[dict] = field(repr=False)  # rows with id, prompt, max_tokens
+
+    def hashes(self) -> dict[str, str]:
+        return {str(self.perf_path): sha256(self.perf_path), str(self.acceptance_path): sha256(self.acceptance_path)}
+
+
+def default_prompt(task: str, i: int) -> str:
+    if task == "code":
+        return (f"Change only the factor of scale_{i % 12} to {100 + i}; keep every other function unchanged. "
+                "Print the whole Python file, with no explanation and no code fences.\n" + _SOURCE)
+    if task == "chat":
+        return f"Case {i}: Write two full paragraphs on {_TOPICS[i % len(_TOPICS)]}."
+    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(TASKS)}")
+
+
+def write_defaults(out_dir: Path, *, num_prompts: int = DEFAULT_NUM_PROMPTS,
+                   perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN,
+                   acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS,
+                   tasks: tuple[str, ...] = TASKS) -> dict[str, Task]:
+    """Write the built-in workloads (same prompts in both files of a task) and load them back."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = {}
+    for task in tasks:
+        prompts = [default_prompt(task, i) for i in range(num_prompts)]
+        perf = out_dir / f"{task}.perf.jsonl"
+        acc = out_dir / f"{task}.acceptance.jsonl"
+        _write_jsonl(perf, [{"prompt": p, "output_tokens": perf_output_len} for p in prompts])
+        _write_jsonl(acc, [{"id": f"{task}-{i:03d}", "prompt": p, "max_tokens": acceptance_max_tokens}
+                           for i, p in enumerate(prompts)])
+        result[task] = load_task(task, perf, acc, default_max_tokens=acceptance_max_tokens)
+    return result
+
+
+def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
+              default_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS) -> Task:
+    perf_path, acceptance_path = Path(perf_path), Path(acceptance_path)
+    if perf_path.suffix != ".jsonl":
+        # vllm bench serve's custom dataset refuses any other suffix (datasets.py:2453).
+        raise WorkloadError(f"{perf_path}: the perf file must end in .jsonl (vllm bench serve requires it)")
+    read_jsonl(perf_path)  # validate now, not minutes later inside vllm bench serve
+    rows = []
+    for n, row in enumerate(read_jsonl(acceptance_path), start=1):
+        max_tokens = row.get("max_tokens", default_max_tokens)
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
+            raise WorkloadError(f"{acceptance_path}:{n}: max_tokens must be a positive integer, got {max_tokens!r}")
+        rows.append({"id": str(row.get("id", f"{task}-{n - 1:03d}")), "prompt": row["prompt"],
+                     "max_tokens": max_tokens})
+    return Task(task, perf_path, acceptance_path, rows)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Read a JSONL workload strictly: every line an object with a non-empty string `prompt`."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadError(f"{path}: workload file not found (write the defaults with `specstack workloads`)")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise WorkloadError(f"{path}:{line}: not UTF-8 ({e.reason}); re-encode the file as UTF-8") from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise WorkloadError(f"{path}:{n}: not valid JSON ({e.msg}); each line must be one JSON object") from None
+        if not isinstance(row, dict):
+            raise WorkloadError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            raise WorkloadError(f"{path}:{n}: missing a non-empty string field \"prompt\"")
+        rows.append(row)
+    if not rows:
+        raise WorkloadError(f"{path}: the file has no prompts; add one JSON object per line")
+    return rows
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -1,0 +1,92 @@
+"""The request phases (warm-up, acceptance): chat requests sent as the acceptance accounting needs them
+(greedy, n=1, no stop strings), each answer streamed to the bundle and folded into running sums."""
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+import requests
+
+from specstack import events
+from specstack.config.workloads import Task
+from specstack.measure import accounting
+from specstack.measure.windows import Outcome
+from specstack.results.files import atomic_writer
+from specstack.results.records import request_fields
+from specstack.server.runtime import Server
+
+SEED = 42
+CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
+
+def chat_payload(served_model_name: str, prompt: str, max_tokens: int) -> dict:
+    # Greedy, one sequence, no stop strings: the per-request metrics are only complete for n=1 requests
+    # that end on EOS or length (a stop string ends them in the frontend, without metrics).
+    return {"model": served_model_name, "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0, "top_p": 1, "seed": SEED, "n": 1, "max_tokens": max_tokens, "stream": False,
+            "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+
+
+def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
+    payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"])
+    record = {"id": row["id"], "request": payload}
+    start = time.perf_counter()
+    try:
+        r = http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=timeout)
+        record["http_status"] = r.status_code
+        body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"text": r.text}
+        record["response"] = body
+        if r.status_code != 200:
+            record["error"] = f"HTTP {r.status_code}: {str(body)[:300]}"
+    except requests.RequestException as e:
+        record["error"] = f"{type(e).__name__}: {e}"
+    record["seconds"] = time.perf_counter() - start
+    return record
+
+
+def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrency: int, timeout: float,
+                 speculative: bool) -> Outcome:
+    """Send the rows; each answer is streamed to out_path as it is taken in order and folded into running
+    sums (memory stays flat for thousands of requests); the file appears only complete."""
+    reported, failed, missing, first_error = None, [], [], None
+    with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
+            atomic_writer(out_path) as out:
+        for done, record in enumerate(_in_order(pool, lambda row: send_chat(http, server, row, timeout), rows,
+                                                4 * concurrency), start=1):
+            out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            events.emit("window.progress", done=done, total=len(rows))
+            fields = request_fields(record)
+            if fields["error"]:
+                failed.append(fields["id"])
+                first_error = first_error or fields["error"]
+            elif speculative and fields["spec"] is None:
+                missing.append(fields["id"])
+            reported = accounting.add_request(reported, fields["spec"])
+    if failed:
+        return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first_error}); ids: "
+                             f"{', '.join(failed[:10])}", requests_sent=len(rows))
+    if missing:
+        return Outcome(error=f"{len(missing)} responses lack metrics.speculative_decoding (ids: "
+                             f"{', '.join(missing[:10])}); the server must run with "
+                             "--per-request-spec-decode-metrics and requests must be n=1", requests_sent=len(rows))
+    return Outcome(reported=reported, summed_requests=True, requests_sent=len(rows))
+
+
+def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):
+    """pool.map with at most `ahead` requests queued or running: map() would hold a future per row."""
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def warmup_rows(task: Task, count: int) -> list[dict]:
+    """Short requests on the task's own prompts: they load kernels and JIT (numba for ngram) off the clock."""
+    return [{"id": f"warmup-{task.name}-{i}", "prompt": task.acceptance[i % len(task.acceptance)]["prompt"],
+             "max_tokens": 16} for i in range(count)]

@@ -1,0 +1,145 @@
+"""Snapshots of a vLLM server's /metrics, and the difference between two of them.
+
+A snapshot keeps the raw page (for the bundle) and the few families the accounting needs, summed
+over `engine` (and any other label that does not split a measurement). Only the needed lines are
+handed to prometheus_client's parser: parsing the whole page costs ~40x more.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from specstack.config import metric_names as m
+
+PROCESS_START = "process_start_time_seconds"
+_KEEP = frozenset(m.SNAPSHOT_FAMILIES) | {PROCESS_START}
+_SUFFIXES = ("_total", "_created")
+# Labels whose values split one family into several measured quantities.
+_SPLIT_BY = {m.SPEC_ACCEPTED_PER_POS: m.POSITION_LABEL, m.REQUEST_SUCCESS: "finished_reason"}
+
+
+class ServerRestarted(RuntimeError):
+    """A counter went down between two snapshots: the server restarted inside the window."""
+
+
+def _family_of(line: str) -> str | None:
+    if line.startswith("#"):
+        parts = line.split(None, 3)
+        name = parts[2] if len(parts) > 2 and parts[1] in ("HELP", "TYPE") else None
+    else:
+        end = min((i for i in (line.find("{"), line.find(" ")) if i >= 0), default=len(line))
+        name = line[:end]
+    if name is None:
+        return None
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def filter_exposition(text: str) -> str:
+    """Keep only the lines of the families a snapshot uses."""
+    return "\n".join(line for line in text.splitlines() if _family_of(line) in _KEEP) + "\n"
+
+
+@dataclass
+class Snapshot:
+    taken_at: float
+    raw: str = field(repr=False)
+    counters: dict[str, float]                 # family -> sum over engines
+    split: dict[str, dict[str, float]]         # family -> {label value -> sum}, e.g. per position
+    cache_config: dict[str, str]               # labels of vllm:cache_config_info (engine 0)
+    process_start: float | None
+    fetches: int = field(default=1, compare=False)   # /metrics reads it took to settle (harness benchmark)
+
+    @property
+    def has_spec(self) -> bool:
+        return m.SPEC_NUM_DRAFTS in self.counters
+
+
+def parse(text: str, taken_at: float | None = None) -> Snapshot:
+    counters: dict[str, float] = {}
+    split: dict[str, dict[str, float]] = {}
+    cache_config: dict[str, str] = {}
+    process_start = None
+    for family in text_string_to_metric_families(filter_exposition(text)):
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            if family.name == PROCESS_START:
+                process_start = sample.value
+            elif family.name == m.CACHE_CONFIG_INFO:
+                if not cache_config or sample.labels.get(m.ENGINE_LABEL) == "0":
+                    cache_config = dict(sample.labels)
+            elif family.name in _SPLIT_BY:
+                key = sample.labels.get(_SPLIT_BY[family.name], "")
+                bucket = split.setdefault(family.name, {})
+                bucket[key] = bucket.get(key, 0.0) + sample.value
+            else:
+                counters[family.name] = counters.get(family.name, 0.0) + sample.value
+    return Snapshot(time.time() if taken_at is None else taken_at, text, counters, split, cache_config,
+                    process_start)
+
+
+def fetch(base_url: str, session: requests.Session | None = None, timeout: float = 10.0) -> Snapshot:
+    http = session or requests
+    response = http.get(f"{base_url}/metrics", timeout=timeout)
+    response.raise_for_status()
+    return parse(response.text, time.time())
+
+
+def settled(base_url: str, session: requests.Session | None = None, *, interval: float = 0.05,
+            max_wait: float = 2.0) -> Snapshot:
+    """Fetch until two consecutive spec/engine readings agree (bounded): vLLM updates counters in its
+    output loop, right around the time the last response is released."""
+    previous = fetch(base_url, session)
+    deadline = time.monotonic() + max_wait
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        current = fetch(base_url, session)
+        current.fetches = previous.fetches + 1
+        if current.counters == previous.counters and current.split == previous.split:
+            return current
+        previous = current
+    return previous
+
+
+@dataclass
+class Delta:
+    counters: dict[str, float]
+    split: dict[str, dict[str, float]]
+    seconds: float
+
+    def get(self, family: str) -> int:
+        return int(round(self.counters.get(family, 0.0)))
+
+    def per_position(self) -> list[int]:
+        by_pos = self.split.get(m.SPEC_ACCEPTED_PER_POS, {})
+        return [int(round(by_pos[p])) for p in sorted(by_pos, key=int)]
+
+
+def diff(before: Snapshot, after: Snapshot) -> Delta:
+    """after - before; raises ServerRestarted instead of ever returning a negative count."""
+    if before.process_start is not None and after.process_start is not None \
+            and after.process_start != before.process_start:
+        raise ServerRestarted("the vLLM server restarted between the two snapshots (process start time changed)")
+    counters = {}
+    for name in set(before.counters) | set(after.counters):
+        d = after.counters.get(name, 0.0) - before.counters.get(name, 0.0)
+        if d < 0:
+            raise ServerRestarted(f"{name} went down ({before.counters.get(name)} -> {after.counters.get(name)}): "
+                                  "the server restarted inside the window")
+        counters[name] = d
+    split = {}
+    for name in set(before.split) | set(after.split):
+        b, a = before.split.get(name, {}), after.split.get(name, {})
+        split[name] = {}
+        for key in set(a) | set(b):
+            d = a.get(key, 0.0) - b.get(key, 0.0)
+            if d < 0:
+                raise ServerRestarted(f"{name}{{{key}}} went down: the server restarted inside the window")
+            split[name][key] = d
+    return Delta(counters, split, after.taken_at - before.taken_at)

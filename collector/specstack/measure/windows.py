@@ -1,0 +1,166 @@
+"""Measured windows: each phase body runs between two settled /metrics snapshots, and the window's counter
+deltas are reconciled with what the responses or bench reported (the direct diff: the run's verdict).
+
+Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (natural stops,
+per-request metrics kept) -> performance (`vllm bench serve`, fixed output length).
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import requests
+
+from specstack import events
+from specstack.config import metric_names as m
+from specstack.measure import accounting, snapshots
+from specstack.results.bundle import MethodBundle
+from specstack.results.files import atomic_write_text
+from specstack.server.runtime import Server
+
+
+@dataclass
+class Window:
+    name: str
+    phase: str
+    task: str | None = None
+    concurrency: int | None = None
+    repeat: int | None = None
+    start: float | None = None
+    end: float | None = None
+    status: str = "ok"              # ok | failed (the phase broke) | invalid (counters unusable)
+    reason: str | None = None
+    counters: dict = field(default_factory=dict)     # raw deltas of the snapshot families
+    counters_before: dict | None = None              # cumulative values at the two snapshots
+    counters_after: dict | None = None
+    settled_at: float | None = None                  # when the after-snapshot was read
+    from_counters: dict | None = None                # acceptance seen by the counters
+    from_responses: dict | None = None               # acceptance summed over responses
+    checks: list[dict] = field(default_factory=list)
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(c["ok"] for c in self.checks)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["checks_ok"] = self.checks_ok
+        return d
+
+
+@dataclass
+class Outcome:
+    """What a phase body hands back to its window."""
+    reported: accounting.Acceptance | None = None   # request phases: Σ per-request metrics.speculative_decoding
+    summed_requests: bool = False                   # request phases: `reported` is complete and can be checked
+    bench: dict | None = None                       # vllm bench serve result JSON
+    error: str | None = None
+    requests_sent: int | None = None                # request phases: how many the window sent
+    output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
+
+
+class Windows:
+    """Runs phase bodies inside snapshot brackets and keeps every window's record."""
+
+    def __init__(self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None,
+                 quiet_gap: float = 0.0):
+        self.server, self.bundle, self.exporter = server, bundle, exporter
+        self.labels = labels or {}
+        # Idle seconds before each window and after the last: with a gap longer than Prometheus's scrape interval a
+        # scrape lands between windows, so its samples can be attributed to exactly one window. 0 in normal runs.
+        self.quiet_gap = quiet_gap
+        self.http = requests.Session()
+        self.records: list[Window] = []
+
+    def _snapshot(self, name: str, when: str) -> snapshots.Snapshot:
+        wall, cpu = time.perf_counter(), time.process_time()
+        snap = snapshots.settled(self.server.base_url, self.http)
+        atomic_write_text(self.bundle.path(f"snapshots/{name.replace('/', '_')}.{when}.prom"), snap.raw)
+        events.emit("window.snapshot", name=name, when=when, seconds=time.perf_counter() - wall,
+                    cpu=time.process_time() - cpu, fetches=snap.fetches)
+        return snap
+
+    def finish(self) -> None:
+        time.sleep(self.quiet_gap)
+
+    def _with_exit(self, reason: str, grace: float = 0.0) -> str:
+        """Lead with the server's exit when it died: that is the cause; the failed requests are its effect.
+        `grace`: seconds to let a server that just reset a connection finish dying."""
+        process = self.server.process
+        if process is None:
+            return reason
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            return reason
+        return f"vLLM server exited with code {process.returncode} during the window; {reason}"
+
+    def run(self, window: Window, body: Callable[[], Outcome], total: int | None = None) -> tuple[Window, Outcome]:
+        """Run `body` inside the window's snapshots; `total` (requests it sends) is for the progress display."""
+        events.emit("window.start", name=window.name, phase=window.phase, total=total)
+        try:
+            return self._run(window, body)
+        finally:
+            events.emit("window.end", name=window.name, status=window.status)
+
+    def _run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
+        self.records.append(window)
+        outcome = Outcome()
+        time.sleep(self.quiet_gap)
+        try:
+            before = self._snapshot(window.name, "before")
+        except requests.RequestException as e:
+            window.status, window.reason = "failed", f"could not read /metrics before the window: {e}"
+            return window, outcome
+        if self.exporter is not None:
+            self.exporter.open(window.phase, task=window.task or "", concurrency=str(window.concurrency or ""),
+                               **self.labels)
+        window.start = time.time()
+        events.emit("window.open", name=window.name, phase=window.phase)
+        try:
+            outcome = body()
+        except Exception as e:  # the phase broke: record why, keep the earlier windows intact
+            outcome = Outcome(error=f"{type(e).__name__}: {e}")
+        window.end = time.time()
+        events.emit("window.close", name=window.name, phase=window.phase, error=outcome.error, bench=outcome.bench)
+        if self.exporter is not None:
+            self.exporter.close()
+        if outcome.error:
+            window.status, window.reason = "failed", self._with_exit(outcome.error)
+        try:
+            after = self._snapshot(window.name, "after")
+            window.counters_before, window.counters_after = before.counters, after.counters
+            window.settled_at = after.taken_at
+            delta = snapshots.diff(before, after)
+        except requests.RequestException as e:
+            unreachable = f"/metrics unreachable after: {e}"
+            # The server may die between the last answer and this snapshot: name the death, not just the symptom.
+            window.status = "failed"
+            window.reason = (window.reason + "; " + unreachable if window.reason
+                             else self._with_exit(unreachable, grace=2.0))
+            return window, outcome
+        except snapshots.ServerRestarted as e:
+            window.status, window.reason = "invalid", str(e)
+            return window, outcome
+        window.counters = {"counters": delta.counters, "split": delta.split}
+        finished = int(sum(delta.split.get(m.REQUEST_SUCCESS, {}).values()))
+        if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:
+            # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
+            # finished nor aborted: the frontend drops it without a finish reason.)
+            window.reason += (f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
+                              "window (a request a client or gateway gave up on leaves drafts in the counters "
+                              "and no answer), so no cross-check")
+        counted = accounting.from_delta(delta)
+        window.from_counters = counted.to_dict() if counted else None
+        checks: list[accounting.Check] = []
+        if outcome.summed_requests and window.status == "ok":
+            window.from_responses = outcome.reported.to_dict() if outcome.reported else None
+            checks += accounting.crosscheck_requests(outcome.reported, counted)
+        if outcome.bench is not None and window.status == "ok":
+            checks += accounting.crosscheck_bench_answers(outcome.bench, finished, delta.get(m.GENERATION_TOKENS),
+                                                          outcome.output_len)
+            checks += accounting.crosscheck_bench(outcome.bench, counted)
+        window.checks = [c.to_dict() for c in checks]
+        return window, outcome

@@ -1,0 +1,56 @@
+"""Acceptance from the acceptance phase (greedy, natural stops): per method x task, per draft position and per
+histogram bucket. Plain decode says n/a, never 0 %."""
+from __future__ import annotations
+
+import json
+
+from specstack.results.records import request_fields
+from specstack.results.reader import MethodData, RunData
+
+
+def acceptance_records(md: MethodData, task: str) -> list[dict]:
+    path = md.path / "acceptance" / f"{task}.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            rec = request_fields(raw)
+            rec["messages"] = (raw.get("request") or {}).get("messages")
+            out.append(rec)
+    return out
+
+
+def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
+    """(per method x task, per draft position, per histogram bucket). Acceptance phase only."""
+    rows, positions, hist_rows = [], [], []
+    for md in run.methods.values():
+        for task in run.tasks:
+            f = md.tasks.get(task)
+            if f is None:
+                continue
+            drafts = f.get("num_draft_tokens")
+            no_drafts = not drafts  # None (plain decode) or 0: the ratios are n/a, never 0 %
+            hist = f.get("histogram") if not no_drafts else None
+            per_pos = f.get("per_position") if not no_drafts else None
+            records = acceptance_records(md, task)
+            rows.append({"method": md.name, "baseline": md.baseline, "task": task, "k": md.k,
+                         "comparable": md.comparable,
+                         "acceptance_rate": None if no_drafts else f.get("acceptance_rate"),
+                         "mean_acceptance_length": None if no_drafts else f.get("mean_acceptance_length"),
+                         "no_accept_share": None if no_drafts else f.get("no_accept_share"),
+                         "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
+                         "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
+                         "histogram": None if hist is None else json.dumps(hist),
+                         "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
+                         "requests": f.get("requests"), "completion_tokens": f.get("completion_tokens"),
+                         "failed_requests": sum(1 for r in records if r["error"]),
+                         "finish_reasons": json.dumps(f.get("finish_reasons") or {}, sort_keys=True)})
+            for p, rate in enumerate(per_pos or []):
+                positions.append({"method": md.name, "task": task, "position": p, "rate": rate})
+            total = sum(hist or [])
+            for j, n in enumerate(hist or []):
+                hist_rows.append({"method": md.name, "task": task, "accepted": j, "steps": n,
+                                  "share": n / total if total else None})
+    return rows, positions, hist_rows

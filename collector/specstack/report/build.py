@@ -1,0 +1,128 @@
+"""The comparison report of one run bundle (`specstack report RUN_DIR_OR_ID`).
+
+Writes into the run folder: `report.md`, a self-contained `report.html` (plots embedded as base64 PNG),
+`report/*.png` and tidy tables `report/tables/*.csv|parquet`. Every figure is computed from the bundle alone:
+each method's summary.json, its raw `vllm bench serve` JSON files and its acceptance JSONL files. Methods
+published as `<method>.failed-<time>/` are listed as failed and never used as data.
+
+Per task and concurrency each method is compared with the baseline of the same target (`baseline_method` in
+its summary). Definitions (also printed at the end of the report):
+- TPOT/ITL/TTFT/E2EL of a cell = the bench percentile of that repeat; over repeats the report shows the median.
+- TPOT speedup = median over repeats of baseline p50 TPOT / median over repeats of method p50 TPOT.
+- Throughput speedup = median method output tok/s / median baseline output tok/s.
+- 95 % interval: percentile bootstrap over repeats (report.stats.bootstrap_ratio, fixed seed).
+- Output equality uses only the acceptance phase (greedy, natural stops), never the fixed-length perf outputs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specstack.report import plots, sections
+from specstack.report import stats as st
+from specstack.report.acceptance import acceptance_rows
+from specstack.report.equality import Tokenizers, equality_rows
+from specstack.report.ksweep import ksweep_rows
+from specstack.report.render import render_html, render_markdown
+from specstack.report.speed import bench_cells, crossover_rows, speed_rows
+from specstack.report.tables import table_bytes
+from specstack.results.files import atomic_write_bytes, atomic_write_text
+from specstack.results.reader import REPORT_DIR, RunData, load_run
+
+
+@dataclass
+class Report:
+    run: RunData
+    methods: list[dict]
+    cells: list[dict]
+    speed: list[dict]
+    crossover: list[dict]
+    acceptance: list[dict]
+    positions: list[dict]
+    histogram: list[dict]
+    equality: list[dict]
+    equality_summary: list[dict]
+    ksweep: list[dict]
+    plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
+    plot_captions: dict[str, str] = field(default_factory=dict)
+
+    def tables(self) -> dict[str, list[dict]]:
+        return {"methods": self.methods, "bench_cells": self.cells, "speed": self.speed,
+                "crossover": self.crossover, "acceptance": self.acceptance, "acceptance_positions": self.positions,
+                "acceptance_histogram": self.histogram, "equality_requests": self.equality,
+                "equality_summary": self.equality_summary, "ksweep": self.ksweep}
+
+
+def method_rows(run: RunData) -> list[dict]:
+    rows = []
+    for md in run.methods.values():
+        server = md.summary.get("server") or {}
+        base = run.methods.get(md.baseline or "")
+        base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
+        rows.append({"method": md.name, "status": "ok", "baseline": md.baseline, "comparable": md.comparable,
+                     "k": md.k, "speculative_config": json.dumps(md.summary.get("speculative_config"), sort_keys=True)
+                     if md.speculative else None,
+                     "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
+                     if md.summary.get("spec_override") else None,
+                     "target": server.get("target"), "model_runner": server.get("model_runner"),
+                     "async_scheduling": server.get("async_scheduling"),
+                     "kv_cache_tokens": server.get("kv_cache_tokens"),
+                     "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
+                     "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
+                     "prometheus_view": _prometheus_view(md.summary),
+                     "error": None, "folder": md.path.name})
+    for f in run.failed:
+        rows.append({"method": f.name, "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
+                     "baseline": None, "comparable": None, "k": None, "speculative_config": None,
+                     "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
+                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
+                     "prometheus_view": None, "error": f.error,
+                     "folder": f.path.name if f.path else None})
+    return rows
+
+
+def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True) -> Report:
+    run = load_run(run_dir)
+    cells = [c for md in run.methods.values() for t in run.tasks for c in bench_cells(md, t)]
+    speed = speed_rows(run)
+    acc, positions, hist = acceptance_rows(run)
+    eq, eq_summary = equality_rows(run, tokenizers)
+    report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
+                    acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
+                    ksweep=ksweep_rows(run, speed))
+    if with_plots:
+        plots.make_all(report)
+    return report
+
+
+def _prometheus_view(summary: dict) -> str | None:
+    """Which of the two views a method's figures rest on: the collector's direct /metrics diff always;
+    Prometheus's only when the run was given one, and then whether it answered."""
+    view = summary.get("prometheus_view") or {}
+    status = view.get("status", "not collected")
+    if status == "not collected":
+        return "not collected (direct diff only)"
+    if status == "pending":
+        return "not checked (the run stopped before the check); direct diff stands"
+    missing = {t: v.get("reason") for t, v in view.get("tasks", {}).items() if v.get("status") != "ok"}
+    if not missing:
+        return "ok"
+    return "MISSING for " + ", ".join(f"{t} ({r})" for t, r in missing.items()) + "; direct diff stands"
+
+
+def write_report(run_dir: Path, tokenizers: Tokenizers | None = None) -> Path:
+    """Write report.md, report.html, report/*.png and report/tables/*.csv|parquet into the run folder.
+    Returns the path of report.md."""
+    run_dir = Path(run_dir)
+    rep = build(run_dir, tokenizers)
+    for name, data in rep.plots.items():
+        atomic_write_bytes(run_dir / name, data)
+    for name, rows in rep.tables().items():
+        csv, parquet = table_bytes(name, rows)
+        atomic_write_bytes(run_dir / REPORT_DIR / "tables" / f"{name}.csv", csv)
+        atomic_write_bytes(run_dir / REPORT_DIR / "tables" / f"{name}.parquet", parquet)
+    bl = sections.blocks(rep)
+    title = bl[0][1]
+    atomic_write_text(run_dir / "report.html", render_html(bl, rep.plots, title))
+    return atomic_write_text(run_dir / "report.md", render_markdown(bl))

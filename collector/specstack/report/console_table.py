@@ -1,0 +1,84 @@
+"""One console table per task for a run: acceptance, cross-check and throughput against the baseline
+of the same target. Ratios are computed from the bundle's summaries, nothing else."""
+from __future__ import annotations
+
+from itertools import dropwhile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from specstack.report.format import num, pct
+from specstack.results.reader import load_run
+
+
+def load_summaries(run_dir: Path) -> tuple[dict[str, dict], list]:
+    """The run's results by the one bundle reader (never a `.failed-` or `.replaced-` attempt beside a good
+    one), baselines first; and the failed methods that have no good result."""
+    run = load_run(run_dir)
+    return {name: md.summary for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
+
+
+def _histogram(hist: list[int] | None) -> str:
+    """[136, 72, 2, 0, 0, 0] -> "[136, 72, 2, 0×3]": long suffix histograms stay readable."""
+    if not hist:
+        return "n/a"
+    zeros = len(hist) - len(list(dropwhile(lambda x: x == 0, reversed(hist))))
+    head = [str(x) for x in hist[: len(hist) - zeros]]
+    return "[" + ", ".join(head + ([f"0×{zeros}"] if zeros > 1 else ["0"] * zeros)) + "]"
+
+
+def _throughput(summary: dict, task: str) -> dict[int, float]:
+    """Output tokens/s per concurrency (median over repeats)."""
+    by_c: dict[int, list[float]] = {}
+    for cell in summary["tasks"].get(task, {}).get("bench", []):
+        if cell.get("output_throughput") is not None:
+            by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
+    return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+
+
+def crosscheck_label(summary: dict) -> str:
+    cc = summary.get("crosscheck") or {}
+    if summary.get("status") != "ok" and not cc:
+        return "[red]failed[/]"
+    if cc.get("ok"):
+        return f"[green]exact ({cc.get('checks', 0)} checks)[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
+    return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
+
+
+def task_table(summaries: dict[str, dict], task: str) -> Table:
+    concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
+    table = Table(title=f"task: {task}", title_justify="left")
+    for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
+        table.add_column(col)
+    for c in concurrencies:
+        table.add_column(f"out tok/s c={c} (× base)", justify="right")
+    for name, s in summaries.items():
+        figures = s["tasks"].get(task, {})
+        base = summaries.get(s.get("baseline_method") or "")
+        base_tp = _throughput(base, task) if base else {}
+        mine = _throughput(s, task)
+        cells = []
+        for c in concurrencies:
+            tp = mine.get(c)
+            ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
+            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}")
+        status = "" if s["status"] == "ok" else " [red](failed)[/]"
+        table.add_row(name + status, s.get("baseline_method") or "-", pct(figures.get("acceptance_rate")),
+                      num(figures.get("mean_acceptance_length")),
+                      _histogram(figures.get("histogram")),
+                      crosscheck_label(s), *cells)
+    return table
+
+
+def print_run(run_dir: Path, console: Console | None = None) -> None:
+    console = console or Console(width=max(150, Console().width))
+    summaries, failed = load_summaries(run_dir)
+    tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
+    for task in tasks:
+        console.print(task_table(summaries, task))
+    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (natural stops); "
+                  "n/a = no drafts, not 0 %. Throughput from vllm bench serve at fixed output length.")
+    for f in failed:
+        where = f" ({f.path.name}/)" if f.path else ""
+        console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")

@@ -1,0 +1,103 @@
+"""Output equality against the baseline (acceptance phase only): per request, equal or the first diverging
+index in target-tokenizer tokens (characters when the tokenizer cannot be loaded)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from specstack.report import stats as st
+from specstack.report.acceptance import acceptance_records
+from specstack.results.reader import MethodData, RunData
+
+
+class Tokenizers:
+    """The target's tokenizer (transformers AutoTokenizer), loaded once per path; None + reason on failure."""
+
+    def __init__(self):
+        self._cache: dict[str, tuple[object | None, str | None]] = {}
+
+    def get(self, path: str | None):
+        if not path:
+            return None, "no tokenizer path in the summary"
+        if path not in self._cache and path.startswith(("/", ".", "~")) and not Path(path).expanduser().exists():
+            self._cache[path] = (None, f"no folder {path} on this machine")
+        if path not in self._cache:
+            try:
+                from transformers import AutoTokenizer
+                self._cache[path] = (AutoTokenizer.from_pretrained(path), None)
+            except Exception as e:  # noqa: BLE001 - any failure means: fall back to characters, and say so
+                self._cache[path] = (None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        return self._cache[path]
+
+
+def tokenizer_path(md: MethodData) -> str | None:
+    server = md.summary.get("server") or {}
+    return server.get("root_model") or server.get("target")
+
+
+def compare_texts(a: str, b: str, tokenizer=None) -> dict:
+    """Equality and first divergence of two outputs; token index when a tokenizer is given."""
+    if a == b:
+        return {"equal": True, "first_token_divergence": None, "first_char_divergence": None}
+    out = {"equal": False, "first_char_divergence": st.first_divergence(a, b), "first_token_divergence": None}
+    if tokenizer is not None:
+        out["first_token_divergence"] = st.first_divergence(tokenizer.encode(a, add_special_tokens=False),
+                                                            tokenizer.encode(b, add_special_tokens=False))
+    return out
+
+
+def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[list[dict], list[dict]]:
+    tokenizers = tokenizers or Tokenizers()
+    rows, summary = [], []
+    for md in run.methods.values():
+        if not md.baseline:
+            continue
+        base = run.methods.get(md.baseline)
+        for task in run.tasks:
+            if task not in md.tasks:
+                continue
+            s = {"method": md.name, "baseline": md.baseline, "task": task, "comparable": md.comparable,
+                 "requests": 0, "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
+                 "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
+                 "note": None}
+            if base is None:
+                s["note"] = f"baseline {md.baseline!r} missing or failed"
+                summary.append(s)
+                continue
+            tok_path = tokenizer_path(base) or tokenizer_path(md)
+            tok, tok_error = tokenizers.get(tok_path)
+            s["unit"] = "token" if tok is not None else "character"
+            s["tokenizer"] = tok_path if tok is not None else f"not loaded ({tok_error}); character index"
+            theirs = {r["id"]: r for r in acceptance_records(base, task)}
+            divergences = []
+            for a in acceptance_records(md, task):
+                b = theirs.get(a["id"])
+                s["requests"] += 1
+                row = {"method": md.name, "baseline": md.baseline, "task": task, "id": a["id"],
+                       "equal": None, "first_token_divergence": None, "first_char_divergence": None,
+                       "unit": s["unit"], "finish_reason": a["finish_reason"],
+                       "baseline_finish_reason": b["finish_reason"] if b else None,
+                       "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
+                       "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
+                       "note": None}
+                if b is None:
+                    row["note"] = "no baseline response with this id"
+                elif a["error"] or b["error"]:
+                    row["note"] = "request failed: " + "; ".join(x for x in (a["error"], b["error"]) if x)
+                elif a["text"] is None or b["text"] is None:
+                    row["note"] = "no text in a response"
+                elif a["messages"] != b["messages"]:
+                    row["note"] = "different prompts under the same id; not compared"
+                else:
+                    row.update(compare_texts(a["text"], b["text"], tok))
+                    s["compared"] += 1
+                    s["equal"] += row["equal"]
+                    s["finish_reason_differs"] += a["finish_reason"] != b["finish_reason"]
+                    idx = row["first_token_divergence"] if tok is not None else row["first_char_divergence"]
+                    if idx is not None:
+                        divergences.append(idx)
+                rows.append(row)
+            s["equal_rate"] = s["equal"] / s["compared"] if s["compared"] else None
+            s["first_divergence_min"] = min(divergences) if divergences else None
+            s["first_divergence_median"] = st.median(divergences)
+            summary.append(s)
+    return rows, summary

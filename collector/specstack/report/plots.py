@@ -1,0 +1,219 @@
+"""Matplotlib figures of the comparison report, returned as PNG bytes (the caller writes and embeds them)."""
+from __future__ import annotations
+
+import io
+import re
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+from specstack.report import stats as st  # noqa: E402
+from specstack.results.reader import REPORT_DIR  # noqa: E402
+
+if TYPE_CHECKING:
+    from specstack.report.build import Report
+
+DPI = 100
+BLUE, ORANGE, GREY = "#3274d9", "#e8743b", "#888888"
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    try:
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=DPI)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _no_data(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=16, color=GREY, transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def acceptance_by_position(method: str, per_task: dict[str, list[float] | None]) -> bytes:
+    """Grouped bars: share of verify steps that accepted at least p+1 drafts, one group per draft position."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ax.set_title(f"Acceptance by draft position: {method}", fontsize=10)
+    tasks = [t for t, v in per_task.items() if v]
+    if not tasks:
+        _no_data(ax, "n/a (no drafts)")
+        return _png(fig)
+    k = max(len(per_task[t]) for t in tasks)
+    width = 0.8 / len(tasks)
+    for i, task in enumerate(tasks):
+        values = per_task[task]
+        xs = [p + (i - (len(tasks) - 1) / 2) * width for p in range(len(values))]
+        bars = ax.bar(xs, values, width=width, label=task)
+        if k <= 8:
+            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+    ax.set_xticks(range(k), [str(p) for p in range(k)])
+    ax.set_xlabel("draft position (0 = first draft token)")
+    ax.set_ylabel("steps accepting ≥ p+1 drafts / steps")
+    ax.set_ylim(0, 1.1)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
+    """Share of verify steps that accepted exactly j drafts (pooled over the task's requests)."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.set_title(f"Accepted drafts per verify step: {method}, {task}", fontsize=10)
+    total = sum(hist) if hist else 0
+    if not total:
+        _no_data(ax, "n/a (no drafts)")
+        return _png(fig)
+    shares = [h / total for h in hist]
+    bars = ax.bar(range(len(hist)), shares, color=BLUE)
+    if len(hist) <= 10:
+        ax.bar_label(bars, labels=[str(h) for h in hist], fontsize=7)
+    ax.set_xticks(range(len(hist)), [str(j) for j in range(len(hist))])
+    ax.set_xlabel("accepted drafts in the step (j)")
+    ax.set_ylabel(f"share of {total} steps")
+    ax.set_ylim(0, min(1.1, max(shares) * 1.2 + 0.05))
+    return _png(fig)
+
+
+def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]]) -> bytes:
+    """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
+
+    `series[method][metric]` = [(concurrency, point, low, high), ...] with metric in {"tpot", "throughput"}.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    titles = {"tpot": "TPOT speedup (baseline TPOT / method TPOT)",
+              "throughput": "Throughput speedup (method / baseline tok/s)"}
+    concurrencies = sorted({p[0] for s in series.values() for pts in s.values() for p in pts})
+    for ax, metric in zip(axes, ("tpot", "throughput")):
+        ax.set_title(f"{task}: {titles[metric]}", fontsize=9)
+        ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="1.0× (baseline)")
+        plotted = []
+        for method, by_metric in series.items():
+            pts = [p for p in by_metric.get(metric, []) if p[1] is not None and p[1] > 0]
+            if not pts:
+                continue
+            plotted += [p[1] for p in pts]
+            xs = [p[0] for p in pts]
+            ys = [p[1] for p in pts]
+            lo = [p[1] - p[2] if p[2] is not None else 0 for p in pts]
+            hi = [p[3] - p[1] if p[3] is not None else 0 for p in pts]
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=method)
+        if not plotted:
+            ax.text(0.5, 0.5, "n/a (no baseline to compare with)", ha="center", va="center", fontsize=11,
+                    color=GREY, transform=ax.transAxes)
+        else:
+            # Ratios on a log axis: 0.5x and 2x are equally far from 1.0x. The axis covers the points and 1.0x;
+            # an interval running off the plot is wider than the plot, which is the message.
+            ax.set_yscale("log")
+            low, high = min(plotted + [1.0]), max(plotted + [1.0])
+            ax.set_ylim(low / 1.5, high * 1.5)
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}×"))
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}×"))
+            ax.tick_params(axis="y", which="minor", labelsize=7)
+        if concurrencies:
+            if len(concurrencies) > 1:
+                ax.set_xscale("log", base=2)
+            ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("concurrency (max in-flight requests)")
+        ax.set_ylabel("speedup × (log scale)")
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot: dict[int, float | None],
+            stop_k: dict[int, int | None]) -> bytes:
+    """TPOT (left axis) and mean acceptance length (right axis) against K, one line pair per concurrency.
+
+    `rows[c]` = [(K, tpot_ms, mean_acceptance_length), ...]; `stop_k[c]`: where the gain stops (vertical line).
+    """
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    ax2 = ax.twinx()
+    ax.set_title(f"K sweep: {family}, {task}", fontsize=10)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ks_all = sorted({r[0] for pts in rows.values() for r in pts})
+    for i, (c, pts) in enumerate(sorted(rows.items())):
+        color = colors[i % len(colors)]
+        pts = sorted(pts)
+        ks = [p[0] for p in pts]
+        ax.plot(ks, [p[1] for p in pts], marker="o", color=color, label=f"TPOT ms, c={c}")
+        ax2.plot(ks, [p[2] for p in pts], marker="s", linestyle=":", color=color,
+                 label=f"mean acceptance length, c={c}")
+        if baseline_tpot.get(c) is not None:
+            ax.axhline(baseline_tpot[c], color=color, linewidth=1, linestyle="--", label=f"baseline TPOT, c={c}")
+        if stop_k.get(c) is not None:
+            ax.axvline(stop_k[c], color=color, linewidth=1, alpha=0.6)
+            last = stop_k[c] == max(ks_all)
+            text = (f"best at the largest K={stop_k[c]}: no plateau yet (c={c})" if last
+                    else f"gain stops at K={stop_k[c]} (c={c})")
+            ax.annotate(text, xy=(stop_k[c], 0.04 + 0.08 * i), xycoords=("data", "axes fraction"), fontsize=7,
+                        ha="right" if last else "left", va="bottom", color=color,
+                        xytext=(-4 if last else 4, 0), textcoords="offset points",
+                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
+    ax.set_xticks(ks_all, [str(k) for k in ks_all])
+    ax.set_xlabel("num_speculative_tokens (K)")
+    ax.set_ylabel("TPOT p50 (ms), lower is better")
+    ax2.set_ylabel("mean acceptance length (tokens/step)")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    return _png(fig)
+
+
+# --- the report's set of plots ---------------------------------------------------------------------
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def make_all(rep: Report) -> None:
+    run = rep.run
+    spec = [md for md in run.methods.values() if md.speculative]
+    for md in spec:
+        per_task = {t: (md.tasks.get(t) or {}).get("per_position") if (md.tasks.get(t) or {}).get("num_draft_tokens")
+                    else None for t in run.tasks if t in md.tasks}
+        name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
+        rep.plots[name] = acceptance_by_position(md.name, per_task)
+        rep.plot_captions[name] = f"Acceptance by draft position, {md.name} (acceptance phase, all tasks)"
+        for t in run.tasks:
+            f = md.tasks.get(t)
+            if f is None:
+                continue
+            name = f"{REPORT_DIR}/histogram_{safe_name(md.name)}_{safe_name(t)}.png"
+            rep.plots[name] = histogram(md.name, t, f.get("histogram") if f.get("num_draft_tokens") else None)
+            rep.plot_captions[name] = f"Accepted drafts per verify step, {md.name}, {t} (pooled over requests)"
+    for t in run.tasks:
+        series: dict[str, dict[str, list[tuple]]] = {}
+        for r in rep.speed:
+            if r["task"] != t or r["role"] != "spec":
+                continue
+            label = r["method"] + ("" if r["comparable"] else " (not comparable)")
+            s = series.setdefault(label, {"tpot": [], "throughput": []})
+            s["tpot"].append((r["concurrency"], r["tpot_speedup"], r["tpot_speedup_low"], r["tpot_speedup_high"]))
+            s["throughput"].append((r["concurrency"], r["throughput_speedup"], r["throughput_speedup_low"],
+                                    r["throughput_speedup_high"]))
+        if series:
+            name = f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(t)}.png"
+            rep.plots[name] = speedup_vs_concurrency(t, series)
+            rep.plot_captions[name] = (f"Speedup against the baseline vs concurrency, {t}; bars = 95 % bootstrap "
+                                       "interval over repeats; dashed line = 1.0×")
+    for fam in sorted({r["family"] for r in rep.ksweep}):
+        for t in run.tasks:
+            rows = [r for r in rep.ksweep if r["family"] == fam and r["task"] == t]
+            if not rows:
+                continue
+            by_c: dict[int, list[tuple]] = {}
+            for r in rows:
+                by_c.setdefault(r["concurrency"], []).append((r["k"], r["tpot_p50_ms"], r["bench_acceptance_length"]))
+            base = {c: next((r["baseline_tpot_p50_ms"] for r in rows if r["concurrency"] == c), None) for c in by_c}
+            stop = {c: next((r["gain_stops_at_k"] for r in rows if r["concurrency"] == c), None) for c in by_c}
+            name = f"{REPORT_DIR}/k_sweep_{safe_name(fam)}_{safe_name(t)}.png"
+            rep.plots[name] = k_sweep(fam, t, by_c, base, stop)
+            rep.plot_captions[name] = (f"K sweep of {fam}, {t}: TPOT p50 and mean acceptance length (bench) vs K; "
+                                       f"vertical line = where the gain stops (smallest K within "
+                                       f"{st.GAIN_TOLERANCE:.0%} of the best TPOT)")

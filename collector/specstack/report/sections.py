@@ -1,0 +1,292 @@
+"""The report's sections, in order: each builder turns the computed rows into blocks (headings, paragraphs,
+tables, images) that both renderers draw. A new section is a function here and a line in SECTIONS."""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from specstack.report import stats as st
+from specstack.report.format import interval, num, pct, times
+from specstack.report.plots import safe_name
+from specstack.results.reader import REPORT_DIR
+from specstack.report.speed import PERCENTILES
+
+if TYPE_CHECKING:
+    from specstack.report.build import Report
+
+
+def _pcts(row: dict, m: str) -> str:
+    parts = []
+    for p in PERCENTILES:
+        v = num(row.get(f"{m}_p{p}_ms"), 1)
+        if p != 50 and row.get(f"{m}_p{p}_unstable") and v != "n/a":
+            v += "†"
+        parts.append(v)
+    return " / ".join(parts)
+
+
+def _label(row: dict) -> str:
+    return row["method"] + ("" if row.get("comparable", True) else " ⚠ not comparable")
+
+
+def _statements(rep: Report) -> dict[str, list[str]]:
+    """Plain sentences per spec cell: helped / did not help / not comparable, and the failed runs."""
+    out: dict[str, list[str]] = {"helped": [], "not_helped": [], "not_comparable": [], "failed": []}
+    for r in rep.speed:
+        if r["role"] != "spec" or r["tpot_speedup"] is None:
+            continue
+        where = f"{r['method']} on {r['task']} at concurrency {r['concurrency']}"
+        nums = (f"TPOT {times(r['tpot_speedup'])}{interval(r['tpot_speedup_low'], r['tpot_speedup_high'])}, "
+                f"throughput {times(r['throughput_speedup'])}"
+                f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
+        if not r["comparable"]:
+            out["not_comparable"].append(f"{where}: {nums}; synthetic rejection sampling, not a real result")
+            continue
+        v, tv, tput = r["tpot_verdict"], r["throughput_verdict"], r["throughput_speedup"]
+        if v.startswith("no interval"):
+            nums += "; one repeat, no interval"
+        if v == "no clear difference":
+            out["not_helped"].append(f"{where}: no clear difference, the 95 % interval includes 1.0× ({nums})")
+        elif r["tpot_speedup"] <= 1.0:
+            out["not_helped"].append(f"{where}: not faster than the baseline ({nums})")
+        elif tput is not None and (tput <= 1.0 or tv == "lower"):
+            out["not_helped"].append(f"{where}: faster per token but no more output tokens/s ({nums})")
+        elif v.startswith("no interval"):
+            out["helped"].append(f"{where}: faster by the point estimate only ({nums})")
+        else:
+            out["helped"].append(f"{where}: faster ({nums})")
+    out["failed"] = [f"{f.name}: FAILED ({f.error or 'no reason recorded'})" + (
+        f" — folder {f.path.name}, not used" if f.path else "") for f in rep.run.failed if not f.superseded]
+    out["failed"] += [f"{f.name}: an earlier attempt failed ({f.error}); its folder "
+                      f"{f.path.name if f.path else '?'} is not used" for f in rep.run.failed if f.superseded]
+    return out
+
+def header(rep: Report) -> list[tuple]:
+    """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
+    run = rep.run
+    man = run.manifest
+    wl = man.get("workload") or {}
+    out: list[tuple] = [("h1", f"specstack report: run {man.get('run_id') or run.run_dir.name}")]
+    vllm = next((md.summary.get("server", {}).get("vllm_version") for md in run.methods.values()
+                 if (md.summary.get("server") or {}).get("vllm_version")), None)
+    out.append(("p", f"Model set {man.get('model_set', 'n/a')}, platform {man.get('platform', 'n/a')}, vLLM "
+                     f"{vllm or 'n/a'}, git {man.get('git_commit', 'n/a')}. Workload: tasks "
+                     f"{', '.join(wl.get('tasks') or run.tasks)}; {wl.get('num_prompts', 'n/a')} prompts per bench "
+                     f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
+                     f"{wl.get('acceptance_max_tokens', 'n/a')} tokens with natural stops; concurrencies "
+                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; "
+                     f"{wl.get('repeats', 'n/a')} repeat(s) per cell."))
+    return out
+
+
+def verdict(rep: Report) -> list[tuple]:
+    """Helped / did not help / not comparable, the failed runs and the warnings, in plain sentences."""
+    run = rep.run
+    out: list[tuple] = []
+    said = _statements(rep)
+    out.append(("h2", "Verdict"))
+    if said["failed"]:
+        out.append(("p", "**Failed runs** (reported, never used as data):"))
+        out.append(("ul", said["failed"]))
+    out.append(("p", "**Did not help** (not faster per token, or the 95 % interval includes 1.0×, or no "
+                     "throughput gain):"))
+    out.append(("ul", said["not_helped"] or ["none"]))
+    out.append(("p", "**Helped**:"))
+    out.append(("ul", said["helped"] or ["none"]))
+    if said["not_comparable"]:
+        out.append(("p", "**Not comparable** (stress runs; their speed is no evidence either way):"))
+        out.append(("ul", said["not_comparable"]))
+    if not said["helped"] and not said["not_helped"] and not said["not_comparable"]:
+        out.append(("p", "No cell could be compared with a baseline of the same target (see the warnings)."))
+    if run.warnings:
+        out.append(("p", "**Warnings**:"))
+        out.append(("ul", run.warnings))
+    return out
+
+
+def methods_table(rep: Report) -> list[tuple]:
+    """One row per method: its configuration, KV loss, cross-check and Prometheus view; then the failures."""
+    out: list[tuple] = []
+    out.append(("h2", "Methods"))
+    out.append(("table", ["method", "status", "vs", "K", "speculative config", "override", "runner", "async sched.",
+                          "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
+                [[r["method"] + ("" if r["comparable"] in (True, None) else " ⚠ not comparable"), r["status"],
+                  r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
+                  r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
+                  pct(r["kv_cache_loss"]) if r["baseline"] else "—",
+                  "n/a" if r["crosscheck_ok"] is None else ("exact" if r["crosscheck_ok"] else "MISMATCH"),
+                  r["prometheus_view"] or "n/a"]
+                 for r in rep.methods]))
+    failures = [r for r in rep.methods if r["status"].startswith("failed")]
+    if failures:
+        out.append(("table", ["failed method", "folder", "error"],
+                    [[r["method"], r["folder"] or "—", r["error"] or "n/a"] for r in failures]))
+    return out
+
+
+def tasks(rep: Report) -> list[tuple]:
+    """Per task: speed, latency, crossover, acceptance and output equality."""
+    out: list[tuple] = []
+    for task in rep.run.tasks:
+        out.append(("h2", f"Task: {task}"))
+        for part in (speed_tables, crossover_table, acceptance_table, equality_tables, speedup_plot):
+            out += part(rep, task)
+    return out
+
+
+def speed_tables(rep: Report, task: str) -> list[tuple]:
+    out: list[tuple] = []
+    speed = [r for r in rep.speed if r["task"] == task]
+    out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
+    out.append(("table", ["method", "vs", "c", "N", "out tok/s", "throughput × [95 % CI]", "verdict",
+                          "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict", "acc. length (bench)",
+                          "efficiency", "KV loss", "preempt.", "failed req.", "note"],
+                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], num(r["output_throughput"], 1),
+                  ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
+                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
+                  num(r["tpot_p50_ms"]),
+                  ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
+                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])), r["tpot_verdict"],
+                  num(r["bench_acceptance_length"]), pct(r["efficiency"], 0),
+                  "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
+                  num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
+                 for r in speed]))
+    out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; median over repeats)"))
+    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL", "TTFT", "E2EL"],
+                [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
+                  _pcts(r, "tpot"), _pcts(r, "itl"), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+    return out
+
+
+def crossover_table(rep: Report, task: str) -> list[tuple]:
+    out: list[tuple] = []
+    cross = [r for r in rep.crossover if r["task"] == task]
+    if cross:
+        out.append(("h3", "Crossover concurrency (where a method stops beating the baseline)"))
+        out.append(("table", ["method", "vs", "TPOT", "throughput"],
+                    [[_label(r), r["baseline"], r["tpot_text"], r["throughput_text"]] for r in cross]))
+    return out
+
+
+def acceptance_table(rep: Report, task: str) -> list[tuple]:
+    out: list[tuple] = []
+    acc = [r for r in rep.acceptance if r["task"] == task]
+    out.append(("h3", "Acceptance (acceptance phase, greedy, natural stops)"))
+    out.append(("table", ["method", "K", "acceptance rate", "mean acc. length", "no-accept steps",
+                          "histogram (steps accepting j=0..K)", "per-position (≥ p+1 accepted / steps)",
+                          "steps", "drafts", "accepted", "requests", "failed req.", "finish reasons"],
+                [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
+                  pct(r["no_accept_share"]), r["histogram"] or "n/a",
+                  "n/a" if r["per_position"] is None else
+                  ", ".join(f"{x:.2f}" for x in json.loads(r["per_position"])),
+                  num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
+                  num(r["requests"]), num(r["failed_requests"]), r["finish_reasons"]] for r in acc]))
+    return out
+
+
+def equality_tables(rep: Report, task: str) -> list[tuple]:
+    out: list[tuple] = []
+    eqs = [r for r in rep.equality_summary if r["task"] == task]
+    if eqs:
+        out.append(("h3", "Output equality against the baseline (acceptance phase only)"))
+        out.append(("table", ["method", "vs", "compared", "equal", "equal rate", "finish_reason differs",
+                              "first divergence (min / median)", "unit", "note"],
+                    [[_label(r), r["baseline"], r["compared"], r["equal"], pct(r["equal_rate"]),
+                      r["finish_reason_differs"],
+                      f"{num(r.get('first_divergence_min'), 0)} / {num(r.get('first_divergence_median'), 1)}",
+                      r["unit"] or "n/a", r["note"] or (r["tokenizer"] if r["unit"] == "character" else "")]
+                     for r in eqs]))
+        diffs = [r for r in rep.equality if r["task"] == task and r["equal"] is not True]
+        if diffs:
+            out.append(("p", "Requests whose output differs from the baseline's (all others are identical):"))
+            out.append(("table", ["method", "request id", "first diverging index", "unit",
+                                  "finish_reason (method / baseline)", "completion tokens (method / baseline)",
+                                  "note"],
+                        [[r["method"], r["id"],
+                          num(r["first_token_divergence" if r["unit"] == "token" else "first_char_divergence"], 0),
+                          r["unit"], f"{r['finish_reason']} / {r['baseline_finish_reason']}",
+                          f"{num(r['completion_tokens'], 0)} / {num(r['baseline_completion_tokens'], 0)}",
+                          r["note"] or ""] for r in diffs]))
+    return out
+
+
+def speedup_plot(rep: Report, task: str) -> list[tuple]:
+    out: list[tuple] = []
+    for name, caption in rep.plot_captions.items():
+        if name.startswith(f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(task)}."):
+            out.append(("img", name, caption))
+    return out
+
+
+def k_sweep(rep: Report) -> list[tuple]:
+    """The K sweep table and plots, when the run holds K variants."""
+    out: list[tuple] = []
+    if rep.ksweep:
+        out.append(("h2", "K sweep"))
+        out.append(("table", ["method family", "task", "c", "K", "folder", "TPOT p50 ms", "baseline TPOT ms",
+                              "TPOT speedup", "acc. length (bench)", "acc. length (acceptance phase)",
+                              "gain stops at K", "note"],
+                    [[r["family"], r["task"], r["concurrency"], r["k"], r["method"], num(r["tpot_p50_ms"]),
+                      num(r["baseline_tpot_p50_ms"]), times(r["tpot_speedup"]), num(r["bench_acceptance_length"]),
+                      num(r["acceptance_phase_mean_length"]), num(r["gain_stops_at_k"]), r["gain_note"]]
+                     for r in rep.ksweep]))
+        for name, caption in rep.plot_captions.items():
+            if name.startswith(f"{REPORT_DIR}/k_sweep_"):
+                out.append(("img", name, caption))
+    return out
+
+
+def acceptance_plots(rep: Report) -> list[tuple]:
+    out: list[tuple] = []
+    out.append(("h2", "Acceptance plots"))
+    for name, caption in rep.plot_captions.items():
+        if name.startswith((f"{REPORT_DIR}/acceptance_by_position_", f"{REPORT_DIR}/histogram_")):
+            out.append(("img", name, caption))
+    return out
+
+
+def how_to_read(rep: Report) -> list[tuple]:
+    """Every definition behind the figures above."""
+    out: list[tuple] = []
+    repeats = max((r["repeats"] for r in rep.speed), default=0)
+    out.append(("h2", "How to read this"))
+    out.append(("ul", [
+        "TPOT speedup = median over repeats of the baseline's p50 TPOT ÷ median over repeats of the method's p50 "
+        "TPOT, for the same task and concurrency; > 1.0× means the method is faster per output token. Throughput "
+        "speedup = method output tok/s ÷ baseline output tok/s (medians over repeats).",
+        f"95 % interval: percentile bootstrap ({st.BOOTSTRAP_RESAMPLES} resamples, seed {st.SEED}) of the ratio of "
+        "medians, resampling the baseline's and the method's repeats independently. A cell whose interval includes "
+        "1.0× is \"no clear difference\". With one repeat there is no interval (\"no interval\"); run with "
+        f"--repeats ≥ 3 for a usable one (this run: up to {repeats}).",
+        f"† = unstable percentile: fewer than {st.MIN_TAIL} samples lie beyond it in a repeat, i.e. n·(1−p) < "
+        f"{st.MIN_TAIL}; p95 needs ≥ {st.min_samples(95)} samples and p99 ≥ {st.min_samples(99)}. TPOT, TTFT "
+        "and E2EL have one sample per request; the ITL sample count is estimated as (output tokens − requests) ÷ "
+        "bench acceptance length.",
+        "Efficiency = TPOT speedup ÷ mean acceptance length measured by bench in the same cell. The mean acceptance "
+        "length (tokens per verify step, bonus token included) is the speedup you would get if drafting and "
+        "verification cost nothing; efficiency says how much of it turned into speed.",
+        "Crossover: the first tested concurrency at which the method no longer beats the baseline after a win at a "
+        "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0×; with one repeat (no interval), "
+        "the point estimate is > 1.0×.",
+        "Acceptance rate = accepted ÷ drafted tokens; mean acceptance length = 1 + accepted ÷ verify steps; "
+        "no-accept steps = histogram[0] ÷ steps; per-position p = share of steps that accepted at least p+1 drafts. "
+        "All from the acceptance phase's per-request metrics summed over requests. n/a = no drafts, never 0 %.",
+        "KV loss = 1 − method KV-cache tokens ÷ baseline KV-cache tokens (from the server's start-up log); draft "
+        "models and heads share the pool with the target.",
+        "Preemptions = Δ vllm:num_preemptions over the bench windows of the cell (all repeats). Failed req. = "
+        "bench's failed count (all repeats).",
+        "Output equality compares the acceptance phase's greedy outputs with natural stops, never the fixed-length "
+        "perf outputs. The first diverging index is in target-tokenizer tokens (both texts re-tokenized) unless "
+        "the unit column says character (the tokenizer could not be loaded).",
+        "⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "
+        "distribution; its speed is a stress figure, not a result.",
+    ]))
+    return out
+
+
+# The report, top to bottom.
+SECTIONS = (header, verdict, methods_table, tasks, k_sweep, acceptance_plots, how_to_read)
+
+
+def blocks(rep: Report) -> list[tuple]:
+    return [block for section in SECTIONS for block in section(rep)]

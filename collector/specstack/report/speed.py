@@ -1,0 +1,163 @@
+"""Speed against the baseline: one row per bench repeat (from the raw `vllm bench serve` JSON), and per method x
+task x concurrency the medians over repeats, the speedups with their bootstrap intervals, and the crossover
+concurrency where a method stops beating its baseline."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specstack.report import stats as st
+from specstack.results.reader import MethodData, RunData
+
+METRICS = ("tpot", "itl", "ttft", "e2el")
+PERCENTILES = (50, 95, 99)
+PREEMPTIONS = "vllm:num_preemptions"
+
+
+def _load_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _counter(summary: dict, task: str, concurrency: int, repeat: int, name: str) -> float | None:
+    for w in summary.get("windows") or []:
+        if w.get("phase") == "bench" and w.get("task") == task and w.get("concurrency") == concurrency \
+                and w.get("repeat") == repeat:
+            return ((w.get("counters") or {}).get("counters") or {}).get(name)
+    return None
+
+
+def bench_cells(md: MethodData, task: str) -> list[dict]:
+    """One row per bench repeat, read from the raw bench JSON (the summary's copy if the file is gone)."""
+    rows = []
+    for cell in (md.tasks.get(task) or {}).get("bench") or []:
+        raw = _load_json(md.path / cell["file"]) if cell.get("file") else None
+        src = raw if raw is not None else cell
+        c, r = cell.get("concurrency"), cell.get("repeat")
+        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "status": cell.get("status"),
+               "file": cell.get("file"), "source": "bench json" if raw is not None else "summary",
+               "completed": src.get("completed"), "failed": src.get("failed"),
+               "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
+               "output_throughput": src.get("output_throughput")}
+        for m in METRICS:
+            row[f"mean_{m}_ms"] = src.get(f"mean_{m}_ms")
+            for p in PERCENTILES:
+                value = src.get(f"p{p}_{m}_ms")
+                if value is None and p == 50:
+                    value = src.get(f"median_{m}_ms")
+                row[f"p{p}_{m}_ms"] = value
+        row["spec_decode_acceptance_length"] = src.get("spec_decode_acceptance_length")
+        rate = src.get("spec_decode_acceptance_rate")   # bench writes percent
+        row["spec_decode_acceptance_rate"] = None if rate is None else rate / 100
+        row["spec_decode_draft_tokens"] = src.get("spec_decode_draft_tokens")
+        row["preemptions"] = _counter(md.summary, task, c, r, PREEMPTIONS)
+        rows.append(row)
+    return rows
+
+
+def _by_concurrency(cells: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for cell in cells:
+        out.setdefault(cell["concurrency"], []).append(cell)
+    return out
+
+
+def _ok(cells: list[dict]) -> list[dict]:
+    return [c for c in cells if c["status"] == "ok"]
+
+
+def _vals(cells: list[dict], key: str) -> list[float]:
+    return [c[key] for c in cells if c.get(key) is not None]
+
+
+def _sum(cells: list[dict], key: str) -> float | None:
+    vals = _vals(cells, key)
+    return sum(vals) if vals else None
+
+
+def _itl_samples(cell: dict) -> int | None:
+    """ITL gaps in one repeat, estimated: (output tokens - requests) / tokens per streamed chunk (the bench
+    acceptance length; 1 without drafts). The raw JSON keeps no per-chunk list unless --save-detailed."""
+    out, n = cell.get("total_output_tokens"), cell.get("completed")
+    if out is None or not n:
+        return None
+    return int((out - n) / (cell.get("spec_decode_acceptance_length") or 1))
+
+
+def speed_rows(run: RunData) -> list[dict]:
+    rows = []
+    for md in run.methods.values():
+        base = run.methods.get(md.baseline or "")
+        kv = (md.summary.get("server") or {}).get("kv_cache_tokens")
+        base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
+        for task in run.tasks:
+            mine = _by_concurrency(bench_cells(md, task))
+            theirs = _by_concurrency(bench_cells(base, task)) if base else {}
+            for c in sorted(mine):
+                ok, bok = _ok(mine[c]), _ok(theirs.get(c, []))
+                row = {"method": md.name, "baseline": md.baseline, "task": task, "concurrency": c,
+                       "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
+                       "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(mine[c]) - len(ok),
+                       "output_throughput": st.median(_vals(ok, "output_throughput")),
+                       "baseline_output_throughput": st.median(_vals(bok, "output_throughput"))}
+                for m in METRICS:
+                    for p in PERCENTILES:
+                        row[f"{m}_p{p}_ms"] = st.median(_vals(ok, f"p{p}_{m}_ms"))
+                row["baseline_tpot_p50_ms"] = st.median(_vals(bok, "p50_tpot_ms"))
+                n_req = min(_vals(ok, "completed"), default=None)
+                n_itl = min((x for x in (_itl_samples(c_) for c_ in ok) if x is not None), default=None)
+                row["requests_per_repeat"] = n_req
+                row["itl_samples_per_repeat_est"] = n_itl
+                for m in METRICS:
+                    n = n_itl if m == "itl" else n_req
+                    for p in (95, 99):
+                        row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
+                acc_len = st.median(_vals(ok, "spec_decode_acceptance_length"))
+                row["bench_acceptance_length"] = acc_len
+                row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
+                note = []
+                if md.baseline:
+                    tpot = st.bootstrap_ratio(_vals(bok, "p50_tpot_ms"), _vals(ok, "p50_tpot_ms"))
+                    tput = st.bootstrap_ratio(_vals(ok, "output_throughput"), _vals(bok, "output_throughput"))
+                    if base is None:
+                        note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
+                    elif not bok:
+                        note.append(f"baseline has no concurrency-{c} cell")
+                else:
+                    tpot = tput = st.Interval(None, None, None, len(ok), len(ok))
+                row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
+                           tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
+                           throughput_speedup=tput.point, throughput_speedup_low=tput.low,
+                           throughput_speedup_high=tput.high,
+                           throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
+                row["efficiency"] = st.efficiency(tpot.point, acc_len) if md.speculative else None
+                row["preemptions"] = _sum(mine[c], "preemptions")
+                row["failed_requests"] = _sum(mine[c], "failed")
+                row["kv_cache_tokens"] = kv
+                row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
+                if not md.comparable:
+                    note.append("NOT COMPARABLE: synthetic rejection sampling")
+                if md.speculative and acc_len is None and ok:
+                    note.append("bench saw no drafts")
+                row["note"] = "; ".join(note) or None
+                rows.append(row)
+    return rows
+
+
+def crossover_rows(speed: list[dict]) -> list[dict]:
+    rows = []
+    keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
+    for method, task in keys:
+        mine = [r for r in speed if r["method"] == method and r["task"] == task]
+        tpot = st.crossover({r["concurrency"]: r["tpot_speedup"] for r in mine},
+                            {r["concurrency"]: r["tpot_speedup_low"] for r in mine})
+        tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
+                            {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
+        rows.append({"method": method, "baseline": mine[0]["baseline"], "task": task,
+                     "comparable": mine[0]["comparable"],
+                     "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
+                     "tpot_text": tpot["text"], "throughput_kind": tput["kind"],
+                     "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"]})
+    return rows

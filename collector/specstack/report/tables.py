@@ -1,0 +1,56 @@
+"""The report's tidy tables (report/tables/*.csv|parquet): fixed columns per table, so an empty table still has
+its header and a new column cannot appear without being declared here."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+from specstack.report.speed import METRICS, PERCENTILES
+
+_PCT_COLS = [f"{m}_p{p}_ms" for m in METRICS for p in PERCENTILES]
+_UNSTABLE_COLS = [f"{m}_p{p}_unstable" for m in METRICS for p in (95, 99)]
+# Fixed columns per tidy table, so an empty table still has its header (and the schema cannot drift silently).
+COLUMNS: dict[str, list[str]] = {
+    "methods": ["method", "status", "baseline", "comparable", "k", "speculative_config", "spec_override", "target",
+                "model_runner", "async_scheduling", "kv_cache_tokens", "kv_cache_loss", "crosscheck_ok", "prometheus_view", "error",
+                "folder"],
+    "bench_cells": ["method", "task", "concurrency", "repeat", "status", "file", "source", "completed", "failed",
+                    "total_output_tokens", "duration_s", "output_throughput",
+                    *[f"{k}_{m}_ms" for m in METRICS for k in ("mean", *(f"p{p}" for p in PERCENTILES))],
+                    "spec_decode_acceptance_length", "spec_decode_acceptance_rate", "spec_decode_draft_tokens",
+                    "preemptions"],
+    "speed": ["method", "baseline", "task", "concurrency", "role", "comparable", "repeats", "baseline_repeats",
+              "cells_failed", "output_throughput", "baseline_output_throughput", *_PCT_COLS, "baseline_tpot_p50_ms",
+              "requests_per_repeat", "itl_samples_per_repeat_est", *_UNSTABLE_COLS, "bench_acceptance_length",
+              "bench_acceptance_rate", "tpot_speedup", "tpot_speedup_low", "tpot_speedup_high", "tpot_verdict",
+              "throughput_speedup", "throughput_speedup_low", "throughput_speedup_high", "throughput_verdict",
+              "efficiency", "preemptions", "failed_requests", "kv_cache_tokens", "kv_cache_loss", "note"],
+    "crossover": ["method", "baseline", "task", "comparable", "tpot_kind", "tpot_crossover_concurrency", "tpot_text",
+                  "throughput_kind", "throughput_crossover_concurrency", "throughput_text"],
+    "acceptance": ["method", "baseline", "task", "k", "comparable", "acceptance_rate", "mean_acceptance_length",
+                   "no_accept_share", "num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "histogram",
+                   "per_position", "requests", "completion_tokens", "failed_requests", "finish_reasons"],
+    "acceptance_positions": ["method", "task", "position", "rate"],
+    "acceptance_histogram": ["method", "task", "accepted", "steps", "share"],
+    "equality_requests": ["method", "baseline", "task", "id", "equal", "first_token_divergence",
+                          "first_char_divergence", "unit", "finish_reason", "baseline_finish_reason",
+                          "completion_tokens", "baseline_completion_tokens", "note"],
+    "equality_summary": ["method", "baseline", "task", "comparable", "requests", "compared", "equal", "equal_rate",
+                         "finish_reason_differs", "first_divergence_min", "first_divergence_median", "unit",
+                         "tokenizer", "note"],
+    "ksweep": ["family", "task", "concurrency", "k", "method", "tpot_p50_ms", "baseline_tpot_p50_ms", "tpot_speedup",
+               "output_throughput", "bench_acceptance_length", "acceptance_phase_mean_length", "spec_override",
+               "gain_stops_at_k", "gain_note"],
+}
+
+
+def table_bytes(name: str, rows: list[dict]) -> tuple[bytes, bytes]:
+    columns = COLUMNS[name]
+    extra = {k for r in rows for k in r} - set(columns)
+    if extra:
+        raise AssertionError(f"table {name}: columns {sorted(extra)} missing from report.tables.COLUMNS")
+    df = pd.DataFrame(rows, columns=columns)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return df.to_csv(index=False).encode("utf-8"), buf.getvalue()

@@ -1,0 +1,2 @@
+"""The results bundle on disk: atomic files (files), the writer (bundle), the request records (records), the
+per-method tidy tables (method_tables) and the one reader, which checks the schema version (reader)."""

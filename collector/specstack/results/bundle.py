@@ -1,0 +1,73 @@
+"""The writer of a run's bundle: results/<run-id>/manifest.json and results/<run-id>/<method>/.
+
+A method's files go to a staging folder that becomes `<method>/` only when the run succeeded; a failed run
+becomes `<method>.failed-<time>/`, so it never overwrites (or looks like) a good result. The one reader of
+what is written here is `results.reader`; both share the schema names below.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from specstack.errors import UserError
+from specstack.results.files import atomic_write_json, atomic_write_text, fsync_dir
+
+SUMMARY_SCHEMA = "specstack.summary/2"
+MANIFEST_SCHEMA = "specstack.manifest/1"
+
+
+class MethodBundle:
+    """The folder of one method of one run, staged until finalize()."""
+
+    def __init__(self, results_dir: Path, run_id: str, method: str, *, force: bool = False):
+        self.run_dir = Path(results_dir) / run_id
+        self.method = method
+        self.final = self.run_dir / method
+        if self.final.exists() and not force:
+            raise UserError(f"{self.final} already holds a result for run {run_id!r}; choose another --run-id "
+                            "or pass --force to replace it")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{method}.staging-", dir=self.run_dir))
+
+    def path(self, rel: str) -> Path:
+        p = self.staging / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def write_json(self, rel: str, obj) -> Path:
+        return atomic_write_json(self.path(rel), obj)
+
+    def write_text(self, rel: str, text: str) -> Path:
+        return atomic_write_text(self.path(rel), text)
+
+    def finalize(self, ok: bool) -> Path:
+        """Publish the staged folder: as `<method>/` if ok, else as `<method>.failed-<time>/`."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        if ok:
+            if self.final.exists():  # only with --force: keep the old one beside, never delete it
+                os.replace(self.final, self.run_dir / f"{self.method}.replaced-{stamp}")
+            target = self.final
+        else:
+            target = self.run_dir / f"{self.method}.failed-{stamp}"
+        os.replace(self.staging, target)
+        fsync_dir(self.run_dir)
+        return target
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def update_manifest(run_dir: Path, **fields) -> dict:
+    """Read-modify-write the run manifest (one writer per run); nested `methods` entries are merged."""
+    path = Path(run_dir) / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
+    methods = fields.pop("methods", None)
+    manifest.update(fields)
+    if methods:
+        manifest.setdefault("methods", {}).update(methods)
+    atomic_write_json(path, manifest)
+    return manifest

@@ -1,0 +1,64 @@
+"""Atomic files: a result appears whole (temp name, fsync, rename, folder fsync) or not at all, so a crash or
+a full disk never leaves a half-written summary, record file or Prometheus target file behind."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from specstack.errors import UserError
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path):
+    """A binary file that appears at `path` (fsynced, renamed) only when the block ends without error;
+    lets long phases stream their records to disk instead of holding them in memory."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results (and Prometheus target files) are read by others
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    with atomic_writer(path) as f:
+        f.write(data)
+    return Path(path)
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def check_writable(folder: Path) -> None:
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-", delete=True)
+        probe.close()
+    except OSError as e:
+        raise UserError(f"results folder {folder} is not writable ({e.strerror}); pass --results DIR "
+                        "pointing at a writable folder") from None

@@ -1,0 +1,58 @@
+"""Tidy tables (pandas) of one method's bundle: one row per request, window, check and bench cell."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from specstack.results.records import read_records
+from specstack.results.files import atomic_write_text
+
+_SPEC_FIELDS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "acceptance_histogram")
+
+
+def request_rows(method_dir: Path, summary: dict) -> list[dict]:
+    rows = []
+    for task in summary.get("tasks", {}):
+        for r in read_records(Path(method_dir) / "acceptance" / f"{task}.jsonl"):
+            spec = r["spec"] or {}
+            rows.append({"method": summary["method"], "task": task, "id": r["id"],
+                         "finish_reason": r["finish_reason"],
+                         "prompt_tokens": (r["usage"] or {}).get("prompt_tokens"),
+                         "completion_tokens": (r["usage"] or {}).get("completion_tokens"),
+                         "seconds": r["seconds"], "error": r["error"],
+                         **{k: (str(spec[k]) if k == "acceptance_histogram" else spec[k])
+                            for k in _SPEC_FIELDS if k in spec}})
+    return rows
+
+
+def window_rows(summary: dict) -> list[dict]:
+    rows = []
+    for w in summary.get("windows", []):
+        counted = w.get("from_counters") or {}
+        rows.append({"method": summary["method"], "window": w["name"], "phase": w["phase"], "task": w["task"],
+                     "concurrency": w["concurrency"], "repeat": w["repeat"], "start": w["start"], "end": w["end"],
+                     "status": w["status"], "reason": w["reason"], "checks_ok": w["checks_ok"],
+                     "num_drafts": counted.get("steps"), "num_draft_tokens": counted.get("draft_tokens"),
+                     "num_accepted_tokens": counted.get("accepted"),
+                     "acceptance_rate": counted.get("acceptance_rate"),
+                     "mean_acceptance_length": counted.get("mean_acceptance_length")})
+    return rows
+
+
+def check_rows(summary: dict) -> list[dict]:
+    return [{"method": summary["method"], "window": w["name"], **c}
+            for w in summary.get("windows", []) for c in w["checks"]]
+
+
+def bench_rows(summary: dict) -> list[dict]:
+    return [{"method": summary["method"], "task": task, **{k: v for k, v in cell.items()
+                                                          if not isinstance(v, (list, dict))}}
+            for task, figures in summary.get("tasks", {}).items() for cell in figures.get("bench", [])]
+
+
+def write_method_tables(method_dir: Path, summary: dict) -> None:
+    out = Path(method_dir) / "tables"
+    for name, rows in (("requests", request_rows(method_dir, summary)), ("windows", window_rows(summary)),
+                       ("checks", check_rows(summary)), ("bench", bench_rows(summary))):
+        atomic_write_text(out / f"{name}.csv", pd.DataFrame(rows).to_csv(index=False))

@@ -1,0 +1,227 @@
+"""The one reader of a run's bundle: which folder holds a method's result, and what its summary says.
+
+Used by everything that reads results: the report, the console table and a sweep's resume. It applies one
+rule set: `<method>/` with status ok is the method's result; `<method>.failed-<time>/` is a failed attempt,
+listed, never used as data; `<method>.replaced-<time>/` (kept by --force) is ignored; dot folders are staging.
+
+Summaries carry `schema: specstack.summary/<version>`. A known older version is migrated on read (the file on
+disk is left as it is); an unknown version is refused with an error naming the fix, never guessed at.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specstack.errors import UserError
+from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_SCHEMA
+
+REPORT_DIR = "report"                    # written into the run folder by `specstack report`
+_NOT_METHODS = ("inputs", "host-provenance", REPORT_DIR)
+_SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
+
+
+def _to_v2(summary: dict) -> dict:
+    """summary/1 -> /2: Prometheus's view became a deferred check with a status of its own (a run stopped
+    before the check leaves "pending"); the first-scrape wait it replaced (`prometheus_wait`) is gone."""
+    view = summary.get("prometheus_view")
+    summary["prometheus_view"] = {"status": "not collected", "tasks": {}} if not view else {"status": "checked",
+                                                                                              **view}
+    summary.pop("prometheus_wait", None)
+    return summary
+
+
+# version read -> the step that lifts it one version; applied in order up to the current one
+MIGRATIONS = {1: _to_v2}
+CURRENT_VERSION = int(SUMMARY_SCHEMA.rsplit("/", 1)[1])
+
+
+class SchemaError(UserError):
+    """A summary this specstack cannot read."""
+
+
+def summary_version(summary: dict, where: Path) -> int:
+    schema = summary.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(_SUMMARY_PREFIX):
+        raise SchemaError(f"{where} is not a specstack summary (schema {schema!r}); expected "
+                          f"{SUMMARY_SCHEMA!r}. Point the command at a run folder written by `specstack run`.")
+    try:
+        return int(schema[len(_SUMMARY_PREFIX):])
+    except ValueError:
+        raise SchemaError(f"{where}: unreadable schema version in {schema!r}") from None
+
+
+def migrate(summary: dict, where: Path) -> dict:
+    version = summary_version(summary, where)
+    if version > CURRENT_VERSION or (version < CURRENT_VERSION and version not in MIGRATIONS):
+        raise SchemaError(f"{where} has schema {summary['schema']!r}; this specstack reads up to "
+                          f"{SUMMARY_SCHEMA!r}. Read it with the specstack that wrote it (its git commit is in "
+                          "the run's manifest.json), or upgrade specstack.")
+    while version < CURRENT_VERSION:
+        summary = MIGRATIONS[version](summary)
+        version += 1
+    summary["schema"] = SUMMARY_SCHEMA
+    return summary
+
+
+def read_summary(method_dir: Path) -> dict | None:
+    """A method folder's summary at the current schema version; None when the folder has none."""
+    path = Path(method_dir) / "summary.json"
+    if not path.exists():
+        return None
+    try:
+        summary = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"{path} is not valid JSON ({e.msg}); it was not written by specstack's atomic "
+                          "writer, or was edited by hand: restore it or move the folder out of the run") from None
+    return migrate(summary, path)
+
+
+def read_manifest(run_dir: Path) -> dict:
+    path = Path(run_dir) / "manifest.json"
+    if not path.exists():
+        return {}
+    manifest = json.loads(path.read_text())
+    if manifest.get("schema", MANIFEST_SCHEMA) != MANIFEST_SCHEMA:
+        raise SchemaError(f"{path} has schema {manifest.get('schema')!r}; this specstack reads "
+                          f"{MANIFEST_SCHEMA!r}. Read it with the specstack that wrote it, or upgrade specstack.")
+    return manifest
+
+
+@dataclass
+class MethodData:
+    name: str              # folder name = summary["method"]
+    path: Path
+    summary: dict
+
+    @property
+    def baseline(self) -> str | None:
+        return self.summary.get("baseline_method")
+
+    @property
+    def speculative(self) -> bool:
+        return self.summary.get("speculative_config") is not None
+
+    @property
+    def comparable(self) -> bool:
+        return self.summary.get("comparable", True) is not False
+
+    @property
+    def k(self) -> int | None:
+        return (self.summary.get("speculative_config") or {}).get("num_speculative_tokens")
+
+    @property
+    def tasks(self) -> dict:
+        return self.summary.get("tasks") or {}
+
+
+@dataclass
+class FailedRun:
+    name: str
+    path: Path | None
+    error: str | None
+    superseded: bool = False   # a successful result of the same method exists beside it
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    manifest: dict
+    methods: dict[str, MethodData]
+    failed: list[FailedRun]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[str]:
+        seen = {t for m in self.methods.values() for t in m.tasks}
+        order = list((self.manifest.get("workload") or {}).get("tasks") or [])
+        return [t for t in order if t in seen] + sorted(seen - set(order))
+
+
+def resolve_run_dir(arg: str | Path, results_dir: Path | None = None) -> Path:
+    """A run folder given directly, or a run id under --results (default: $SPECSTACK_RESULTS or results/)."""
+    p = Path(arg)
+    if p.is_dir() and ((p / "manifest.json").exists() or any(p.glob("*/summary.json"))):
+        return p
+    base = Path(results_dir or os.environ.get("SPECSTACK_RESULTS", "results"))
+    q = base / str(arg)
+    if q.is_dir():
+        return q
+    raise UserError(f"no run folder {p} and no run {str(arg)!r} under {base}; pass the run folder or "
+                    "--results DIR with the run id")
+
+
+def good_result(run_dir: Path, method: str) -> dict | None:
+    """The method's published successful summary in this run, if any: what a resumed sweep skips."""
+    summary = read_summary(Path(run_dir) / method)
+    return summary if summary is not None and summary.get("status") == "ok" else None
+
+
+def _method_folders(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and p.name not in _NOT_METHODS and ".replaced-" not in p.name)
+
+
+def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
+    methods: dict[str, MethodData] = {}
+    failed: list[FailedRun] = []
+    for d in _method_folders(run_dir):
+        summary = read_summary(d)
+        if summary is None:
+            continue
+        if ".failed-" in d.name:
+            failed.append(FailedRun(summary.get("method") or d.name.split(".failed-")[0], d, summary.get("error")))
+        elif summary.get("status") != "ok":
+            failed.append(FailedRun(d.name, d, summary.get("error") or f"status {summary.get('status')!r}"))
+        else:
+            methods[d.name] = MethodData(d.name, d, summary)
+    for f in failed:
+        f.superseded = f.name in methods
+    return methods, failed
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Every method result of a run, baselines first, with the failed attempts and what does not add up."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a run folder; pass results/<run-id>")
+    manifest = read_manifest(run_dir)
+    methods, failed = _scan(run_dir)
+    methods = _grouped(methods, list(manifest.get("methods") or {}))
+    warnings: list[str] = []
+    for name, entry in (manifest.get("methods") or {}).items():
+        if entry.get("status") == "ok":
+            folder = entry.get("dir") or name
+            if folder not in methods:
+                warnings.append(f"{name}: the manifest says ok but {run_dir / folder} has no good summary.json; "
+                                "left out")
+            continue
+        if name in methods:
+            warnings.append(f"{name}: the latest attempt failed ({entry.get('error')}); the report uses the "
+                            f"earlier successful result in {name}/")
+        elif not any(f.name == name for f in failed):
+            failed.append(FailedRun(name, None, entry.get("error") or f"status {entry.get('status')!r}"))
+    failed_names = {f.name for f in failed if not f.superseded}
+    for md in methods.values():
+        if md.baseline and md.baseline not in methods:
+            why = "failed" if md.baseline in failed_names else "is not in this run"
+            warnings.append(f"{md.name}: its baseline {md.baseline!r} {why}; no speed ratios and no output "
+                            "equality for it")
+    if not methods and not failed:
+        raise UserError(f"{run_dir} holds no method results (no <method>/summary.json)")
+    return RunData(run_dir, manifest, methods, failed, warnings)
+
+
+def _grouped(methods: dict[str, MethodData], run_order: list[str]) -> dict[str, MethodData]:
+    """Each baseline followed by the methods compared with it; run order (the manifest's) within a group."""
+    def rank(name: str) -> tuple:
+        return (run_order.index(name) if name in run_order else len(run_order), name)
+    out: dict[str, MethodData] = {}
+    for base in sorted((n for n, m in methods.items() if not m.baseline), key=rank):
+        out[base] = methods[base]
+        for n in sorted((n for n, m in methods.items() if m.baseline == base), key=rank):
+            out[n] = methods[n]
+    for n in sorted((n for n in methods if n not in out), key=rank):   # their baseline is not in the run
+        out[n] = methods[n]
+    return out

@@ -1,0 +1,24 @@
+"""The request records of a method's bundle (`acceptance/<task>.jsonl`, `warmup.jsonl`): one JSON line per
+request as sent and answered (`id`, `request`, `http_status`, `response` or `error`, `seconds`), and the facts
+the accounting, the tables and the report take from each."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def request_fields(record: dict) -> dict:
+    """The per-request facts the accounting and the report use."""
+    body = record.get("response") or {}
+    choice = (body.get("choices") or [{}])[0]
+    return {"id": record["id"], "text": (choice.get("message") or {}).get("content"),
+            "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
+            "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
+            "seconds": record.get("seconds")}
+
+
+def read_records(path: Path) -> list[dict]:
+    """The request_fields of every record of an acceptance/warm-up JSONL file ([] if absent)."""
+    if not path.exists():
+        return []
+    return [request_fields(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,297 @@
+"""One method, end to end: checks -> inputs -> server -> warm-up -> acceptance -> performance -> stop ->
+verdict -> published bundle. Any broken phase marks the run failed with its reason (the bundle is still
+written, as `<method>.failed-<time>/`); a cross-check mismatch fails it too unless --allow-mismatch.
+
+Each step is a method of MethodRun, timed with events.step (listeners, such as the harness benchmark, see
+where the time goes). Prometheus's view is checked after publishing, off this path (runs/monitoring.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import time
+from pathlib import Path
+from typing import Iterator
+
+from rich.console import Console
+
+from specstack import __version__, events
+from specstack.config.workloads import Task
+from specstack.errors import UserError
+from specstack.measure import bench, chat
+from specstack.measure.windows import Window, Windows
+from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manifest
+from specstack.results.files import atomic_write_json, check_writable
+from specstack.results.method_tables import write_method_tables
+from specstack.runs.method_summary import finish
+from specstack.runs.monitoring import PENDING, Monitoring
+from specstack.runs.options import Options, load_tasks, plan_for
+from specstack.server import model_checks, preflight, provenance
+from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
+
+REPO = Path(__file__).resolve().parents[3]
+console = Console(stderr=True)
+
+
+def run_method(opts: Options, *, index: int = 1, total: int = 1,
+               monitoring: Monitoring | None = None) -> tuple[dict, Path]:
+    """Run one method end to end; returns (summary, published folder). Never raises for a failed phase.
+    `index` of `total`: its place in a sweep (progress display). Without `monitoring` (a sweep passes one),
+    the run has its own and closes it before returning, so the summary holds Prometheus's view."""
+    own = monitoring is None
+    monitoring = monitoring or Monitoring.for_options(opts)
+    try:
+        plan = check(opts)
+        return MethodRun(opts, plan, monitoring).run(index, total)
+    finally:
+        if own:
+            monitoring.close()
+
+
+def check(opts: Options) -> dict:
+    """Everything that can be known wrong before a server starts; returns the serve plan."""
+    with events.step("checks"):
+        opts.validate()
+        check_writable(opts.results_dir)
+        plan = plan_for(opts)
+        if _synthetic(plan) and not opts.allow_synthetic:
+            raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
+                            "--allow-synthetic for a stress run (its results are marked not comparable)")
+        if opts.runtime != "native":
+            return plan
+        missing = [mod for mod in plan["requires"] if not _importable(mod)]
+        if missing:
+            raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
+                            "arctic-inference==0.3.0 (make venv does)")
+        problems, _ = model_checks.check(plan)
+    # vLLM's own parser and config classes, in seconds, instead of a server dying after a minute of loading
+    with events.step("preflight"):
+        problems += preflight.run_checks(plan, deep="off").errors
+    if problems:
+        raise UserError("; ".join(problems))
+    return plan
+
+
+class MethodRun:
+    """The steps of one method run, sharing its plan, bundle, summary and server."""
+
+    def __init__(self, opts: Options, plan: dict, monitoring: Monitoring):
+        self.opts, self.plan, self.monitoring = opts, plan, monitoring
+        self.name = opts.bundle_name or plan["method"]  # folder and summary "method" (sweep-k: <method>-k<K>)
+        self.run_dir = Path(opts.results_dir) / opts.run_id
+        self.labels = {"run_id": opts.run_id, "method": self.name}
+        self.server = self.windows = None
+        self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
+        with events.step("inputs"):
+            # bad workload files fail here, before any result folder
+            self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / "inputs")
+            self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
+            self._record_run_in_manifest()
+        self.summary = self._new_summary()
+
+    def run(self, index: int, total: int) -> tuple[dict, Path]:
+        t0 = time.monotonic()
+        events.emit("method.start", method=self.name, index=index, total=total)
+        help_hash = provenance.HelpHash(vllm_executable())  # overlaps the server start
+        try:
+            self.start_server()
+            self.warm_up()
+            self.acceptance()
+            self.performance()
+            self.measured = True
+        except (ServerError, UserError) as e:
+            self.summary["error"], self.summary["error_type"] = str(e), type(e).__name__
+        except KeyboardInterrupt:
+            self.summary["error"] = "interrupted (Ctrl+C); rerun the same command to resume"
+            raise
+        finally:
+            self.stop_server()
+            self.summary["timings"]["total"] = time.monotonic() - t0
+            self.describe(help_hash)
+            published = self.publish()
+            events.emit("method.end", method=self.name, status=self.summary["status"], seconds=time.monotonic() - t0)
+        return self.summary, published
+
+    # --- before the server -------------------------------------------------------------------------------
+
+    def _record_run_in_manifest(self) -> None:
+        opts, run_dir = self.opts, self.run_dir
+        update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__,
+                        git_commit=provenance.git_commit(REPO), model_set=opts.model_set, platform=opts.platform,
+                        host=provenance.host(),
+                        inputs={str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
+                                for t in self.tasks.values() for p, h in t.hashes().items()},
+                        workload={"tasks": list(opts.tasks), "num_prompts": opts.num_prompts,
+                                  "perf_output_len": opts.perf_output_len,
+                                  "acceptance_max_tokens": opts.acceptance_max_tokens,
+                                  "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
+                                  "repeats": opts.repeats})
+
+    def _new_summary(self) -> dict:
+        plan = self.plan
+        return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
+                "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
+                "error": None, "speculative_config": plan["speculative_config"],
+                "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
+                "tasks": {}, "windows": [], "timings": {},
+                "prometheus_view": {"status": "not collected", "tasks": {}}}
+
+    # --- the server and the measured phases --------------------------------------------------------------
+
+    def start_server(self) -> None:
+        opts, plan = self.opts, self.plan
+        if opts.prometheus_targets:
+            # Before the server starts: Prometheus discovers the file while vLLM loads (scrapes say up=0
+            # until it is ready) and scrapes it from the first interval after ready.
+            atomic_write_json(opts.prometheus_targets,
+                              [{"targets": [self._server_url().split("://", 1)[-1]], "labels": self.labels}])
+        console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
+        events.emit("server.start", method=self.name, runtime=opts.runtime)
+        with events.step("server start", method=self.name):
+            if opts.runtime == "native":
+                self.server = start_native(plan, self.bundle.path("server.log"), opts.ready_timeout,
+                                           port_wait=opts.port_wait)
+            else:
+                self.server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
+        process = self.server.process
+        events.emit("server.ready", method=self.name, seconds=self.server.ready_seconds,
+                    pid=process.pid if process is not None else None)
+        self.summary["timings"]["server_ready"] = self.server.ready_seconds
+        with events.step("server facts", method=self.name):
+            self.summary["server"] = self._server_facts()
+        # the previous method's Prometheus check must not run beside this one's windows
+        with events.step("previous Prometheus check", method=self.name):
+            self.monitoring.settle()
+        self.windows = Windows(self.server, self.bundle, self.monitoring.exporter, self.labels, opts.quiet_gap)
+
+    def _server_url(self) -> str:
+        """Where the server will listen, known before it starts."""
+        if self.opts.runtime != "native":
+            return self.opts.url
+        host, port = native_address(self.plan)
+        return f"http://{host}:{port}"
+
+    def _server_facts(self) -> dict:
+        server, plan = self.server, self.plan
+        return {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
+                "target": plan["target"], "root_model": server.root_model, "argv": server.argv or plan["argv"],
+                "env": plan["env"], "platform": plan["platform"], "model_set": plan["model_set"],
+                "vllm_version": provenance.server_version(server.base_url), "ready_seconds": server.ready_seconds}
+
+    @property
+    def speculative(self) -> bool:
+        return self.plan["speculative_config"] is not None
+
+    def warm_up(self) -> None:
+        """Short requests in a window of their own: kernels and JIT load off every measured figure."""
+        opts, server = self.opts, self.server
+        rows = [row for task in self.tasks.values() for row in chat.warmup_rows(task, opts.warmup_requests)]
+        with self._timed("warmup"):
+            self.windows.run(Window("warmup", "warmup"), total=len(rows), body=lambda: chat.run_requests(
+                server, rows, self.bundle.path("warmup.jsonl"), concurrency=1, timeout=opts.request_timeout,
+                speculative=self.speculative))
+
+    def acceptance(self) -> None:
+        opts, server = self.opts, self.server
+        with self._timed("acceptance"):
+            for name, task in self.tasks.items():
+                console.print(f"  acceptance phase: {name} ({len(task.acceptance)} requests)")
+                self.windows.run(Window(f"acceptance/{name}", "acceptance", task=name), total=len(task.acceptance),
+                                 body=lambda task=task: chat.run_requests(
+                                     server, task.acceptance, self.bundle.path(f"acceptance/{task.name}.jsonl"),
+                                     concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
+                                     speculative=self.speculative))
+
+    def performance(self) -> None:
+        opts = self.opts
+        with self._timed("bench"):
+            for name, task in ([] if opts.skip_bench else self.tasks.items()):
+                for c in opts.concurrencies:
+                    for r in range(opts.repeats):
+                        console.print(f"  performance phase: {name} concurrency {c} repeat {r + 1}/{opts.repeats}")
+                        self._bench_cell(task, c, r)
+        self.windows.finish()
+
+    def _bench_cell(self, task: Task, concurrency: int, repeat: int) -> None:
+        opts, server, bundle = self.opts, self.server, self.bundle
+        cell = f"{task.name}-c{concurrency}-r{repeat}"
+        argv = bench.bench_command(server, task, concurrency=concurrency, num_prompts=opts.num_prompts,
+                                   output_len=opts.perf_output_len, request_rate=opts.request_rate,
+                                   tokenizer=server.root_model or self.plan["target"],
+                                   result_dir=bundle.path("bench"), result_name=f"{cell}.json")
+        self.windows.run(Window(f"bench/{cell}", "bench", task=task.name, concurrency=concurrency, repeat=repeat),
+                         total=opts.num_prompts, body=lambda: bench.run_bench(
+                             argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
+
+    @contextlib.contextmanager
+    def _timed(self, key: str) -> Iterator[None]:
+        """A step whose seconds also go into summary["timings"][key]."""
+        t = time.monotonic()
+        try:
+            with events.step(key, method=self.name):
+                yield
+        finally:
+            self.summary["timings"][key] = time.monotonic() - t
+
+    # --- after the measurements --------------------------------------------------------------------------
+
+    def stop_server(self) -> None:
+        if self.windows is not None:
+            self.summary["windows"] = [w.to_dict() for w in self.windows.records]
+        if self.server is None or self.server.runtime != "native":
+            return
+        with events.step("stop server", method=self.name):
+            try:
+                stop_native(self.server)
+            except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
+                self.summary["server"]["stop_problem"] = str(e)
+                console.print(f"[bold yellow]warning[/]: {e}")
+
+    def describe(self, help_hash: provenance.HelpHash) -> None:
+        """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
+        with events.step("provenance", method=self.name):
+            if self.server is None:
+                help_hash.cancel()  # nothing to describe; do not keep the user waiting for it
+            self.summary["provenance"] = {
+                "help_all": help_hash.result(), "vllm_client": provenance.client_vllm_version(),
+                # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
+                # before the collector started; absent for native runs
+                "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None}
+            log = self.server.log_path if self.server is not None else None
+            if log and log.exists():
+                self.summary["server"].update(provenance.log_facts(log.read_text(errors="replace")))
+
+    def publish(self) -> Path:
+        """Verdict, tables and summary into the staged folder, published as `<method>/` only if ok; then
+        Prometheus's view is checked in the background."""
+        summary, bundle = self.summary, self.bundle
+        check_view = self.measured and self.speculative and self.monitoring.prometheus_url
+        if check_view:  # on disk until the check has run: a run stopped before it says so
+            summary["prometheus_view"] = dict(PENDING)
+        with events.step("verdict and bundle", method=self.name):
+            finish(summary, self.tasks, bundle, self.opts.allow_mismatch)
+            bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
+            write_method_tables(bundle.staging, summary)
+            bundle.write_json("summary.json", summary)
+            published = bundle.finalize(summary["status"] == "ok")
+            update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
+                                                               "error": summary["error"]}})
+        if check_view:
+            self.monitoring.check_view_later(summary, published, self.labels)
+        return published
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _synthetic(plan: dict) -> bool:
+    return (plan["speculative_config"] or {}).get("rejection_sample_method") == "synthetic"
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False

@@ -1,0 +1,79 @@
+"""A method's figures and verdict, from its windows and its bundle: per task the acceptance summed over the
+acceptance phase's responses and the bench cells; then whether every cross-check held, and the run's status."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from specstack.config.workloads import Task
+from specstack.results.records import read_records
+from specstack.results.bundle import MethodBundle
+
+console = Console(stderr=True)
+
+BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
+                "request_throughput", "output_throughput", "total_token_throughput", "max_concurrent_requests")
+
+
+def _bench_cell(bench: dict) -> dict:
+    cell = {k: bench.get(k) for k in BENCH_FIELDS}
+    cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")})
+    return cell
+
+
+def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool) -> None:
+    """Per-task figures, then the verdict."""
+    windows = summary["windows"]
+    for name in tasks:
+        acc = next((w for w in windows if w["name"] == f"acceptance/{name}"), None)
+        rows = read_records(bundle.path(f"acceptance/{name}.jsonl"))
+        figures = (acc or {}).get("from_responses") or {}
+        summary["tasks"][name] = {
+            "acceptance_rate": figures.get("acceptance_rate"),
+            "mean_acceptance_length": figures.get("mean_acceptance_length"),
+            "histogram": figures.get("histogram"),
+            "per_position": figures.get("per_position_rates"),
+            "no_accept_share": figures.get("no_accept_share"),
+            "num_spec_steps": figures.get("steps"), "num_draft_tokens": figures.get("draft_tokens"),
+            "num_accepted_draft_tokens": figures.get("accepted"),
+            "requests": len(rows),
+            "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in rows),
+            "finish_reasons": _count(r.get("finish_reason") for r in rows),
+            "bench": [dict(concurrency=w["concurrency"], repeat=w["repeat"], status=w["status"],
+                           file=f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json",
+                           **_bench_cell(_load(bundle.path(f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"))))
+                      for w in windows if w["phase"] == "bench" and w["task"] == name],
+        }
+    verdict(summary, allow_mismatch)
+
+
+def verdict(summary: dict, allow_mismatch: bool) -> None:
+    """The cross-check verdict and the run status: a broken window or a mismatch fails the run."""
+    windows = summary["windows"]
+    mismatches = [dict(window=w["name"], **c) for w in windows for c in w["checks"] if not c["ok"]]
+    broken = [w for w in windows if w["status"] != "ok"]
+    summary["crosscheck"] = {"ok": not mismatches and not broken, "checks": sum(len(w["checks"]) for w in windows),
+                             "mismatches": mismatches, "allowed": allow_mismatch}
+    if summary["error"] is None and broken:
+        summary["error"] = "; ".join(f"{w['name']}: {w['status']}: {w['reason']}" for w in broken)
+    if summary["error"] is None and mismatches and not allow_mismatch:
+        summary["error"] = f"{len(mismatches)} cross-check mismatch(es); rerun with --allow-mismatch to keep going"
+    summary["status"] = "failed" if summary["error"] else "ok"
+    for m in mismatches:
+        console.print(f"[bold red]CROSS-CHECK MISMATCH[/] {summary['method']} {m['window']}: {m['name']}: "
+                      f"responses/bench={m['expected']} counters={m['actual']}. {m['hint']}")
+    if summary["error"]:
+        console.print(f"[bold red]{summary['method']} FAILED[/]: {summary['error']}")
+
+
+def _count(values) -> dict:
+    out: dict = {}
+    for v in values:
+        out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}

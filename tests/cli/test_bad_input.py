@@ -1,0 +1,358 @@
+"""Bad input, provoked for real through the `specstack` command line (docs/errors.md has the table).
+
+Every row asserts: a non-zero exit code, one clear message naming the fix, no traceback, and no result
+left looking good: no `results/<run>/<method>/` folder (a failed run may leave `<method>.failed-*`) and no
+half-written staging folder. Rows run in-process through `specstack.cli.main` (the same entry point as the
+`specstack` script, so argparse exits, printed errors and exit codes are the user's) except the rows that
+need another environment, which run the real script in a subprocess.
+
+The rows that need a live server (served model name not listed, port held by a vLLM server, a run id that
+already has a result) share one tiny vLLM server (`baseline`, model set `tiny`), started once, last.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from specstack.config import methods
+from specstack.fixtures import tiny_models
+from specstack.cli.main import main
+from specstack.server.runtime import start_native, stop_native
+from tests.support import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SPECSTACK = Path(sys.executable).with_name("specstack")
+TINY = ("--model-set", "tiny", "--platform", "cpu-native")
+# Tiny workload everywhere: if a check regresses and a run goes ahead, it ends in seconds, not minutes.
+SMALL = ("--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8", "--perf-output-len", "8",
+         "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "2")
+
+
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:  # rich wraps long lines: compare with whitespace collapsed
+        return " ".join((self.out + "\n" + self.err).split())
+
+
+def run_cli(capsys, argv: list[str]) -> Result:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return Result(code, out, err)
+
+
+def run_script(argv: list[str], env: dict | None = None) -> Result:
+    p = subprocess.run([str(SPECSTACK), *map(str, argv)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "COLUMNS": "300", **(env or {})})
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def assert_refused(result: Result, expect: list[str], results: Path, run_id: str, method: str,
+                   code: int | None = None) -> None:
+    """Non-zero exit, the message (with its fix), no traceback, nothing left looking like a result."""
+    assert result.code != 0, f"exit 0 for bad input:\n{result.out}\n{result.err}"
+    if code is not None:
+        assert result.code == code, (result.code, result.err)
+    for text in expect:
+        assert " ".join(text.split()) in result.text, f"missing {text!r} in:\n{result.err}"
+    assert "Traceback" not in result.out + result.err, result.err
+    run_dir = results / run_id
+    assert not (run_dir / method).exists(), f"{run_dir / method} looks like a good result"
+    if run_dir.exists():
+        staged = [p.name for p in run_dir.iterdir() if ".staging-" in p.name]
+        assert not staged, f"half-written bundle left behind: {staged}"
+        for failed in run_dir.glob(f"{method}.failed-*"):
+            assert json.loads((failed / "summary.json").read_text())["status"] == "failed"
+            manifest = json.loads((run_dir / "manifest.json").read_text())
+            assert manifest["methods"][method]["status"] == "failed"
+
+
+class Ctx:
+    """Per-test folders and argv builders."""
+
+    def __init__(self, tmp: Path, models: Path):
+        self.tmp, self.models = tmp, models
+        self.results = tmp / "results"
+        self.run_id = "bad"
+
+    def args(self, method: str, *extra, models: Path | None = None, command: str = "run") -> list[str]:
+        head = [command, "--methods" if command == "sweep" else "--method", method]
+        return [*head, "--results", self.results, "--run-id", self.run_id, *TINY,
+                "--models-dir", models or self.models, "--port", free_port(), *SMALL, *extra]
+
+    def fake_models(self, **changes) -> Path:
+        """Config-only copies of the tiny models (all the artifact checks read); changes[name] edits one
+        config (a dict merged in; None deletes a key), or changes[name] = None removes the folder."""
+        folder = self.tmp / "fake-models"
+        for name in tiny_models.NAMES:
+            cfg = json.loads((self.models / name / "config.json").read_text())
+            if name in changes and changes[name] is None:
+                continue
+            for key, value in (changes.get(name) or {}).items():
+                if value is None:
+                    cfg.pop(key, None)
+                else:
+                    cfg[key] = value
+            (folder / name).mkdir(parents=True, exist_ok=True)
+            (folder / name / "config.json").write_text(json.dumps(cfg))
+        return folder
+
+    def not_writable(self) -> Path:
+        # Root ignores permission bits: a folder below a regular file is unwritable for anyone.
+        blocker = self.tmp / "a-file"
+        blocker.write_text("")
+        self.results = blocker / "results"
+        return self.results
+
+    def workload(self, content: bytes, suffix: str = ".jsonl") -> str:
+        path = self.tmp / f"workload{suffix}"
+        path.write_bytes(content)
+        return f"code={path},{path}"
+
+
+# (id, method, argv extras as a function of the context, exit code, message fragments)
+ROWS = [
+    ("unknown-method", "foo", lambda c: [], 2, ["specstack: error: unknown method 'foo'; choose one of: baseline"]),
+    ("method-wrong-case", "NGRAM", lambda c: [], 2,
+     ["unknown method 'NGRAM'; method names are case-sensitive: use 'ngram'"]),
+    ("spec-config-not-json", "ngram", lambda c: ["--spec-override", "{num_speculative_tokens: 2"], 2,
+     ["argument --spec-override: not valid JSON"]),
+    ("spec-config-not-an-object", "ngram", lambda c: ["--spec-override", "[2]"], 2,
+     ["argument --spec-override: expected a JSON object"]),
+    ("spec-override-on-baseline", "baseline", lambda c: ["--k", "2"], 2,
+     ["method 'baseline' has no speculative config to override"]),
+    ("missing-target", "baseline", lambda c: ["--models-dir", c.fake_models(**{"tiny-qwen3": None})], 2,
+     ["/tiny-qwen3: no config.json there; build or download it (tiny models: specstack tiny-models)"]),
+    ("missing-draft", "draft_model", lambda c: ["--models-dir", c.fake_models(**{"tiny-qwen3-draft": None})], 2,
+     ["/tiny-qwen3-draft: no config.json there; fix the path in services/methods.toml or build/download the model"]),
+    ("missing-eagle3-head", "eagle3", lambda c: ["--models-dir", c.fake_models(**{"tiny-eagle3": None})], 2,
+     ["eagle3 model", "/tiny-eagle3: no config.json there; fix the path"]),
+    ("eagle3-head-for-another-target", "eagle3",
+     lambda c: ["--models-dir", c.fake_models(**{"tiny-eagle3": {"verifier": {"name_or_path": "Qwen/Qwen3-8B"}}})],
+     2, ["was trained for Qwen/Qwen3-8B, not for the target", "use the head made for this target"]),
+    ("draft-vocab-differs", "draft_model",
+     lambda c: ["--models-dir", c.fake_models(**{"tiny-qwen3-draft": {"vocab_size": 4096}})], 2,
+     ["draft vocab_size 4096 != target vocab_size 2048", "pick a draft of the target's family"]),
+    ("mtp-without-mtp-layers", "mtp",
+     lambda c: ["--models-dir", c.fake_models(**{"tiny-mimo": {"num_nextn_predict_layers": None}})], 2,
+     ["ships no MTP layers", "MTP needs a target trained with them"]),
+    ("workload-missing", "baseline", lambda c: ["--workload", f"code={c.tmp}/nope.jsonl,{c.tmp}/nope.jsonl"], 2,
+     ["nope.jsonl: workload file not found (write the defaults with `specstack workloads`)"]),
+    ("workload-empty", "baseline", lambda c: ["--workload", c.workload(b"\n\n")], 2,
+     ["workload.jsonl: the file has no prompts; add one JSON object per line"]),
+    ("workload-not-jsonl", "baseline", lambda c: ["--workload", c.workload(b'{"prompt": "a"}\nprompt: b\n')], 2,
+     ["workload.jsonl:2: not valid JSON", "each line must be one JSON object"]),
+    ("workload-not-an-object", "baseline", lambda c: ["--workload", c.workload(b'["a prompt"]\n')], 2,
+     ["workload.jsonl:1: expected a JSON object, got list"]),
+    ("workload-wrong-suffix", "baseline", lambda c: ["--workload", c.workload(b'{"prompt": "a"}\n', ".json")], 2,
+     ["workload.json: the perf file must end in .jsonl (vllm bench serve requires it)"]),
+    ("workload-line-without-prompt", "baseline",
+     lambda c: ["--workload", c.workload(b'{"prompt": "a"}\n{"text": "b"}\n')], 2,
+     ['workload.jsonl:2: missing a non-empty string field "prompt"']),
+    ("workload-not-utf8", "baseline", lambda c: ["--workload", c.workload(b'{"prompt": "a"}\n{"prompt": "\xff"}\n')],
+     2, ["workload.jsonl:2: not UTF-8", "re-encode the file as UTF-8"]),
+    ("workload-max-tokens-not-positive", "baseline",
+     lambda c: ["--workload", c.workload(b'{"prompt": "a", "max_tokens": 0}\n')], 2,
+     ["workload.jsonl:1: max_tokens must be a positive integer, got 0"]),
+    ("workload-option-malformed", "baseline", lambda c: ["--workload", "code=only-one.jsonl"], 2,
+     ["--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got 'code=only-one.jsonl'"]),
+    ("concurrency-zero", "baseline", lambda c: ["--concurrency", "0"], 2, ["concurrency must be > 0, got [0]"]),
+    ("concurrency-negative", "baseline", lambda c: ["--concurrency=4,-1"], 2,
+     ["concurrency must be > 0, got [4, -1]"]),
+    ("acceptance-concurrency-zero", "baseline", lambda c: ["--acceptance-concurrency", "0"], 2,
+     ["--acceptance-concurrency must be > 0"]),
+    ("k-zero", "ngram", lambda c: ["--k", "0"], 2, ["num_speculative_tokens must be a positive integer, got 0"]),
+    ("k-negative", "ngram", lambda c: ["--spec-override", '{"num_speculative_tokens": -3}'], 2,
+     ["num_speculative_tokens must be a positive integer, got -3"]),
+    ("num-prompts-zero", "baseline", lambda c: ["--num-prompts", "0"], 2, ["--num-prompts must be > 0, got 0"]),
+    ("request-rate-zero", "baseline", lambda c: ["--request-rate", "0"], 2,
+     ["--request-rate must be > 0 (omit it for an unlimited rate)"]),
+    ("port-release-timeout-negative", "baseline", lambda c: ["--port-release-timeout", "-1"], 2,
+     ["--port-release-timeout must be >= 0 seconds, got -1.0"]),
+    ("output-longer-than-max-model-len", "baseline", lambda c: ["--perf-output-len", "5000"], 2,
+     ["output length 5000 does not fit --max-model-len 4096", "lower --perf-output-len/--acceptance-max-tokens"]),
+    ("unknown-model-set", "baseline", lambda c: ["--model-set", "huge"], 2,
+     ["unknown model set 'huge'; choose one of: default, tiny"]),
+    ("unknown-platform", "baseline", lambda c: ["--platform", "tpu"], 2,
+     ["unknown platform 'tpu'; choose one of:"]),
+    ("url-runtime-without-url", "baseline", lambda c: ["--runtime", "url"], 2,
+     ["--runtime url needs --url http://host:port"]),
+    ("results-not-writable", "baseline", lambda c: ["--results", c.not_writable()], 2,
+     ["is not writable (Not a directory); pass --results DIR pointing at a writable folder"]),
+    ("synthetic-rejection-sampling", "ngram",
+     lambda c: ["--spec-override", '{"rejection_sample_method": "synthetic", "synthetic_acceptance_rate": 0.5}'], 2,
+     ["rejection_sample_method=synthetic does not preserve the output distribution; pass --allow-synthetic"]),
+]
+
+
+@pytest.mark.config
+@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+def test_bad_input(row, tmp_path, models_dir, capsys):
+    _, method, extra, code, expect = row
+    ctx = Ctx(tmp_path, models_dir)
+    argv = ctx.args(method) + extra(ctx)
+    assert_refused(run_cli(capsys, argv), expect, ctx.results, ctx.run_id, method, code)
+
+
+@pytest.mark.config
+def test_unknown_method_in_a_sweep_is_refused_before_anything_runs(tmp_path, models_dir, capsys):
+    """A typo in the 4th method of a sweep must not cost the first three runs (hours on a GPU)."""
+    ctx = Ctx(tmp_path, models_dir)
+    dead = f"http://127.0.0.1:{free_port()}"  # if baseline is run anyway, it fails in seconds
+    result = run_cli(capsys, ctx.args("baseline,NGRAM", "--runtime", "url", "--url", dead, command="sweep"))
+    assert_refused(result, ["method names are case-sensitive: use 'ngram'"], ctx.results, ctx.run_id, "baseline", 2)
+    ran = sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) if (ctx.results / ctx.run_id).exists() else []
+    assert not [name for name in ran if name.startswith(("baseline", ".baseline"))], \
+        f"baseline ran before the bad method name was noticed: {ran}"
+
+
+@pytest.mark.config
+def test_suffix_without_arctic_inference(tmp_path, models_dir, capsys, monkeypatch):
+    """arctic-inference is installed in the venv: make it unimportable for this process, as on a host
+    without it (a None entry in sys.modules is how Python marks a module as absent)."""
+    monkeypatch.setitem(sys.modules, "arctic_inference", None)
+    monkeypatch.setitem(sys.modules, "arctic_inference.suffix_decoding", None)
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args("suffix"))
+    assert_refused(result, ["method 'suffix' needs the Python module(s) ['arctic_inference.suffix_decoding']",
+                            "install arctic-inference==0.3.0"], ctx.results, ctx.run_id, "suffix", 2)
+
+
+@pytest.mark.config
+def test_per_request_metrics_on_the_baseline(tmp_path, models_dir):
+    """The flag can only come from methods.toml: a copy of services/ with it on the baseline, selected the
+    documented way (SPECSTACK_SERVICES_DIR), run through the real `specstack` script."""
+    services = tmp_path / "services"
+    services.mkdir()
+    shutil.copy(REPO / "services" / "serve_args.py", services)
+    toml = (REPO / "services" / "methods.toml").read_text()
+    anchor = '[methods.baseline]\ntarget = "target"\n'
+    assert anchor in toml
+    (services / "methods.toml").write_text(toml.replace(
+        anchor, anchor + '\n[methods.baseline.flags]\nper-request-spec-decode-metrics = "summary"\n'))
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_script(ctx.args("baseline"), env={"SPECSTACK_SERVICES_DIR": str(services)})
+    assert_refused(result, ["--per-request-spec-decode-metrics needs a speculative config",
+                            "Remove it for plain-decode methods"], ctx.results, ctx.run_id, "baseline", 2)
+
+
+@pytest.mark.config
+def test_unknown_speculative_config_key(tmp_path, models_dir):
+    """Pre-flight names the key (tests/server/test_preflight.py::test_unknown_speculative_config_key); `specstack
+    run` must refuse it just as clearly, before a server is started. Real script, real models."""
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_script(ctx.args("ngram", "--spec-override", '{"num_speculative_tokenz": 2}',
+                                 "--ready-timeout", "120"))
+    assert_refused(result, ["unknown key 'num_speculative_tokenz'", "num_speculative_tokens"],
+                   ctx.results, ctx.run_id, "ngram")
+
+
+@pytest.mark.config
+def test_server_url_unreachable(tmp_path, models_dir, capsys):
+    ctx = Ctx(tmp_path, models_dir)
+    url = f"http://127.0.0.1:{free_port()}"
+    result = run_cli(capsys, ctx.args("baseline", "--runtime", "url", "--url", url))
+    assert_refused(result, [f"cannot reach a vLLM server at {url} (ConnectionError); check --url and that the "
+                            "server is running"], ctx.results, ctx.run_id, "baseline", 1)
+
+
+@pytest.mark.config
+def test_port_in_use_by_another_program(tmp_path, models_dir, capsys):
+    ctx = Ctx(tmp_path, models_dir)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = run_cli(capsys, ctx.args("baseline", "--port", port))
+    assert_refused(result, [f"port 127.0.0.1:{port} is already in use; stop whatever listens there or pass --port"],
+                   ctx.results, ctx.run_id, "baseline", 1)
+
+
+# --- rows that need a live vLLM server: one tiny server for all, started last ---------------------------
+
+@pytest.fixture(scope="module")
+def live_server(models_dir, tmp_path_factory):
+    plan = methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir),
+                         extra={"port": free_port()})
+    server = start_native(plan, tmp_path_factory.mktemp("live") / "server.log", 300)
+    yield server
+    stop_native(server)
+
+
+@pytest.mark.integration
+def test_served_model_name_not_listed(tmp_path, models_dir, capsys, live_server):
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args("baseline", "--runtime", "url", "--url", live_server.base_url,
+                                      "--served-model-name", "Qwen3-8B"))
+    assert_refused(result, [f"the server at {live_server.base_url} serves ['spec-demo'], not 'Qwen3-8B'; pass "
+                            "--served-model-name to match"], ctx.results, ctx.run_id, "baseline", 1)
+
+
+@pytest.mark.integration
+def test_port_in_use_by_a_vllm_server(tmp_path, models_dir, capsys, live_server):
+    ctx = Ctx(tmp_path, models_dir)
+    port = live_server.base_url.rsplit(":", 1)[1]
+    result = run_cli(capsys, ctx.args("baseline", "--port", port))
+    assert_refused(result, [f"port 127.0.0.1:{port} is already in use; stop whatever listens there or pass --port"],
+                   ctx.results, ctx.run_id, "baseline", 1)
+    assert live_server.alive(), "the refused run must leave the server that holds the port alone"
+
+
+@pytest.mark.integration
+def test_run_id_that_already_has_a_result(tmp_path, models_dir, capsys, live_server):
+    ctx = Ctx(tmp_path, models_dir)
+    argv = ctx.args("baseline", "--runtime", "url", "--url", live_server.base_url)
+    first = run_cli(capsys, argv)
+    assert first.code == 0, first.err
+    summary = ctx.results / ctx.run_id / "baseline" / "summary.json"
+    before = summary.read_bytes()
+    again = run_cli(capsys, argv)
+    assert again.code == 2 and "Traceback" not in again.err
+    assert f"{ctx.results / ctx.run_id / 'baseline'} already holds a result for run 'bad'; choose another " \
+           "--run-id or pass --force to replace it" in again.text
+    assert summary.read_bytes() == before, "the good result was touched"
+    assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == ["baseline", "inputs", "manifest.json"]
+
+
+@pytest.mark.integration
+def test_workload_text_is_data_never_executed(tmp_path, models_dir, capsys, live_server):
+    """Prompts written to run something (shell, Python, a Jinja expression) and unknown keys go to vLLM as
+    plain text, in the acceptance phase and in `vllm bench serve`; nothing is executed."""
+    ctx = Ctx(tmp_path, models_dir)
+    marker = tmp_path / "executed"
+    prompts = [f"$(touch {marker}) `touch {marker}`; touch {marker}",
+               f"__import__('os').system('touch {marker}')",
+               "{{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}"]
+    rows = [{"prompt": p, "command": f"touch {marker}", "max_tokens": 8} for p in prompts]
+    workload = tmp_path / "evil.jsonl"
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["run", "--method", "baseline", "--results", ctx.results, "--run-id", ctx.run_id, *TINY,
+            "--models-dir", models_dir, "--runtime", "url", "--url", live_server.base_url,
+            "--workload", f"code={workload},{workload}", "--tasks", "code", "--num-prompts", "3",
+            "--perf-output-len", "8", "--warmup-requests", "1", "--concurrency", "1"]
+    result = run_cli(capsys, argv)
+    assert result.code == 0, result.err
+    assert not marker.exists(), "a workload line was executed"
+    bundle = ctx.results / ctx.run_id / "baseline"
+    sent = [json.loads(line)["request"]["messages"][0]["content"]
+            for line in (bundle / "acceptance" / "code.jsonl").read_text().splitlines()]
+    assert sent == prompts  # verbatim, as data
+    bench = json.loads((bundle / "bench" / "code-c1-r0.json").read_text())
+    assert bench["completed"] == 3 and not marker.exists()

@@ -1,0 +1,64 @@
+"""The demo / `specstack table` reads a run through the one reader the report uses: a failed or replaced
+attempt beside a good result never stands in for it, whatever order the folders are listed in."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+
+from specstack.report import console_table
+from specstack.results.bundle import MethodBundle, update_manifest
+
+pytestmark = pytest.mark.unit
+
+
+def summary(method: str, rate: float | None, status: str = "ok", baseline: str | None = "baseline") -> dict:
+    return {"schema": "specstack.summary/1", "method": method, "status": status,
+            "baseline_method": baseline, "error": None if status == "ok" else "server died",
+            "speculative_config": {"num_speculative_tokens": 4} if baseline else None,
+            "crosscheck": {"ok": status == "ok", "checks": 7, "mismatches": []},
+            "tasks": {"code": {"acceptance_rate": rate, "mean_acceptance_length": 2.0, "histogram": [1, 2],
+                               "bench": [{"concurrency": 1, "output_throughput": 100.0}]}}}
+
+
+def publish(results, run_id: str, s: dict, ok: bool, force: bool = False) -> None:
+    bundle = MethodBundle(results, run_id, s["method"], force=force)
+    bundle.write_json("summary.json", s)
+    folder = bundle.finalize(ok)
+    update_manifest(results / run_id, methods={s["method"]: {"status": s["status"], "dir": folder.name,
+                                                             "error": s["error"]}})
+
+
+def printed(run_dir) -> str:
+    console = Console(record=True, width=220)
+    console_table.print_run(run_dir, console)
+    return console.export_text()
+
+
+def test_table_shows_the_good_result_not_the_failed_or_replaced_attempts(tmp_path):
+    publish(tmp_path, "r", summary("baseline", None, baseline=None), ok=True)
+    publish(tmp_path, "r", summary("ngram", 0.111), ok=True)                    # later replaced with --force
+    publish(tmp_path, "r", summary("ngram", 0.425), ok=True, force=True)        # the good result
+    publish(tmp_path, "r", summary("ngram", 0.999, status="failed"), ok=False, force=True)  # latest, failed
+    names = sorted(p.name.split("-")[0] for p in (tmp_path / "r").iterdir() if p.name.startswith("ngram"))
+    assert names == ["ngram", "ngram.failed", "ngram.replaced"]
+    for folder in (tmp_path / "r").iterdir():   # every attempt says it is "ngram": the folder decides
+        if folder.name.startswith("ngram"):
+            assert json.loads((folder / "summary.json").read_text())["method"] == "ngram"
+
+    text = printed(tmp_path / "r")
+    rows = [line for line in text.splitlines() if line.strip("│ ").startswith("ngram")]
+    assert len(rows) == 1, text
+    assert "42.5 %" in rows[0]
+    assert "99.9 %" not in text and "11.1 %" not in text
+    assert "(failed)" not in rows[0]
+
+
+def test_a_method_with_only_failed_attempts_is_named_under_the_table(tmp_path):
+    publish(tmp_path, "r", summary("baseline", None, baseline=None), ok=True)
+    publish(tmp_path, "r", summary("draft_model", 0.5, status="failed"), ok=False)
+    text = printed(tmp_path / "r")
+    assert not any(line.strip("│ ").startswith("draft_model") for line in text.splitlines() if "│" in line)
+    failed = [line for line in text.splitlines() if line.startswith("draft_model: failed")]
+    assert failed and "server died" in failed[0] and "draft_model.failed-" in failed[0], text

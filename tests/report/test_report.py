@@ -1,0 +1,394 @@
+"""The report's arithmetic on constructed bundles (same layout and keys as a real `specstack sweep` bundle):
+speedups as ratios of medians, the bootstrap interval, crossover, unstable percentiles, efficiency, KV loss,
+preemptions, output equality with the first diverging token, None vs 0, failed and non-comparable runs, K sweep.
+Fast: no server, no model; the tokenizer is a stand-in where a token index is checked."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from specstack.errors import UserError
+from specstack.report import build, equality, render, sections, tables
+from specstack.report import stats as st
+from specstack.results.reader import resolve_run_dir
+
+pytestmark = pytest.mark.unit
+
+
+# --- a bundle writer that mirrors run.py's layout ----------------------------------------------------------
+
+def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
+               acc_len: float | None = None, c: int = 1) -> dict:
+    d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
+         "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
+         "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
+         "output_throughput": tput, "latencies": [0.1] * completed, "queue_times": [0.0] * completed}
+    for m, base in (("ttft", 40.0), ("tpot", tpot), ("itl", tpot * 2), ("e2el", 100.0)):
+        d.update({f"mean_{m}_ms": base, f"median_{m}_ms": base, f"std_{m}_ms": 1.0, f"p50_{m}_ms": base,
+                  f"p95_{m}_ms": base * 1.5, f"p99_{m}_ms": base * 2})
+    if acc_len is not None:
+        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len, spec_decode_num_drafts=10,
+                 spec_decode_draft_tokens=40, spec_decode_accepted_tokens=20,
+                 spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
+    return d
+
+
+def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", spec: dict | None = None,
+                error: str | None = None) -> dict:
+    rec = {"id": rid, "request": {"model": "spec-demo", "messages": [{"role": "user", "content": prompt}],
+                                  "temperature": 0, "max_tokens": 64}, "http_status": 200, "seconds": 0.1}
+    if error:
+        rec["error"] = error
+        rec["response"] = {"text": "boom"}
+        return rec
+    rec["response"] = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": len((text or "").split()),
+                                 "total_tokens": 10},
+                       "metrics": None if spec is None else {"speculative_decoding": spec}}
+    return rec
+
+
+def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict, texts: dict[str, dict],
+                 k: int | None = 4, kv: int | None = 100_000, acceptance: dict | None = None, comparable=True,
+                 preemptions: dict | None = None, status: str = "ok", folder: str | None = None,
+                 spec_override: dict | None = None, base_method: str | None = None) -> Path:
+    """cells: {(task, c): [(tpot, tput, extra kwargs), ...repeats]}; texts: {task: {id: (text, finish)}}."""
+    d = run_dir / (folder or name)
+    speculative = baseline is not None
+    tasks = {}
+    windows = []
+    for task in sorted({t for t, _ in cells} | set(texts)):
+        bench = []
+        for (t, c), reps in sorted(cells.items()):
+            if t != task:
+                continue
+            for r, (tpot, tput, extra) in enumerate(reps):
+                f = f"bench/{task}-c{c}-r{r}.json"
+                data = bench_json(tpot, tput, c=c, **extra)
+                (d / "bench").mkdir(parents=True, exist_ok=True)
+                (d / f).write_text(json.dumps(data))
+                bench.append({"concurrency": c, "repeat": r, "status": "ok", "file": f,
+                              "output_throughput": data["output_throughput"], "completed": data["completed"]})
+                pre = (preemptions or {}).get((task, c, r), 0.0)
+                windows.append({"name": f"bench/{task}-c{c}-r{r}", "phase": "bench", "task": task, "concurrency": c,
+                                "repeat": r, "status": "ok", "checks": [],
+                                "counters": {"counters": {"vllm:num_preemptions": pre}, "split": {}}})
+        acc = (acceptance or {}).get(task) or {}
+        tasks[task] = {"acceptance_rate": acc.get("acceptance_rate"),
+                       "mean_acceptance_length": acc.get("mean_acceptance_length"),
+                       "histogram": acc.get("histogram"), "per_position": acc.get("per_position"),
+                       "no_accept_share": acc.get("no_accept_share"), "num_spec_steps": acc.get("num_spec_steps"),
+                       "num_draft_tokens": acc.get("num_draft_tokens"),
+                       "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens"),
+                       "requests": len(texts.get(task, {})), "completion_tokens": 0, "finish_reasons": {},
+                       "bench": bench}
+        lines = []
+        for rid, spec in texts.get(task, {}).items():
+            text, finish = spec[0], spec[1]
+            error = spec[2] if len(spec) > 2 else None
+            metrics = {"num_spec_steps": 1, "num_draft_tokens": k, "num_accepted_draft_tokens": 0,
+                       "acceptance_histogram": [1] + [0] * k} if speculative else None
+            lines.append(json.dumps(chat_record(rid, f"prompt {rid}", text, finish, metrics, error)))
+        (d / "acceptance").mkdir(parents=True, exist_ok=True)
+        (d / "acceptance" / f"{task}.jsonl").write_text("\n".join(lines) + "\n")
+    summary = {"schema": "specstack.summary/1", "run_id": run_dir.name, "method": name, "baseline_method": baseline,
+               "status": status, "error": None if status == "ok" else "server did not start",
+               "speculative_config": ({"method": name.split("-")[0], "num_speculative_tokens": k}
+                                      if speculative else None),
+               "spec_override": spec_override, "comparable": comparable,
+               "server": {"target": "/models/tiny", "root_model": "/nonexistent/tokenizer", "kv_cache_tokens": kv,
+                          "model_runner": "V1", "async_scheduling": False},
+               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
+    if base_method:
+        summary["base_method"] = base_method
+    (d / "summary.json").write_text(json.dumps(summary))
+    return d
+
+
+def manifest(run_dir: Path, methods: dict, repeats: int = 3) -> None:
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "schema": "specstack.manifest/1", "run_id": run_dir.name, "model_set": "tiny", "platform": "cpu-native",
+        "workload": {"tasks": ["code", "chat"], "num_prompts": 8, "perf_output_len": 48, "acceptance_max_tokens": 64,
+                     "concurrencies": [1, 4], "repeats": repeats},
+        "methods": methods}))
+
+
+ACC = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
+       "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
+       "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+BASE_TEXTS = {"code": {"r0": ("a b c d", "stop"), "r1": ("x y z", "length"), "r2": ("same", "stop")},
+              "chat": {"q0": ("hello there", "stop")}}
+SPEC_TEXTS = {"code": {"r0": ("a b X d", "stop"), "r1": ("x y z w", "stop"), "r2": ("same", "stop")},
+              "chat": {"q0": ("hello there", "stop")}}
+
+
+@pytest.fixture
+def bundle(tmp_path) -> Path:
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    n = {}
+    base_cells = {("code", 1): [(10.0, 100.0, {}), (11.0, 95.0, {}), (9.0, 105.0, {})],
+                  ("code", 4): [(20.0, 300.0, {}), (21.0, 290.0, {}), (19.0, 310.0, {})],
+                  ("chat", 1): [(10.0, 100.0, {})] * 3, ("chat", 4): [(20.0, 300.0, {})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, kv=100_000, cells=base_cells, texts=BASE_TEXTS)
+    # ngram: clearly faster at c=1, clearly slower at c=4 on code
+    ngram_cells = {("code", 1): [(5.0, 190.0, {"acc_len": 2.5}), (5.5, 180.0, {"acc_len": 2.5}),
+                                 (4.5, 200.0, {"acc_len": 2.5})],
+                   ("code", 4): [(25.0, 250.0, {"acc_len": 2.5, "failed": 1, "completed": 7}),
+                                 (26.0, 240.0, {"acc_len": 2.5}), (24.0, 260.0, {"acc_len": 2.5})],
+                   ("chat", 1): [(10.0, 100.0, {"acc_len": 1.5}), (9.0, 110.0, {"acc_len": 1.5}),
+                                 (11.0, 90.0, {"acc_len": 1.5})],
+                   ("chat", 4): [(20.0, 300.0, {"acc_len": 1.5})] * 3}
+    write_method(run_dir, "ngram", baseline="baseline", kv=100_000, cells=ngram_cells, texts=SPEC_TEXTS,
+                 acceptance={"code": ACC, "chat": {**ACC, "num_draft_tokens": 0, "num_spec_steps": 0,
+                                                   "num_accepted_draft_tokens": 0, "acceptance_rate": 0.0,
+                                                   "mean_acceptance_length": 1.0, "histogram": [0] * 5,
+                                                   "per_position": [0.0] * 4, "no_accept_share": 0.0}},
+                 preemptions={("code", 4, 0): 2.0, ("code", 4, 2): 1.0})
+    write_method(run_dir, "draft_model", baseline="baseline", kv=80_000,
+                 cells={k: [(t * 0.8, p * 1.2, {"acc_len": 2.0}) for t, p, _ in v] for k, v in base_cells.items()},
+                 texts=SPEC_TEXTS, acceptance={"code": ACC, "chat": ACC}, comparable=False)
+    failed = write_method(run_dir, "eagle3", baseline="baseline", cells={("code", 1): [(1.0, 1000.0, {})]},
+                          texts=SPEC_TEXTS, status="failed", folder="eagle3.failed-20261129T120000")
+    n.update({"baseline": {"status": "ok", "dir": "baseline", "error": None},
+              "ngram": {"status": "ok", "dir": "ngram", "error": None},
+              "draft_model": {"status": "ok", "dir": "draft_model", "error": None},
+              "eagle3": {"status": "failed", "dir": failed.name, "error": "server did not start"}})
+    manifest(run_dir, n)
+    return run_dir
+
+
+class WordTokenizer:
+    """Stand-in tokenizer: one token per whitespace-separated word."""
+
+    def encode(self, text, add_special_tokens=False):
+        return text.split()
+
+
+class FixedTokenizers(equality.Tokenizers):
+    def __init__(self, tok):
+        super().__init__()
+        self.tok = tok
+
+    def get(self, path):
+        return (self.tok, None) if self.tok else (None, "stand-in: no tokenizer")
+
+
+def _row(rows, **match):
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    assert len(found) == 1, (match, found)
+    return found[0]
+
+
+# --- pure arithmetic ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a,b,expected", [
+    ("abc", "abc", None), ("abc", "abX", 2), ("abc", "ab", 2), ("", "x", 0), ("", "", None), ("xbc", "abc", 0),
+    ([1, 2, 3], [1, 2, 3, 4], 3), ([5, 2], [1, 2], 0),
+])
+def test_first_divergence(a, b, expected):
+    assert st.first_divergence(a, b) == expected
+
+
+def test_compare_texts_counts_tokens_not_characters():
+    out = equality.compare_texts("alpha beta gamma delta", "alpha beta GAMMA delta", WordTokenizer())
+    assert out == {"equal": False, "first_token_divergence": 2, "first_char_divergence": 11}
+    assert equality.compare_texts("same text", "same text", WordTokenizer())["equal"] is True
+    out = equality.compare_texts("one two", "one two three", WordTokenizer())      # strict prefix
+    assert out["first_token_divergence"] == 2 and out["first_char_divergence"] == 7
+    out = equality.compare_texts("abc", "abd", None)                              # no tokenizer: characters only
+    assert out["first_token_divergence"] is None and out["first_char_divergence"] == 2
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_point():
+    base, mine = [10.0, 11.0, 9.0, 10.5, 9.5], [5.0, 5.5, 4.5, 5.2, 4.8]
+    a, b = st.bootstrap_ratio(base, mine), st.bootstrap_ratio(base, mine)
+    assert (a.point, a.low, a.high) == (b.point, b.low, b.high)
+    assert a.point == pytest.approx(10.0 / 5.0)
+    assert a.low <= a.point <= a.high and a.low > 1.0
+    assert a.verdict() == "faster"
+
+
+def test_bootstrap_crossing_one_is_no_clear_difference_and_one_repeat_has_no_interval():
+    iv = st.bootstrap_ratio([10.0, 12.0, 8.0], [9.0, 13.0, 10.0])
+    assert iv.crosses_one and iv.verdict() == "no clear difference"
+    one = st.bootstrap_ratio([10.0], [5.0])
+    assert one.point == 2.0 and one.low is None and one.high is None
+    assert one.verdict().startswith("no interval")
+    assert st.bootstrap_ratio([], [5.0]).point is None and st.bootstrap_ratio([], [5.0]).verdict() == "n/a"
+
+
+@pytest.mark.parametrize("points,kind,at", [
+    ({1: 1.8, 4: 1.2, 16: 0.9, 32: 0.7}, "crossover", 16),
+    ({1: 1.8, 4: 1.0}, "crossover", 4),            # exactly 1.0x is not beating
+    ({1: 1.1, 4: 1.3}, "always", None),
+    ({1: 0.9, 4: 0.8}, "never", None),
+    ({1: 0.9, 4: 1.2}, "mixed", None),
+    ({1: None, 4: None}, "n/a", None),
+    ({4: 0.9, 1: 1.5, 2: None}, "crossover", 4),  # order-independent, None cells ignored
+])
+def test_crossover(points, kind, at):
+    out = st.crossover(points)
+    assert out["kind"] == kind and out["concurrency"] == at, out
+
+
+def test_crossover_uses_the_interval_when_there_is_one():
+    points = {1: 3.1, 4: 1.5, 8: 1.2}
+    lows = {1: 0.4, 4: 1.1, 8: 0.9}          # c=1: point > 1 but the interval crosses 1.0x -> not a win
+    out = st.crossover(points, lows)
+    assert out["kind"] == "mixed" and "clearly" in out["text"]
+    out = st.crossover({1: 1.8, 4: 1.3, 8: 1.1}, {1: 1.5, 4: 1.05, 8: 0.95})
+    assert (out["kind"], out["concurrency"], out["last_win"]) == ("crossover", 8, 4)
+    assert st.crossover({1: 1.2}, {1: None})["kind"] == "always"   # one repeat: the point decides
+
+
+def test_unstable_percentiles_threshold():
+    assert st.min_samples(95) == 200 and st.min_samples(99) == 1000
+    assert st.unstable(95, 8) and st.unstable(99, 999) and st.unstable(95, None)
+    assert not st.unstable(95, 200) and not st.unstable(99, 1000) and not st.unstable(50, 1)
+
+
+def test_none_is_not_zero():
+    assert st.ratio(3, 0) is None and st.ratio(None, 2) is None and st.ratio(0, 2) == 0
+    assert st.efficiency(None, 2.0) is None and st.efficiency(1.5, None) is None
+    assert st.efficiency(1.5, 3.0) == 0.5
+    assert st.kv_loss(None, 100) is None and st.kv_loss(80, 100) == pytest.approx(0.2)
+    assert st.median([]) is None and st.median([None, 2.0]) == 2.0
+    assert st.gain_stop({1: 10.0, 2: 8.0, 3: 7.9, 4: 8.5}) == 2   # 7.9 best; 8.0 within 2 %
+    assert st.gain_stop({1: 10.0, 2: 8.0, 3: 7.0}) == 3
+    assert st.gain_stop({}) is None
+
+
+# --- on a bundle -------------------------------------------------------------------------------------------
+
+def test_speedups_are_ratios_of_medians_from_the_bench_files(bundle):
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(rep.speed, method="ngram", task="code", concurrency=1)
+    assert r["tpot_speedup"] == pytest.approx(10.0 / 5.0)                 # median(10,11,9) / median(5,5.5,4.5)
+    assert r["throughput_speedup"] == pytest.approx(190.0 / 100.0)
+    assert r["tpot_verdict"] == "faster" and r["tpot_speedup_low"] > 1.0
+    assert r["efficiency"] == pytest.approx(2.0 / 2.5)                     # speedup / bench acceptance length
+    r4 = _row(rep.speed, method="ngram", task="code", concurrency=4)
+    assert r4["tpot_speedup"] == pytest.approx(20.0 / 25.0) and r4["tpot_verdict"] == "slower"
+    assert r4["preemptions"] == 3.0 and r4["failed_requests"] == 1
+    assert r4["tpot_p95_unstable"] and r4["tpot_p99_unstable"]             # 7-8 requests per repeat
+    chat = _row(rep.speed, method="ngram", task="chat", concurrency=1)
+    assert chat["tpot_speedup"] == pytest.approx(1.0) and chat["tpot_verdict"] == "no clear difference"
+    base = _row(rep.speed, method="baseline", task="code", concurrency=1)
+    assert base["tpot_speedup"] is None and base["tpot_verdict"] == "reference" and base["efficiency"] is None
+    dm = _row(rep.speed, method="draft_model", task="code", concurrency=1)
+    assert dm["kv_cache_loss"] == pytest.approx(0.2) and not dm["comparable"]
+    assert "NOT COMPARABLE" in dm["note"]
+    cross = _row(rep.crossover, method="ngram", task="code")
+    assert cross["tpot_kind"] == "crossover" and cross["tpot_crossover_concurrency"] == 4
+
+
+def test_failed_runs_are_reported_never_used(bundle):
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert "eagle3" not in rep.run.methods
+    assert not [r for r in rep.speed if r["method"] == "eagle3"]
+    assert _row(rep.methods, method="eagle3")["status"] == "failed"
+    md = render.render_markdown(sections.blocks(rep))
+    assert "eagle3: FAILED (server did not start)" in md
+
+
+def test_acceptance_none_vs_zero(bundle):
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    chat = _row(rep.acceptance, method="ngram", task="chat")       # spec on, no drafts: n/a, not 0 %
+    assert chat["acceptance_rate"] is None and chat["mean_acceptance_length"] is None
+    assert chat["no_accept_share"] is None and chat["histogram"] is None
+    base = _row(rep.acceptance, method="baseline", task="code")
+    assert base["acceptance_rate"] is None
+    code = _row(rep.acceptance, method="ngram", task="code")
+    assert code["acceptance_rate"] == 0.5 and code["no_accept_share"] == 0.25
+    assert [p["rate"] for p in rep.positions if p["method"] == "ngram" and p["task"] == "code"] == ACC["per_position"]
+    md = render.render_markdown(sections.blocks(rep))
+    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 |") and "n/a" in line)
+    assert "0.0 %" not in chat_line
+
+
+def test_output_equality_per_request(bundle):
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r0 = _row(rep.equality, method="ngram", task="code", id="r0")
+    assert r0["equal"] is False and r0["first_token_divergence"] == 2 and r0["unit"] == "token"
+    r1 = _row(rep.equality, method="ngram", task="code", id="r1")       # baseline hit the length limit
+    assert r1["first_token_divergence"] == 3
+    assert (r1["finish_reason"], r1["baseline_finish_reason"]) == ("stop", "length")
+    assert _row(rep.equality, method="ngram", task="code", id="r2")["equal"] is True
+    s = _row(rep.equality_summary, method="ngram", task="code")
+    assert (s["compared"], s["equal"], s["finish_reason_differs"]) == (3, 1, 1)
+    assert s["equal_rate"] == pytest.approx(1 / 3)
+    assert _row(rep.equality_summary, method="ngram", task="chat")["equal_rate"] == 1.0
+
+
+def test_equality_falls_back_to_characters_and_says_so(bundle):
+    rep = build.build(bundle, equality.Tokenizers(), with_plots=False)   # /nonexistent/tokenizer cannot load
+    r0 = _row(rep.equality, method="ngram", task="code", id="r0")
+    assert r0["unit"] == "character" and r0["first_char_divergence"] == 4 and r0["first_token_divergence"] is None
+    s = _row(rep.equality_summary, method="ngram", task="code")
+    assert s["unit"] == "character" and "not loaded" in s["tokenizer"]
+
+
+def test_failed_request_is_not_counted_as_equal(tmp_path):
+    run_dir = tmp_path / "r2"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
+    write_method(run_dir, "ngram", baseline="baseline", cells=cells,
+                 texts={"code": {"a": (None, None, "HTTP 500: boom")}})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(rep.equality, method="ngram", id="a")
+    assert r["equal"] is None and "HTTP 500" in r["note"]
+    s = _row(rep.equality_summary, method="ngram", task="code")
+    assert s["compared"] == 0 and s["equal_rate"] is None
+    one = _row(rep.speed, method="ngram", concurrency=1)
+    assert one["tpot_speedup"] == 1.0 and one["tpot_verdict"].startswith("no interval")
+
+
+def test_k_sweep_detected_and_gain_stop(tmp_path):
+    run_dir = tmp_path / "ks"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})] * 2},
+                 texts={"code": {"a": ("t", "stop")}})
+    for k, tpot, acc in ((1, 8.0, 1.6), (2, 6.0, 2.1), (3, 5.95, 2.4), (4, 6.5, 2.5)):
+        write_method(run_dir, f"ngram-k{k}", baseline="baseline", k=k, spec_override={"num_speculative_tokens": k},
+                     cells={("code", 1): [(tpot, 100.0, {"acc_len": acc})] * 2}, texts={"code": {"a": ("t", "stop")}},
+                     acceptance={"code": ACC}, base_method="ngram")
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()))
+    rows = [r for r in rep.ksweep if r["task"] == "code"]
+    assert sorted(r["k"] for r in rows) == [1, 2, 3, 4]
+    assert {r["gain_stops_at_k"] for r in rows} == {2}
+    assert _row(rows, k=3)["tpot_speedup"] == pytest.approx(10.0 / 5.95)
+    assert "report/k_sweep_ngram_code.png" in rep.plots
+
+
+def test_write_report_files(bundle):
+    path = build.write_report(bundle, FixedTokenizers(WordTokenizer()))
+    assert path == bundle / "report.md"
+    html = (bundle / "report.html").read_text()
+    assert "data:image/png;base64," in html and "src=\"report/" not in html and "http" not in html.split("<body>")[0]
+    for name in ("speed", "bench_cells", "crossover", "acceptance", "acceptance_positions", "acceptance_histogram",
+                 "equality_requests", "equality_summary", "methods", "ksweep"):
+        csv = pd.read_csv(bundle / "report" / "tables" / f"{name}.csv")   # header even when empty (ksweep here)
+        pq = pd.read_parquet(bundle / "report" / "tables" / f"{name}.parquet")
+        assert list(csv.columns) == list(pq.columns) == tables.COLUMNS[name]
+    speed = pd.read_parquet(bundle / "report" / "tables" / "speed.parquet")
+    assert len(speed) == 3 * 2 * 2   # 3 good methods x 2 tasks x 2 concurrencies; the failed one is absent
+    for png in ("speedup_vs_concurrency_code", "acceptance_by_position_ngram", "histogram_ngram_code",
+                "histogram_draft_model_chat"):
+        assert (bundle / "report" / f"{png}.png").stat().st_size > 1000
+    md = path.read_text()
+    assert "ngram on code at concurrency 4: not faster than the baseline" in md
+    assert "ngram on chat at concurrency 1: no clear difference" in md
+    assert "NOT COMPARABLE" in md and "†" in md
+
+
+def test_resolve_run_dir(bundle):
+    assert resolve_run_dir(bundle) == bundle
+    assert resolve_run_dir("r1", bundle.parent) == bundle
+    with pytest.raises(UserError):
+        resolve_run_dir("nope", bundle.parent)

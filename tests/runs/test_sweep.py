@@ -1,0 +1,36 @@
+"""The sweep loop's planning (the runs themselves need vLLM: tests/integration/test_sweep.py, test_faults_sweep.py)."""
+from __future__ import annotations
+
+import pytest
+
+from specstack.errors import UserError
+from specstack.runs import sweep
+from specstack.runs.options import Options
+
+pytestmark = pytest.mark.unit
+
+
+def test_sweep_k_parses_k_lists():
+    assert sweep.parse_ks("4,1, 2") == [1, 2, 4]
+    for bad in ("", "0,1", "a", "2,2", "-1"):
+        with pytest.raises(UserError):
+            sweep.parse_ks(bad)
+
+
+def test_sweep_k_plans_one_folder_per_k_and_keeps_the_users_override():
+    opts = Options(method="ngram", run_id="x", spec_override={"prompt_lookup_max": 3, "num_speculative_tokens": 9})
+    assert sweep.plan_runs(opts, [1, 3]) == [
+        ("ngram-k1", {"prompt_lookup_max": 3, "num_speculative_tokens": 1}),
+        ("ngram-k3", {"prompt_lookup_max": 3, "num_speculative_tokens": 3})]
+
+
+def test_sweep_k_refuses_a_plain_decode_method(tmp_path):
+    with pytest.raises(UserError, match="no speculative config"):
+        sweep.sweep_k(Options(method="baseline", run_id="x", results_dir=tmp_path), [1, 2])
+    assert not (tmp_path / "x").exists()
+
+
+def test_sweep_refuses_an_unknown_method_before_any_server_starts(tmp_path):
+    with pytest.raises(Exception, match="ngarm"):
+        sweep.sweep(Options(method="baseline", run_id="x", results_dir=tmp_path), ["baseline", "ngarm"])
+    assert not (tmp_path / "x").exists()

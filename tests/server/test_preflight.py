@@ -1,0 +1,176 @@
+"""`specstack preflight`: vLLM 0.32.0's own parser and config classes accept every method of both model
+sets, and each bad case fails in seconds with the reason and the fix (no weights are loaded)."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specstack.config import methods
+from specstack.cli import preflight as preflight_command
+from specstack.server import preflight
+
+pytestmark = pytest.mark.config
+
+REPO = Path(__file__).resolve().parents[2]
+METHODS = methods.names()
+FAST = 5.0  # seconds a rejected plan may take once vLLM is imported
+
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vllm_imported():
+    """Import vLLM once (about 10 s on 2 cores), so the timings below measure the checks themselves."""
+    assert preflight.check(methods.build("baseline", platform="gpu-container")) == []
+
+
+def _with_spec(plan: dict, spec_json: str) -> dict:
+    plan = copy.deepcopy(plan)
+    i = plan["argv"].index("--speculative-config")
+    plan["argv"][i + 1] = spec_json
+    return plan
+
+
+def _timed(plan: dict) -> preflight.Report:
+    t = time.monotonic()
+    report = preflight.run_checks(plan)
+    assert time.monotonic() - t < FAST, f"pre-flight took {time.monotonic() - t:.1f} s"
+    return report
+
+
+# --- every method of both model sets is accepted --------------------------------------------------------
+
+@pytest.mark.parametrize("platform", ["gpu-container", "gpu-native"])
+@pytest.mark.parametrize("method", METHODS)
+def test_default_model_set_is_accepted_offline(method, platform):
+    report = preflight.run_checks(methods.build(method, platform=platform))
+    assert report.errors == []
+    assert any("argument parser" in c for c in report.checked)
+    assert any(("SpeculativeConfig" if methods.is_speculative(method) else "observability") in c
+               for c in report.checked)
+    # Hub models are not on this machine: the engine-config step says it was skipped, and why.
+    assert len(report.skipped) == 1 and "never downloads" in report.skipped[0]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_tiny_model_set_builds_the_whole_engine_config(method, models_dir):
+    plan = methods.build(method, model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    report = preflight.run_checks(plan)
+    assert report.errors == [] and report.skipped == []
+    assert any(c.startswith("engine config") for c in report.checked)
+
+
+def test_engine_config_is_skipped_for_another_platform(models_dir):
+    plan = methods.build("ngram", model_set_name="tiny", platform="gpu-container", models_dir=str(models_dir))
+    report = preflight.run_checks(plan)
+    assert report.errors == [] and "platform-specific" in report.skipped[0]
+
+
+# --- bad cases fail fast, with the reason and the fix ------------------------------------------------
+
+def test_unknown_flag():
+    plan = copy.deepcopy(methods.build("baseline", platform="gpu-container"))
+    plan["argv"] += ["--max-model-length", "2048"]
+    (error,) = _timed(plan).errors
+    assert "unrecognized arguments: --max-model-length" in error
+    assert "did you mean --max-model-len" in error and "services/methods.toml" in error
+
+
+def test_unknown_speculative_config_key():
+    plan = _with_spec(methods.build("ngram", platform="gpu-container"),
+                      '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_minn":2}')
+    (error,) = _timed(plan).errors
+    assert "unknown key 'prompt_lookup_minn'" in error and "forbids unknown keys" in error
+    assert "Did you mean 'prompt_lookup_min'" in error
+
+
+def test_unknown_key_from_a_k_override_is_caught_too():
+    plan = methods.build("eagle3", platform="gpu-container", spec_override={"num_speculative_token": 2})
+    (error,) = _timed(plan).errors
+    assert "'num_speculative_token'" in error and "'num_speculative_tokens'" in error
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ('{"method":"ngram","num_speculative_tokens":0}', "greater than 0"),
+    ('{"method":"ngrams","num_speculative_tokens":4}', "Input should be 'ngram'"),
+    ('{"method":"ngram","num_speculative_tokens":4,"tensor_parallel_size":2}', "draft_tensor_parallel_size"),
+    ('{"method":"ngram", not json', "is not valid JSON"),
+])
+def test_bad_speculative_values(spec, expected):
+    (error,) = _timed(_with_spec(methods.build("ngram", platform="gpu-container"), spec)).errors
+    assert expected in error and "services/methods.toml" in error
+
+
+def test_missing_arctic_inference_for_suffix(monkeypatch):
+    # A None entry makes the import fail exactly as when the package is not installed.
+    monkeypatch.setitem(sys.modules, "arctic_inference.suffix_decoding", None)
+    report = _timed(methods.build("suffix", platform="gpu-container"))
+    (error,) = report.errors
+    assert "arctic_inference.suffix_decoding" in error and "arctic-inference==0.3.0" in error
+    # Other methods do not need it.
+    assert preflight.check(methods.build("ngram", platform="gpu-container")) == []
+
+
+def test_per_request_metrics_without_a_speculative_config():
+    plan = copy.deepcopy(methods.build("baseline", platform="gpu-container"))
+    plan["argv"] += ["--per-request-spec-decode-metrics", "summary"]
+    (error,) = _timed(plan).errors
+    assert "requires speculative decoding to be enabled" in error and "[speculative_common]" in error
+
+
+def test_per_request_metrics_without_spec_fails_in_the_engine_config_too(models_dir):
+    plan = copy.deepcopy(methods.build("baseline", model_set_name="tiny", platform="cpu-native",
+                                       models_dir=str(models_dir)))
+    plan["argv"] += ["--per-request-spec-decode-metrics", "detailed"]
+    (error,) = preflight.run_checks(plan).errors
+    assert "requires speculative decoding" in error
+
+
+def test_engine_config_catches_what_the_flags_alone_cannot(models_dir):
+    plan = copy.deepcopy(methods.build("eagle3", model_set_name="tiny", platform="cpu-native",
+                                       models_dir=str(models_dir)))
+    plan["argv"] += ["--max-model-len", "100000"]
+    (error,) = preflight.run_checks(plan).errors
+    assert "would not start" in error and "max_model_len" in error
+
+
+def test_missing_local_model_folder(tmp_path):
+    plan = methods.build("draft_model", model_set_name="tiny", platform="cpu-native", models_dir=str(tmp_path))
+    errors = preflight.run_checks(plan).errors
+    assert len(errors) == 2 and all("no config.json" in e and "specstack tiny-models" in e for e in errors)
+
+
+# --- command line -------------------------------------------------------------------------------------
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "specstack.cli.preflight", *args], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=REPO)
+
+
+def test_cli_all_methods_as_run_in_a_container():
+    """`python -m specstack.cli.preflight` (what `make run` starts in the server image), HF offline."""
+    out = _cli("--all", "--platform", "gpu-container", "--json")
+    assert out.returncode == 0, out.stderr
+    reports = json.loads(out.stdout)
+    assert [r["method"] for r in reports] == METHODS and all(r["ok"] for r in reports)
+
+
+def test_cli_bad_override_fails_with_exit_2(capsys):
+    assert preflight_command.main(["--method", "ngram", "--platform", "gpu-container",
+                           "--spec-override", '{"prompt_lookup_mim": 2}']) == 2
+    printed = capsys.readouterr().out
+    assert "preflight ngram (default, gpu-container): FAILED" in printed and "prompt_lookup_mim" in printed
+
+
+def test_cli_names_the_valid_methods(capsys):
+    assert preflight_command.main(["--method", "Suffix"]) == 2
+    printed = capsys.readouterr().out
+    assert "use 'suffix'" in printed and "FAILED" in printed

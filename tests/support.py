@@ -1,0 +1,57 @@
+"""What tests share: loopback ports, the real Prometheus (one launcher: selfbench/prometheus.py, also used by the
+harness benchmarks), and reading JSONL. A missing Prometheus fails the test with the install command; it is
+never skipped (a skip would stand in for a component the test exists to exercise)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from selfbench import prometheus as _prometheus
+from selfbench.prometheus import free_port, shipped_config
+
+__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "binary", "free_port", "read_jsonl"]
+
+REPO = Path(__file__).resolve().parents[1]
+SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
+
+
+def binary(name: str) -> str:
+    try:
+        return _prometheus.binary(name)
+    except _prometheus.PrometheusMissing as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+class Prometheus(_prometheus.Prometheus):
+    """The shipped prometheus/prometheus.yml with three changes only: every interval 1 s, the collector's window
+    exporter on a loopback port, and the vLLM target file in a temporary folder (the collector writes it, as
+    make does for the containers); or any `config` given."""
+
+    def __init__(self, workdir: Path, targets_dir: Path | None = None, windows_port: int | None = None, *,
+                 config: dict | None = None, tsdb: Path | None = None, retention: str = "1d"):
+        binary("prometheus")
+        self.targets_dir, self.windows_port = targets_dir, windows_port
+        if config is None:
+            config = shipped_config(targets_dir, windows_port, every=f"{SCRAPE_SECONDS:g}s")
+            config["scrape_configs"] = [_all_target_files(job, targets_dir) for job in config["scrape_configs"]]
+        super().__init__(workdir, config, tsdb=tsdb, retention=retention)
+
+    def samples(self, expr: str, start: float, end: float) -> list[tuple[float, float]]:
+        """Raw stored samples of one series between start and end (a range selector at `end`)."""
+        seconds = max(1, int(end - start) + 1)
+        result = self.query(f"{expr}[{seconds}s]", end)
+        assert len(result) <= 1, f"{expr} matched {len(result)} series"
+        return [(float(t), float(v)) for t, v in (result[0]["values"] if result else [])]
+
+
+def _all_target_files(job: dict, targets_dir: Path) -> dict:
+    """The vllm job reads every *.json of the folder (a test may write its own target file there)."""
+    if job.get("file_sd_configs"):
+        for sd in job["file_sd_configs"]:
+            sd["files"] = [str(Path(targets_dir) / "*.json")]
+    return job
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
