@@ -34,28 +34,30 @@ def ngram_options(models_dir, results, run_id, server, **overrides):
     return options(models_dir, results, run_id, method="ngram", runtime="url", url=server.url, **overrides)
 
 
-def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, monkeypatch):
-    """The 2nd acceptance request is cut by the client 0.25 s into a long generation (its read timeout):
-    vLLM drops it unfinished, its drafts are in the counters but in no response. The window fails and says so;
-    no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
-    long_payload = chat.chat_payload
+CHUNKS_BEFORE_CUT = 32  # streamed steps before the cut: enough that the dropped request's drafts show
 
+
+def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, monkeypatch):
+    """The client drops the 2nd acceptance request once vLLM has streamed part of a long generation: its drafts
+    are in the counters but in no response. The window fails and says so;
+    no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
     def hook(n, send, http, server, row, timeout):
         if n != 2:
             return send(http, server, row, timeout)
-        # A generation that surely outlasts 0.25 s: no early EOS and no max_tokens, so vLLM fills the whole
-        # context (~3,500 tokens). A fixed length raced the machine's speed: 600 tokens took ~3 s on a loaded
-        # machine and under 0.5 s on a quiet one, and 3,000 tokens finished inside 0.5 s once in CI (ngram
-        # drafts this model's repetitive output, up to 5 tokens a step).
-        def unbounded(*a):
-            payload = {**long_payload(*a), "ignore_eos": True}
-            del payload["max_tokens"]
-            return payload
-        monkeypatch.setattr(chat, "chat_payload", unbounded)
-        try:
-            return send(http, server, row, (10, 0.25))
-        finally:
-            monkeypatch.setattr(chat, "chat_payload", long_payload)
+        # Streamed, so the cut lands mid-generation whatever the machine's speed: no early EOS and no
+        # max_tokens (vLLM would fill the ~3,500-token context), closed after some steps that drafted. A read timeout
+        # on a non-streamed answer raced the machine: a quiet one finished 3,800 tokens before it fired.
+        payload = {**chat.chat_payload(server.served_model_name, row["prompt"], row["max_tokens"]),
+                   "ignore_eos": True, "stream": True}
+        del payload["max_tokens"]
+        with http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=(10, 60), stream=True) as r:
+            events = (e for e in r.iter_lines() if e)  # SSE: "data: {...}" lines between blank ones
+            chunks = [next(events) for _ in range(CHUNKS_BEFORE_CUT)]
+            r.raw.close()  # the client goes away mid-generation
+        assert all(c.startswith(b"data: {") for c in chunks), chunks[-1]
+        return {"id": row["id"], "request": payload, "http_status": r.status_code,
+                "error": f"ClientDisconnected: the client closed the stream after {CHUNKS_BEFORE_CUT} chunks",
+                "seconds": 0.0}
     on_acceptance_request(monkeypatch, hook)
     opts = ngram_options(models_dir, tmp_path, "fault-disconnect", ngram_server)
     summary, published = run_method(opts)
@@ -63,15 +65,22 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     assert_failed_bundle(summary, published, tmp_path / opts.run_id, method="ngram")
     assert_warmup_intact(summary, published)
     acc = windows_by_name(summary)["acceptance/code"]
-    assert acc["status"] == "failed" and "ReadTimeout" in acc["reason"] and "code-001" in acc["reason"], acc
-    assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"], acc["reason"]
-    assert sum(acc["counters"]["split"][m.REQUEST_SUCCESS].values()) == 2
+    assert acc["status"] == "failed" and "ClientDisconnected" in acc["reason"] and "code-001" in acc["reason"], acc
+    # vLLM 0.32.0 does not always notice the client leaving (on a busy CPU it generated the whole context,
+    # 3,868 tokens, in about one run of four and counted it finished): the window fails either way, and when vLLM
+    # did drop the request the reason says why counters and answers cannot agree.
+    finished = sum(acc["counters"]["split"][m.REQUEST_SUCCESS].values())
+    assert finished in (2, 3), acc["counters"]["split"]
+    if finished == 2:
+        assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"], acc["reason"]
+    else:
+        assert "vLLM finished" not in acc["reason"], acc["reason"]
     # No false finding: the window is not cross-checked, so no mismatch is reported.
     assert acc["checks"] == [] and summary["crosscheck"]["mismatches"] == []
     records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
     assert [("error" in r) for r in records] == [False, True, False]
     answered = accounting.from_requests([request_fields(r)["spec"] for r in records if "error" not in r])
-    # Why the window cannot be cross-checked: the aborted request drafted tokens no response reports.
+    # Why the window cannot be cross-checked: the dropped request drafted tokens no response reports.
     assert acc["from_counters"]["draft_tokens"] > answered.draft_tokens
     assert ngram_server.server.alive() and requests.get(f"{ngram_server.url}/health", timeout=5).ok
 
@@ -200,11 +209,14 @@ def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):
 def test_gateway_cutting_a_bench_stream_is_a_mismatch(ngram_server, models_dir, tmp_path):
     """A gateway cuts bench's 2nd answer after its first token; vLLM survives. `vllm bench serve` 0.32.0
     counts that answer as a success (it had a first chunk), so bench reports no failure; the collector's
-    completeness checks find it: bench completed 3, vLLM finished 2, and the token totals fall short."""
+    completeness checks find it: bench's token totals fall short of completed × output length, and when vLLM
+    dropped the request its counters say 2 finished. Answers are 1,024 tokens long so that vLLM is still
+    generating when the cut reaches it (with 64 a quiet machine finished every answer before the cut)."""
     gateway = Gateway(ngram_server.url, cut_completion=2)
+    n = 1024
     try:
         summary, published = run_method(ngram_options(models_dir, tmp_path, "fault-cut", gateway, skip_bench=False,
-                                                      concurrencies=(1,), num_prompts=3, perf_output_len=64))
+                                                      concurrencies=(1,), num_prompts=3, perf_output_len=n))
     finally:
         gateway.close()
     bench_window = windows_by_name(summary)["bench/code-c1-r0"]
@@ -212,10 +224,16 @@ def test_gateway_cutting_a_bench_stream_is_a_mismatch(ngram_server, models_dir, 
     assert bench["completed"] == 3 and bench["failed"] == 0  # bench's own view: all fine
     assert bench_window["status"] == "ok", bench_window["reason"]
     failed = {c["name"]: c for c in bench_window["checks"] if not c["ok"]}
-    assert (failed["bench completed = Δ vllm:request_success"]["expected"],
-            failed["bench completed = Δ vllm:request_success"]["actual"]) == (3, 2), failed
-    assert failed["bench completed × 64 = Δ vllm:generation_tokens"]["actual"] < 3 * 64
-    assert "bench total_output_tokens = completed × 64" in failed
+    assert f"bench total_output_tokens = completed × {n}" in failed, failed  # bench's own totals fall short
+    # vLLM 0.32.0 does not always notice the cut (see test_client_disconnect_mid_generation): when it drops the
+    # request its counters fall short of bench's too; when it finishes it, they agree with bench's "completed".
+    finished = sum(bench_window["counters"]["split"][m.REQUEST_SUCCESS].values())
+    if finished == 2:
+        assert (failed["bench completed = Δ vllm:request_success"]["expected"],
+                failed["bench completed = Δ vllm:request_success"]["actual"]) == (3, 2), failed
+        assert failed[f"bench completed × {n} = Δ vllm:generation_tokens"]["actual"] < 3 * n
+    else:
+        assert finished == 3 and "bench completed = Δ vllm:request_success" not in failed, (finished, failed)
     assert summary["status"] == "failed" and "cross-check mismatch" in summary["error"], summary["error"]
     assert published.name.startswith("ngram.failed-")
     assert ngram_server.server.alive() and requests.get(f"{ngram_server.url}/health", timeout=5).ok
