@@ -1,4 +1,5 @@
-# specstack: the entry points. `make demo` and `make test` need no GPU, no Docker and no downloads.
+# specstack: the entry points. `make demo` needs no GPU, no Docker and no downloads; `make test` also runs the
+# compose stack (CPU form) on a Docker engine (.ci/run installs and starts what it needs).
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -15,7 +16,7 @@ $(VENV)/.ready: $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collect
 .PHONY: wheelhouse
 wheelhouse: venv
 
-# GPU stack (Docker Compose): run, sweep, down, lock, logs, status
+# Compose stack (GPU, or PLATFORM=cpu): run, sweep, down, lock, logs, status, images
 include services/compose.mk
 
 ## make demo: tiny local models, every method on real vLLM (CPU), one table per task

@@ -106,6 +106,8 @@ ifeq ($(PLATFORM),cpu)
 # and the stack is complete without it (Prometheus keeps every series).
 GRAFANA_REF = $(call lock_ref,GRAFANA_IMAGE)
 CPU_IMAGE_REFS = $(foreach k,VLLM_IMAGE COLLECTOR_IMAGE PROMETHEUS_IMAGE,$(call lock_ref,$(k)))
+# make lock: Grafana is optional on CPU (no image of it can be built here), so its line stays as it is.
+LOCK_KEYS ?= VLLM_IMAGE COLLECTOR_IMAGE PROMETHEUS_IMAGE
 compose-images:
 	@missing=""; for ref in $(CPU_IMAGE_REFS); do \
 	  case "$$ref" in */*|*@*) continue;; esac; \
@@ -179,7 +181,10 @@ _compose-method:
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
 	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
-	  $(COMPOSE) logs --tail 60 $$svc >&2; echo "$$svc did not become healthy" >&2; exit 1; fi; \
+	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
+	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
+	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \
+	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; exit 1; fi; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
 	  --results results \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
@@ -196,9 +201,9 @@ down:
 	$(COMPOSE) $(ALL_PROFILES) down --remove-orphans
 	@[ ! -f $(SPECSTACK_TARGETS) ] || echo '[]' > $(SPECSTACK_TARGETS)
 
-## make lock: pin every image of the lock file (IMAGES_LOCK) to its current digest (needs registry access)
+## make lock: pin the images of the lock file (IMAGES_LOCK) to their current digests (needs registry access)
 lock:
-	$(CONTAINERS_PY) lock --file $(IMAGES_LOCK)
+	$(CONTAINERS_PY) lock --file $(IMAGES_LOCK) $(if $(LOCK_KEYS),--keys $(LOCK_KEYS))
 	$(CONTAINERS_PY) check-lock --file $(IMAGES_LOCK)
 
 ## make logs [SERVICE=vllm-ngram]: follow the logs

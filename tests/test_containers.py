@@ -209,3 +209,14 @@ def test_docker_cli_missing_is_a_clear_error(tmp_path):
     cli = c.DockerCLI(str(tmp_path / "no-docker-here"))
     with pytest.raises(c.HostError, match="not found"):
         cli.project_containers("specstack")
+
+
+def test_lock_pins_only_the_named_lines(registry, tmp_path):
+    """PLATFORM=cpu pins its own images and leaves the optional Grafana line (no image of it here) alone."""
+    lock = tmp_path / "images.lock"
+    lock.write_text(f"APP_IMAGE={registry}/team/app:1.2.3\nGRAFANA_IMAGE=grafana/grafana:12.0.2\n")
+    c.lock(lock, log=lambda *_: None, keys=["APP_IMAGE"])
+    assert c.read_lock(lock) == {"APP_IMAGE": f"{registry}/team/app:1.2.3@{DIGEST}",
+                                 "GRAFANA_IMAGE": "grafana/grafana:12.0.2"}
+    with pytest.raises(c.HostError, match="no line for NOPE_IMAGE"):
+        c.lock(lock, log=lambda *_: None, keys=["NOPE_IMAGE"])

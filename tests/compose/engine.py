@@ -1,0 +1,158 @@
+"""The real Docker engine, as the compose tests read it: the CLI (pinned by path, never an SDK that might
+talk to another daemon), an event recorder that inspects every container of a project the moment it
+starts (the collector's `run --rm` containers are gone afterwards), and a real registry on loopback."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from ..integration.prom import free_port
+
+
+def docker_cli() -> str:
+    found = shutil.which("docker")
+    if found is None:
+        pytest.fail("the docker CLI is missing: .ci/run installs docker.io")
+    return found
+
+
+DOCKER = docker_cli()
+
+
+def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
+    if check and out.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
+    return out
+
+
+def inspect(*ids: str, kind: str = "container") -> list[dict]:
+    if not ids:
+        return []
+    return json.loads(docker(kind, "inspect", *ids).stdout)
+
+
+def project_ids(project: str, kind: str = "container") -> list[str]:
+    """Every container (running or not), network or volume carrying the project's compose label."""
+    label = f"label=com.docker.compose.project={project}"
+    args = {"container": ["ps", "-a", "-q", "--no-trunc"], "network": ["network", "ls", "-q"],
+            "volume": ["volume", "ls", "-q"]}[kind]
+    return docker(*args, "--filter", label).stdout.split()
+
+
+def service_of(container: dict) -> str | None:
+    return ((container.get("Config") or {}).get("Labels") or {}).get("com.docker.compose.service")
+
+
+class Events:
+    """`docker events` (containers, volumes, networks) of one compose project while a block runs. Each
+    container start is inspected at
+    once (and, for a vLLM server, its /run/secrets/hf_token read), so short-lived containers are seen too."""
+
+    def __init__(self, project: str):
+        self.project = project
+        self.events: list[dict] = []
+        self.started: dict[str, dict] = {}      # container id -> inspect at start
+        self.secrets: dict[str, str] = {}       # container id -> content of /run/secrets/hf_token
+        self.process: dict[str, dict] = {}      # container id -> pid 1's environment and argv once healthy
+        self._proc = None
+        self._thread = None
+
+    def __enter__(self) -> "Events":
+        self._proc = subprocess.Popen(
+            [DOCKER, "events", "--format", "{{json .}}", "--filter", "type=container", "--filter", "type=volume",
+             "--filter", "type=network",
+             "--filter", f"label=com.docker.compose.project={self.project}"],
+            stdout=subprocess.PIPE, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        time.sleep(0.5)  # the subscription is live before the block starts anything
+        return self
+
+    def _read(self) -> None:
+        for line in self._proc.stdout:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            self.events.append(event)
+            if event.get("status") == "health_status: healthy":
+                self.process[event["id"]] = self._pid1(event["id"])
+            if event.get("status") == "start":
+                cid = event["id"]
+                try:
+                    (self.started[cid],) = inspect(cid)
+                except AssertionError:
+                    continue  # gone already
+                if (service_of(self.started[cid]) or "").startswith("vllm-"):
+                    out = docker("exec", cid, "cat", "/run/secrets/hf_token", check=False)
+                    self.secrets[cid] = out.stdout if out.returncode == 0 else f"(unreadable: {out.stderr})"
+
+    @staticmethod
+    def _pid1(cid: str) -> dict:
+        """What the server process runs with (serve_args.py has exec'd vllm by then)."""
+        env = docker("exec", cid, "cat", "/proc/1/environ", check=False).stdout
+        argv = docker("exec", cid, "cat", "/proc/1/cmdline", check=False).stdout
+        return {"env": dict(kv.split("=", 1) for kv in env.split("\0") if "=" in kv),
+                "argv": [a for a in argv.split("\0") if a]}
+
+    def __exit__(self, *exc) -> None:
+        time.sleep(1.0)  # the last die/destroy events arrive
+        self._proc.terminate()
+        self._proc.wait(10)
+        self._thread.join(10)
+
+    def of(self, action: str, service_prefix: str = "") -> list[dict]:
+        return [e for e in self.events if e.get("Type") == "container" and e.get("status") == action
+                and (e.get("Actor", {}).get("Attributes", {}).get("com.docker.compose.service") or "")
+                .startswith(service_prefix)]
+
+
+def intervals(events: Events, service_prefix: str) -> list[tuple[str, int, int]]:
+    """(service, start ns, die ns) of every container of those services, from the engine's own clock."""
+    out = []
+    for start in events.of("start", service_prefix):
+        dies = [e for e in events.of("die", service_prefix) if e["id"] == start["id"] and e["timeNano"] >= start["timeNano"]]
+        service = start["Actor"]["Attributes"]["com.docker.compose.service"]
+        out.append((service, start["timeNano"], dies[0]["timeNano"] if dies else None))
+    return sorted(out, key=lambda x: x[1])
+
+
+class Registry:
+    """Debian's docker-registry (CNCF distribution 2.8) on 127.0.0.1, storage in a temporary folder."""
+
+    def __init__(self, workdir: Path):
+        binary = shutil.which("docker-registry")
+        if binary is None:
+            pytest.fail("docker-registry is missing: apt-get install docker-registry (.ci/run does)")
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        config = workdir / "registry.yml"
+        config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                          f"    rootdirectory: {workdir / 'data'}\nhttp:\n  addr: {self.address}\n")
+        self.log = open(workdir / "registry.log", "wb")
+        self.proc = subprocess.Popen([binary, "serve", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(f"http://{self.address}/v2/", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"docker-registry did not answer on {self.address}; see {workdir / 'registry.log'}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
+        self.log.close()

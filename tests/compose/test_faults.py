@@ -1,0 +1,134 @@
+"""Faults on the running CPU stack: the vLLM container killed (`docker kill`) while bench's requests are
+in flight, a server that never turns healthy (weights missing; a start slower than WAIT_TIMEOUT)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from . import engine
+from .conftest import tail
+from .stack import Stack
+
+# A bench long enough to be killed inside (8 prompts x 256 tokens at concurrency 1).
+KILL_RUN_ARGS = ("--tasks code --num-prompts 8 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 "
+                 "--warmup-requests 1")
+
+
+def running(stack: Stack, service: str) -> list[str]:
+    return engine.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={stack.project}",
+                         "--filter", f"label=com.docker.compose.service={service}").stdout.split()
+
+
+def kill_at_first_bench_request(stack: Stack, lines: list[tuple[float, str]], done: threading.Event) -> dict:
+    """Once the collector announces the bench, watch the server's own access log; at bench's first
+    /v1/completions request (the acceptance phase uses /v1/chat/completions), `docker kill` it."""
+    deadline = time.monotonic() + 900
+    while not any("performance phase" in line for _, line in lines):
+        if done.is_set() or time.monotonic() > deadline:
+            return {"error": "the sweep never reached the bench"}
+        time.sleep(0.1)
+    (cid,) = running(stack, "vllm-ngram")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        logs = engine.docker("logs", cid, check=False)
+        if "POST /v1/completions" in logs.stdout + logs.stderr:
+            engine.docker("kill", cid)
+            return {"killed": cid, "at": time.time()}
+        time.sleep(0.1)
+    return {"error": "no bench request reached the server within 120 s"}
+
+
+@pytest.fixture(scope="module")
+def killed_sweep(stack, sweep_run):
+    proc = stack.popen("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-kill", "SWEEP_METHODS=ngram baseline",
+                       "SWEEP_MTP_METHODS=", f"RUN_ARGS={KILL_RUN_ARGS}")
+    lines: list[tuple[float, str]] = []
+    done = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append((time.time(), line.rstrip("\n")))
+        done.set()
+
+    with engine.Events(stack.project) as events:
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        kill = kill_at_first_bench_request(stack, lines, done)
+        rc = proc.wait(timeout=1500)
+        reader.join(30)
+    (stack.logs / "sweep-kill.log").write_text("\n".join(line for _, line in lines))
+    return {"rc": rc, "output": "\n".join(line for _, line in lines), "kill": kill, "events": events,
+            "run_dir": stack.results / "cpu-kill"}
+
+
+def test_killed_server_fails_its_bench_window_and_the_sweep_goes_on(killed_sweep):
+    kill, out = killed_sweep["kill"], killed_sweep["output"]
+    assert "killed" in kill, kill
+    assert killed_sweep["rc"] != 0 and "sweep cpu-kill failed: ngram" in out, tail(out)
+    (failed,) = killed_sweep["run_dir"].glob("ngram.failed-*")
+    s = json.loads((failed / "summary.json").read_text())
+    windows = {w["name"]: w for w in s["windows"]}
+    assert s["status"] == "failed"
+    assert windows["warmup"]["status"] == "ok" and windows["acceptance/code"]["status"] == "ok"
+    bench = windows["bench/code-c1-r0"]
+    assert bench["status"] == "failed" and bench["start"] < kill["at"] < bench["end"], bench
+    # The sweep went on: the next method's server started after the kill and its run is whole.
+    baseline = json.loads((killed_sweep["run_dir"] / "baseline" / "summary.json").read_text())
+    assert baseline["status"] == "ok" and baseline["crosscheck"]["ok"]
+    starts = [e for e in killed_sweep["events"].of("start", "vllm-baseline")]
+    assert starts and all(e["timeNano"] / 1e9 > kill["at"] for e in starts)
+    (dead,) = engine.inspect(kill["killed"])
+    assert dead["State"]["ExitCode"] == 137 and not dead["State"]["OOMKilled"]
+    assert (killed_sweep["run_dir"] / "report.md").exists()
+
+
+@pytest.fixture()
+def broken_model(stack, killed_sweep, cpu_images):
+    """A model folder with every JSON file of the tiny target but no weights, in the models volume, and a
+    model set that names it (pre-flight reads config.json only, so the server itself has to fail)."""
+    collector = cpu_images["refs"]["COLLECTOR_IMAGE"]
+    engine.docker("run", "--rm", "--network", "none", "-u", "0", "-v", f"{stack.project}_models:/models",
+                  "--entrypoint", "sh", collector, "-c",
+                  "rm -rf /models/no-weights && mkdir /models/no-weights && cp /models/tiny-qwen3/*.json /models/no-weights/")
+    methods_toml = stack.dir / "services" / "methods.toml"
+    original = methods_toml.read_text()
+    methods_toml.write_text(original + '\n[model_sets.no-weights]\ntarget = "{models}/no-weights"\n')
+    yield "no-weights"
+    methods_toml.write_text(original)
+    os.chown(methods_toml, stack.user.pw_uid, stack.user.pw_gid)
+
+
+def test_server_without_weights_stops_within_wait_timeout_with_its_last_log_lines(stack, broken_model):
+    out, seconds = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", f"MODEL_SET={broken_model}",
+                              "RUN_ID=cpu-no-weights", "WAIT_TIMEOUT=240", log="no-weights")
+    text = out.stdout
+    assert out.returncode != 0, tail(text)
+    assert "preflight baseline (no-weights, cpu-container): ok" in text  # the server, not pre-flight, failed
+    assert "vllm-baseline did not become healthy" in text
+    # The last log lines are vLLM's final traceback; the root cause (in a worker) is logged earlier, and make
+    # names it.
+    exceptions = text.split("--- exceptions vllm-baseline logged (the first is usually the cause):")[1]
+    assert exceptions.lstrip().split("\n")[0].endswith(
+        "RuntimeError: Cannot find any model weights with `/models/no-weights`"), tail(text, 20)
+    assert seconds < 240, seconds
+    assert running(stack, "vllm-baseline") == []
+
+
+def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed_sweep):
+    proc = stack.popen("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-timeout",
+                       "WAIT_TIMEOUT=5")
+    stamped = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
+    rc = proc.wait(timeout=600)
+    text = "\n".join(line for _, line in stamped)
+    (stack.logs / "timeout.log").write_text(text)
+    assert rc != 0, tail(text)
+    start = next(t for t, line in stamped if "starting vllm-baseline" in line)
+    verdict = next(t for t, line in stamped if "vllm-baseline did not become healthy" in line)
+    assert 5 <= verdict - start < 5 + 25, verdict - start
+    # Its last log lines were shown (serve_args.py prints the command before exec'ing vLLM).
+    assert any("vllm serve /models/tiny-qwen3" in line for _, line in stamped), tail(text)
+    assert running(stack, "vllm-baseline") == []

@@ -1,0 +1,191 @@
+"""`make run METHOD=ngram PLATFORM=cpu MODEL_SET=tiny` through containers only, with the images pinned by
+`make lock` against a real registry on loopback; then what the engine says about the running stack."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specstack import methods
+
+from . import engine
+from .conftest import CPU_KEYS, compose_config, cpuset, tail
+from .stack import HF_CANARY
+
+
+def summary(run_dir: Path, method: str) -> dict:
+    return json.loads((run_dir / method / "summary.json").read_text())
+
+
+def server(run: dict, service: str) -> dict:
+    """The service's server container (not the pre-flight `compose run` of the same service)."""
+    (found,) = [c for c in all_containers(run).values()
+                if engine.service_of(c) == service and "specstack.preflight" not in c["Args"]]
+    return found
+
+
+def all_containers(run: dict) -> dict[str, dict]:
+    """Every container of the run, by id: those still there afterwards and those seen when they started."""
+    return {**run["events"].started, **{c["Id"]: c for c in run["containers"]}}
+
+
+# --- make lock against the registry ----------------------------------------------------------------
+
+def test_make_lock_writes_the_engine_repo_digest(locked):
+    assert locked["make"].returncode == 0, tail(locked["make"].stdout)
+    for key in CPU_KEYS:
+        pushed = locked["pushed"][key]
+        (image,) = engine.inspect(pushed, kind="image")
+        repo = pushed.rsplit(":", 1)[0]
+        (digest,) = [d.split("@", 1)[1] for d in image["RepoDigests"] if d.startswith(repo + "@")]
+        assert locked["refs"][key] == f"{pushed}@{digest}", key
+    # The optional Grafana line is left as it was (no image of it exists here), and the file still passes.
+    assert locked["refs"]["GRAFANA_IMAGE"] == locked["local"]["GRAFANA_IMAGE"]
+    assert "not pinned" not in locked["make"].stdout
+
+
+def test_run_started_exactly_the_locked_images(locked_run, locked):
+    by_service: dict[str, set[tuple[str, str]]] = {}
+    for c in all_containers(locked_run).values():
+        by_service.setdefault(engine.service_of(c), set()).add((c["Config"]["Image"], c["Image"]))
+    want = {"vllm-ngram": "VLLM_IMAGE", "collector": "COLLECTOR_IMAGE", "prometheus": "PROMETHEUS_IMAGE"}
+    for service, key in want.items():
+        ref = locked["refs"][key]
+        (image,) = engine.inspect(ref, kind="image")
+        assert by_service[service] == {(ref, image["Id"])}, (service, by_service.get(service))
+
+
+# --- the bundle ------------------------------------------------------------------------------------
+
+def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
+    out = locked_run["make"]
+    assert out.returncode == 0, tail(out.stdout)
+    s = summary(locked_run["run_dir"], "ngram")
+    assert s["status"] == "ok" and s["error"] is None
+    assert s["crosscheck"]["ok"] and s["crosscheck"]["mismatches"] == []
+    checks = [c for w in s["windows"] for c in w["checks"]]
+    assert len(checks) == s["crosscheck"]["checks"] > 10 and all(c["ok"] for c in checks)
+    assert {w["phase"] for w in s["windows"]} == {"warmup", "acceptance", "bench"}
+    assert all(w["status"] == "ok" for w in s["windows"])
+    assert s["server"]["runtime"] == "url" and s["server"]["url"] == "http://vllm-ngram:8000"
+    assert s["server"]["vllm_version"].startswith("0.32.0") and s["server"]["platform"] == "cpu-container"
+    assert s["tasks"]["code"]["num_draft_tokens"] > 0 and s["tasks"]["code"]["acceptance_rate"] is not None
+
+
+def test_prometheus_container_view_carries_method_and_run_id(locked_run):
+    s = summary(locked_run["run_dir"], "ngram")
+    view = s["prometheus_view"]
+    assert view["url"] == "http://prometheus:9090"
+    task = view["tasks"]["code"]
+    assert task["status"] == "ok", task
+    assert task["per_position"] and all(0.0 <= v <= 1.0 for v in task["per_position"])
+    assert (locked_run["run_dir"] / "ngram" / "plots" / task["png"]).stat().st_size > 1000
+    drafts = locked_run["prom"]["drafts"]
+    assert drafts, "the Prometheus container has no spec-decode series of this run"
+    for series in drafts:
+        labels = series["metric"]
+        assert labels["method"] == "ngram" and labels["run_id"] == "cpu-run" and labels["job"] == "vllm"
+        assert float(series["value"][1]) > 0
+    assert len(locked_run["prom"]["all"]) > 20
+    assert locked_run["prom"]["unlabelled"] == []
+
+
+def test_report_is_written(locked_run):
+    run_dir = locked_run["run_dir"]
+    assert "ngram" in (run_dir / "report.md").read_text()
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    assert "report_md" in locked_run["make"].stdout
+
+
+def test_host_provenance_records_the_image_versions(locked_run, locked):
+    doc = summary(locked_run["run_dir"], "ngram")["provenance"]["host"]
+    assert doc["platform"] == "cpu-container" and doc["gpu"] is None
+    assert doc["cpu"]["server_cpuset"] == cpuset() and doc["cpu"]["cores"] >= 1
+    server = next(c for c in doc["containers"] if c["service"] == "vllm-ngram")
+    labels = server["image_labels"]
+    assert labels["org.specstack.vllm"] == "0.32.0" and labels["org.specstack.torch"].endswith("+cpu")
+    assert labels["org.specstack.arctic-inference"] == "0.3.0"
+    assert server["pinned_by"] == "repo_digest"
+    assert locked["refs"]["VLLM_IMAGE"].split("@")[1] in " ".join(server["repo_digests"])
+    prom = next(c for c in doc["containers"] if c["service"] == "prometheus")
+    assert prom["image_labels"]["org.specstack.prometheus-deb"].startswith("2.42.0")
+    assert doc["server"]["runtime"]["vllm"].startswith("0.32.0")
+    assert doc["server"]["plan"]["target"] == "/models/tiny-qwen3"
+
+
+def test_the_server_runs_the_cpu_container_plan(locked_run, stack):
+    cid = server(locked_run, "vllm-ngram")["Id"]
+    proc = locked_run["events"].process[cid]
+    plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
+    assert proc["argv"][-len(plan["argv"]) - 1:] == ["serve", *plan["argv"]], proc["argv"]
+    assert "--enforce-eager" in proc["argv"]
+    assert proc["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    host = server(locked_run, "vllm-ngram")["HostConfig"]
+    assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024 ** 3
+    assert not host.get("DeviceRequests")
+
+
+def test_grafana_is_left_out_and_said_once(locked_run):
+    out = locked_run["make"].stdout
+    present = engine.docker("image", "inspect", "grafana/grafana:12.0.2", check=False).returncode == 0
+    services = {engine.service_of(c) for c in all_containers(locked_run).values()}
+    if present:  # another machine, with the image: started as on GPU
+        assert "grafana" in services
+    else:
+        assert out.count("Grafana: no image grafana/grafana:12.0.2") == 1, out
+        assert "grafana" not in services
+
+
+# --- security, read from the engine ---------------------------------------------------------------
+
+def test_no_container_mounts_the_docker_socket(locked_run):
+    seen = all_containers(locked_run)
+    assert {engine.service_of(c) for c in seen.values()} >= {"prometheus", "vllm-ngram", "collector", "tiny-models"}
+    for c in seen.values():
+        for m in c["Mounts"]:
+            assert "docker.sock" not in m["Source"] and not m["Source"].startswith(("/var/run", "/run/docker")), \
+                (engine.service_of(c), m)
+        assert not c["HostConfig"]["Privileged"] and c["HostConfig"]["PidMode"] != "host"
+        assert c["HostConfig"]["NetworkMode"] != "host"
+
+
+def test_published_ports_bind_loopback_only(locked_run):
+    published = 0
+    for c in all_containers(locked_run).values():
+        for port, bindings in (c["HostConfig"].get("PortBindings") or {}).items():
+            for b in bindings or []:
+                published += 1
+                assert b["HostIp"] == "127.0.0.1", (engine.service_of(c), port, b)
+    assert published >= 2  # prometheus and the vLLM server
+
+
+def test_privileges_are_as_compose_says(locked_run, stack, locked):
+    config = compose_config(stack, "images.registry.lock")["services"]
+    for c in all_containers(locked_run).values():
+        svc = config[engine.service_of(c)]
+        assert sorted(c["HostConfig"]["SecurityOpt"] or []) == sorted(svc.get("security_opt", [])), svc
+        assert "no-new-privileges:true" in c["HostConfig"]["SecurityOpt"]
+        assert sorted(c["HostConfig"]["CapDrop"] or []) == sorted(svc.get("cap_drop", [])), engine.service_of(c)
+        assert not c["HostConfig"].get("CapAdd")
+    collectors = [c for c in all_containers(locked_run).values() if engine.service_of(c) == "collector"]
+    assert collectors and all(c["Config"]["User"] == f"{stack.user.pw_uid}:{stack.user.pw_gid}" for c in collectors)
+
+
+def test_hf_token_reaches_the_server_as_a_secret_only(locked_run):
+    for cid, c in all_containers(locked_run).items():
+        env = "\n".join(c["Config"]["Env"] or [])
+        assert HF_CANARY not in env, engine.service_of(c)
+    cid = server(locked_run, "vllm-ngram")["Id"]
+    assert locked_run["events"].secrets[cid] == HF_CANARY
+    assert HF_CANARY not in json.dumps(locked_run["events"].process[cid]["env"])
+
+
+def test_results_belong_to_the_invoking_user_and_hold_no_token(locked_run, stack):
+    files = [p for p in locked_run["run_dir"].rglob("*")]
+    assert len(files) > 20
+    for path in files:
+        st = path.lstat()
+        assert (st.st_uid, st.st_gid) == (stack.user.pw_uid, stack.user.pw_gid), path
+        if path.is_file():
+            assert HF_CANARY.encode() not in path.read_bytes(), path
+    if stack.user.pw_uid != 0:
+        assert all(p.lstat().st_uid != 0 for p in files)

@@ -1,0 +1,59 @@
+"""`make sweep PLATFORM=cpu MODEL_SET=tiny` over baseline, ngram and suffix: strictly one server at a time
+(read from the engine's own start/die events), one RUN_ID, the report at the end."""
+from __future__ import annotations
+
+import json
+
+from . import engine
+from .conftest import tail
+from .stack import HF_CANARY
+
+METHODS = ["baseline", "ngram", "suffix"]
+
+
+def test_sweep_runs_every_method_ok_under_one_run_id(sweep_run):
+    out = sweep_run["make"]
+    assert out.returncode == 0, tail(out.stdout)
+    run_dir = sweep_run["run_dir"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["run_id"] == "cpu-sweep" and sorted(manifest["methods"]) == sorted(METHODS)
+    for m in METHODS:
+        s = json.loads((run_dir / m / "summary.json").read_text())
+        assert s["status"] == "ok" and s["crosscheck"]["ok"] and s["run_id"] == "cpu-sweep", (m, s["error"])
+        host = s["provenance"]["host"]
+        assert host["method"] == m and host["run_id"] == "cpu-sweep"
+    suffix = json.loads((run_dir / "suffix" / "summary.json").read_text())
+    assert suffix["tasks"]["code"]["num_draft_tokens"] > 0  # arctic-inference works in the CPU image
+
+
+def test_sweep_runs_one_server_at_a_time(sweep_run):
+    spans = engine.intervals(sweep_run["events"], "vllm-")
+    # Each method: a pre-flight container (`compose run` of the service), then the server.
+    assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(2)], spans
+    assert all(die is not None for _, _, die in spans), spans
+    for (a, a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
+        assert a_die < b_start, f"{b} started before {a} stopped"
+    servers = [c for c in sweep_run["events"].started.values()
+               if (engine.service_of(c) or "").startswith("vllm-") and "specstack.preflight" not in c["Args"]]
+    assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == \
+        [f"vllm-{m}" for m in METHODS]
+
+
+def test_sweep_writes_the_report_at_the_end(sweep_run):
+    spans = engine.intervals(sweep_run["events"], "vllm-")
+    last_server_died = max(die for _, _, die in spans)
+    collectors = [c for c in sweep_run["events"].started.values() if engine.service_of(c) == "collector"]
+    reports = [e for e in sweep_run["events"].of("start", "collector")
+               if sweep_run["events"].started[e["id"]]["Args"][:1] == ["report"]]
+    assert len(reports) == 1 and reports[0]["timeNano"] > last_server_died
+    assert len(collectors) == len(METHODS) + 1
+    report = (sweep_run["run_dir"] / "report.md").read_text()
+    assert all(m in report for m in METHODS)
+
+
+def test_sweep_results_belong_to_the_user_and_hold_no_token(sweep_run, stack):
+    for path in stack.results.rglob("*"):
+        st = path.lstat()
+        assert (st.st_uid, st.st_gid) == (stack.user.pw_uid, stack.user.pw_gid), path
+        if path.is_file():
+            assert HF_CANARY.encode() not in path.read_bytes(), path
