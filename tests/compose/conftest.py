@@ -65,10 +65,19 @@ def stack(cpu_images):
 
 
 @pytest.fixture(scope="session")
-def registry(tmp_path_factory):
-    reg = engine.Registry(tmp_path_factory.mktemp("registry"))
+def registry():
+    """Its storage (the pushed images, GBs) and the engine's tags of it go when the session ends."""
+    import shutil
+    import tempfile
+    work = Path(tempfile.mkdtemp(prefix="specstack-registry-"))
+    reg = engine.Registry(work)
     yield reg
     reg.stop()
+    tags = [t for t in engine.docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+            if t.startswith(reg.address + "/")]
+    if tags:
+        engine.docker("image", "rm", *tags, check=False)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
