@@ -12,9 +12,8 @@ from specstack.fixtures import tiny_models
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "config", "integration", "compose")
 TESTS = Path(__file__).resolve().parent
-# The Compose stack's tests (issue 12) are `compose` unless they say otherwise; two of its files still sit at the
-# top of tests/ (to move to tests/compose/ and tests/host/, then declare their kind themselves).
-UNDECLARED = {"compose": "compose", "test_compose.py": "compose", "test_containers.py": "unit"}
+# Folders whose tests are of one kind unless a test says otherwise (every file of tests/compose/ declares its own).
+UNDECLARED = {"compose": "compose"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from ..integration.prom import free_port
+from ..support import free_port
 
 
 def docker_cli() -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..integration.prom import free_port
+from ..support import free_port
 from . import engine
 
 REPO = Path(__file__).resolve().parents[2]

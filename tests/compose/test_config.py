@@ -11,11 +11,13 @@ import subprocess
 
 import pytest
 
-from specstack import methods
+from specstack.config import methods
 
 from . import engine
 from .conftest import compose_config, cpuset, read_lock
 from .stack import REPO, Stack
+
+pytestmark = pytest.mark.compose
 
 VLLM = [f"vllm-{m}" for m in methods.names()]
 CPU_LOCK = read_lock(REPO / "images.cpu.lock")

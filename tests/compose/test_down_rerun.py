@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import tail
+
+pytestmark = pytest.mark.compose
 
 
 def test_make_down_leaves_no_container_or_network(rerun):

@@ -13,6 +13,8 @@ from . import engine
 from .conftest import tail
 from .stack import Stack
 
+pytestmark = pytest.mark.compose
+
 # A bench long enough to be killed inside (8 prompts x 256 tokens at concurrency 1).
 KILL_RUN_ARGS = ("--tasks code --num-prompts 8 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 "
                  "--warmup-requests 1")

@@ -13,6 +13,8 @@ import pytest
 from . import engine
 from .stack import REPO
 
+pytestmark = pytest.mark.compose
+
 LOCKS = ("requirements.lock", "requirements-torch.lock", "requirements-build.lock", "requirements-source.lock")
 
 

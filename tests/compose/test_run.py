@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstack import methods
+import pytest
+
+from specstack.config import methods
 
 from . import engine
 from .conftest import CPU_KEYS, compose_config, cpuset, tail
 from .stack import HF_CANARY
+
+pytestmark = pytest.mark.compose
 
 
 def summary(run_dir: Path, method: str) -> dict:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from . import engine
 from .conftest import tail
 from .stack import HF_CANARY
+
+pytestmark = pytest.mark.compose
 
 METHODS = ["baseline", "ngram", "suffix"]
 

@@ -14,7 +14,9 @@ import pytest
 
 from specstack import containers as c
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --- references ---------------------------------------------------------------------------------------

