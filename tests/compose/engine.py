@@ -24,6 +24,12 @@ def docker_cli() -> str:
 
 
 DOCKER = docker_cli()
+# make runs pre-flight as a `compose run` of the server's own service, with this module as the command.
+PREFLIGHT_MODULE = "specstack.cli.preflight"
+
+
+def is_preflight(container: dict) -> bool:
+    return PREFLIGHT_MODULE in (container.get("Args") or [])
 
 
 def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:

@@ -23,7 +23,7 @@ def summary(run_dir: Path, method: str) -> dict:
 def server(run: dict, service: str) -> dict:
     """The service's server container (not the pre-flight `compose run` of the same service)."""
     (found,) = [c for c in all_containers(run).values()
-                if engine.service_of(c) == service and "specstack.preflight" not in c["Args"]]
+                if engine.service_of(c) == service and not engine.is_preflight(c)]
     return found
 
 

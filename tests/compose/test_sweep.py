@@ -38,7 +38,7 @@ def test_sweep_runs_one_server_at_a_time(sweep_run):
     for (a, a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
     servers = [c for c in sweep_run["events"].started.values()
-               if (engine.service_of(c) or "").startswith("vllm-") and "specstack.preflight" not in c["Args"]]
+               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_preflight(c)]
     assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == \
         [f"vllm-{m}" for m in METHODS]
 
