@@ -22,6 +22,8 @@ import yaml
 from specstack import containers
 from specstack.config import methods
 
+from ..support import free_port
+
 pytestmark = pytest.mark.compose
 
 REPO = Path(__file__).resolve().parents[2]
@@ -424,13 +426,6 @@ def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
         proc.wait(30)
         log.close()
         server.shutdown()
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- make run / make sweep against a fake docker and nvidia-smi ----------------------------------------
