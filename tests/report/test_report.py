@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 # --- a bundle writer that mirrors run.py's layout ----------------------------------------------------------
 
 def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
-               acc_len: float | None = None, c: int = 1) -> dict:
+               acc_len: float | None = None, c: int = 1, drafts: int = 10, accepted: int = 20) -> dict:
     d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
          "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
          "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
@@ -30,8 +30,9 @@ def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0,
         d.update({f"mean_{m}_ms": base, f"median_{m}_ms": base, f"std_{m}_ms": 1.0, f"p50_{m}_ms": base,
                   f"p95_{m}_ms": base * 1.5, f"p99_{m}_ms": base * 2})
     if acc_len is not None:
-        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len, spec_decode_num_drafts=10,
-                 spec_decode_draft_tokens=40, spec_decode_accepted_tokens=20,
+        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len,
+                 spec_decode_num_drafts=drafts, spec_decode_draft_tokens=4 * drafts,
+                 spec_decode_accepted_tokens=accepted,
                  spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
     return d
 
@@ -254,8 +255,6 @@ def test_unstable_percentiles_threshold():
 
 def test_none_is_not_zero():
     assert st.ratio(3, 0) is None and st.ratio(None, 2) is None and st.ratio(0, 2) == 0
-    assert st.efficiency(None, 2.0) is None and st.efficiency(1.5, None) is None
-    assert st.efficiency(1.5, 3.0) == 0.5
     assert st.kv_loss(None, 100) is None and st.kv_loss(80, 100) == pytest.approx(0.2)
     assert st.median([]) is None and st.median([None, 2.0]) == 2.0
     assert st.gain_stop({1: 10.0, 2: 8.0, 3: 7.9, 4: 8.5}) == 2   # 7.9 best; 8.0 within 2 %
@@ -271,7 +270,10 @@ def test_speedups_are_ratios_of_medians_from_the_bench_files(bundle):
     assert r["tpot_speedup"] == pytest.approx(10.0 / 5.0)                 # median(10,11,9) / median(5,5.5,4.5)
     assert r["throughput_speedup"] == pytest.approx(190.0 / 100.0)
     assert r["tpot_verdict"] == "faster" and r["tpot_speedup_low"] > 1.0
-    assert r["efficiency"] == pytest.approx(2.0 / 2.5)                     # speedup / bench acceptance length
+    # 376 decode tokens, 20 accepted: 356 passes, 10 of them verified a draft
+    assert r["tokens_per_target_pass"] == pytest.approx(376 / 356) and r["drafting_share"] == pytest.approx(10 / 356)
+    assert r["efficiency"] == pytest.approx(2.0 / (376 / 356))             # speedup / tokens per target pass
+    assert r["efficiency_verify_steps"] == pytest.approx(2.0 / 2.5)        # speedup / bench acceptance length
     r4 = _row(rep.speed, method="ngram", task="code", concurrency=4)
     assert r4["tpot_speedup"] == pytest.approx(20.0 / 25.0) and r4["tpot_verdict"] == "slower"
     assert r4["preemptions"] == 3.0 and r4["failed_requests"] == 1
@@ -392,3 +394,21 @@ def test_resolve_run_dir(bundle):
     assert resolve_run_dir("r1", bundle.parent) == bundle
     with pytest.raises(UserError):
         resolve_run_dir("nope", bundle.parent)
+
+
+def test_efficiency_of_a_drafter_on_half_the_steps_is_shown_against_both_bounds(tmp_path):
+    run_dir = tmp_path / "half"
+    run_dir.mkdir()
+    # 4 answers of 101 tokens; the method's 200 passes emit 400 decode tokens, 100 of them verified a draft
+    base = {("code", 1): [(10.0, 100.0, {"completed": 4, "out_tokens": 404})] * 3}
+    half = {("code", 1): [(10.0 / 1.5, 150.0, {"completed": 4, "out_tokens": 404, "acc_len": 3.0, "drafts": 100,
+                                               "accepted": 200})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    write_method(run_dir, "ngram", baseline="baseline", cells=half, texts={"code": {"a": ("t", "stop")}},
+                 acceptance={"code": ACC})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(rep.speed, method="ngram", concurrency=1)
+    assert r["tokens_per_target_pass"] == pytest.approx(2.0) and r["drafting_share"] == pytest.approx(0.5)
+    assert r["efficiency"] == pytest.approx(0.75) and r["efficiency_verify_steps"] == pytest.approx(0.5)
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| 2.00 (50 %) | 75 % (50 % per verify step) |" in md

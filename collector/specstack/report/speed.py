@@ -52,6 +52,16 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         rate = src.get("spec_decode_acceptance_rate")   # bench writes percent
         row["spec_decode_acceptance_rate"] = None if rate is None else rate / 100
         row["spec_decode_draft_tokens"] = src.get("spec_decode_draft_tokens")
+        row["spec_decode_num_drafts"] = src.get("spec_decode_num_drafts")
+        row["spec_decode_accepted_tokens"] = src.get("spec_decode_accepted_tokens")
+        # every answer is as long as asked (--ignore-eos; checked against the counters): its first token comes
+        # from the prefill, the rest from decode passes, which is what TPOT times
+        decode = None if row["total_output_tokens"] is None or row["completed"] is None \
+            else row["total_output_tokens"] - row["completed"]
+        row["tokens_per_target_pass"] = st.tokens_per_pass(decode, row["spec_decode_num_drafts"],
+                                                           row["spec_decode_accepted_tokens"])
+        row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
+                                                  row["spec_decode_accepted_tokens"])
         row["preemptions"] = _counter(md.summary, task, c, r, PREEMPTIONS)
         rows.append(row)
     return rows
@@ -132,7 +142,13 @@ def speed_rows(run: RunData) -> list[dict]:
                            throughput_speedup=tput.point, throughput_speedup_low=tput.low,
                            throughput_speedup_high=tput.high,
                            throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
-                row["efficiency"] = st.efficiency(tpot.point, acc_len) if md.speculative else None
+                bound = st.median(_vals(ok, "tokens_per_target_pass"))
+                row["tokens_per_target_pass"] = bound if md.speculative else None
+                row["drafting_share"] = st.median(_vals(ok, "drafting_share")) if md.speculative else None
+                # the bound over all decode passes; the one over verify steps only is kept beside it, since the
+                # two differ exactly when the drafter skips steps (ngram, suffix)
+                row["efficiency"] = st.efficiency(tpot.point, bound) if md.speculative else None
+                row["efficiency_verify_steps"] = st.efficiency(tpot.point, acc_len) if md.speculative else None
                 row["preemptions"] = _sum(mine[c], "preemptions")
                 row["failed_requests"] = _sum(mine[c], "failed")
                 row["kv_cache_tokens"] = kv

@@ -101,12 +101,37 @@ def min_samples(percentile: float) -> int:
     return math.ceil(MIN_TAIL / (1 - percentile / 100) - 1e-9)
 
 
-def efficiency(tpot_speedup: float | None, mean_acceptance_length: float | None) -> float | None:
-    """Measured TPOT speedup as a fraction of the ideal one, the mean acceptance length (tokens per verify step):
-    if drafting and verifying cost nothing, each step would emit that many tokens in the time of one."""
-    if tpot_speedup is None or mean_acceptance_length is None or mean_acceptance_length <= 0:
+def target_passes(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> int | None:
+    """Decode forward passes of the target over a window: every pass emits one token of its own (the bonus or
+    plain-decode token) plus the drafts it accepted, so passes = decode tokens − accepted. Steps on which the
+    drafter proposed nothing (ngram, suffix) are passes too, which the verify-step count R leaves out. vLLM
+    also counts drafts accepted past max_tokens that were never emitted; those make the difference undercount,
+    so the passes are never fewer than R, the steps that verified a draft. Exact when every step drafted or no
+    accepted draft was cut; otherwise within the cut drafts."""
+    if decode_tokens is None or decode_tokens <= 0:
         return None
-    return tpot_speedup / mean_acceptance_length
+    return max(int(drafts or 0), int(decode_tokens) - int(accepted or 0))
+
+
+def tokens_per_pass(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
+    """The efficiency bound: decode tokens per target forward pass, all decode steps (1.0 without drafts)."""
+    passes = target_passes(decode_tokens, drafts, accepted)
+    return None if not passes else decode_tokens / passes
+
+
+def drafting_share(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
+    """Share of the target's decode passes that verified at least one draft (1.0: the drafter always proposed)."""
+    passes = target_passes(decode_tokens, drafts, accepted)
+    return None if not passes else int(drafts or 0) / passes
+
+
+def efficiency(tpot_speedup: float | None, bound: float | None) -> float | None:
+    """Measured TPOT speedup as a fraction of the bound, the tokens per target forward pass: if a verify pass
+    cost one plain decode step and drafting cost nothing, each pass would emit that many tokens in the time of
+    one, and the TPOT speedup would equal it."""
+    if tpot_speedup is None or bound is None or bound <= 0:
+        return None
+    return tpot_speedup / bound
 
 
 def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | None:
