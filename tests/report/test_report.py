@@ -82,6 +82,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
         tasks[task] = {"acceptance_rate": acc.get("acceptance_rate"),
                        "mean_acceptance_length": acc.get("mean_acceptance_length"),
                        "histogram": acc.get("histogram"), "per_position": acc.get("per_position"),
+                       "per_position_conditional": acc.get("per_position_conditional"),
+                       "drafted_per_position": acc.get("drafted_per_position"),
                        "no_accept_share": acc.get("no_accept_share"), "num_spec_steps": acc.get("num_spec_steps"),
                        "num_draft_tokens": acc.get("num_draft_tokens"),
                        "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens"),
@@ -309,7 +311,7 @@ def test_acceptance_none_vs_zero(bundle):
     assert code["acceptance_rate"] == 0.5 and code["no_accept_share"] == 0.25
     assert [p["rate"] for p in rep.positions if p["method"] == "ngram" and p["task"] == "code"] == ACC["per_position"]
     md = render.render_markdown(sections.blocks(rep))
-    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 |") and "n/a" in line)
+    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 | n/a |"))
     assert "0.0 %" not in chat_line
 
 
@@ -412,3 +414,45 @@ def test_efficiency_of_a_drafter_on_half_the_steps_is_shown_against_both_bounds(
     assert r["efficiency"] == pytest.approx(0.75) and r["efficiency_verify_steps"] == pytest.approx(0.5)
     md = render.render_markdown(sections.blocks(rep))
     assert "| 2.00 (50 %) | 75 % (50 % per verify step) |" in md
+
+
+def _spec_line(ids_drafted_accepted_tokens: dict, k: int = 4) -> dict[str, dict]:
+    """Acceptance records with `detailed` metrics: {id: (per_step_drafted, per_step_accepted, completion tokens)}."""
+    out = {}
+    for rid, (drafted, accepted, tokens) in ids_drafted_accepted_tokens.items():
+        hist = [0] * (k + 1)
+        for a in accepted:
+            hist[a] += 1
+        out[rid] = {"num_spec_steps": len(drafted), "num_draft_tokens": sum(drafted),
+                    "num_accepted_draft_tokens": sum(accepted), "acceptance_histogram": hist,
+                    "per_step_drafted": drafted, "per_step_accepted": accepted, "tokens": tokens}
+    return out
+
+
+def test_acceptance_shows_both_per_position_rates_and_names_how_answers_ended(tmp_path):
+    run_dir = tmp_path / "pos"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "length")}})
+    d = write_method(run_dir, "suffix", baseline="baseline", cells=cells, texts={"code": {"a": ("t", "length")}},
+                     acceptance={"code": {**ACC, "per_position": [1.0, 0.5, 0.25, 0.0],
+                                          "per_position_conditional": [1.0, 1.0, 1.0, 0.0],
+                                          "drafted_per_position": [4, 2, 1, 1]}})
+    # the request drafted 1, 1, 4, 2 tokens, accepted 1, 1, 3, 2 and returned 8 tokens: 1 + 4 + 7 = 12 counted
+    spec = _spec_line({"a": ([1, 1, 4, 2], [1, 1, 3, 2], 8)})["a"]
+    rec = chat_record("a", "prompt a", "t", "length", {k: v for k, v in spec.items() if k != "tokens"})
+    rec["response"]["usage"]["completion_tokens"] = spec["tokens"]
+    (d / "acceptance" / "code.jsonl").write_text(json.dumps(rec) + "\n")
+    summary = json.loads((d / "summary.json").read_text())
+    summary["tasks"]["code"]["finish_reasons"] = {"length": 1}
+    (d / "summary.json").write_text(json.dumps(summary))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()))
+    assert "right: as a share of the steps that drafted" in rep.plot_captions["report/acceptance_by_position_suffix.png"]
+    pos = [(p["rate"], p["conditional_rate"], p["drafted_steps"]) for p in rep.positions if p["method"] == "suffix"]
+    assert pos == [(1.0, 1.0, 4), (0.5, 1.0, 2), (0.25, 1.0, 1), (0.0, 0.0, 1)]
+    row = _row(rep.acceptance, method="suffix")
+    assert row["accepted_past_end"] == 4
+    md = render.render_markdown(sections.blocks(rep))
+    assert "every answer hit max_tokens, none stopped on its own" in md and "natural stops" not in md
+    assert "| 1.00, 0.50, 0.25, 0.00 | 1.00, 1.00, 1.00, 0.00 |" in md
+    assert "Drafts accepted past the end" in md and "suffix 4" in md

@@ -1,7 +1,7 @@
 """Measured windows: each phase body runs between two settled /metrics snapshots, and the window's counter
 deltas are reconciled with what the responses or bench reported (the direct diff: the run's verdict).
 
-Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (natural stops,
+Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (no stop strings,
 per-request metrics kept) -> performance (`vllm bench serve`, fixed output length).
 """
 from __future__ import annotations

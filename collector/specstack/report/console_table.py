@@ -46,9 +46,19 @@ def crosscheck_label(summary: dict) -> str:
     return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
 
 
+def ended(summaries: dict[str, dict], task: str) -> str:
+    """How the task's acceptance answers ended, over every method: "length 96, stop 16"."""
+    counts: dict[str, int] = {}
+    for s in summaries.values():
+        for reason, n in ((s["tasks"].get(task) or {}).get("finish_reasons") or {}).items():
+            counts[reason] = counts.get(reason, 0) + n
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+
+
 def task_table(summaries: dict[str, dict], task: str) -> Table:
     concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
-    table = Table(title=f"task: {task}", title_justify="left")
+    table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
+                  title_justify="left")
     for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
         table.add_column(col)
     for c in concurrencies:
@@ -77,8 +87,9 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
-    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (natural stops); "
-                  "n/a = no drafts, not 0 %. Throughput from vllm bench serve at fixed output length.")
+    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
+                  "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
+                  "bench serve at fixed output length.")
     for f in failed:
         where = f" ({f.path.name}/)" if f.path else ""
         console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")

@@ -37,28 +37,40 @@ def _no_data(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def acceptance_by_position(method: str, per_task: dict[str, list[float] | None]) -> bytes:
-    """Grouped bars: share of verify steps that accepted at least p+1 drafts, one group per draft position."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ax.set_title(f"Acceptance by draft position: {method}", fontsize=10)
+def acceptance_by_position(method: str, per_task: dict[str, list[float] | None],
+                           conditional: dict[str, list[float | None] | None] | None = None) -> bytes:
+    """Grouped bars per draft position: steps that accepted at least p+1 drafts as a share of all drafting steps
+    (vLLM's convention); beside it, when the per-step arrays exist, as a share of the steps that drafted at least
+    p+1 tokens (the conditional rate)."""
+    panels = [("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)]
+    if conditional and any(conditional.values()):
+        panels.append(("conditional on drafting that far", "≥ p+1 accepted / steps drafting ≥ p+1", conditional))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
+    for ax, (title, ylabel, series) in zip(axes[0], panels):
+        ax.set_title(f"Acceptance by draft position, {title}: {method}", fontsize=9)
+        _position_bars(ax, series, ylabel)
+    return _png(fig)
+
+
+def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: str) -> None:
     tasks = [t for t, v in per_task.items() if v]
     if not tasks:
         _no_data(ax, "n/a (no drafts)")
-        return _png(fig)
+        return
     k = max(len(per_task[t]) for t in tasks)
     width = 0.8 / len(tasks)
     for i, task in enumerate(tasks):
         values = per_task[task]
         xs = [p + (i - (len(tasks) - 1) / 2) * width for p in range(len(values))]
-        bars = ax.bar(xs, values, width=width, label=task)
+        # None: no step drafted that far; drawn as no bar and labelled, never as 0
+        bars = ax.bar(xs, [0 if v is None else v for v in values], width=width, label=task)
         if k <= 8:
-            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+            ax.bar_label(bars, labels=["—" if v is None else f"{v:.2f}" for v in values], fontsize=7)
     ax.set_xticks(range(k), [str(p) for p in range(k)])
     ax.set_xlabel("draft position (0 = first draft token)")
-    ax.set_ylabel("steps accepting ≥ p+1 drafts / steps")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.1)
     ax.legend(fontsize=8)
-    return _png(fig)
 
 
 def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
@@ -177,9 +189,14 @@ def make_all(rep: Report) -> None:
     for md in spec:
         per_task = {t: (md.tasks.get(t) or {}).get("per_position") if (md.tasks.get(t) or {}).get("num_draft_tokens")
                     else None for t in run.tasks if t in md.tasks}
+        conditional = {t: (md.tasks.get(t) or {}).get("per_position_conditional") if per_task.get(t) else None
+                       for t in per_task}
         name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
-        rep.plots[name] = acceptance_by_position(md.name, per_task)
-        rep.plot_captions[name] = f"Acceptance by draft position, {md.name} (acceptance phase, all tasks)"
+        rep.plots[name] = acceptance_by_position(md.name, per_task, conditional)
+        rep.plot_captions[name] = (f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
+                                   "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
+                                   "convention)" + ("; right: as a share of the steps that drafted at least p+1 "
+                                                    "tokens" if any(conditional.values()) else ""))
         for t in run.tasks:
             f = md.tasks.get(t)
             if f is None:

@@ -90,7 +90,8 @@ def header(rep: Report) -> list[tuple]:
                      f"{vllm or 'n/a'}, git {man.get('git_commit', 'n/a')}. Workload: tasks "
                      f"{', '.join(wl.get('tasks') or run.tasks)}; {wl.get('num_prompts', 'n/a')} prompts per bench "
                      f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
-                     f"{wl.get('acceptance_max_tokens', 'n/a')} tokens with natural stops; concurrencies "
+                     f"{wl.get('acceptance_max_tokens', 'n/a')} tokens, no stop strings (how the answers ended is in each "
+                     f"acceptance table); concurrencies "
                      f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; "
                      f"{wl.get('repeats', 'n/a')} repeat(s) per cell."))
     return out
@@ -186,19 +187,50 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     return out
 
 
+def _finish_label(rows: list[dict]) -> str:
+    """The phase named by how its answers actually ended, not by what it allowed."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for reason, n in json.loads(r["finish_reasons"] or "{}").items():
+            counts[reason] = counts.get(reason, 0) + n
+    total = sum(counts.values())
+    if not total:
+        return "no answers"
+    if counts.get("stop") == total:
+        return "every answer ended at EOS"
+    if counts.get("length") == total:
+        return "every answer hit max_tokens, none stopped on its own"
+    return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
+
+
+def _rates(text: str | None, missing: str) -> str:
+    if text is None:
+        return missing
+    return ", ".join("—" if x is None else f"{x:.2f}" for x in json.loads(text))
+
+
 def acceptance_table(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     acc = [r for r in rep.acceptance if r["task"] == task]
-    out.append(("h3", "Acceptance (acceptance phase, greedy, natural stops)"))
+    out.append(("h3", f"Acceptance (acceptance phase, greedy; {_finish_label(acc)})"))
     out.append(("table", ["method", "K", "acceptance rate", "mean acc. length", "no-accept steps",
-                          "histogram (steps accepting j=0..K)", "per-position (≥ p+1 accepted / steps)",
+                          "histogram (steps accepting j=0..K)",
+                          "per position, share of all drafting steps (≥ p+1 accepted / steps)",
+                          "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
                           "steps", "drafts", "accepted", "requests", "failed req.", "finish reasons"],
                 [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
-                  pct(r["no_accept_share"]), r["histogram"] or "n/a",
-                  "n/a" if r["per_position"] is None else
-                  ", ".join(f"{x:.2f}" for x in json.loads(r["per_position"])),
+                  pct(r["no_accept_share"]), r["histogram"] or "n/a", _rates(r["per_position"], "n/a"),
+                  _rates(r["per_position_conditional"],
+                         "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"),
                   num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
                   num(r["requests"]), num(r["failed_requests"]), r["finish_reasons"]] for r in acc]))
+    past = [r for r in acc if r.get("accepted_past_end")]
+    if past:
+        out.append(("p", "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
+                         "where the answer ended inside it (max_tokens, EOS), though those tokens were never "
+                         "emitted; the figures above include them, as vLLM's counters do. At least "
+                         + ", ".join(f"{r['method']} {r['accepted_past_end']}" for r in past)
+                         + " (per request: 1 + steps + accepted − completion tokens, where positive)."))
     return out
 
 
@@ -292,13 +324,22 @@ def how_to_read(rep: Report) -> list[tuple]:
         "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0×; with one repeat (no interval), "
         "the point estimate is > 1.0×.",
         "Acceptance rate = accepted ÷ drafted tokens; mean acceptance length = 1 + accepted ÷ verify steps; "
-        "no-accept steps = histogram[0] ÷ steps; per-position p = share of steps that accepted at least p+1 drafts. "
-        "All from the acceptance phase's per-request metrics summed over requests. n/a = no drafts, never 0 %.",
+        "no-accept steps = histogram[0] ÷ steps. All from the acceptance phase's per-request metrics summed over "
+        "requests. n/a = no drafts, never 0 %.",
+        "Per position, two rates. Share of all drafting steps (vLLM's convention, its counters and bench's "
+        "per-position rates): steps that accepted at least p+1 drafts ÷ every step that verified a draft. For a "
+        "drafter that proposes fewer than K tokens on most steps (ngram, suffix) a low value at p mostly means "
+        "\"never drafted that far\". Conditional: the same numerator ÷ the steps that drafted at least p+1 tokens, "
+        "i.e. how often a draft that reached position p was accepted up to it (— where no step drafted that far). "
+        "It comes from the per-step arrays of --per-request-spec-decode-metrics detailed, which are checked against "
+        "the counters like every other figure (their steps = Δ num_drafts, their drafts = Δ draft tokens, their "
+        "acceptances per position = Δ accepted_per_pos).",
         "KV loss = 1 − method KV-cache tokens ÷ baseline KV-cache tokens (from the server's start-up log); draft "
         "models and heads share the pool with the target.",
         "Preemptions = Δ vllm:num_preemptions over the bench windows of the cell (all repeats). Failed req. = "
         "bench's failed count (all repeats).",
-        "Output equality compares the acceptance phase's greedy outputs with natural stops, never the fixed-length "
+        "Output equality compares the acceptance phase's greedy outputs (no stop strings: EOS or max_tokens), "
+        "never the fixed-length "
         "perf outputs. The first diverging index is in target-tokenizer tokens (both texts re-tokenized) unless "
         "the unit column says character (the tokenizer could not be loaded).",
         "⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "
