@@ -70,7 +70,7 @@ def test_every_table_and_plot_exists(written):
     for col in ("acceptance_rate", "mean_acceptance_length", "histogram", "per_position", "no_accept_share"):
         assert col in acc.columns
     md = written["md"].read_text()
-    for heading in ("## Verdict", "**Did not help**", "### Speed against the baseline", "### Latency percentiles",
+    for heading in ("## Verdict", "| method | vs | code c=1 |", "### Speed against the baseline", "### Latency percentiles",
                     "### Crossover concurrency", "### Acceptance", "### Output equality", "## Acceptance plots"):
         assert heading in md, heading
     for name in summaries:

@@ -386,8 +386,10 @@ def test_write_report_files(bundle):
                 "histogram_draft_model_chat"):
         assert (bundle / "report" / f"{png}.png").stat().st_size > 1000
     md = path.read_text()
-    assert "ngram on code at concurrency 4: not faster than the baseline" in md
-    assert "ngram on chat at concurrency 1: no clear difference" in md
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    cells = [c.strip() for c in matrix.strip("|").split("|")][2:]          # code c=1, code c=4, chat c=1, chat c=4
+    assert cells[0].startswith("helped · TPOT 2.00×") and cells[1].startswith("slower · TPOT 0.80×")
+    assert cells[2].startswith("no clear difference")
     assert "NOT COMPARABLE" in md and "†" in md
 
 
@@ -456,3 +458,55 @@ def test_acceptance_shows_both_per_position_rates_and_names_how_answers_ended(tm
     assert "every answer hit max_tokens, none stopped on its own" in md and "natural stops" not in md
     assert "| 1.00, 0.50, 0.25, 0.00 | 1.00, 1.00, 1.00, 0.00 |" in md
     assert "Drafts accepted past the end" in md and "suffix 4" in md
+
+
+def test_verdicts_never_contradict_their_intervals(tmp_path):
+    run_dir = tmp_path / "v"
+    run_dir.mkdir()
+    base = {("code", 1): [(10.0, 100.0, {}), (10.1, 100.0, {}), (9.9, 100.0, {})],
+            ("code", 4): [(10.0, 100.0, {})]}
+    spec = {("code", 1): [(8.0, 130.0, {"acc_len": 2.0}), (8.1, 70.0, {"acc_len": 2.0}),   # faster per token;
+                          (7.9, 100.0, {"acc_len": 2.0})],                                   # throughput unclear
+            ("code", 4): [(5.0, 200.0, {"acc_len": 2.0})]}                                   # one repeat
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
+                 acceptance={"code": ACC})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()))
+    c1, c4 = _row(rep.speed, method="ngram", concurrency=1), _row(rep.speed, method="ngram", concurrency=4)
+    assert c1["tpot_speedup_low"] > 1.0 and c1["throughput_speedup_low"] <= 1.0 <= c1["throughput_speedup_high"]
+    assert c1["verdict"] == "faster per token only"          # never "helped" with a throughput interval over 1.0x
+    assert c4["verdict"] == "point only" and c4["stability"] == "single" and c4["tpot_speedup_low"] is None
+    md = render.render_markdown(sections.blocks(rep))
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    assert "faster per token only" in matrix and "point only · TPOT 2.00× · tput 2.00× ⚠ single measurement" in matrix
+    assert "helped ·" not in md
+
+
+def test_no_zero_length_interval_bars(monkeypatch):
+    from matplotlib.axes import Axes
+    from specstack.report import plots
+    drawn = []
+    real = Axes.errorbar
+    monkeypatch.setattr(Axes, "errorbar", lambda self, x, y, **kw: drawn.append((list(x), kw["yerr"])) or
+                        real(self, x, y, **kw))
+    plots.speedup_vs_concurrency("code", {"ngram": {"tpot": [(1, 1.3, 1.1, 1.5), (4, 0.9, None, None)],
+                                                    "throughput": [(1, 1.2, None, None)]}})
+    assert drawn == [([1], [[pytest.approx(0.2)], [pytest.approx(0.2)]])]   # c=4 and the throughput cell: no bar
+
+
+def test_degenerate_itl_is_flagged_and_itl_is_explained(tmp_path):
+    run_dir = tmp_path / "itl"
+    run_dir.mkdir()
+    cells = {("chat", 1): [(10.0, 100.0, {})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"chat": {"a": ("t", "stop")}})
+    d = write_method(run_dir, "draft_model", baseline="baseline", cells=cells, texts={"chat": {"a": ("t", "stop")}},
+                     acceptance={"chat": ACC})
+    for f in (d / "bench").glob("*.json"):                     # bursty delivery: every gap but a few is 0
+        data = json.loads(f.read_text())
+        data["p50_itl_ms"] = 0.0
+        f.write_text(json.dumps(data))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert _row(rep.speed, method="draft_model")["itl_degenerate"] is True
+    assert _row(rep.speed, method="baseline")["itl_degenerate"] is False
+    md = render.render_markdown(sections.blocks(rep))
+    assert "0.0 / 30.0 / 40.0† ‡" in md and "per chunk, not per token" in md

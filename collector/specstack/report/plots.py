@@ -110,11 +110,18 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]])
             if not pts:
                 continue
             plotted += [p[1] for p in pts]
-            xs = [p[0] for p in pts]
-            ys = [p[1] for p in pts]
-            lo = [p[1] - p[2] if p[2] is not None else 0 for p in pts]
-            hi = [p[3] - p[1] if p[3] is not None else 0 for p in pts]
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=method)
+            line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1, label=method)
+            color = line.get_color()
+            with_iv = [p for p in pts if p[2] is not None and p[3] is not None]
+            # a cell without an interval gets a hollow marker, never a zero-length "interval" bar
+            if with_iv:
+                ax.errorbar([p[0] for p in with_iv], [p[1] for p in with_iv],
+                            yerr=[[p[1] - p[2] for p in with_iv], [p[3] - p[1] for p in with_iv]],
+                            fmt="o", color=color, capsize=3)
+            without = [p for p in pts if p[2] is None or p[3] is None]
+            if without:
+                ax.plot([p[0] for p in without], [p[1] for p in without], "o", markerfacecolor="white",
+                        markeredgecolor=color)
         if not plotted:
             ax.text(0.5, 0.5, "n/a (no baseline to compare with)", ha="center", va="center", fontsize=11,
                     color=GREY, transform=ax.transAxes)
@@ -218,7 +225,8 @@ def make_all(rep: Report) -> None:
             name = f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series)
             rep.plot_captions[name] = (f"Speedup against the baseline vs concurrency, {t}; bars = 95 % bootstrap "
-                                       "interval over repeats; dashed line = 1.0×")
+                                       f"interval; hollow marker = no interval (fewer than {st.MIN_REPEATS} "
+                                       "repeats), the point estimate only; dashed line = 1.0×")
     for fam in sorted({r["family"] for r in rep.ksweep}):
         for t in run.tasks:
             rows = [r for r in rep.ksweep if r["family"] == fam and r["task"] == t]

@@ -46,37 +46,37 @@ def _label(row: dict) -> str:
     return row["method"] + ("" if row.get("comparable", True) else " ⚠ not comparable")
 
 
-def _statements(rep: Report) -> dict[str, list[str]]:
-    """Plain sentences per spec cell: helped / did not help / not comparable, and the failed runs."""
-    out: dict[str, list[str]] = {"helped": [], "not_helped": [], "not_comparable": [], "failed": []}
-    for r in rep.speed:
-        if r["role"] != "spec" or r["tpot_speedup"] is None:
-            continue
-        where = f"{r['method']} on {r['task']} at concurrency {r['concurrency']}"
-        nums = (f"TPOT {times(r['tpot_speedup'])}{interval(r['tpot_speedup_low'], r['tpot_speedup_high'])}, "
-                f"throughput {times(r['throughput_speedup'])}"
-                f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
-        if not r["comparable"]:
-            out["not_comparable"].append(f"{where}: {nums}; synthetic rejection sampling, not a real result")
-            continue
-        v, tv, tput = r["tpot_verdict"], r["throughput_verdict"], r["throughput_speedup"]
-        if v.startswith("no interval"):
-            nums += "; one repeat, no interval"
-        if v == "no clear difference":
-            out["not_helped"].append(f"{where}: no clear difference, the 95 % interval includes 1.0× ({nums})")
-        elif r["tpot_speedup"] <= 1.0:
-            out["not_helped"].append(f"{where}: not faster than the baseline ({nums})")
-        elif tput is not None and (tput <= 1.0 or tv == "lower"):
-            out["not_helped"].append(f"{where}: faster per token but no more output tokens/s ({nums})")
-        elif v.startswith("no interval"):
-            out["helped"].append(f"{where}: faster by the point estimate only ({nums})")
-        else:
-            out["helped"].append(f"{where}: faster ({nums})")
-    out["failed"] = [f"{f.name}: FAILED ({f.error or 'no reason recorded'})" + (
+VERDICT_WORDS = {
+    "helped": "helped: the TPOT and the throughput interval both lie above 1.0×",
+    "faster per token only": "faster per token only: the TPOT interval lies above 1.0×, the throughput one does not",
+    "no clear difference": "no clear difference: the TPOT interval includes 1.0×",
+    "slower": "slower: the TPOT interval lies below 1.0×",
+    "point only": f"point only: fewer than {st.MIN_REPEATS} repeats on a side, no interval; the point estimate "
+                  "decides nothing",
+}
+
+
+def _verdict_cell(r: dict) -> str:
+    """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
+    if r["tpot_speedup"] is None:
+        return "n/a (" + (r["note"] or "no baseline cell") + ")"
+    text = (f"{r['verdict']} · TPOT {times(r['tpot_speedup'])}{interval(r['tpot_speedup_low'], r['tpot_speedup_high'])}"
+            f" · tput {times(r['throughput_speedup'])}"
+            f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
+    if r["stability"] == "single":
+        text += " ⚠ single measurement"
+    elif r["stability"] == "unstable":
+        text += " ⚠ unstable repeats"
+    return text
+
+
+def _failed(rep: Report) -> list[str]:
+    out = [f"{f.name}: FAILED ({f.error or 'no reason recorded'})" + (
         f" — folder {f.path.name}, not used" if f.path else "") for f in rep.run.failed if not f.superseded]
-    out["failed"] += [f"{f.name}: an earlier attempt failed ({f.error}); its folder "
-                      f"{f.path.name if f.path else '?'} is not used" for f in rep.run.failed if f.superseded]
+    out += [f"{f.name}: an earlier attempt failed ({f.error}); its folder "
+            f"{f.path.name if f.path else '?'} is not used" for f in rep.run.failed if f.superseded]
     return out
+
 
 def header(rep: Report) -> list[tuple]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
@@ -98,24 +98,35 @@ def header(rep: Report) -> list[tuple]:
 
 
 def verdict(rep: Report) -> list[tuple]:
-    """Helped / did not help / not comparable, the failed runs and the warnings, in plain sentences."""
+    """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
     run = rep.run
-    out: list[tuple] = []
-    said = _statements(rep)
-    out.append(("h2", "Verdict"))
-    if said["failed"]:
+    out: list[tuple] = [("h2", "Verdict")]
+    failed = _failed(rep)
+    if failed:
         out.append(("p", "**Failed runs** (reported, never used as data):"))
-        out.append(("ul", said["failed"]))
-    out.append(("p", "**Did not help** (not faster per token, or the 95 % interval includes 1.0×, or no "
-                     "throughput gain):"))
-    out.append(("ul", said["not_helped"] or ["none"]))
-    out.append(("p", "**Helped**:"))
-    out.append(("ul", said["helped"] or ["none"]))
-    if said["not_comparable"]:
-        out.append(("p", "**Not comparable** (stress runs; their speed is no evidence either way):"))
-        out.append(("ul", said["not_comparable"]))
-    if not said["helped"] and not said["not_helped"] and not said["not_comparable"]:
+        out.append(("ul", failed))
+    spec = [r for r in rep.speed if r["role"] == "spec"]
+    columns = sorted({(r["task"], r["concurrency"]) for r in spec}, key=lambda tc: (run.tasks.index(tc[0])
+                                                                                   if tc[0] in run.tasks else 99, tc[1]))
+    methods = list(dict.fromkeys(r["method"] for r in spec))
+    if not spec:
         out.append(("p", "No cell could be compared with a baseline of the same target (see the warnings)."))
+    else:
+        designs = sorted({r["design"] for r in spec if r.get("design")})
+        out.append(("p", "Each cell: the verdict, TPOT speedup and throughput speedup against the baseline of the "
+                         "same target, task and concurrency, with 95 % intervals. Replication: "
+                         + ("; ".join(designs) or "n/a") + "."))
+        cells = {(r["method"], r["task"], r["concurrency"]): r for r in spec}
+        out.append(("table", ["method", "vs", *[f"{t} c={c}" for t, c in columns]],
+                    [[_label(next(r for r in spec if r["method"] == m)),
+                      next(r for r in spec if r["method"] == m)["baseline"],
+                      *[_verdict_cell(cells[(m, t, c)]) if (m, t, c) in cells else "not run" for t, c in columns]]
+                     for m in methods]))
+        out.append(("ul", list(VERDICT_WORDS.values()) + [
+            "⚠ single measurement: one repeat on a side, nothing says how much it moves from run to run; "
+            f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%} (median "
+            "absolute deviation ÷ median of the TPOT p50), so one noisy repeat can decide the median.",
+            "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result."]))
     if run.warnings:
         out.append(("p", "**Warnings**:"))
         out.append(("ul", run.warnings))
@@ -152,28 +163,48 @@ def tasks(rep: Report) -> list[tuple]:
     return out
 
 
+def _spread(r: dict) -> str:
+    """Relative MAD of the TPOT p50 over repeats, method / baseline; ⚠ past the stability gate."""
+    parts = [pct(r["tpot_spread"], 0)] + ([pct(r["baseline_tpot_spread"], 0)] if r["role"] == "spec" else [])
+    return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
+
+
+def _itl(r: dict) -> str:
+    return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
+
+
 def speed_tables(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
-    out.append(("table", ["method", "vs", "c", "N", "out tok/s", "throughput × [95 % CI]", "verdict",
-                          "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict", "acc. length per verify step",
+    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
+                          "verdict", "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict",
+                          "TPOT spread (method / base)", "host load per core", "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
                           "failed req.", "note"],
-                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], num(r["output_throughput"], 1),
+                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
+                  num(r["output_throughput"], 1),
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
                    interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
                   num(r["tpot_p50_ms"]),
                   ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
-                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])), r["tpot_verdict"],
-                  num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
+                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])), r["tpot_verdict"], _spread(r),
+                  num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
                  for r in speed]))
     out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; median over repeats)"))
-    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL", "TTFT", "E2EL"],
+    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
+                          "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
-                  _pcts(r, "tpot"), _pcts(r, "itl"), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+                  _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+    if any(r["role"] == "spec" for r in speed):
+        out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
+                         "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
+                         "not comparable with the baseline's. Compare methods by TPOT."
+                         + (" ‡ = ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts (a starved "
+                            "client or server), the gaps are degenerate." if any(r.get("itl_degenerate")
+                                                                                for r in speed) else "")))
     return out
 
 
@@ -305,9 +336,18 @@ def how_to_read(rep: Report) -> list[tuple]:
         "TPOT, for the same task and concurrency; > 1.0× means the method is faster per output token. Throughput "
         "speedup = method output tok/s ÷ baseline output tok/s (medians over repeats).",
         f"95 % interval: percentile bootstrap ({st.BOOTSTRAP_RESAMPLES} resamples, seed {st.SEED}) of the ratio of "
-        "medians, resampling the baseline's and the method's repeats independently. A cell whose interval includes "
-        "1.0× is \"no clear difference\". With one repeat there is no interval (\"no interval\"); run with "
-        f"--repeats ≥ 3 for a usable one (this run: up to {repeats}).",
+        "medians. Repeats in one server session (the default) are resampled independently on each side; they share "
+        "their session, so session-to-session variance is left out and the interval is too narrow "
+        "(pseudo-replication). With --replicate sessions every repeat is a server session of its own, run "
+        "interleaved with its baseline's (B M B M …), and session pairs are resampled together. A cell whose "
+        f"interval includes 1.0× is \"no clear difference\". Under {st.MIN_REPEATS} repeats (or sessions) on a side "
+        "there is no interval (with 2, a true 1.0× fell inside a 95 % bootstrap interval only ~70 % of the time) "
+        f"and the verdict is \"point only\" (this run: up to {repeats}).",
+        f"Stability: TPOT spread = median absolute deviation ÷ median of the repeats' TPOT p50, per side; over "
+        f"{st.MAX_RELATIVE_MAD:.0%} on either side marks the cell's verdict \"unstable repeats\", a single repeat "
+        "marks it \"single measurement\". Host load per core = the highest 1-minute load average ÷ cores seen "
+        "at the cell's bench windows (about 1 while vLLM and bench use the machine; well above it means other work "
+        "shared the cores).",
         f"† = unstable percentile: fewer than {st.MIN_TAIL} samples lie beyond it in a repeat, i.e. n·(1−p) < "
         f"{st.MIN_TAIL}; p95 needs ≥ {st.min_samples(95)} samples and p99 ≥ {st.min_samples(99)}. TPOT, TTFT "
         "and E2EL have one sample per request; the ITL sample count is estimated as (output tokens − requests) ÷ "
@@ -321,8 +361,8 @@ def how_to_read(rep: Report) -> list[tuple]:
         "steps, the efficiency against the mean acceptance length (tokens per verify step, which leaves the "
         "skipped steps out and overstates the bound) is shown beside it.",
         "Crossover: the first tested concurrency at which the method no longer beats the baseline after a win at a "
-        "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0×; with one repeat (no interval), "
-        "the point estimate is > 1.0×.",
+        "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0× when every cell of the row has one; "
+        "otherwise every cell of the row is judged by its point estimate (> 1.0×) and the row says so.",
         "Acceptance rate = accepted ÷ drafted tokens; mean acceptance length = 1 + accepted ÷ verify steps; "
         "no-accept steps = histogram[0] ÷ steps. All from the acceptance phase's per-request metrics summed over "
         "requests. n/a = no drafts, never 0 %.",

@@ -96,6 +96,36 @@ def _itl_samples(cell: dict) -> int | None:
     return int((out - n) / (cell.get("spec_decode_acceptance_length") or 1))
 
 
+ITL_DEGENERATE = 0.1   # an ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts, the gaps say nothing
+
+
+def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
+    """One word per cell, from the intervals only: "helped" needs both the TPOT and the throughput interval
+    above 1.0x; a cell without an interval is "point only", whatever its point estimate says."""
+    if tpot.point is None:
+        return "n/a"
+    if not tpot.has_interval:
+        return "point only"
+    if tpot.crosses_one:
+        return "no clear difference"
+    if tpot.high < 1.0:
+        return "slower"
+    if tput.has_interval and tput.low > 1.0:
+        return "helped"
+    return "faster per token only"
+
+
+def _host_load(summary: dict, task: str, concurrency: int) -> float | None:
+    """Highest 1-minute load average per core seen at the bench windows of the cell (None: not recorded)."""
+    loads = []
+    for w in summary.get("windows") or []:
+        load = w.get("host_load") or {}
+        if w.get("phase") == "bench" and w.get("task") == task and w.get("concurrency") == concurrency \
+                and load.get("cores"):
+            loads += [v / load["cores"] for v in (load.get("open"), load.get("close")) if v is not None]
+    return max(loads, default=None)
+
+
 def speed_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
@@ -137,6 +167,14 @@ def speed_rows(run: RunData) -> list[dict]:
                         note.append(f"baseline has no concurrency-{c} cell")
                 else:
                     tpot = tput = st.Interval(None, None, None, len(ok), len(ok))
+                row["tpot_spread"] = st.relative_mad(_vals(ok, "p50_tpot_ms"))
+                row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, "p50_tpot_ms")) if md.baseline else None
+                row["stability"] = (st.stability(_vals(ok, "p50_tpot_ms"), _vals(bok, "p50_tpot_ms"))
+                                    if md.baseline else st.stability(_vals(ok, "p50_tpot_ms")))
+                row["verdict"] = cell_verdict(tpot, tput) if md.baseline else "reference"
+                row["host_load_per_core"] = _host_load(md.summary, task, c)
+                itl, tpot_ms = row["itl_p50_ms"], row["tpot_p50_ms"]
+                row["itl_degenerate"] = itl is not None and bool(tpot_ms) and itl < ITL_DEGENERATE * tpot_ms
                 row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
                            tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
                            throughput_speedup=tput.point, throughput_speedup_low=tput.low,

@@ -26,6 +26,7 @@ COLUMNS: dict[str, list[str]] = {
               "requests_per_repeat", "itl_samples_per_repeat_est", *_UNSTABLE_COLS, "bench_acceptance_length",
               "bench_acceptance_rate", "tpot_speedup", "tpot_speedup_low", "tpot_speedup_high", "tpot_verdict",
               "throughput_speedup", "throughput_speedup_low", "throughput_speedup_high", "throughput_verdict",
+              "verdict", "stability", "tpot_spread", "baseline_tpot_spread", "host_load_per_core", "itl_degenerate",
               "tokens_per_target_pass", "drafting_share", "efficiency", "efficiency_verify_steps", "preemptions", "failed_requests", "kv_cache_tokens", "kv_cache_loss", "note"],
     "crossover": ["method", "baseline", "task", "comparable", "tpot_kind", "tpot_crossover_concurrency", "tpot_text",
                   "throughput_kind", "throughput_crossover_concurrency", "throughput_text"],
