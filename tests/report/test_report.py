@@ -56,7 +56,8 @@ def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", s
 def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict, texts: dict[str, dict],
                  k: int | None = 4, kv: int | None = 100_000, acceptance: dict | None = None, comparable=True,
                  preemptions: dict | None = None, status: str = "ok", folder: str | None = None,
-                 spec_override: dict | None = None, base_method: str | None = None) -> Path:
+                 spec_override: dict | None = None, base_method: str | None = None,
+                 replication: dict | None = None) -> Path:
     """cells: {(task, c): [(tpot, tput, extra kwargs), ...repeats]}; texts: {task: {id: (text, finish)}}."""
     d = run_dir / (folder or name)
     speculative = baseline is not None
@@ -108,6 +109,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
     if base_method:
         summary["base_method"] = base_method
+    if replication:
+        summary["replication"] = replication
     (d / "summary.json").write_text(json.dumps(summary))
     return d
 
@@ -510,3 +513,27 @@ def test_degenerate_itl_is_flagged_and_itl_is_explained(tmp_path):
     assert _row(rep.speed, method="baseline")["itl_degenerate"] is False
     md = render.render_markdown(sections.blocks(rep))
     assert "0.0 / 30.0 / 40.0† ‡" in md and "per chunk, not per token" in md
+
+
+def test_sessions_are_resampled_as_pairs_and_the_design_is_named(tmp_path):
+    run_dir = tmp_path / "sessions"
+    run_dir.mkdir()
+    # the machine slows down session after session; in each pair the method is 1.25x faster per token
+    base_tpot = [10.0, 14.0, 18.0]
+    for s, tpot in enumerate(base_tpot, start=1):
+        rep = {"design": "sessions", "session": s, "sessions": 3, "repeats_per_session": 1}
+        write_method(run_dir, f"baseline-s{s}", baseline=None, k=None, cells={("code", 1): [(tpot, 100.0 / s, {})]},
+                     texts={"code": {"a": ("t", "stop")}}, replication={**rep, "of": "baseline"})
+        write_method(run_dir, f"ngram-s{s}", baseline="baseline", cells={("code", 1): [(tpot / 1.25, 130.0 / s,
+                                                                                          {"acc_len": 2.0})]},
+                     texts={"code": {"a": ("t", "stop")}}, acceptance={"code": ACC}, replication={**rep, "of": "ngram"})
+    report = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(report.speed, method="ngram", concurrency=1)
+    assert r["design"] == "3 server sessions paired with the baseline's" and r["repeats"] == 3
+    assert (r["tpot_speedup"], r["tpot_speedup_low"], r["tpot_speedup_high"]) == pytest.approx((1.25, 1.25, 1.25))
+    assert r["throughput_speedup_low"] == pytest.approx(1.3) and r["verdict"] == "helped"
+    unpaired = st.bootstrap_ratio(base_tpot, [t / 1.25 for t in base_tpot])   # what resampling each side would say
+    assert unpaired.crosses_one
+    md = render.render_markdown(sections.blocks(report))
+    assert "Replication: 3 server sessions paired with the baseline's." in md
+    assert "ngram-s1" not in [row["method"] for row in report.speed]

@@ -78,6 +78,13 @@ def _failed(rep: Report) -> list[str]:
     return out
 
 
+def _replication(workload: dict) -> str:
+    if workload.get("replicate") == "sessions":
+        return (f"{workload.get('sessions', 'n/a')} server sessions per method, interleaved with the baseline's "
+                "(B M B M …), one bench repeat per cell in each")
+    return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
+
+
 def header(rep: Report) -> list[tuple]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
     run = rep.run
@@ -92,8 +99,7 @@ def header(rep: Report) -> list[tuple]:
                      f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
                      f"{wl.get('acceptance_max_tokens', 'n/a')} tokens, no stop strings (how the answers ended is in each "
                      f"acceptance table); concurrencies "
-                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; "
-                     f"{wl.get('repeats', 'n/a')} repeat(s) per cell."))
+                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; {_replication(wl)}."))
     return out
 
 

@@ -36,7 +36,8 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         raw = _load_json(md.path / cell["file"]) if cell.get("file") else None
         src = raw if raw is not None else cell
         c, r = cell.get("concurrency"), cell.get("repeat")
-        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "status": cell.get("status"),
+        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "session": cell.get("session"),
+               "status": cell.get("status"),
                "file": cell.get("file"), "source": "bench json" if raw is not None else "summary",
                "completed": src.get("completed"), "failed": src.get("failed"),
                "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
@@ -85,6 +86,26 @@ def _vals(cells: list[dict], key: str) -> list[float]:
 def _sum(cells: list[dict], key: str) -> float | None:
     vals = _vals(cells, key)
     return sum(vals) if vals else None
+
+
+def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, float]]:
+    """(num, den) values of the same session index: session i of a method ran right after session i of its
+    baseline (--replicate sessions)."""
+    by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
+    return [(c[key], by_session[c["session"]]) for c in num
+            if c.get("session") in by_session and c.get(key) is not None]
+
+
+def _sessions(md: MethodData | None) -> bool:
+    return md is not None and md.replication.get("design") == "sessions"
+
+
+def design(md: MethodData, base: MethodData | None, n: int) -> str:
+    """The replication a cell's figures rest on, in words."""
+    if _sessions(md):
+        paired = " paired with the baseline's" if _sessions(base) else ""
+        return f"{n} server session{'s' if n != 1 else ''}{paired}"
+    return f"{n} repeat{'s' if n != 1 else ''} in one server session"
 
 
 def _itl_samples(cell: dict) -> int | None:
@@ -158,7 +179,12 @@ def speed_rows(run: RunData) -> list[dict]:
                 row["bench_acceptance_length"] = acc_len
                 row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
                 note = []
-                if md.baseline:
+                row["design"] = design(md, base if md.baseline else None, len(ok))
+                if md.baseline and _sessions(md) and _sessions(base):
+                    # session-level resampling: whole (baseline session i, method session i) pairs
+                    tpot = st.paired_bootstrap_ratio(_pairs(bok, ok, "p50_tpot_ms"))
+                    tput = st.paired_bootstrap_ratio(_pairs(ok, bok, "output_throughput"))
+                elif md.baseline:
                     tpot = st.bootstrap_ratio(_vals(bok, "p50_tpot_ms"), _vals(ok, "p50_tpot_ms"))
                     tput = st.bootstrap_ratio(_vals(ok, "output_throughput"), _vals(bok, "output_throughput"))
                     if base is None:
