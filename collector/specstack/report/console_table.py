@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specstack.report.format import num, pct
+from specstack.report.stats import MIN_REPEATS
 from specstack.results.reader import load_run
 
 
@@ -35,6 +36,13 @@ def _throughput(summary: dict, task: str) -> dict[int, float]:
         if cell.get("output_throughput") is not None:
             by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+
+
+def _cells_by_concurrency(task: dict) -> dict[int, list]:
+    by_c: dict[int, list] = {}
+    for cell in task.get("bench") or []:
+        by_c.setdefault(cell.get("concurrency"), []).append(cell)
+    return by_c
 
 
 def crosscheck_label(summary: dict) -> str:
@@ -90,6 +98,12 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    repeats = max((len(v) for s in summaries.values() for t in s["tasks"].values()
+                   for v in _cells_by_concurrency(t).values()), default=0)
+    if repeats < MIN_REPEATS:
+        console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
+                      "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
+                      "--repeats 3 --replicate sessions for intervals that count).")
     for f in failed:
         where = f" ({f.path.name}/)" if f.path else ""
         console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")
