@@ -537,3 +537,19 @@ def test_sessions_are_resampled_as_pairs_and_the_design_is_named(tmp_path):
     md = render.render_markdown(sections.blocks(report))
     assert "Replication: 3 server sessions paired with the baseline's." in md
     assert "ngram-s1" not in [row["method"] for row in report.speed]
+
+
+def test_host_load_per_core_is_the_highest_seen_at_the_cells_bench_windows(tmp_path):
+    run_dir = tmp_path / "load"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})] * 2, ("code", 4): [(10.0, 100.0, {})]}
+    d = write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
+    summary = json.loads((d / "summary.json").read_text())
+    loads = {("code-c1-r0"): (1.0, 2.0), ("code-c1-r1"): (5.0, 3.0)}        # a busy neighbour during repeat 1
+    for w in summary["windows"]:
+        opened, closed = loads.get(w["name"].split("/")[1], (None, None))
+        w["host_load"] = {"cores": 2, "open": opened, "close": closed}
+    (d / "summary.json").write_text(json.dumps(summary))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert _row(rep.speed, concurrency=1)["host_load_per_core"] == pytest.approx(2.5)
+    assert _row(rep.speed, concurrency=4)["host_load_per_core"] is None       # not recorded: n/a, not 0
