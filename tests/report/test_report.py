@@ -553,3 +553,31 @@ def test_host_load_per_core_is_the_highest_seen_at_the_cells_bench_windows(tmp_p
     rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
     assert _row(rep.speed, concurrency=1)["host_load_per_core"] == pytest.approx(2.5)
     assert _row(rep.speed, concurrency=4)["host_load_per_core"] is None       # not recorded: n/a, not 0
+
+
+def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_path):
+    run_dir = tmp_path / "burst"
+    run_dir.mkdir()
+    # seen on 2 CPU cores: a starved client read whole answers at once, so bench's TPOT said 0.002 ms against
+    # ~1 ms per token (48-token answers in ~70 ms)
+    base = {("code", 1): [(0.002, 100.0, {}), (0.0025, 100.0, {}), (1.0, 100.0, {})]}
+    spec = {("code", 1): [(1.0, 100.0, {"acc_len": 2.0})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    d = write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
+                     acceptance={"code": ACC})
+    for f in (d / "bench").glob("*.json"):                      # the method's answers: 20 % shorter end to end
+        data = json.loads(f.read_text())
+        data["p50_e2el_ms"] = 80.0
+        f.write_text(json.dumps(data))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    cells = {(c["method"], c["repeat"]): c["tpot_degenerate"] for c in rep.cells}
+    assert cells == {("baseline", 0): True, ("baseline", 1): True, ("baseline", 2): False, ("ngram", 0): False,
+                     ("ngram", 1): False, ("ngram", 2): False}
+    r = _row(rep.speed, method="ngram")
+    assert r["tpot_degenerate"] and r["latency_basis"] == "E2EL" and r["efficiency"] is None
+    assert r["latency_speedup"] == pytest.approx(100.0 / 80.0) == r["e2el_speedup"]
+    assert r["tpot_speedup"] == pytest.approx(0.0025)            # kept in the table, marked, never the verdict
+    md = render.render_markdown(sections.blocks(rep))
+    assert "0.00× [" in md and "‡ TPOT degenerate" in md
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    assert "· E2EL 1.25× [1.25–1.25] ·" in matrix

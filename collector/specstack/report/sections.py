@@ -47,10 +47,11 @@ def _label(row: dict) -> str:
 
 
 VERDICT_WORDS = {
-    "helped": "helped: the TPOT and the throughput interval both lie above 1.0×",
-    "faster per token only": "faster per token only: the TPOT interval lies above 1.0×, the throughput one does not",
-    "no clear difference": "no clear difference: the TPOT interval includes 1.0×",
-    "slower": "slower: the TPOT interval lies below 1.0×",
+    "helped": "helped: the latency (TPOT) and the throughput interval both lie above 1.0×",
+    "faster per token only": "faster per token only: the latency interval lies above 1.0×, the throughput one does "
+                             "not",
+    "no clear difference": "no clear difference: the latency interval includes 1.0×",
+    "slower": "slower: the latency interval lies below 1.0×",
     "point only": f"point only: fewer than {st.MIN_REPEATS} repeats on a side, no interval; the point estimate "
                   "decides nothing",
 }
@@ -58,9 +59,10 @@ VERDICT_WORDS = {
 
 def _verdict_cell(r: dict) -> str:
     """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
-    if r["tpot_speedup"] is None:
+    if r["latency_speedup"] is None:
         return "n/a (" + (r["note"] or "no baseline cell") + ")"
-    text = (f"{r['verdict']} · TPOT {times(r['tpot_speedup'])}{interval(r['tpot_speedup_low'], r['tpot_speedup_high'])}"
+    text = (f"{r['verdict']} · {r['latency_basis']} {times(r['latency_speedup'])}"
+            f"{interval(r['latency_speedup_low'], r['latency_speedup_high'])}"
             f" · tput {times(r['throughput_speedup'])}"
             f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
     if r["stability"] == "single":
@@ -131,8 +133,11 @@ def verdict(rep: Report) -> list[tuple]:
         out.append(("ul", list(VERDICT_WORDS.values()) + [
             "⚠ single measurement: one repeat on a side, nothing says how much it moves from run to run; "
             f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%} (median "
-            "absolute deviation ÷ median of the TPOT p50), so one noisy repeat can decide the median.",
-            "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result."]))
+            "absolute deviation ÷ median of the TPOT p50, E2EL p50 where TPOT is degenerate), so one noisy repeat "
+            "can decide the median.",
+            "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result.",
+            "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
+            "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))
     if run.warnings:
         out.append(("p", "**Warnings**:"))
         out.append(("ul", run.warnings))
@@ -185,7 +190,7 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
     out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
                           "verdict", "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict",
-                          "TPOT spread (method / base)", "host load per core", "acc. length per verify step",
+                          "E2EL speedup × [95 % CI]", "latency spread (method / base)", "host load per core", "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
                           "failed req.", "note"],
                 [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
@@ -194,7 +199,10 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                    interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
                   num(r["tpot_p50_ms"]),
                   ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
-                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])), r["tpot_verdict"], _spread(r),
+                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])) + (" ‡" if r["tpot_degenerate"] else ""),
+                  r["tpot_verdict"],
+                  ("—" if r["role"] != "spec" else times(r["e2el_speedup"]) +
+                   interval(r["e2el_speedup_low"], r["e2el_speedup_high"])), _spread(r),
                   num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
@@ -204,6 +212,12 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                           "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
                   _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+    if any(r["tpot_degenerate"] for r in speed):
+        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) TPOT p50 × (tokens − 1) "
+                         "is under a tenth of E2EL p50, i.e. the answers arrived in a burst after their first token "
+                         "(a starved client reads a whole answer at once; bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
+                         "then says about 0). The cell's verdict rests on E2EL at the same fixed output length, "
+                         "and it has no efficiency."))
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
@@ -349,7 +363,8 @@ def how_to_read(rep: Report) -> list[tuple]:
         f"interval includes 1.0× is \"no clear difference\". Under {st.MIN_REPEATS} repeats (or sessions) on a side "
         "there is no interval (with 2, a true 1.0× fell inside a 95 % bootstrap interval only ~70 % of the time) "
         f"and the verdict is \"point only\" (this run: up to {repeats}).",
-        f"Stability: TPOT spread = median absolute deviation ÷ median of the repeats' TPOT p50, per side; over "
+        f"Stability: latency spread = median absolute deviation ÷ median of the repeats' TPOT p50 (E2EL p50 where "
+        f"TPOT is degenerate), per side; over "
         f"{st.MAX_RELATIVE_MAD:.0%} on either side marks the cell's verdict \"unstable repeats\", a single repeat "
         "marks it \"single measurement\". Host load per core = the highest 1-minute load average ÷ cores seen "
         "at the cell's bench windows (about 1 while vLLM and bench use the machine; well above it means other work "
