@@ -578,6 +578,6 @@ def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_
     assert r["latency_speedup"] == pytest.approx(100.0 / 80.0) == r["e2el_speedup"]
     assert r["tpot_speedup"] == pytest.approx(0.0025)            # kept in the table, marked, never the verdict
     md = render.render_markdown(sections.blocks(rep))
-    assert "0.00× [" in md and "‡ TPOT degenerate" in md
+    assert "0.00× [" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     assert "· E2EL 1.25× [1.25–1.25] ·" in matrix

@@ -241,7 +241,8 @@ def speed_rows(run: RunData) -> list[dict]:
                 row["efficiency"] = st.efficiency(usable, bound)
                 row["efficiency_verify_steps"] = st.efficiency(usable, acc_len)
                 if row["tpot_degenerate"]:
-                    note.append("TPOT degenerate (answers arrived in a burst): verdict on E2EL, no efficiency")
+                    note.append("TPOT degenerate (answers arrived in a burst)" +
+                                (": verdict on E2EL, no efficiency" if md.baseline else ""))
                 row["preemptions"] = _sum(mine[c], "preemptions")
                 row["failed_requests"] = _sum(mine[c], "failed")
                 row["kv_cache_tokens"] = kv
