@@ -417,6 +417,7 @@ def test_efficiency_of_a_drafter_on_half_the_steps_is_shown_against_both_bounds(
     r = _row(rep.speed, method="ngram", concurrency=1)
     assert r["tokens_per_target_pass"] == pytest.approx(2.0) and r["drafting_share"] == pytest.approx(0.5)
     assert r["efficiency"] == pytest.approx(0.75) and r["efficiency_verify_steps"] == pytest.approx(0.5)
+    assert r["note"] is None
     md = render.render_markdown(sections.blocks(rep))
     assert "| 2.00 (50 %) | 75 % (50 % per verify step) |" in md
 
@@ -581,3 +582,17 @@ def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_
     assert "0.00× [" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     assert "· E2EL 1.25× [1.25–1.25] ·" in matrix
+
+
+def test_an_efficiency_above_the_bound_is_called_a_measurement_problem(tmp_path):
+    run_dir = tmp_path / "above"
+    run_dir.mkdir()
+    base = {("chat", 1): [(10.0, 100.0, {"completed": 4, "out_tokens": 404})] * 3}
+    # half the steps drafted, 2 tokens per pass at best, yet TPOT says 3x faster
+    fast = {("chat", 1): [(10.0 / 3, 150.0, {"completed": 4, "out_tokens": 404, "acc_len": 3.0, "drafts": 100,
+                                             "accepted": 200})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"chat": {"a": ("t", "stop")}})
+    write_method(run_dir, "suffix", baseline="baseline", cells=fast, texts={"chat": {"a": ("t", "stop")}},
+                 acceptance={"chat": ACC})
+    r = _row(build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False).speed, method="suffix")
+    assert r["efficiency"] == pytest.approx(1.5) and "efficiency above 100 %" in r["note"]
