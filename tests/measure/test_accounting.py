@@ -133,6 +133,9 @@ def test_conditional_rate_is_none_where_nothing_was_drafted_that_far_and_without
     mixed = from_requests([detailed([2, 1], [1, 0]), spec([1, 1, 0, 0, 0], 2)])   # one request at summary level
     assert mixed.drafted_per_position is None and mixed.per_position_conditional_rates is None
     assert from_requests([spec([1, 1, 0, 0, 0], 2)]).per_position_conditional_rates is None
+    # a request on which nothing was drafted carries no arrays at the detailed level either (vLLM omits empty ones)
+    quiet = from_requests([detailed([2, 1], [1, 0]), spec([0, 0, 0, 0, 0], 4)])
+    assert quiet.per_position_conditional_rates == [0.5, 0.0, None, None]
 
 
 def test_per_step_arrays_are_crosschecked_against_the_counters():

@@ -107,6 +107,8 @@ def _at_least(values: list[int]) -> list[int]:
 def _add_steps(total: Acceptance, s: dict) -> None:
     """Fold the per-step arrays (`detailed` level) in; one request without them makes them unusable."""
     drafted, accepted = s.get("per_step_drafted"), s.get("per_step_accepted")
+    if drafted is None and accepted is None and not int(s["num_spec_steps"]):
+        drafted = accepted = []   # vLLM 0.32.0 leaves the arrays out when they are empty (stats.py to_dict)
     if drafted is None or accepted is None:
         total.drafted_per_position = total.step_accepted_per_position = None
         total.step_count = total.step_draft_tokens = None
