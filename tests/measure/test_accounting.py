@@ -104,3 +104,52 @@ def test_bench_answers_without_a_fixed_length_check_only_finished_requests():
     checks = crosscheck_bench_answers({"completed": 2, "total_output_tokens": 77}, finished=2, generated=77,
                                       output_len=None)
     assert [(c.name, c.ok) for c in checks] == [("bench completed = Δ vllm:request_success", True)]
+
+
+def detailed(drafted: list[int], accepted: list[int], k: int = 4) -> dict:
+    """A `detailed` per-request payload built from its per-step arrays, as vLLM 0.32.0 builds it."""
+    hist = [0] * (k + 1)
+    for a in accepted:
+        hist[a] += 1
+    out = spec(hist, 1)
+    out.update(num_draft_tokens=sum(drafted), draft_acceptance_rate=sum(accepted) / sum(drafted),
+               per_step_drafted=drafted, per_step_accepted=accepted)
+    return out
+
+
+def test_conditional_rate_divides_by_the_steps_that_drafted_that_far():
+    # A variable-length drafter: 4 steps, drafting 1, 1, 4, 2 tokens and accepting all but the 4-token draft's last.
+    total = from_requests([detailed([1, 1, 4, 2], [1, 1, 3, 2])])
+    assert total.per_position == [4, 2, 1, 0]                       # steps accepting >= p+1
+    assert total.drafted_per_position == [4, 2, 1, 1]               # steps drafting >= p+1
+    # vLLM's convention (share of all drafting steps) vs the conditional one
+    assert total.per_position_rates == [1.0, 0.5, 0.25, 0.0]
+    assert total.per_position_conditional_rates == [1.0, 1.0, 1.0, 0.0]
+
+
+def test_conditional_rate_is_none_where_nothing_was_drafted_that_far_and_without_arrays():
+    total = from_requests([detailed([2, 1], [1, 0])])
+    assert total.per_position_conditional_rates == [0.5, 0.0, None, None]
+    mixed = from_requests([detailed([2, 1], [1, 0]), spec([1, 1, 0, 0, 0], 2)])   # one request at summary level
+    assert mixed.drafted_per_position is None and mixed.per_position_conditional_rates is None
+    assert from_requests([spec([1, 1, 0, 0, 0], 2)]).per_position_conditional_rates is None
+    # a request on which nothing was drafted carries no arrays at the detailed level either (vLLM omits empty ones)
+    quiet = from_requests([detailed([2, 1], [1, 0]), spec([0, 0, 0, 0, 0], 4)])
+    assert quiet.per_position_conditional_rates == [0.5, 0.0, None, None]
+
+
+def test_per_step_arrays_are_crosschecked_against_the_counters():
+    req = from_requests([detailed([1, 1, 4, 2], [1, 1, 3, 2]), detailed([3, 3], [0, 3])])
+    counted = Acceptance(steps=req.steps, draft_tokens=req.draft_tokens, accepted=req.accepted,
+                         per_position=positions_from_histogram(req.histogram))
+    checks = crosscheck_requests(req, counted)
+    step_checks = [c for c in checks if "per_step" in c.name]
+    assert len(step_checks) == 2 + 4 and all(c.ok for c in checks)
+    # counters that saw a step the arrays did not (other traffic, or an array vLLM truncated)
+    counted.steps += 1
+    counted.draft_tokens += 2
+    counted.accepted += 1
+    counted.per_position[0] += 1
+    bad = {c.name for c in crosscheck_requests(req, counted) if not c.ok}
+    assert {"Σ len(per_step_drafted) = Δ num_drafts", "Σ per_step_drafted = Δ num_draft_tokens",
+            "Δ accepted_per_pos[0] = Σ_steps [per_step_accepted > 0]"} <= bad

@@ -62,3 +62,11 @@ def test_a_method_with_only_failed_attempts_is_named_under_the_table(tmp_path):
     assert not any(line.strip("│ ").startswith("draft_model") for line in text.splitlines() if "│" in line)
     failed = [line for line in text.splitlines() if line.startswith("draft_model: failed")]
     assert failed and "server died" in failed[0] and "draft_model.failed-" in failed[0], text
+
+
+def test_one_repeat_ratios_are_called_point_estimates(tmp_path):
+    publish(tmp_path, "r", summary("baseline", None, baseline=None), ok=True)
+    publish(tmp_path, "r", summary("ngram", 0.4), ok=True)
+    text = printed(tmp_path / "r")
+    assert "point estimates from 1 repeat(s), with no interval under 3" in text
+    assert "acceptance answers ended by" in text

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 # --- a bundle writer that mirrors run.py's layout ----------------------------------------------------------
 
 def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
-               acc_len: float | None = None, c: int = 1) -> dict:
+               acc_len: float | None = None, c: int = 1, drafts: int = 10, accepted: int = 20) -> dict:
     d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
          "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
          "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
@@ -30,8 +30,9 @@ def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0,
         d.update({f"mean_{m}_ms": base, f"median_{m}_ms": base, f"std_{m}_ms": 1.0, f"p50_{m}_ms": base,
                   f"p95_{m}_ms": base * 1.5, f"p99_{m}_ms": base * 2})
     if acc_len is not None:
-        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len, spec_decode_num_drafts=10,
-                 spec_decode_draft_tokens=40, spec_decode_accepted_tokens=20,
+        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len,
+                 spec_decode_num_drafts=drafts, spec_decode_draft_tokens=4 * drafts,
+                 spec_decode_accepted_tokens=accepted,
                  spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
     return d
 
@@ -55,7 +56,8 @@ def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", s
 def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict, texts: dict[str, dict],
                  k: int | None = 4, kv: int | None = 100_000, acceptance: dict | None = None, comparable=True,
                  preemptions: dict | None = None, status: str = "ok", folder: str | None = None,
-                 spec_override: dict | None = None, base_method: str | None = None) -> Path:
+                 spec_override: dict | None = None, base_method: str | None = None,
+                 replication: dict | None = None) -> Path:
     """cells: {(task, c): [(tpot, tput, extra kwargs), ...repeats]}; texts: {task: {id: (text, finish)}}."""
     d = run_dir / (folder or name)
     speculative = baseline is not None
@@ -81,6 +83,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
         tasks[task] = {"acceptance_rate": acc.get("acceptance_rate"),
                        "mean_acceptance_length": acc.get("mean_acceptance_length"),
                        "histogram": acc.get("histogram"), "per_position": acc.get("per_position"),
+                       "per_position_conditional": acc.get("per_position_conditional"),
+                       "drafted_per_position": acc.get("drafted_per_position"),
                        "no_accept_share": acc.get("no_accept_share"), "num_spec_steps": acc.get("num_spec_steps"),
                        "num_draft_tokens": acc.get("num_draft_tokens"),
                        "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens"),
@@ -105,6 +109,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
     if base_method:
         summary["base_method"] = base_method
+    if replication:
+        summary["replication"] = replication
     (d / "summary.json").write_text(json.dumps(summary))
     return d
 
@@ -254,8 +260,6 @@ def test_unstable_percentiles_threshold():
 
 def test_none_is_not_zero():
     assert st.ratio(3, 0) is None and st.ratio(None, 2) is None and st.ratio(0, 2) == 0
-    assert st.efficiency(None, 2.0) is None and st.efficiency(1.5, None) is None
-    assert st.efficiency(1.5, 3.0) == 0.5
     assert st.kv_loss(None, 100) is None and st.kv_loss(80, 100) == pytest.approx(0.2)
     assert st.median([]) is None and st.median([None, 2.0]) == 2.0
     assert st.gain_stop({1: 10.0, 2: 8.0, 3: 7.9, 4: 8.5}) == 2   # 7.9 best; 8.0 within 2 %
@@ -271,7 +275,10 @@ def test_speedups_are_ratios_of_medians_from_the_bench_files(bundle):
     assert r["tpot_speedup"] == pytest.approx(10.0 / 5.0)                 # median(10,11,9) / median(5,5.5,4.5)
     assert r["throughput_speedup"] == pytest.approx(190.0 / 100.0)
     assert r["tpot_verdict"] == "faster" and r["tpot_speedup_low"] > 1.0
-    assert r["efficiency"] == pytest.approx(2.0 / 2.5)                     # speedup / bench acceptance length
+    # 376 decode tokens, 20 accepted: 356 passes, 10 of them verified a draft
+    assert r["tokens_per_target_pass"] == pytest.approx(376 / 356) and r["drafting_share"] == pytest.approx(10 / 356)
+    assert r["efficiency"] == pytest.approx(2.0 / (376 / 356))             # speedup / tokens per target pass
+    assert r["efficiency_verify_steps"] == pytest.approx(2.0 / 2.5)        # speedup / bench acceptance length
     r4 = _row(rep.speed, method="ngram", task="code", concurrency=4)
     assert r4["tpot_speedup"] == pytest.approx(20.0 / 25.0) and r4["tpot_verdict"] == "slower"
     assert r4["preemptions"] == 3.0 and r4["failed_requests"] == 1
@@ -307,7 +314,7 @@ def test_acceptance_none_vs_zero(bundle):
     assert code["acceptance_rate"] == 0.5 and code["no_accept_share"] == 0.25
     assert [p["rate"] for p in rep.positions if p["method"] == "ngram" and p["task"] == "code"] == ACC["per_position"]
     md = render.render_markdown(sections.blocks(rep))
-    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 |") and "n/a" in line)
+    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 | n/a |"))
     assert "0.0 %" not in chat_line
 
 
@@ -382,8 +389,10 @@ def test_write_report_files(bundle):
                 "histogram_draft_model_chat"):
         assert (bundle / "report" / f"{png}.png").stat().st_size > 1000
     md = path.read_text()
-    assert "ngram on code at concurrency 4: not faster than the baseline" in md
-    assert "ngram on chat at concurrency 1: no clear difference" in md
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    cells = [c.strip() for c in matrix.strip("|").split("|")][2:]          # code c=1, code c=4, chat c=1, chat c=4
+    assert cells[0].startswith("helped · TPOT 2.00×") and cells[1].startswith("slower · TPOT 0.80×")
+    assert cells[2].startswith("no clear difference")
     assert "NOT COMPARABLE" in md and "†" in md
 
 
@@ -392,3 +401,200 @@ def test_resolve_run_dir(bundle):
     assert resolve_run_dir("r1", bundle.parent) == bundle
     with pytest.raises(UserError):
         resolve_run_dir("nope", bundle.parent)
+
+
+def test_efficiency_of_a_drafter_on_half_the_steps_is_shown_against_both_bounds(tmp_path):
+    run_dir = tmp_path / "half"
+    run_dir.mkdir()
+    # 4 answers of 101 tokens; the method's 200 passes emit 400 decode tokens, 100 of them verified a draft
+    base = {("code", 1): [(10.0, 100.0, {"completed": 4, "out_tokens": 404})] * 3}
+    half = {("code", 1): [(10.0 / 1.5, 150.0, {"completed": 4, "out_tokens": 404, "acc_len": 3.0, "drafts": 100,
+                                               "accepted": 200})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    write_method(run_dir, "ngram", baseline="baseline", cells=half, texts={"code": {"a": ("t", "stop")}},
+                 acceptance={"code": ACC})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(rep.speed, method="ngram", concurrency=1)
+    assert r["tokens_per_target_pass"] == pytest.approx(2.0) and r["drafting_share"] == pytest.approx(0.5)
+    assert r["efficiency"] == pytest.approx(0.75) and r["efficiency_verify_steps"] == pytest.approx(0.5)
+    assert r["note"] is None
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| 2.00 (50 %) | 75 % (50 % per verify step) |" in md
+
+
+def _spec_line(ids_drafted_accepted_tokens: dict, k: int = 4) -> dict[str, dict]:
+    """Acceptance records with `detailed` metrics: {id: (per_step_drafted, per_step_accepted, completion tokens)}."""
+    out = {}
+    for rid, (drafted, accepted, tokens) in ids_drafted_accepted_tokens.items():
+        hist = [0] * (k + 1)
+        for a in accepted:
+            hist[a] += 1
+        out[rid] = {"num_spec_steps": len(drafted), "num_draft_tokens": sum(drafted),
+                    "num_accepted_draft_tokens": sum(accepted), "acceptance_histogram": hist,
+                    "per_step_drafted": drafted, "per_step_accepted": accepted, "tokens": tokens}
+    return out
+
+
+def test_acceptance_shows_both_per_position_rates_and_names_how_answers_ended(tmp_path):
+    run_dir = tmp_path / "pos"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "length")}})
+    d = write_method(run_dir, "suffix", baseline="baseline", cells=cells, texts={"code": {"a": ("t", "length")}},
+                     acceptance={"code": {**ACC, "per_position": [1.0, 0.5, 0.25, 0.0],
+                                          "per_position_conditional": [1.0, 1.0, 1.0, 0.0],
+                                          "drafted_per_position": [4, 2, 1, 1]}})
+    # the request drafted 1, 1, 4, 2 tokens, accepted 1, 1, 3, 2 and returned 8 tokens: 1 + 4 + 7 = 12 counted
+    spec = _spec_line({"a": ([1, 1, 4, 2], [1, 1, 3, 2], 8)})["a"]
+    rec = chat_record("a", "prompt a", "t", "length", {k: v for k, v in spec.items() if k != "tokens"})
+    rec["response"]["usage"]["completion_tokens"] = spec["tokens"]
+    (d / "acceptance" / "code.jsonl").write_text(json.dumps(rec) + "\n")
+    summary = json.loads((d / "summary.json").read_text())
+    summary["tasks"]["code"]["finish_reasons"] = {"length": 1}
+    (d / "summary.json").write_text(json.dumps(summary))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()))
+    caption = rep.plot_captions["report/acceptance_by_position_suffix.png"]
+    assert "right: as a share of the steps that drafted" in caption
+    pos = [(p["rate"], p["conditional_rate"], p["drafted_steps"]) for p in rep.positions if p["method"] == "suffix"]
+    assert pos == [(1.0, 1.0, 4), (0.5, 1.0, 2), (0.25, 1.0, 1), (0.0, 0.0, 1)]
+    row = _row(rep.acceptance, method="suffix")
+    assert row["accepted_past_end"] == 4
+    md = render.render_markdown(sections.blocks(rep))
+    assert "every answer hit max_tokens, none stopped on its own" in md and "natural stops" not in md
+    assert "| 1.00, 0.50, 0.25, 0.00 | 1.00, 1.00, 1.00, 0.00 |" in md
+    assert "Drafts accepted past the end" in md and "suffix 4" in md
+
+
+def test_verdicts_never_contradict_their_intervals(tmp_path):
+    run_dir = tmp_path / "v"
+    run_dir.mkdir()
+    base = {("code", 1): [(10.0, 100.0, {}), (10.1, 100.0, {}), (9.9, 100.0, {})],
+            ("code", 4): [(10.0, 100.0, {})]}
+    spec = {("code", 1): [(8.0, 130.0, {"acc_len": 2.0}), (8.1, 70.0, {"acc_len": 2.0}),   # faster per token;
+                          (7.9, 100.0, {"acc_len": 2.0})],                                   # throughput unclear
+            ("code", 4): [(5.0, 200.0, {"acc_len": 2.0})]}                                   # one repeat
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
+                 acceptance={"code": ACC})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()))
+    c1, c4 = _row(rep.speed, method="ngram", concurrency=1), _row(rep.speed, method="ngram", concurrency=4)
+    assert c1["tpot_speedup_low"] > 1.0 and c1["throughput_speedup_low"] <= 1.0 <= c1["throughput_speedup_high"]
+    assert c1["verdict"] == "faster per token only"          # never "helped" with a throughput interval over 1.0x
+    assert c4["verdict"] == "point only" and c4["stability"] == "single" and c4["tpot_speedup_low"] is None
+    md = render.render_markdown(sections.blocks(rep))
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    assert "faster per token only" in matrix
+    assert "point only · TPOT 2.00× · tput 2.00× ⚠ single measurement" in matrix
+    assert "helped ·" not in md
+
+
+def test_no_zero_length_interval_bars(monkeypatch):
+    from matplotlib.axes import Axes
+    from specstack.report import plots
+    drawn = []
+    real = Axes.errorbar
+    monkeypatch.setattr(Axes, "errorbar", lambda self, x, y, **kw: drawn.append((list(x), kw["yerr"])) or
+                        real(self, x, y, **kw))
+    plots.speedup_vs_concurrency("code", {"ngram": {"tpot": [(1, 1.3, 1.1, 1.5), (4, 0.9, None, None)],
+                                                    "throughput": [(1, 1.2, None, None)]}})
+    assert drawn == [([1], [[pytest.approx(0.2)], [pytest.approx(0.2)]])]   # c=4 and the throughput cell: no bar
+
+
+def test_degenerate_itl_is_flagged_and_itl_is_explained(tmp_path):
+    run_dir = tmp_path / "itl"
+    run_dir.mkdir()
+    cells = {("chat", 1): [(10.0, 100.0, {})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"chat": {"a": ("t", "stop")}})
+    d = write_method(run_dir, "draft_model", baseline="baseline", cells=cells, texts={"chat": {"a": ("t", "stop")}},
+                     acceptance={"chat": ACC})
+    for f in (d / "bench").glob("*.json"):                     # bursty delivery: every gap but a few is 0
+        data = json.loads(f.read_text())
+        data["p50_itl_ms"] = 0.0
+        f.write_text(json.dumps(data))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert _row(rep.speed, method="draft_model")["itl_degenerate"] is True
+    assert _row(rep.speed, method="baseline")["itl_degenerate"] is False
+    md = render.render_markdown(sections.blocks(rep))
+    assert "0.0 / 30.0 / 40.0† ‡" in md and "per chunk, not per token" in md
+
+
+def test_sessions_are_resampled_as_pairs_and_the_design_is_named(tmp_path):
+    run_dir = tmp_path / "sessions"
+    run_dir.mkdir()
+    # the machine slows down session after session; in each pair the method is 1.25x faster per token
+    base_tpot = [10.0, 14.0, 18.0]
+    for s, tpot in enumerate(base_tpot, start=1):
+        rep = {"design": "sessions", "session": s, "sessions": 3, "repeats_per_session": 1}
+        write_method(run_dir, f"baseline-s{s}", baseline=None, k=None, cells={("code", 1): [(tpot, 100.0 / s, {})]},
+                     texts={"code": {"a": ("t", "stop")}}, replication={**rep, "of": "baseline"})
+        write_method(run_dir, f"ngram-s{s}", baseline="baseline", cells={("code", 1): [(tpot / 1.25, 130.0 / s,
+                                                                                          {"acc_len": 2.0})]},
+                     texts={"code": {"a": ("t", "stop")}}, acceptance={"code": ACC}, replication={**rep, "of": "ngram"})
+    report = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    r = _row(report.speed, method="ngram", concurrency=1)
+    assert r["design"] == "3 server sessions paired with the baseline's" and r["repeats"] == 3
+    assert (r["tpot_speedup"], r["tpot_speedup_low"], r["tpot_speedup_high"]) == pytest.approx((1.25, 1.25, 1.25))
+    assert r["throughput_speedup_low"] == pytest.approx(1.3) and r["verdict"] == "helped"
+    unpaired = st.bootstrap_ratio(base_tpot, [t / 1.25 for t in base_tpot])   # what resampling each side would say
+    assert unpaired.crosses_one
+    md = render.render_markdown(sections.blocks(report))
+    assert "Replication: 3 server sessions paired with the baseline's." in md
+    assert "ngram-s1" not in [row["method"] for row in report.speed]
+
+
+def test_host_load_per_core_is_the_highest_seen_at_the_cells_bench_windows(tmp_path):
+    run_dir = tmp_path / "load"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})] * 2, ("code", 4): [(10.0, 100.0, {})]}
+    d = write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
+    summary = json.loads((d / "summary.json").read_text())
+    loads = {("code-c1-r0"): (1.0, 2.0), ("code-c1-r1"): (5.0, 3.0)}        # a busy neighbour during repeat 1
+    for w in summary["windows"]:
+        opened, closed = loads.get(w["name"].split("/")[1], (None, None))
+        w["host_load"] = {"cores": 2, "open": opened, "close": closed}
+    (d / "summary.json").write_text(json.dumps(summary))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert _row(rep.speed, concurrency=1)["host_load_per_core"] == pytest.approx(2.5)
+    assert _row(rep.speed, concurrency=4)["host_load_per_core"] is None       # not recorded: n/a, not 0
+
+
+def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_path):
+    run_dir = tmp_path / "burst"
+    run_dir.mkdir()
+    # seen on 2 CPU cores: a starved client read whole answers at once, so bench's TPOT said 0.002 ms against
+    # ~1 ms per token (48-token answers in ~70 ms)
+    base = {("code", 1): [(0.002, 100.0, {}), (0.0025, 100.0, {}), (1.0, 100.0, {})]}
+    spec = {("code", 1): [(1.0, 100.0, {"acc_len": 2.0})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"code": {"a": ("t", "stop")}})
+    d = write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
+                     acceptance={"code": ACC})
+    for f in (d / "bench").glob("*.json"):                      # the method's answers: 20 % shorter end to end
+        data = json.loads(f.read_text())
+        data["p50_e2el_ms"] = 80.0
+        f.write_text(json.dumps(data))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    cells = {(c["method"], c["repeat"]): c["tpot_degenerate"] for c in rep.cells}
+    assert cells == {("baseline", 0): True, ("baseline", 1): True, ("baseline", 2): False, ("ngram", 0): False,
+                     ("ngram", 1): False, ("ngram", 2): False}
+    r = _row(rep.speed, method="ngram")
+    assert r["tpot_degenerate"] and r["latency_basis"] == "E2EL" and r["efficiency"] is None
+    assert r["latency_speedup"] == pytest.approx(100.0 / 80.0) == r["e2el_speedup"]
+    assert r["tpot_speedup"] == pytest.approx(0.0025)            # kept in the table, marked, never the verdict
+    md = render.render_markdown(sections.blocks(rep))
+    assert "0.00× [" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    assert "· E2EL 1.25× [1.25–1.25] ·" in matrix
+
+
+def test_an_efficiency_above_the_bound_is_called_a_measurement_problem(tmp_path):
+    run_dir = tmp_path / "above"
+    run_dir.mkdir()
+    base = {("chat", 1): [(10.0, 100.0, {"completed": 4, "out_tokens": 404})] * 3}
+    # half the steps drafted, 2 tokens per pass at best, yet TPOT says 3x faster
+    fast = {("chat", 1): [(10.0 / 3, 150.0, {"completed": 4, "out_tokens": 404, "acc_len": 3.0, "drafts": 100,
+                                             "accepted": 200})] * 3}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts={"chat": {"a": ("t", "stop")}})
+    write_method(run_dir, "suffix", baseline="baseline", cells=fast, texts={"chat": {"a": ("t", "stop")}},
+                 acceptance={"chat": ACC})
+    r = _row(build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False).speed, method="suffix")
+    assert r["efficiency"] == pytest.approx(1.5) and "efficiency above 100 %" in r["note"]

@@ -29,7 +29,7 @@ def publish(results, s: dict, ok: bool, run_id: str = "r", force: bool = False):
 
 def test_a_summary_of_an_unknown_version_is_refused_with_the_fix(tmp_path):
     folder = publish(tmp_path, summary("baseline", schema="specstack.summary/9"), ok=True)
-    with pytest.raises(reader.SchemaError, match=r"summary/9.*reads up to 'specstack.summary/2'.*git commit"):
+    with pytest.raises(reader.SchemaError, match=r"summary/9.*reads up to 'specstack.summary/3'.*git commit"):
         reader.read_summary(folder)
     with pytest.raises(UserError, match="summary/9"):  # the table and the report stop with that message too
         reader.load_run(tmp_path / "r")
@@ -81,3 +81,36 @@ def test_an_empty_or_missing_run_folder_says_what_to_pass(tmp_path):
         reader.load_run(tmp_path / "r")
     with pytest.raises(UserError, match="is not a run folder"):
         reader.load_run(tmp_path / "nope")
+
+
+def test_version_2_is_migrated_to_repeats_in_one_session(tmp_path):
+    v2 = summary("ngram", schema="specstack.summary/2",
+                 tasks={"code": {"bench": [{"concurrency": 1, "repeat": r} for r in range(3)] +
+                                          [{"concurrency": 4, "repeat": r} for r in range(3)]}})
+    got = reader.read_summary(publish(tmp_path, v2, ok=True))
+    assert got["replication"] == {"design": "repeats", "repeats": 3}
+
+
+def test_server_sessions_of_a_method_are_read_as_one_method(tmp_path):
+    for s in (1, 2, 3):
+        for method, baseline in (("baseline", None), ("ngram", "baseline")):
+            cell = {"concurrency": 1, "repeat": 0, "status": "ok", "file": "bench/code-c1-r0.json"}
+            window = {"name": "bench/code-c1-r0", "phase": "bench", "task": "code", "concurrency": 1, "repeat": 0}
+            publish(tmp_path, summary(f"{method}-s{s}", baseline_method=baseline,
+                                      replication={"design": "sessions", "session": s, "sessions": 3, "of": method,
+                                                   "repeats_per_session": 1},
+                                      tasks={"code": {"bench": [cell], "acceptance_rate": 0.1 * s}},
+                                      windows=[window, {"name": "acceptance/code", "phase": "acceptance"}],
+                                      crosscheck={"ok": s != 2 or method != "ngram", "checks": 5}), ok=True)
+    run = reader.load_run(tmp_path / "r")
+    assert list(run.methods) == ["baseline", "ngram"] and not run.warnings
+    ngram = run.methods["ngram"]
+    assert ngram.folders == ["ngram-s1", "ngram-s2", "ngram-s3"] and ngram.path.name == "ngram-s1"
+    cells = ngram.tasks["code"]["bench"]
+    assert [(c["repeat"], c["session"], c["file"]) for c in cells] == [
+        (i, i + 1, f"../ngram-s{i + 1}/bench/code-c1-r0.json") for i in range(3)]
+    assert (ngram.path / cells[2]["file"]).resolve() == (tmp_path / "r" / "ngram-s3" / "bench" / "code-c1-r0.json")
+    assert [w["repeat"] for w in ngram.summary["windows"] if w["phase"] == "bench"] == [0, 1, 2]
+    assert ngram.tasks["code"]["acceptance_rate"] == pytest.approx(0.1)      # the first session's
+    assert ngram.summary["crosscheck"] == {"ok": False, "checks": 15}         # session 2 did not reconcile
+    assert run.methods["baseline"].summary["crosscheck"]["ok"] is True

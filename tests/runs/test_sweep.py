@@ -34,3 +34,31 @@ def test_sweep_refuses_an_unknown_method_before_any_server_starts(tmp_path):
     with pytest.raises(Exception, match="ngarm"):
         sweep.sweep(Options(method="baseline", run_id="x", results_dir=tmp_path), ["baseline", "ngarm"])
     assert not (tmp_path / "x").exists()
+
+
+def test_sessions_interleave_every_method_with_its_baseline(monkeypatch, tmp_path):
+    planned = []
+    monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True: planned.extend(entries) or [])
+    opts = Options(method="baseline", run_id="x", results_dir=tmp_path, repeats=3, replicate="sessions")
+    sweep.sweep(opts, ["ngram", "baseline"])
+    assert [name for name, _ in planned] == ["baseline-s1", "ngram-s1", "baseline-s2", "ngram-s2",
+                                             "baseline-s3", "ngram-s3"]
+    for name, one in planned:
+        assert (one.bundle_name, one.repeats, one.sessions) == (name, 1, 3) and name.endswith(f"-s{one.session}")
+        assert one.replication() == {"design": "sessions", "session": one.session, "sessions": 3,
+                                     "of": name.split("-s")[0], "repeats_per_session": 1}
+
+
+def test_repeats_in_one_session_stay_the_default(monkeypatch, tmp_path):
+    planned = []
+    monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True: planned.extend(entries) or [])
+    sweep.sweep(Options(method="baseline", run_id="x", results_dir=tmp_path, repeats=3), ["baseline", "ngram"])
+    assert [(name, one.repeats, one.replication()) for name, one in planned] == [
+        ("baseline", 3, {"design": "repeats", "repeats": 3}), ("ngram", 3, {"design": "repeats", "repeats": 3})]
+
+
+def test_an_unknown_design_and_sessions_in_sweep_k_are_refused(tmp_path):
+    with pytest.raises(UserError, match="--replicate"):
+        Options(method="ngram", run_id="x", replicate="session").validate()
+    with pytest.raises(UserError, match="--replicate sessions is for sweep"):
+        sweep.sweep_k(Options(method="ngram", run_id="x", results_dir=tmp_path, replicate="sessions"), [1, 2])

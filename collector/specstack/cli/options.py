@@ -101,4 +101,5 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
                    skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
                    allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url,
-                   port_release_timeout=args.port_release_timeout)
+                   port_release_timeout=args.port_release_timeout,
+                   replicate=getattr(args, "replicate", "repeats"))

@@ -9,6 +9,7 @@ from specstack.cli.options import add_run_options, options_from_args
 from specstack.config import methods
 from specstack.runs.method_run import console, run_method
 from specstack.runs.monitoring import Monitoring
+from specstack.runs.options import REPLICATE
 from specstack.runs.sweep import sweep
 
 
@@ -38,5 +39,10 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("sweep", help="run several methods one after another under one run id")
     p.add_argument("--methods", default="baseline,ngram,draft_model,eagle3,suffix")
+    p.add_argument("--replicate", choices=REPLICATE, default="repeats",
+                   help="repeats: --repeats bench repeats back to back in one server session per method (fast; "
+                        "the intervals leave session-to-session variance out); sessions: each repeat a server "
+                        "session of its own, methods interleaved with their baseline (B M B M ...), intervals "
+                        "from resampling session pairs")
     add_run_options(p)
     p.set_defaults(func=_cmd_sweep)

@@ -2,6 +2,12 @@
 
 Ratios are taken after summing numerators and denominators over requests; a zero denominator is
 None ("no drafts"), never 0 %. Notation: C = accepted draft tokens, D = draft tokens, R = spec steps.
+
+Per draft position there are two rates. vLLM's (its counters and bench): steps that accepted at least p+1
+drafts / all drafting steps, so a variable-length drafter (ngram, suffix) that rarely proposes p+1 tokens shows
+a low rate at p although every draft it did make there may have been accepted. The conditional rate: the same
+numerator / steps that drafted at least p+1 tokens; it needs the per-step arrays of
+`--per-request-spec-decode-metrics detailed` and is None without them.
 """
 from __future__ import annotations
 
@@ -23,6 +29,12 @@ class Acceptance:
     per_position: list[int] = field(default_factory=list)  # steps that accepted >= p+1 drafts
     histogram: list[int] | None = None                     # steps that accepted exactly j (requests only)
     requests: int = 0          # requests that carried spec metrics (requests only)
+    # From the per-step arrays (`detailed` level); requests only, None unless every request carried them.
+    detailed_requests: int = 0
+    drafted_per_position: list[int] | None = None   # steps that drafted >= p+1 tokens
+    step_accepted_per_position: list[int] | None = None  # steps that accepted >= p+1, counted from the arrays
+    step_count: int | None = None                   # Σ len(per_step_drafted)
+    step_draft_tokens: int | None = None            # Σ per_step_drafted
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -37,6 +49,17 @@ class Acceptance:
         return None if not self.steps else [p / self.steps for p in self.per_position]
 
     @property
+    def per_position_conditional_rates(self) -> list[float | None] | None:
+        """Accepted at p / drafted at p: steps accepting >= p+1 drafts / steps drafting >= p+1 (None where no
+        step drafted that far)."""
+        if not self.steps or self.drafted_per_position is None:
+            return None
+        k = max(len(self.per_position), len(self.drafted_per_position))
+        acc = self.per_position + [0] * (k - len(self.per_position))
+        return [ratio(acc[p], d) for p, d in enumerate(self.drafted_per_position + [0] * (k - len(
+            self.drafted_per_position)))]
+
+    @property
     def no_accept_share(self) -> float | None:
         """Share of spec steps that accepted no draft (histogram[0] / R)."""
         return None if not self.steps or not self.histogram else self.histogram[0] / self.steps
@@ -44,7 +67,8 @@ class Acceptance:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.update(acceptance_rate=self.acceptance_rate, mean_acceptance_length=self.mean_acceptance_length,
-                 per_position_rates=self.per_position_rates, no_accept_share=self.no_accept_share)
+                 per_position_rates=self.per_position_rates, no_accept_share=self.no_accept_share,
+                 per_position_conditional_rates=self.per_position_conditional_rates)
         return d
 
 
@@ -70,7 +94,33 @@ def add_request(total: Acceptance | None, s: dict | None) -> Acceptance | None:
     total.accepted += int(s["num_accepted_draft_tokens"])
     total.histogram = _add(total.histogram, [int(x) for x in s["acceptance_histogram"]])
     total.per_position = positions_from_histogram(total.histogram)
+    _add_steps(total, s)
     return total
+
+
+def _at_least(values: list[int]) -> list[int]:
+    """[3, 1, 2] -> steps with value >= 1, >= 2, >= 3: [3, 2, 1]."""
+    top = max(values, default=0)
+    return [sum(1 for v in values if v > p) for p in range(top)]
+
+
+def _add_steps(total: Acceptance, s: dict) -> None:
+    """Fold the per-step arrays (`detailed` level) in; one request without them makes them unusable."""
+    drafted, accepted = s.get("per_step_drafted"), s.get("per_step_accepted")
+    if drafted is None and accepted is None and not int(s["num_spec_steps"]):
+        drafted = accepted = []   # vLLM 0.32.0 leaves the arrays out when they are empty (stats.py to_dict)
+    if drafted is None or accepted is None:
+        total.drafted_per_position = total.step_accepted_per_position = None
+        total.step_count = total.step_draft_tokens = None
+        return
+    if total.detailed_requests != total.requests - 1:   # an earlier request had none
+        return
+    total.detailed_requests += 1
+    drafted, accepted = [int(x) for x in drafted], [int(x) for x in accepted]
+    total.drafted_per_position = _add(total.drafted_per_position or [], _at_least(drafted))
+    total.step_accepted_per_position = _add(total.step_accepted_per_position or [], _at_least(accepted))
+    total.step_count = (total.step_count or 0) + len(drafted)
+    total.step_draft_tokens = (total.step_draft_tokens or 0) + sum(drafted)
 
 
 def from_requests(spec_metrics) -> Acceptance | None:
@@ -130,10 +180,28 @@ def crosscheck_requests(requests: Acceptance | None, counters: Acceptance | None
     ]
     checks += [Check(f"Δ accepted_per_pos[{p}] = Σ_req Σ_(j>{p}) histogram[j]", req_pos[p], cnt_pos[p],
                      req_pos[p] == cnt_pos[p]) for p in range(k)]
+    checks += _crosscheck_steps(requests, counters, cnt_pos)
     for c in checks:
         if not c.ok:
             c.hint = _CAUSE
     return checks
+
+
+def _crosscheck_steps(requests: Acceptance, counters: Acceptance, cnt_pos: list[int]) -> list[Check]:
+    """The per-step arrays (the conditional rates' source) against the counters: one entry per counted step,
+    their drafts summing to the drafted tokens, their acceptances per position to the position counters."""
+    if requests.drafted_per_position is None:
+        return []   # summary level: no arrays, no conditional rates
+    pos = requests.step_accepted_per_position or []
+    k = max(len(pos), len(cnt_pos))
+    pos, cnt_pos = pos + [0] * (k - len(pos)), cnt_pos + [0] * (k - len(cnt_pos))
+    return [
+        Check("Σ len(per_step_drafted) = Δ num_drafts", requests.step_count, counters.steps,
+              requests.step_count == counters.steps),
+        Check("Σ per_step_drafted = Δ num_draft_tokens", requests.step_draft_tokens, counters.draft_tokens,
+              requests.step_draft_tokens == counters.draft_tokens),
+    ] + [Check(f"Δ accepted_per_pos[{p}] = Σ_steps [per_step_accepted > {p}]", pos[p], cnt_pos[p],
+               pos[p] == cnt_pos[p]) for p in range(k)]
 
 
 def crosscheck_bench_answers(bench: dict, finished: int, generated: int, output_len: int | None) -> list[Check]:

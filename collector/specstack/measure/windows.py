@@ -1,11 +1,12 @@
 """Measured windows: each phase body runs between two settled /metrics snapshots, and the window's counter
 deltas are reconciled with what the responses or bench reported (the direct diff: the run's verdict).
 
-Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (natural stops,
+Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (no stop strings,
 per-request metrics kept) -> performance (`vllm bench serve`, fixed output length).
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,8 @@ class Window:
     from_counters: dict | None = None                # acceptance seen by the counters
     from_responses: dict | None = None               # acceptance summed over responses
     checks: list[dict] = field(default_factory=list)
+    # the host's 1-minute load average at open and close, and its cores: other work on the machine shows here
+    host_load: dict | None = None
 
     @property
     def checks_ok(self) -> bool:
@@ -118,12 +121,14 @@ class Windows:
             self.exporter.open(window.phase, task=window.task or "", concurrency=str(window.concurrency or ""),
                                **self.labels)
         window.start = time.time()
+        window.host_load = {"cores": os.cpu_count(), "open": _load1()}
         events.emit("window.open", name=window.name, phase=window.phase)
         try:
             outcome = body()
         except Exception as e:  # the phase broke: record why, keep the earlier windows intact
             outcome = Outcome(error=f"{type(e).__name__}: {e}")
         window.end = time.time()
+        window.host_load["close"] = _load1()
         events.emit("window.close", name=window.name, phase=window.phase, error=outcome.error, bench=outcome.bench)
         if self.exporter is not None:
             self.exporter.close()
@@ -164,3 +169,10 @@ class Windows:
             checks += accounting.crosscheck_bench(outcome.bench, counted)
         window.checks = [c.to_dict() for c in checks]
         return window, outcome
+
+
+def _load1() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:   # not every platform has it
+        return None

@@ -1,5 +1,6 @@
-"""Acceptance from the acceptance phase (greedy, natural stops): per method x task, per draft position and per
-histogram bucket. Plain decode says n/a, never 0 %."""
+"""Acceptance from the acceptance phase (greedy, n=1): per method x task, per draft position and per
+histogram bucket. Plain decode says n/a, never 0 %. Per position two rates: vLLM's (share of all drafting steps)
+and the conditional one (accepted at p / drafted at least p+1; needs the `detailed` per-request metrics)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,18 @@ def acceptance_records(md: MethodData, task: str) -> list[dict]:
     return out
 
 
+def accepted_past_end(records: list[dict]) -> int:
+    """Drafts vLLM counted as accepted beyond the answer's end, at least: a request emits its prefill token, one
+    token per verify step and its accepted drafts, so 1 + steps + accepted above its completion tokens were
+    counted but cut (steps without a draft add tokens and can hide some, hence "at least")."""
+    past = 0
+    for r in records:
+        spec, tokens = r["spec"], (r["usage"] or {}).get("completion_tokens")
+        if spec and tokens is not None:
+            past += max(0, 1 + int(spec["num_spec_steps"]) + int(spec["num_accepted_draft_tokens"]) - int(tokens))
+    return past
+
+
 def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
     """(per method x task, per draft position, per histogram bucket). Acceptance phase only."""
     rows, positions, hist_rows = [], [], []
@@ -34,6 +47,8 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
             no_drafts = not drafts  # None (plain decode) or 0: the ratios are n/a, never 0 %
             hist = f.get("histogram") if not no_drafts else None
             per_pos = f.get("per_position") if not no_drafts else None
+            conditional = f.get("per_position_conditional") if not no_drafts else None
+            drafted = f.get("drafted_per_position") or []
             records = acceptance_records(md, task)
             rows.append({"method": md.name, "baseline": md.baseline, "task": task, "k": md.k,
                          "comparable": md.comparable,
@@ -44,11 +59,16 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
                          "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
                          "histogram": None if hist is None else json.dumps(hist),
                          "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
+                         "per_position_conditional": None if conditional is None else json.dumps(
+                             [None if x is None else round(x, 6) for x in conditional]),
                          "requests": f.get("requests"), "completion_tokens": f.get("completion_tokens"),
                          "failed_requests": sum(1 for r in records if r["error"]),
+                         "accepted_past_end": None if no_drafts else accepted_past_end(records),
                          "finish_reasons": json.dumps(f.get("finish_reasons") or {}, sort_keys=True)})
             for p, rate in enumerate(per_pos or []):
-                positions.append({"method": md.name, "task": task, "position": p, "rate": rate})
+                positions.append({"method": md.name, "task": task, "position": p, "rate": rate,
+                                  "conditional_rate": conditional[p] if conditional and p < len(conditional) else None,
+                                  "drafted_steps": (drafted[p] if p < len(drafted) else 0) if conditional else None})
             total = sum(hist or [])
             for j, n in enumerate(hist or []):
                 hist_rows.append({"method": md.name, "task": task, "accepted": j, "steps": n,

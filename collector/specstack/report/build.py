@@ -11,7 +11,7 @@ its summary). Definitions (also printed at the end of the report):
 - TPOT speedup = median over repeats of baseline p50 TPOT / median over repeats of method p50 TPOT.
 - Throughput speedup = median method output tok/s / median baseline output tok/s.
 - 95 % interval: percentile bootstrap over repeats (report.stats.bootstrap_ratio, fixed seed).
-- Output equality uses only the acceptance phase (greedy, natural stops), never the fixed-length perf outputs.
+- Output equality uses only the acceptance phase (greedy, no stop strings), never the fixed-length perf outputs.
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specstack.report.format import num, pct
+from specstack.report.stats import MIN_REPEATS
 from specstack.results.reader import load_run
 
 
@@ -37,6 +38,13 @@ def _throughput(summary: dict, task: str) -> dict[int, float]:
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
 
 
+def _cells_by_concurrency(task: dict) -> dict[int, list]:
+    by_c: dict[int, list] = {}
+    for cell in task.get("bench") or []:
+        by_c.setdefault(cell.get("concurrency"), []).append(cell)
+    return by_c
+
+
 def crosscheck_label(summary: dict) -> str:
     cc = summary.get("crosscheck") or {}
     if summary.get("status") != "ok" and not cc:
@@ -46,9 +54,19 @@ def crosscheck_label(summary: dict) -> str:
     return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
 
 
+def ended(summaries: dict[str, dict], task: str) -> str:
+    """How the task's acceptance answers ended, over every method: "length 96, stop 16"."""
+    counts: dict[str, int] = {}
+    for s in summaries.values():
+        for reason, n in ((s["tasks"].get(task) or {}).get("finish_reasons") or {}).items():
+            counts[reason] = counts.get(reason, 0) + n
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+
+
 def task_table(summaries: dict[str, dict], task: str) -> Table:
     concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
-    table = Table(title=f"task: {task}", title_justify="left")
+    table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
+                  title_justify="left")
     for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
         table.add_column(col)
     for c in concurrencies:
@@ -77,8 +95,15 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
-    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (natural stops); "
-                  "n/a = no drafts, not 0 %. Throughput from vllm bench serve at fixed output length.")
+    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
+                  "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
+                  "bench serve at fixed output length.")
+    repeats = max((len(v) for s in summaries.values() for t in s["tasks"].values()
+                   for v in _cells_by_concurrency(t).values()), default=0)
+    if repeats < MIN_REPEATS:
+        console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
+                      "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
+                      "--repeats 3 --replicate sessions for intervals that count).")
     for f in failed:
         where = f" ({f.path.name}/)" if f.path else ""
         console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")

@@ -37,28 +37,40 @@ def _no_data(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def acceptance_by_position(method: str, per_task: dict[str, list[float] | None]) -> bytes:
-    """Grouped bars: share of verify steps that accepted at least p+1 drafts, one group per draft position."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ax.set_title(f"Acceptance by draft position: {method}", fontsize=10)
+def acceptance_by_position(method: str, per_task: dict[str, list[float] | None],
+                           conditional: dict[str, list[float | None] | None] | None = None) -> bytes:
+    """Grouped bars per draft position: steps that accepted at least p+1 drafts as a share of all drafting steps
+    (vLLM's convention); beside it, when the per-step arrays exist, as a share of the steps that drafted at least
+    p+1 tokens (the conditional rate)."""
+    panels = [("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)]
+    if conditional and any(conditional.values()):
+        panels.append(("conditional on drafting that far", "≥ p+1 accepted / steps drafting ≥ p+1", conditional))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
+    for ax, (title, ylabel, series) in zip(axes[0], panels):
+        ax.set_title(f"Acceptance by draft position, {title}: {method}", fontsize=9)
+        _position_bars(ax, series, ylabel)
+    return _png(fig)
+
+
+def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: str) -> None:
     tasks = [t for t, v in per_task.items() if v]
     if not tasks:
         _no_data(ax, "n/a (no drafts)")
-        return _png(fig)
+        return
     k = max(len(per_task[t]) for t in tasks)
     width = 0.8 / len(tasks)
     for i, task in enumerate(tasks):
         values = per_task[task]
         xs = [p + (i - (len(tasks) - 1) / 2) * width for p in range(len(values))]
-        bars = ax.bar(xs, values, width=width, label=task)
+        # None: no step drafted that far; drawn as no bar and labelled, never as 0
+        bars = ax.bar(xs, [0 if v is None else v for v in values], width=width, label=task)
         if k <= 8:
-            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+            ax.bar_label(bars, labels=["—" if v is None else f"{v:.2f}" for v in values], fontsize=7)
     ax.set_xticks(range(k), [str(p) for p in range(k)])
     ax.set_xlabel("draft position (0 = first draft token)")
-    ax.set_ylabel("steps accepting ≥ p+1 drafts / steps")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.1)
     ax.legend(fontsize=8)
-    return _png(fig)
 
 
 def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
@@ -83,26 +95,38 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
 def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]]) -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
-    `series[method][metric]` = [(concurrency, point, low, high), ...] with metric in {"tpot", "throughput"}.
+    `series[method][metric]` = [(concurrency, point, low, high[, basis]), ...] with metric in {"tpot",
+    "throughput"}; basis "E2EL" marks a latency point that stands in for a degenerate TPOT (square marker).
     """
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-    titles = {"tpot": "TPOT speedup (baseline TPOT / method TPOT)",
+    titles = {"tpot": "latency speedup (baseline / method TPOT; ■ E2EL where TPOT is degenerate)",
               "throughput": "Throughput speedup (method / baseline tok/s)"}
     concurrencies = sorted({p[0] for s in series.values() for pts in s.values() for p in pts})
     for ax, metric in zip(axes, ("tpot", "throughput")):
         ax.set_title(f"{task}: {titles[metric]}", fontsize=9)
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="1.0× (baseline)")
         plotted = []
-        for method, by_metric in series.items():
+        palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (method, by_metric) in enumerate(series.items()):
+            color = palette[i % len(palette)]   # one colour per method in both panels
             pts = [p for p in by_metric.get(metric, []) if p[1] is not None and p[1] > 0]
             if not pts:
                 continue
             plotted += [p[1] for p in pts]
-            xs = [p[0] for p in pts]
-            ys = [p[1] for p in pts]
-            lo = [p[1] - p[2] if p[2] is not None else 0 for p in pts]
-            hi = [p[3] - p[1] if p[3] is not None else 0 for p in pts]
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=method)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1, color=color, label=method)
+            for p in pts:
+                if len(p) > 4 and p[4] == "E2EL":
+                    ax.plot([p[0]], [p[1]], "s", markersize=9, color=color, markerfacecolor="none")
+            with_iv = [p for p in pts if p[2] is not None and p[3] is not None]
+            # a cell without an interval gets a hollow marker, never a zero-length "interval" bar
+            if with_iv:
+                ax.errorbar([p[0] for p in with_iv], [p[1] for p in with_iv],
+                            yerr=[[p[1] - p[2] for p in with_iv], [p[3] - p[1] for p in with_iv]],
+                            fmt="o", color=color, capsize=3)
+            without = [p for p in pts if p[2] is None or p[3] is None]
+            if without:
+                ax.plot([p[0] for p in without], [p[1] for p in without], "o", color=color,
+                        markerfacecolor="white")
         if not plotted:
             ax.text(0.5, 0.5, "n/a (no baseline to compare with)", ha="center", va="center", fontsize=11,
                     color=GREY, transform=ax.transAxes)
@@ -177,9 +201,14 @@ def make_all(rep: Report) -> None:
     for md in spec:
         per_task = {t: (md.tasks.get(t) or {}).get("per_position") if (md.tasks.get(t) or {}).get("num_draft_tokens")
                     else None for t in run.tasks if t in md.tasks}
+        conditional = {t: (md.tasks.get(t) or {}).get("per_position_conditional") if per_task.get(t) else None
+                       for t in per_task}
         name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
-        rep.plots[name] = acceptance_by_position(md.name, per_task)
-        rep.plot_captions[name] = f"Acceptance by draft position, {md.name} (acceptance phase, all tasks)"
+        rep.plots[name] = acceptance_by_position(md.name, per_task, conditional)
+        rep.plot_captions[name] = (f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
+                                   "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
+                                   "convention)" + ("; right: as a share of the steps that drafted at least p+1 "
+                                                    "tokens" if any(conditional.values()) else ""))
         for t in run.tasks:
             f = md.tasks.get(t)
             if f is None:
@@ -194,14 +223,18 @@ def make_all(rep: Report) -> None:
                 continue
             label = r["method"] + ("" if r["comparable"] else " (not comparable)")
             s = series.setdefault(label, {"tpot": [], "throughput": []})
-            s["tpot"].append((r["concurrency"], r["tpot_speedup"], r["tpot_speedup_low"], r["tpot_speedup_high"]))
+            # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0)
+            s["tpot"].append((r["concurrency"], r["latency_speedup"], r["latency_speedup_low"],
+                              r["latency_speedup_high"], r["latency_basis"]))
             s["throughput"].append((r["concurrency"], r["throughput_speedup"], r["throughput_speedup_low"],
                                     r["throughput_speedup_high"]))
         if series:
             name = f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series)
             rep.plot_captions[name] = (f"Speedup against the baseline vs concurrency, {t}; bars = 95 % bootstrap "
-                                       "interval over repeats; dashed line = 1.0×")
+                                       f"interval; hollow marker = no interval (fewer than {st.MIN_REPEATS} "
+                                       "repeats), the point estimate only; square = latency on E2EL where TPOT "
+                                       "is degenerate; dashed line = 1.0×")
     for fam in sorted({r["family"] for r in rep.ksweep}):
         for t in run.tasks:
             rows = [r for r in rep.ksweep if r["family"] == fam and r["task"] == t]

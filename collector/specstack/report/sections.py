@@ -10,6 +10,7 @@ from specstack.report.format import interval, num, pct, times
 from specstack.report.plots import safe_name
 from specstack.results.reader import REPORT_DIR
 from specstack.report.speed import PERCENTILES
+from specstack.report.verdicts import label as _label, verdict
 
 if TYPE_CHECKING:
     from specstack.report.build import Report
@@ -25,41 +26,29 @@ def _pcts(row: dict, m: str) -> str:
     return " / ".join(parts)
 
 
-def _label(row: dict) -> str:
-    return row["method"] + ("" if row.get("comparable", True) else " ⚠ not comparable")
+def _bound(row: dict) -> str:
+    """Tokens per target pass, with the share of passes that verified a draft when not all of them did."""
+    if row.get("tokens_per_target_pass") is None:
+        return "n/a"
+    share = row.get("drafting_share")
+    return num(row["tokens_per_target_pass"]) + ("" if share is None else f" ({pct(share, 0)})")
 
 
-def _statements(rep: Report) -> dict[str, list[str]]:
-    """Plain sentences per spec cell: helped / did not help / not comparable, and the failed runs."""
-    out: dict[str, list[str]] = {"helped": [], "not_helped": [], "not_comparable": [], "failed": []}
-    for r in rep.speed:
-        if r["role"] != "spec" or r["tpot_speedup"] is None:
-            continue
-        where = f"{r['method']} on {r['task']} at concurrency {r['concurrency']}"
-        nums = (f"TPOT {times(r['tpot_speedup'])}{interval(r['tpot_speedup_low'], r['tpot_speedup_high'])}, "
-                f"throughput {times(r['throughput_speedup'])}"
-                f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
-        if not r["comparable"]:
-            out["not_comparable"].append(f"{where}: {nums}; synthetic rejection sampling, not a real result")
-            continue
-        v, tv, tput = r["tpot_verdict"], r["throughput_verdict"], r["throughput_speedup"]
-        if v.startswith("no interval"):
-            nums += "; one repeat, no interval"
-        if v == "no clear difference":
-            out["not_helped"].append(f"{where}: no clear difference, the 95 % interval includes 1.0× ({nums})")
-        elif r["tpot_speedup"] <= 1.0:
-            out["not_helped"].append(f"{where}: not faster than the baseline ({nums})")
-        elif tput is not None and (tput <= 1.0 or tv == "lower"):
-            out["not_helped"].append(f"{where}: faster per token but no more output tokens/s ({nums})")
-        elif v.startswith("no interval"):
-            out["helped"].append(f"{where}: faster by the point estimate only ({nums})")
-        else:
-            out["helped"].append(f"{where}: faster ({nums})")
-    out["failed"] = [f"{f.name}: FAILED ({f.error or 'no reason recorded'})" + (
-        f" — folder {f.path.name}, not used" if f.path else "") for f in rep.run.failed if not f.superseded]
-    out["failed"] += [f"{f.name}: an earlier attempt failed ({f.error}); its folder "
-                      f"{f.path.name if f.path else '?'} is not used" for f in rep.run.failed if f.superseded]
-    return out
+def _efficiency(row: dict) -> str:
+    """Efficiency against the all-passes bound; against verify steps only beside it when the two differ."""
+    text = pct(row.get("efficiency"), 0)
+    other = row.get("efficiency_verify_steps")
+    if other is not None and row.get("efficiency") is not None and abs(other - row["efficiency"]) >= 0.005:
+        text += f" ({pct(other, 0)} per verify step)"
+    return text
+
+
+def _replication(workload: dict) -> str:
+    if workload.get("replicate") == "sessions":
+        return (f"{workload.get('sessions', 'n/a')} server sessions per method, interleaved with the baseline's "
+                "(B M B M …), one bench repeat per cell in each")
+    return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
+
 
 def header(rep: Report) -> list[tuple]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
@@ -73,34 +62,9 @@ def header(rep: Report) -> list[tuple]:
                      f"{vllm or 'n/a'}, git {man.get('git_commit', 'n/a')}. Workload: tasks "
                      f"{', '.join(wl.get('tasks') or run.tasks)}; {wl.get('num_prompts', 'n/a')} prompts per bench "
                      f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
-                     f"{wl.get('acceptance_max_tokens', 'n/a')} tokens with natural stops; concurrencies "
-                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; "
-                     f"{wl.get('repeats', 'n/a')} repeat(s) per cell."))
-    return out
-
-
-def verdict(rep: Report) -> list[tuple]:
-    """Helped / did not help / not comparable, the failed runs and the warnings, in plain sentences."""
-    run = rep.run
-    out: list[tuple] = []
-    said = _statements(rep)
-    out.append(("h2", "Verdict"))
-    if said["failed"]:
-        out.append(("p", "**Failed runs** (reported, never used as data):"))
-        out.append(("ul", said["failed"]))
-    out.append(("p", "**Did not help** (not faster per token, or the 95 % interval includes 1.0×, or no "
-                     "throughput gain):"))
-    out.append(("ul", said["not_helped"] or ["none"]))
-    out.append(("p", "**Helped**:"))
-    out.append(("ul", said["helped"] or ["none"]))
-    if said["not_comparable"]:
-        out.append(("p", "**Not comparable** (stress runs; their speed is no evidence either way):"))
-        out.append(("ul", said["not_comparable"]))
-    if not said["helped"] and not said["not_helped"] and not said["not_comparable"]:
-        out.append(("p", "No cell could be compared with a baseline of the same target (see the warnings)."))
-    if run.warnings:
-        out.append(("p", "**Warnings**:"))
-        out.append(("ul", run.warnings))
+                     f"{wl.get('acceptance_max_tokens', 'n/a')} tokens, no stop strings (how the answers ended is "
+                     f"in each acceptance table); concurrencies "
+                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; {_replication(wl)}."))
     return out
 
 
@@ -134,27 +98,58 @@ def tasks(rep: Report) -> list[tuple]:
     return out
 
 
+def _spread(r: dict) -> str:
+    """Relative MAD of the TPOT p50 over repeats, method / baseline; ⚠ past the stability gate."""
+    parts = [pct(r["tpot_spread"], 0)] + ([pct(r["baseline_tpot_spread"], 0)] if r["role"] == "spec" else [])
+    return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
+
+
+def _itl(r: dict) -> str:
+    return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
+
+
 def speed_tables(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
-    out.append(("table", ["method", "vs", "c", "N", "out tok/s", "throughput × [95 % CI]", "verdict",
-                          "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict", "acc. length (bench)",
-                          "efficiency", "KV loss", "preempt.", "failed req.", "note"],
-                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], num(r["output_throughput"], 1),
+    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
+                          "verdict", "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict",
+                          "E2EL speedup × [95 % CI]", "latency spread (method / base)", "host load per core",
+                          "acc. length per verify step",
+                          "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
+                          "failed req.", "note"],
+                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
+                  num(r["output_throughput"], 1),
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
                    interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
-                  num(r["tpot_p50_ms"]),
+                  num(r["tpot_p50_ms"]) + (" ‡" if r["tpot_degenerate"] else ""),
                   ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
-                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])), r["tpot_verdict"],
-                  num(r["bench_acceptance_length"]), pct(r["efficiency"], 0),
+                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])),
+                  r["tpot_verdict"],
+                  ("—" if r["role"] != "spec" else times(r["e2el_speedup"]) +
+                   interval(r["e2el_speedup_low"], r["e2el_speedup_high"])), _spread(r),
+                  num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
                  for r in speed]))
     out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; median over repeats)"))
-    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL", "TTFT", "E2EL"],
+    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
+                          "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
-                  _pcts(r, "tpot"), _pcts(r, "itl"), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+                  _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+    if any(r["tpot_degenerate"] for r in speed):
+        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) TPOT p50 × (tokens − 1) "
+                         "is under a tenth of E2EL p50, i.e. the answers arrived in a burst after their first token "
+                         "(a starved client reads a whole answer at once; bench's TPOT = (E2EL − TTFT) ÷ "
+                         "(tokens − 1) then says about 0). The cell's verdict rests on E2EL at the same fixed output "
+                         "length, and it has no efficiency."))
+    if any(r["role"] == "spec" for r in speed):
+        out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
+                         "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
+                         "not comparable with the baseline's. Compare methods by TPOT."
+                         + (" ‡ = ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts (a starved "
+                            "client or server), the gaps are degenerate." if any(r.get("itl_degenerate")
+                                                                                for r in speed) else "")))
     return out
 
 
@@ -168,19 +163,50 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     return out
 
 
+def _finish_label(rows: list[dict]) -> str:
+    """The phase named by how its answers actually ended, not by what it allowed."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for reason, n in json.loads(r["finish_reasons"] or "{}").items():
+            counts[reason] = counts.get(reason, 0) + n
+    total = sum(counts.values())
+    if not total:
+        return "no answers"
+    if counts.get("stop") == total:
+        return "every answer ended at EOS"
+    if counts.get("length") == total:
+        return "every answer hit max_tokens, none stopped on its own"
+    return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
+
+
+def _rates(text: str | None, missing: str) -> str:
+    if text is None:
+        return missing
+    return ", ".join("—" if x is None else f"{x:.2f}" for x in json.loads(text))
+
+
 def acceptance_table(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     acc = [r for r in rep.acceptance if r["task"] == task]
-    out.append(("h3", "Acceptance (acceptance phase, greedy, natural stops)"))
+    out.append(("h3", f"Acceptance (acceptance phase, greedy; {_finish_label(acc)})"))
     out.append(("table", ["method", "K", "acceptance rate", "mean acc. length", "no-accept steps",
-                          "histogram (steps accepting j=0..K)", "per-position (≥ p+1 accepted / steps)",
+                          "histogram (steps accepting j=0..K)",
+                          "per position, share of all drafting steps (≥ p+1 accepted / steps)",
+                          "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
                           "steps", "drafts", "accepted", "requests", "failed req.", "finish reasons"],
                 [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
-                  pct(r["no_accept_share"]), r["histogram"] or "n/a",
-                  "n/a" if r["per_position"] is None else
-                  ", ".join(f"{x:.2f}" for x in json.loads(r["per_position"])),
+                  pct(r["no_accept_share"]), r["histogram"] or "n/a", _rates(r["per_position"], "n/a"),
+                  _rates(r["per_position_conditional"],
+                         "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"),
                   num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
                   num(r["requests"]), num(r["failed_requests"]), r["finish_reasons"]] for r in acc]))
+    past = [r for r in acc if r.get("accepted_past_end")]
+    if past:
+        out.append(("p", "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
+                         "where the answer ended inside it (max_tokens, EOS), though those tokens were never "
+                         "emitted; the figures above include them, as vLLM's counters do. At least "
+                         + ", ".join(f"{r['method']} {r['accepted_past_end']}" for r in past)
+                         + " (per request: 1 + steps + accepted − completion tokens, where positive)."))
     return out
 
 
@@ -255,27 +281,51 @@ def how_to_read(rep: Report) -> list[tuple]:
         "TPOT, for the same task and concurrency; > 1.0× means the method is faster per output token. Throughput "
         "speedup = method output tok/s ÷ baseline output tok/s (medians over repeats).",
         f"95 % interval: percentile bootstrap ({st.BOOTSTRAP_RESAMPLES} resamples, seed {st.SEED}) of the ratio of "
-        "medians, resampling the baseline's and the method's repeats independently. A cell whose interval includes "
-        "1.0× is \"no clear difference\". With one repeat there is no interval (\"no interval\"); run with "
-        f"--repeats ≥ 3 for a usable one (this run: up to {repeats}).",
+        "medians. Repeats in one server session (the default) are resampled independently on each side; they share "
+        "their session, so session-to-session variance is left out and the interval is too narrow "
+        "(pseudo-replication). With --replicate sessions every repeat is a server session of its own, run "
+        "interleaved with its baseline's (B M B M …), and session pairs are resampled together. A cell whose "
+        f"interval includes 1.0× is \"no clear difference\". Under {st.MIN_REPEATS} repeats (or sessions) on a side "
+        "there is no interval (with 2, a true 1.0× fell inside a 95 % bootstrap interval only ~70 % of the time) "
+        f"and the verdict is \"point only\" (this run: up to {repeats}).",
+        f"Stability: latency spread = median absolute deviation ÷ median of the repeats' TPOT p50 (E2EL p50 where "
+        f"TPOT is degenerate), per side; over "
+        f"{st.MAX_RELATIVE_MAD:.0%} on either side marks the cell's verdict \"unstable repeats\", a single repeat "
+        "marks it \"single measurement\". Host load per core = the highest 1-minute load average ÷ cores seen "
+        "at the cell's bench windows (about 1 while vLLM and bench use the machine; well above it means other work "
+        "shared the cores).",
         f"† = unstable percentile: fewer than {st.MIN_TAIL} samples lie beyond it in a repeat, i.e. n·(1−p) < "
         f"{st.MIN_TAIL}; p95 needs ≥ {st.min_samples(95)} samples and p99 ≥ {st.min_samples(99)}. TPOT, TTFT "
         "and E2EL have one sample per request; the ITL sample count is estimated as (output tokens − requests) ÷ "
         "bench acceptance length.",
-        "Efficiency = TPOT speedup ÷ mean acceptance length measured by bench in the same cell. The mean acceptance "
-        "length (tokens per verify step, bonus token included) is the speedup you would get if drafting and "
-        "verification cost nothing; efficiency says how much of it turned into speed.",
+        "Tokens per target pass = decode tokens ÷ the target's decode forward passes in the bench cell, every "
+        "pass counted, also those on which the drafter proposed nothing (ngram and suffix skip steps); passes = "
+        "decode tokens − accepted drafts, never fewer than the verify steps (vLLM counts drafts accepted past "
+        "max_tokens that were never emitted). In brackets: the share of passes that verified a draft. Efficiency "
+        "= TPOT speedup ÷ tokens per target pass: the bound assumes a verify pass costs one plain decode step and "
+        "drafting costs nothing, so it is the TPOT speedup a free drafter would give. Where the drafter skipped "
+        "steps, the efficiency against the mean acceptance length (tokens per verify step, which leaves the "
+        "skipped steps out and overstates the bound) is shown beside it.",
         "Crossover: the first tested concurrency at which the method no longer beats the baseline after a win at a "
-        "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0×; with one repeat (no interval), "
-        "the point estimate is > 1.0×.",
+        "lower concurrency. \"Beats\" means the 95 % interval lies above 1.0× when every cell of the row has one; "
+        "otherwise every cell of the row is judged by its point estimate (> 1.0×) and the row says so.",
         "Acceptance rate = accepted ÷ drafted tokens; mean acceptance length = 1 + accepted ÷ verify steps; "
-        "no-accept steps = histogram[0] ÷ steps; per-position p = share of steps that accepted at least p+1 drafts. "
-        "All from the acceptance phase's per-request metrics summed over requests. n/a = no drafts, never 0 %.",
+        "no-accept steps = histogram[0] ÷ steps. All from the acceptance phase's per-request metrics summed over "
+        "requests. n/a = no drafts, never 0 %.",
+        "Per position, two rates. Share of all drafting steps (vLLM's convention, its counters and bench's "
+        "per-position rates): steps that accepted at least p+1 drafts ÷ every step that verified a draft. For a "
+        "drafter that proposes fewer than K tokens on most steps (ngram, suffix) a low value at p mostly means "
+        "\"never drafted that far\". Conditional: the same numerator ÷ the steps that drafted at least p+1 tokens, "
+        "i.e. how often a draft that reached position p was accepted up to it (— where no step drafted that far). "
+        "It comes from the per-step arrays of --per-request-spec-decode-metrics detailed, which are checked against "
+        "the counters like every other figure (their steps = Δ num_drafts, their drafts = Δ draft tokens, their "
+        "acceptances per position = Δ accepted_per_pos).",
         "KV loss = 1 − method KV-cache tokens ÷ baseline KV-cache tokens (from the server's start-up log); draft "
         "models and heads share the pool with the target.",
         "Preemptions = Δ vllm:num_preemptions over the bench windows of the cell (all repeats). Failed req. = "
         "bench's failed count (all repeats).",
-        "Output equality compares the acceptance phase's greedy outputs with natural stops, never the fixed-length "
+        "Output equality compares the acceptance phase's greedy outputs (no stop strings: EOS or max_tokens), "
+        "never the fixed-length "
         "perf outputs. The first diverging index is in target-tokenizer tokens (both texts re-tokenized) unless "
         "the unit column says character (the tokenizer could not be loaded).",
         "⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "

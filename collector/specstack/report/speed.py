@@ -36,7 +36,8 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         raw = _load_json(md.path / cell["file"]) if cell.get("file") else None
         src = raw if raw is not None else cell
         c, r = cell.get("concurrency"), cell.get("repeat")
-        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "status": cell.get("status"),
+        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "session": cell.get("session"),
+               "status": cell.get("status"),
                "file": cell.get("file"), "source": "bench json" if raw is not None else "summary",
                "completed": src.get("completed"), "failed": src.get("failed"),
                "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
@@ -52,7 +53,18 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         rate = src.get("spec_decode_acceptance_rate")   # bench writes percent
         row["spec_decode_acceptance_rate"] = None if rate is None else rate / 100
         row["spec_decode_draft_tokens"] = src.get("spec_decode_draft_tokens")
+        row["spec_decode_num_drafts"] = src.get("spec_decode_num_drafts")
+        row["spec_decode_accepted_tokens"] = src.get("spec_decode_accepted_tokens")
+        # every answer is as long as asked (--ignore-eos; checked against the counters): its first token comes
+        # from the prefill, the rest from decode passes, which is what TPOT times
+        decode = None if row["total_output_tokens"] is None or row["completed"] is None \
+            else row["total_output_tokens"] - row["completed"]
+        row["tokens_per_target_pass"] = st.tokens_per_pass(decode, row["spec_decode_num_drafts"],
+                                                           row["spec_decode_accepted_tokens"])
+        row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
+                                                  row["spec_decode_accepted_tokens"])
         row["preemptions"] = _counter(md.summary, task, c, r, PREEMPTIONS)
+        row["tpot_degenerate"] = tpot_degenerate(row)
         rows.append(row)
     return rows
 
@@ -77,6 +89,34 @@ def _sum(cells: list[dict], key: str) -> float | None:
     return sum(vals) if vals else None
 
 
+def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, float]]:
+    """(num, den) values of the same session index: session i of a method ran right after session i of its
+    baseline (--replicate sessions)."""
+    by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
+    return [(c[key], by_session[c["session"]]) for c in num
+            if c.get("session") in by_session and c.get(key) is not None]
+
+
+def _sessions(md: MethodData | None) -> bool:
+    return md is not None and md.replication.get("design") == "sessions"
+
+
+def _ratio(md: MethodData, base: MethodData | None, num: list[dict], den: list[dict], key: str) -> st.Interval:
+    """median(num) / median(den) of one metric with its interval: session pairs resampled together when both
+    sides ran as interleaved sessions (--replicate sessions), each side's repeats independently otherwise."""
+    if _sessions(md) and _sessions(base):
+        return st.paired_bootstrap_ratio(_pairs(num, den, key))
+    return st.bootstrap_ratio(_vals(num, key), _vals(den, key))
+
+
+def design(md: MethodData, base: MethodData | None, n: int) -> str:
+    """The replication a cell's figures rest on, in words."""
+    if _sessions(md):
+        paired = " paired with the baseline's" if _sessions(base) else ""
+        return f"{n} server session{'s' if n != 1 else ''}{paired}"
+    return f"{n} repeat{'s' if n != 1 else ''} in one server session"
+
+
 def _itl_samples(cell: dict) -> int | None:
     """ITL gaps in one repeat, estimated: (output tokens - requests) / tokens per streamed chunk (the bench
     acceptance length; 1 without drafts). The raw JSON keeps no per-chunk list unless --save-detailed."""
@@ -84,6 +124,47 @@ def _itl_samples(cell: dict) -> int | None:
     if out is None or not n:
         return None
     return int((out - n) / (cell.get("spec_decode_acceptance_length") or 1))
+
+
+ITL_DEGENERATE = 0.1   # an ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts, the gaps say nothing
+TPOT_DEGENERATE = 0.1  # decode time (TPOT p50 x (tokens - 1)) under a tenth of E2EL p50: the answer came in a burst
+
+
+def tpot_degenerate(cell: dict) -> bool:
+    """Bench's TPOT is (E2EL - TTFT) / (tokens - 1): when a starved client reads a whole answer at once, TTFT
+    swallows the decode time and TPOT is about 0 (seen on 2 CPU cores: 0.002 ms against 1 ms per token)."""
+    tpot, e2el, out, n = (cell.get("p50_tpot_ms"), cell.get("p50_e2el_ms"), cell.get("total_output_tokens"),
+                          cell.get("completed"))
+    if tpot is None or not e2el or not out or not n or out <= n:
+        return False
+    return tpot * (out / n - 1) < TPOT_DEGENERATE * e2el
+
+
+def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
+    """One word per cell, from the intervals only: "helped" needs both the TPOT and the throughput interval
+    above 1.0x; a cell without an interval is "point only", whatever its point estimate says."""
+    if tpot.point is None:
+        return "n/a"
+    if not tpot.has_interval:
+        return "point only"
+    if tpot.crosses_one:
+        return "no clear difference"
+    if tpot.high < 1.0:
+        return "slower"
+    if tput.has_interval and tput.low > 1.0:
+        return "helped"
+    return "faster per token only"
+
+
+def _host_load(summary: dict, task: str, concurrency: int) -> float | None:
+    """Highest 1-minute load average per core seen at the bench windows of the cell (None: not recorded)."""
+    loads = []
+    for w in summary.get("windows") or []:
+        load = w.get("host_load") or {}
+        if w.get("phase") == "bench" and w.get("task") == task and w.get("concurrency") == concurrency \
+                and load.get("cores"):
+            loads += [v / load["cores"] for v in (load.get("open"), load.get("close")) if v is not None]
+    return max(loads, default=None)
 
 
 def speed_rows(run: RunData) -> list[dict]:
@@ -118,21 +199,54 @@ def speed_rows(run: RunData) -> list[dict]:
                 row["bench_acceptance_length"] = acc_len
                 row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
                 note = []
+                row["design"] = design(md, base if md.baseline else None, len(ok))
                 if md.baseline:
-                    tpot = st.bootstrap_ratio(_vals(bok, "p50_tpot_ms"), _vals(ok, "p50_tpot_ms"))
-                    tput = st.bootstrap_ratio(_vals(ok, "output_throughput"), _vals(bok, "output_throughput"))
+                    tpot = _ratio(md, base, bok, ok, "p50_tpot_ms")          # baseline / method: > 1 = faster
+                    e2el = _ratio(md, base, bok, ok, "p50_e2el_ms")
+                    tput = _ratio(md, base, ok, bok, "output_throughput")    # method / baseline
                     if base is None:
                         note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
                     elif not bok:
                         note.append(f"baseline has no concurrency-{c} cell")
                 else:
-                    tpot = tput = st.Interval(None, None, None, len(ok), len(ok))
+                    tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
+                # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a
+                # burst (a starved client) leave E2EL, at fixed output length, as the latency to compare
+                row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
+                basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
+                    ("TPOT", "p50_tpot_ms", tpot)
+                row["latency_basis"] = basis
+                row["tpot_spread"] = st.relative_mad(_vals(ok, key))
+                row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None
+                row["stability"] = (st.stability(_vals(ok, key), _vals(bok, key))
+                                    if md.baseline else st.stability(_vals(ok, key)))
+                row["verdict"] = cell_verdict(latency, tput) if md.baseline else "reference"
+                row["host_load_per_core"] = _host_load(md.summary, task, c)
+                itl, tpot_ms = row["itl_p50_ms"], row["tpot_p50_ms"]
+                row["itl_degenerate"] = itl is not None and bool(tpot_ms) and itl < ITL_DEGENERATE * tpot_ms
                 row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
                            tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
+                           e2el_speedup=e2el.point, e2el_speedup_low=e2el.low, e2el_speedup_high=e2el.high,
+                           latency_speedup=latency.point, latency_speedup_low=latency.low,
+                           latency_speedup_high=latency.high,
                            throughput_speedup=tput.point, throughput_speedup_low=tput.low,
                            throughput_speedup_high=tput.high,
                            throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
-                row["efficiency"] = st.efficiency(tpot.point, acc_len) if md.speculative else None
+                bound = st.median(_vals(ok, "tokens_per_target_pass"))
+                row["tokens_per_target_pass"] = bound if md.speculative else None
+                row["drafting_share"] = st.median(_vals(ok, "drafting_share")) if md.speculative else None
+                # the bound over all decode passes; the one over verify steps only is kept beside it, since the
+                # two differ exactly when the drafter skips steps (ngram, suffix). A degenerate TPOT has none.
+                usable = tpot.point if md.speculative and not row["tpot_degenerate"] else None
+                row["efficiency"] = st.efficiency(usable, bound)
+                row["efficiency_verify_steps"] = st.efficiency(usable, acc_len)
+                if row["efficiency"] is not None and row["efficiency"] > 1.0:
+                    # the bound holds for any drafter: beating it means the TPOT figures are off, not the method
+                    note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so "
+                                "the TPOT figures are off (noise, partly burst-delivered answers)")
+                if row["tpot_degenerate"]:
+                    note.append("TPOT degenerate (answers arrived in a burst)" +
+                                (": verdict on E2EL, no efficiency" if md.baseline else ""))
                 row["preemptions"] = _sum(mine[c], "preemptions")
                 row["failed_requests"] = _sum(mine[c], "failed")
                 row["kv_cache_tokens"] = kv
@@ -151,8 +265,10 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
     keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
     for method, task in keys:
         mine = [r for r in speed if r["method"] == method and r["task"] == task]
-        tpot = st.crossover({r["concurrency"]: r["tpot_speedup"] for r in mine},
-                            {r["concurrency"]: r["tpot_speedup_low"] for r in mine})
+        tpot = st.crossover({r["concurrency"]: r["latency_speedup"] for r in mine},
+                            {r["concurrency"]: r["latency_speedup_low"] for r in mine})
+        if any(r["latency_basis"] != "TPOT" for r in mine):
+            tpot["text"] += " (on E2EL where TPOT is degenerate)"
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
         rows.append({"method": method, "baseline": mine[0]["baseline"], "task": task,

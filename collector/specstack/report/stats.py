@@ -2,9 +2,15 @@
 
 - Speedups are ratios of medians over repeats: TPOT speedup = median(baseline TPOT) / median(method TPOT),
   throughput speedup = median(method tok/s) / median(baseline tok/s). > 1.0 means the method is better.
-- The 95 % interval is a percentile bootstrap: baseline and method repeats are resampled independently (they
-  ran at different times, so repeat i of one has nothing to do with repeat i of the other), with a fixed seed,
-  so the same bundle always gives the same interval. With one repeat on either side there is no interval.
+- The 95 % interval is a percentile bootstrap with a fixed seed, so the same bundle always gives the same
+  interval. Repeats inside one server session are resampled independently on each side; they share the
+  session, so the interval leaves session-to-session variance out (pseudo-replication) and is too narrow.
+  Sessions run interleaved with their baseline (`--replicate sessions`: B M B M ...) are resampled as pairs:
+  session i of the method with session i of the baseline, so drift that hits both stays paired.
+  Under MIN_REPEATS on either side there is no interval: with 2 repeats a true 1.0x fell inside a 95 %
+  percentile-bootstrap interval only about 70 % of the time (issue 18).
+- A cell is unstable when its repeats spread more than MAX_RELATIVE_MAD (median absolute deviation / median),
+  on either side: one noisy repeat then decides the median.
 - A p95/p99 from n samples is "unstable" when fewer than MIN_TAIL samples lie beyond it: n * (1 - p/100) < 10,
   i.e. p95 needs >= 200 samples and p99 >= 1000.
 - None means "not measured / no drafts", never 0.
@@ -22,6 +28,8 @@ BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
 MIN_TAIL = 10            # samples that must lie beyond a percentile for it to count as stable
 GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
+MIN_REPEATS = 3          # fewer repeats (or sessions) on either side: no interval, the point estimate only
+MAX_RELATIVE_MAD = 0.10  # a cell whose repeats spread more than this (MAD / median) is unstable
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -58,33 +66,81 @@ class Interval:
         if self.point is None:
             return "n/a"
         if not self.has_interval:
-            return f"no interval ({min(self.n_num, self.n_den)} repeat)"
+            n = min(self.n_num, self.n_den)
+            return f"no interval ({n} repeat{'s' if n != 1 else ''}; needs ≥ {MIN_REPEATS})"
         if self.crosses_one:
             return "no clear difference"
         return better if self.low > 1.0 else worse
 
 
+def _clean(values: Sequence[float]) -> np.ndarray:
+    return np.asarray([float(x) for x in values if x is not None], dtype=float)
+
+
+def _percentiles(r: np.ndarray, confidence: float) -> tuple[float, float] | None:
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(r, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
                     seed: int = SEED, confidence: float = CONFIDENCE) -> Interval:
     """Median(num) / median(den) and its percentile-bootstrap interval (independent resampling of each side)."""
-    a = np.asarray([float(x) for x in num if x is not None], dtype=float)
-    b = np.asarray([float(x) for x in den if x is not None], dtype=float)
+    a, b = _clean(num), _clean(den)
     if a.size == 0 or b.size == 0:
         return Interval(None, None, None, int(a.size), int(b.size))
     point = ratio(float(np.median(a)), float(np.median(b)))
-    if point is None or a.size < 2 or b.size < 2:
+    if point is None or a.size < MIN_REPEATS or b.size < MIN_REPEATS:
         return Interval(point, None, None, int(a.size), int(b.size))
     rng = np.random.default_rng(seed)
     ma = np.median(rng.choice(a, size=(resamples, a.size), replace=True), axis=1)
     mb = np.median(rng.choice(b, size=(resamples, b.size), replace=True), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = ma / mb
-    r = r[np.isfinite(r)]
-    if r.size == 0:
+        bounds = _percentiles(ma / mb, confidence)
+    if bounds is None:
         return Interval(point, None, None, int(a.size), int(b.size))
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(r, [tail, 100 - tail])
-    return Interval(point, float(low), float(high), int(a.size), int(b.size))
+    return Interval(point, *bounds, int(a.size), int(b.size))
+
+
+def paired_bootstrap_ratio(pairs: Sequence[tuple[float, float]], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                           seed: int = SEED, confidence: float = CONFIDENCE) -> Interval:
+    """Median(num) / median(den) over (num, den) pairs, one pair per session pair, and its percentile-bootstrap
+    interval resampling whole pairs: the sessions are the unit of replication, and a drift that moved both
+    sides of a pair stays inside the pair."""
+    pairs = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None]
+    n = len(pairs)
+    if n == 0:
+        return Interval(None, None, None, 0, 0)
+    a, b = np.asarray([p[0] for p in pairs]), np.asarray([p[1] for p in pairs])
+    point = ratio(float(np.median(a)), float(np.median(b)))
+    if point is None or n < MIN_REPEATS:
+        return Interval(point, None, None, n, n)
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bounds = _percentiles(np.median(a[idx], axis=1) / np.median(b[idx], axis=1), confidence)
+    if bounds is None:
+        return Interval(point, None, None, n, n)
+    return Interval(point, *bounds, n, n)
+
+
+def relative_mad(values: Sequence[float]) -> float | None:
+    """Median absolute deviation / median of the repeats: their spread, robust to one outlier. None under 2."""
+    a = _clean(values)
+    if a.size < 2:
+        return None
+    mid = float(np.median(a))
+    return None if mid == 0 else float(np.median(np.abs(a - mid))) / abs(mid)
+
+
+def stability(*sides: Sequence[float]) -> str:
+    """"single" (a side has one measurement), "unstable" (a side spreads more than MAX_RELATIVE_MAD) or "stable"."""
+    if any(len(_clean(v)) < 2 for v in sides):
+        return "single"
+    spreads = [relative_mad(v) for v in sides]
+    return "unstable" if any(s is not None and s > MAX_RELATIVE_MAD for s in spreads) else "stable"
 
 
 def unstable(percentile: float, samples: int | None) -> bool:
@@ -101,12 +157,37 @@ def min_samples(percentile: float) -> int:
     return math.ceil(MIN_TAIL / (1 - percentile / 100) - 1e-9)
 
 
-def efficiency(tpot_speedup: float | None, mean_acceptance_length: float | None) -> float | None:
-    """Measured TPOT speedup as a fraction of the ideal one, the mean acceptance length (tokens per verify step):
-    if drafting and verifying cost nothing, each step would emit that many tokens in the time of one."""
-    if tpot_speedup is None or mean_acceptance_length is None or mean_acceptance_length <= 0:
+def target_passes(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> int | None:
+    """Decode forward passes of the target over a window: every pass emits one token of its own (the bonus or
+    plain-decode token) plus the drafts it accepted, so passes = decode tokens − accepted. Steps on which the
+    drafter proposed nothing (ngram, suffix) are passes too, which the verify-step count R leaves out. vLLM
+    also counts drafts accepted past max_tokens that were never emitted; those make the difference undercount,
+    so the passes are never fewer than R, the steps that verified a draft. Exact when every step drafted or no
+    accepted draft was cut; otherwise within the cut drafts."""
+    if decode_tokens is None or decode_tokens <= 0:
         return None
-    return tpot_speedup / mean_acceptance_length
+    return max(int(drafts or 0), int(decode_tokens) - int(accepted or 0))
+
+
+def tokens_per_pass(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
+    """The efficiency bound: decode tokens per target forward pass, all decode steps (1.0 without drafts)."""
+    passes = target_passes(decode_tokens, drafts, accepted)
+    return None if not passes else decode_tokens / passes
+
+
+def drafting_share(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
+    """Share of the target's decode passes that verified at least one draft (1.0: the drafter always proposed)."""
+    passes = target_passes(decode_tokens, drafts, accepted)
+    return None if not passes else int(drafts or 0) / passes
+
+
+def efficiency(tpot_speedup: float | None, bound: float | None) -> float | None:
+    """Measured TPOT speedup as a fraction of the bound, the tokens per target forward pass: if a verify pass
+    cost one plain decode step and drafting cost nothing, each pass would emit that many tokens in the time of
+    one, and the TPOT speedup would equal it."""
+    if tpot_speedup is None or bound is None or bound <= 0:
+        return None
+    return tpot_speedup / bound
 
 
 def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | None:
@@ -120,32 +201,38 @@ def crossover(points: dict[int, float | None], lows: dict[int, float | None] | N
     """Where a method stops beating the baseline as concurrency grows.
 
     `points`: concurrency -> speedup (> 1.0 = method better); `lows`: the lower ends of their 95 % intervals,
-    where known. A cell "beats" the baseline when its interval lies above 1.0x (low > 1.0); a cell without an
-    interval (one repeat) beats it when its point estimate is > 1.0x. Returns {"kind": always|never|crossover|
-    mixed|n/a, "concurrency": the first non-winning concurrency after a win (crossover) or None, "last_win":
-    the winning concurrency before it, "text": one plain sentence}.
+    where known. One test for every cell of the row: when every cell has an interval, a cell "beats" the
+    baseline when its interval lies above 1.0x (low > 1.0); when any cell lacks one, every cell is judged by its
+    point estimate (> 1.0x) and the text says so. Returns {"kind": always|never|crossover|mixed|n/a,
+    "concurrency": the first non-winning concurrency after a win (crossover) or None, "last_win": the winning
+    concurrency before it, "by": "interval"|"point", "text": one plain sentence}.
     """
     lows = lows or {}
     cs = sorted(c for c, v in points.items() if v is not None)
     if not cs:
-        return {"kind": "n/a", "concurrency": None, "last_win": None, "text": "n/a (no comparable cells)"}
-    wins = [lows[c] > 1.0 if lows.get(c) is not None else points[c] > 1.0 for c in cs]
-    clearly = "clearly " if any(lows.get(c) is not None for c in cs) else ""
+        return {"kind": "n/a", "concurrency": None, "last_win": None, "by": None,
+                "text": "n/a (no comparable cells)"}
+    by_interval = all(lows.get(c) is not None for c in cs)
+    wins = [lows[c] > 1.0 if by_interval else points[c] > 1.0 for c in cs]
+    clearly = "clearly " if by_interval else ""
+    said = "" if by_interval else f" (by point estimates: fewer than {MIN_REPEATS} repeats, no interval)"
+    out = {"by": "interval" if by_interval else "point"}
     if all(wins):
-        return {"kind": "always", "concurrency": None, "last_win": cs[-1],
-                "text": f"{clearly}beats the baseline at every tested concurrency ({_list(cs)})"}
+        return {**out, "kind": "always", "concurrency": None, "last_win": cs[-1],
+                "text": f"{clearly}beats the baseline at every tested concurrency ({_list(cs)}){said}"}
     if not any(wins):
-        return {"kind": "never", "concurrency": None, "last_win": None,
-                "text": f"never {clearly}beats the baseline (tested {_list(cs)})"}
+        return {**out, "kind": "never", "concurrency": None, "last_win": None,
+                "text": f"never {clearly}beats the baseline (tested {_list(cs)}){said}"}
     if wins[0]:
         i = wins.index(False)
         rest = wins[i:]
         tail = "" if not any(rest) else f"; wins again at {_list([c for c, w in zip(cs[i:], rest) if w])}"
-        return {"kind": "crossover", "concurrency": cs[i], "last_win": cs[i - 1],
-                "text": f"stops {clearly}beating the baseline at concurrency {cs[i]} (last win at {cs[i - 1]}){tail}"}
+        return {**out, "kind": "crossover", "concurrency": cs[i], "last_win": cs[i - 1],
+                "text": f"stops {clearly}beating the baseline at concurrency {cs[i]} (last win at {cs[i - 1]})"
+                        f"{tail}{said}"}
     won = [c for c, w in zip(cs, wins) if w]
-    return {"kind": "mixed", "concurrency": None, "last_win": None,
-            "text": f"does not {clearly}beat the baseline at concurrency {cs[0]}, wins at {_list(won)}"}
+    return {**out, "kind": "mixed", "concurrency": None, "last_win": None,
+            "text": f"does not {clearly}beat the baseline at concurrency {cs[0]}, wins at {_list(won)}{said}"}
 
 
 def _list(cs: Sequence[int]) -> str:

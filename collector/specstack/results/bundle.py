@@ -16,7 +16,7 @@ from pathlib import Path
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_json, atomic_write_text, fsync_dir
 
-SUMMARY_SCHEMA = "specstack.summary/2"
+SUMMARY_SCHEMA = "specstack.summary/3"
 MANIFEST_SCHEMA = "specstack.manifest/1"
 
 

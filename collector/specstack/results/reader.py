@@ -32,8 +32,18 @@ def _to_v2(summary: dict) -> dict:
     return summary
 
 
+def _to_v3(summary: dict) -> dict:
+    """summary/2 -> /3: the replication design the figures rest on is recorded; everything before ran its
+    repeats back to back in one server session. (/3 also adds the conditional per-position rates, absent = n/a.)"""
+    repeats = max((len([c for c in t.get("bench") or [] if c.get("concurrency") == conc])
+                   for t in (summary.get("tasks") or {}).values()
+                   for conc in {c.get("concurrency") for c in t.get("bench") or []}), default=0)
+    summary.setdefault("replication", {"design": "repeats", "repeats": repeats or None})
+    return summary
+
+
 # version read -> the step that lifts it one version; applied in order up to the current one
-MIGRATIONS = {1: _to_v2}
+MIGRATIONS = {1: _to_v2, 2: _to_v3}
 CURRENT_VERSION = int(SUMMARY_SCHEMA.rsplit("/", 1)[1])
 
 
@@ -115,6 +125,15 @@ class MethodData:
     def tasks(self) -> dict:
         return self.summary.get("tasks") or {}
 
+    @property
+    def replication(self) -> dict:
+        return self.summary.get("replication") or {"design": "repeats"}
+
+    @property
+    def folders(self) -> list[str]:
+        """The folders its figures come from: one, or one per server session."""
+        return self.replication.get("folders") or [self.path.name]
+
 
 @dataclass
 class FailedRun:
@@ -181,6 +200,51 @@ def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
     return methods, failed
 
 
+def _session_of(md: MethodData) -> str | None:
+    rep = md.summary.get("replication") or {}
+    return rep.get("of") if rep.get("design") == "sessions" else None
+
+
+def merge_sessions(methods: dict[str, MethodData]) -> dict[str, MethodData]:
+    """The server sessions of one method (`<method>-s<i>/`, --replicate sessions) read as one method whose bench
+    repeats are its sessions: cell `repeat` = session - 1, its file found through the session's folder. The
+    acceptance phase (greedy, the same answers in every session) is the first session's; the cross-check holds
+    only if it held in every session."""
+    out: dict[str, MethodData] = {}
+    groups: dict[str, list[MethodData]] = {}
+    for name, md in methods.items():
+        of = _session_of(md)
+        if of is None:
+            out[name] = md
+        else:
+            groups.setdefault(of, []).append(md)
+    for of, sessions in groups.items():
+        sessions.sort(key=lambda md: md.summary["replication"].get("session") or 0)
+        first = sessions[0]
+        merged = json.loads(json.dumps(first.summary))
+        merged["method"] = of
+        merged["replication"] = {**first.summary["replication"], "session": None,
+                                 "sessions_ok": len(sessions), "folders": [md.path.name for md in sessions]}
+        merged["windows"] = []
+        for task in merged.get("tasks") or {}:
+            merged["tasks"][task]["bench"] = []
+        checks, ok = 0, True
+        for md in sessions:
+            index = (md.summary["replication"].get("session") or 1) - 1
+            for task, figures in md.tasks.items():
+                for cell in figures.get("bench") or []:
+                    merged["tasks"].setdefault(task, {"bench": []})["bench"].append(
+                        {**cell, "repeat": index, "session": index + 1, "file": f"../{md.path.name}/{cell['file']}"})
+            merged["windows"] += [{**w, "repeat": index, "session": index + 1} if w.get("phase") == "bench" else w
+                                  for w in md.summary.get("windows") or []]
+            cc = md.summary.get("crosscheck") or {}
+            checks += cc.get("checks") or 0
+            ok = ok and bool(cc.get("ok"))
+        merged["crosscheck"] = {**(first.summary.get("crosscheck") or {}), "ok": ok, "checks": checks}
+        out[of] = MethodData(of, first.path, merged)
+    return out
+
+
 def load_run(run_dir: Path) -> RunData:
     """Every method result of a run, baselines first, with the failed attempts and what does not add up."""
     run_dir = Path(run_dir)
@@ -188,12 +252,16 @@ def load_run(run_dir: Path) -> RunData:
         raise UserError(f"{run_dir} is not a run folder; pass results/<run-id>")
     manifest = read_manifest(run_dir)
     methods, failed = _scan(run_dir)
-    methods = _grouped(methods, list(manifest.get("methods") or {}))
+    order = list(manifest.get("methods") or {})
+    methods = merge_sessions(methods)
+    folders = {f for md in methods.values() for f in md.folders}
+    order = [next((n for n, md in methods.items() if name in md.folders), name) for name in order]
+    methods = _grouped(methods, list(dict.fromkeys(order)))
     warnings: list[str] = []
     for name, entry in (manifest.get("methods") or {}).items():
         if entry.get("status") == "ok":
             folder = entry.get("dir") or name
-            if folder not in methods:
+            if folder not in folders:
                 warnings.append(f"{name}: the manifest says ok but {run_dir / folder} has no good summary.json; "
                                 "left out")
             continue

@@ -126,7 +126,8 @@ class MethodRun:
                                   "perf_output_len": opts.perf_output_len,
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
-                                  "repeats": opts.repeats})
+                                  "repeats": opts.repeats, "replicate": opts.replicate,
+                                  "sessions": opts.sessions})
 
     def _new_summary(self) -> dict:
         plan = self.plan
@@ -134,7 +135,7 @@ class MethodRun:
                 "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
                 "error": None, "speculative_config": plan["speculative_config"],
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
-                "tasks": {}, "windows": [], "timings": {},
+                "tasks": {}, "windows": [], "timings": {}, "replication": self.opts.replication(),
                 "prometheus_view": {"status": "not collected", "tasks": {}}}
 
     # --- the server and the measured phases --------------------------------------------------------------

@@ -34,7 +34,9 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
             "acceptance_rate": figures.get("acceptance_rate"),
             "mean_acceptance_length": figures.get("mean_acceptance_length"),
             "histogram": figures.get("histogram"),
-            "per_position": figures.get("per_position_rates"),
+            "per_position": figures.get("per_position_rates"),   # vLLM's: share of all drafting steps
+            "per_position_conditional": figures.get("per_position_conditional_rates"),  # / drafted >= p+1
+            "drafted_per_position": figures.get("drafted_per_position"),
             "no_accept_share": figures.get("no_accept_share"),
             "num_spec_steps": figures.get("steps"), "num_draft_tokens": figures.get("draft_tokens"),
             "num_accepted_draft_tokens": figures.get("accepted"),

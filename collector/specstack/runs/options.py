@@ -13,6 +13,9 @@ from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes
 
 
+REPLICATE = ("repeats", "sessions")
+
+
 @dataclass
 class Options:
     method: str
@@ -50,6 +53,18 @@ class Options:
     bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
     port_release_timeout: float = 60.0  # sweep: how long the next server waits for the previous one's port
     port_wait: float = 0.0              # set by the sweep after a server of it stopped; 0: a busy port fails at once
+    # How repeats are replicated: "repeats" (--repeats bench repeats back to back in one server session) or
+    # "sessions" (sweep only: each repeat a server session of its own, methods interleaved with their baseline).
+    replicate: str = "repeats"
+    session: int | None = None          # sessions: which one this run is (1-based) ...
+    sessions: int | None = None         # ... of how many
+
+    def replication(self) -> dict:
+        """The design the run's figures rest on, recorded in its summary and the manifest."""
+        if self.replicate == "sessions":
+            return {"design": "sessions", "session": self.session, "sessions": self.sessions,
+                    "of": self.method, "repeats_per_session": self.repeats}
+        return {"design": "repeats", "repeats": self.repeats}
 
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
@@ -59,6 +74,8 @@ class Options:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
+        if self.replicate not in REPLICATE:
+            raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         if self.port_release_timeout < 0:
             raise UserError(f"--port-release-timeout must be >= 0 seconds, got {self.port_release_timeout}")
         if self.runtime == "url" and not self.url:

@@ -66,7 +66,23 @@ def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> lis
         opts, method=name,
         spec_override=opts.spec_override if methods.is_speculative(name) else None))  # K means nothing to plain decode
         for name in method_names]
+    if opts.replicate == "sessions":
+        entries = session_entries(entries, opts.repeats)
     return run_all(opts, entries, report=report)
+
+
+def session_name(method: str, session: int) -> str:
+    return f"{method}-s{session}"
+
+
+def session_entries(entries: list[tuple[str, Options]], sessions: int) -> list[tuple[str, Options]]:
+    """--replicate sessions: every repeat is a server session of its own, and the sessions interleave: session 1
+    of every method in the given order (baselines first), then session 2, ... (B M B M ...), so a drift of the
+    machine over the sweep hits a method and its baseline alike. Each session runs one bench repeat per cell."""
+    ordered = sorted(entries, key=lambda e: methods.baseline_of(e[0]) is not None)   # stable: baselines first
+    return [(session_name(name, s), dataclasses.replace(one, bundle_name=session_name(name, s), repeats=1,
+                                                         session=s, sessions=sessions))
+            for s in range(1, sessions + 1) for name, one in ordered]
 
 
 # --- sweep-k -----------------------------------------------------------------------------------------
@@ -97,6 +113,8 @@ def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report:
     section plots TPOT and mean acceptance length against K and marks where the gain stops."""
     if not methods.is_speculative(opts.method):
         raise UserError(f"{opts.method!r} has no speculative config; sweep-k needs a speculative method")
+    if opts.replicate != "repeats":
+        raise UserError("sweep-k runs its repeats in one session per K; --replicate sessions is for sweep")
     if not _SAFE.match(opts.method):
         raise UserError(f"method name {opts.method!r} cannot be used in a folder name")
     entries = []

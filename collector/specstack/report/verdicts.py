@@ -1,0 +1,91 @@
+"""The report's Verdict section: one method × task × concurrency matrix whose words never contradict the
+intervals beside them (report/speed.py `cell_verdict`), with what each verdict rests on: the latency it used, the
+replication design, a single or unstable measurement."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specstack.report import stats as st
+from specstack.report.format import interval, times
+
+if TYPE_CHECKING:
+    from specstack.report.build import Report
+
+
+def label(row: dict) -> str:
+    return row["method"] + ("" if row.get("comparable", True) else " ⚠ not comparable")
+
+
+VERDICT_WORDS = {
+    "helped": "helped: the latency (TPOT) and the throughput interval both lie above 1.0×",
+    "faster per token only": "faster per token only: the latency interval lies above 1.0×, the throughput one does "
+                             "not",
+    "no clear difference": "no clear difference: the latency interval includes 1.0×",
+    "slower": "slower: the latency interval lies below 1.0×",
+    "point only": f"point only: fewer than {st.MIN_REPEATS} repeats on a side, no interval; the point estimate "
+                  "decides nothing",
+}
+
+
+def _verdict_cell(r: dict) -> str:
+    """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
+    if r["latency_speedup"] is None:
+        return "n/a (" + (r["note"] or "no baseline cell") + ")"
+    text = (f"{r['verdict']} · {r['latency_basis']} {times(r['latency_speedup'])}"
+            f"{interval(r['latency_speedup_low'], r['latency_speedup_high'])}"
+            f" · tput {times(r['throughput_speedup'])}"
+            f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
+    if r["stability"] == "single":
+        text += " ⚠ single measurement"
+    elif r["stability"] == "unstable":
+        text += " ⚠ unstable repeats"
+    return text
+
+
+def _failed(rep: Report) -> list[str]:
+    out = [f"{f.name}: FAILED ({f.error or 'no reason recorded'})" + (
+        f" — folder {f.path.name}, not used" if f.path else "") for f in rep.run.failed if not f.superseded]
+    out += [f"{f.name}: an earlier attempt failed ({f.error}); its folder "
+            f"{f.path.name if f.path else '?'} is not used" for f in rep.run.failed if f.superseded]
+    return out
+
+
+def verdict(rep: Report) -> list[tuple]:
+    """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
+    run = rep.run
+    out: list[tuple] = [("h2", "Verdict")]
+    failed = _failed(rep)
+    if failed:
+        out.append(("p", "**Failed runs** (reported, never used as data):"))
+        out.append(("ul", failed))
+    spec = [r for r in rep.speed if r["role"] == "spec"]
+    order = {t: i for i, t in enumerate(run.tasks)}
+    columns = sorted({(r["task"], r["concurrency"]) for r in spec},
+                     key=lambda tc: (order.get(tc[0], len(order)), tc[1]))
+    methods = list(dict.fromkeys(r["method"] for r in spec))
+    if not spec:
+        out.append(("p", "No cell could be compared with a baseline of the same target (see the warnings)."))
+    else:
+        designs = sorted({r["design"] for r in spec if r.get("design")})
+        out.append(("p", "Each cell: the verdict, the latency speedup (TPOT, or E2EL where TPOT is degenerate) and "
+                         "the throughput speedup against the baseline of the same target, task and concurrency, "
+                         "with 95 % intervals. Replication: "
+                         + ("; ".join(designs) or "n/a") + "."))
+        cells = {(r["method"], r["task"], r["concurrency"]): r for r in spec}
+        out.append(("table", ["method", "vs", *[f"{t} c={c}" for t, c in columns]],
+                    [[label(next(r for r in spec if r["method"] == m)),
+                      next(r for r in spec if r["method"] == m)["baseline"],
+                      *[_verdict_cell(cells[(m, t, c)]) if (m, t, c) in cells else "not run" for t, c in columns]]
+                     for m in methods]))
+        out.append(("ul", list(VERDICT_WORDS.values()) + [
+            "⚠ single measurement: one repeat on a side, nothing says how much it moves from run to run; "
+            f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%} (median "
+            "absolute deviation ÷ median of the TPOT p50, E2EL p50 where TPOT is degenerate), so one noisy repeat "
+            "can decide the median.",
+            "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result.",
+            "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
+            "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))
+    if run.warnings:
+        out.append(("p", "**Warnings**:"))
+        out.append(("ul", run.warnings))
+    return out

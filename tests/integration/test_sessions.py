@@ -1,0 +1,59 @@
+"""Replication by server sessions on real vLLM (CPU, tiny models): `sweep --repeats 3 --replicate sessions`.
+
+Oracles: the servers start in the interleaved order (B M B M B M), each session is a folder of its own holding
+one bench repeat, the report reads them as one method per name, and its interval is the paired bootstrap of the
+session pairs recomputed here from the raw bench JSON."""
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from specstack import events
+from specstack.report import build as report
+from specstack.report import stats as st
+from specstack.runs.sweep import sweep
+
+from .conftest import sweep_options
+
+pytestmark = pytest.mark.integration
+
+SESSIONS = 3
+
+
+@pytest.fixture(scope="module")
+def sessions_run(models_dir, tmp_path_factory):
+    results = tmp_path_factory.mktemp("sessions")
+    opts = sweep_options(models_dir, results, "it-sessions", tasks=("code",), num_prompts=4, perf_output_len=24,
+                         acceptance_max_tokens=24, concurrencies=(1,), warmup_requests=1, repeats=SESSIONS,
+                         replicate="sessions")
+    recorder = events.Recorder()
+    with events.listening(recorder):
+        summaries = sweep(opts, ["ngram", "baseline"], report=False)
+    return {"run_dir": results / "it-sessions", "summaries": summaries, "events": recorder}
+
+
+def test_sessions_interleave_with_the_baseline(sessions_run):
+    order = [f"{m}-s{s}" for s in range(1, SESSIONS + 1) for m in ("baseline", "ngram")]
+    assert [e["method"] for e in sessions_run["events"].named("server.ready")] == order
+    for s in sessions_run["summaries"]:
+        assert s["status"] == "ok" and s["crosscheck"]["ok"], (s["method"], s["error"])
+        assert s["replication"]["design"] == "sessions" and s["replication"]["sessions"] == SESSIONS
+        assert [w["name"] for w in s["windows"] if w["phase"] == "bench"] == ["bench/code-c1-r0"]
+
+
+def test_the_interval_resamples_session_pairs(sessions_run):
+    run_dir = sessions_run["run_dir"]
+    rep = report.build(run_dir, with_plots=False)
+    assert list(rep.run.methods) == ["baseline", "ngram"] and not rep.run.warnings
+    row = next(r for r in rep.speed if r["method"] == "ngram")
+    assert row["design"] == f"{SESSIONS} server sessions paired with the baseline's" and row["repeats"] == SESSIONS
+
+    def tpot(method, s):
+        return json.loads((run_dir / f"{method}-s{s}" / "bench" / "code-c1-r0.json").read_text())["p50_tpot_ms"]
+    pairs = [(tpot("baseline", s), tpot("ngram", s)) for s in range(1, SESSIONS + 1)]
+    want = st.paired_bootstrap_ratio(pairs)
+    assert row["tpot_speedup"] == pytest.approx(statistics.median(p[0] for p in pairs) /
+                                                statistics.median(p[1] for p in pairs), rel=1e-12)
+    assert (row["tpot_speedup_low"], row["tpot_speedup_high"]) == pytest.approx((want.low, want.high), rel=1e-12)
