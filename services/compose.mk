@@ -167,11 +167,15 @@ sweep: compose-prepare
 	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
 
-# One method: pre-flight in the method's own image -> server up (healthy) -> host provenance ->
-# collector -> server stopped. The server is stopped and the Prometheus target cleared on any exit.
+# One method: pre-flight in the method's own image -> server up (healthy) -> its log so far and host
+# provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
+# into results/<run-id>/host-provenance/ before it stops, and the Prometheus target is cleared.
 _compose-method:
-	@set -u; svc=vllm-$(METHOD); \
-	cleanup() { $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
+	@set -u; svc=vllm-$(METHOD); upped=; \
+	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --results results \
+	  >/dev/null || echo "warning: the server log of $(METHOD) not saved" >&2; }; \
+	cleanup() { [ -z "$$upped" ] || savelog; \
+	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
 	  $(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --clear || true; }; \
 	trap cleanup EXIT; trap 'exit 130' INT TERM; \
 	echo "--- $(METHOD): pre-flight (vLLM's own parser and config classes, in the server image)"; \
@@ -183,6 +187,7 @@ _compose-method:
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
+	upped=1; \
 	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
@@ -190,6 +195,7 @@ _compose-method:
 	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; \
 	  cid=$$($(COMPOSE) ps -a -q $$svc); started=$$([ -z "$$cid" ] || $(DOCKER) inspect -f '{{.State.StartedAt}}' $$cid); \
 	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
+	savelog; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
 	  --results results \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \

@@ -69,3 +69,20 @@ def test_script_prints_the_same_plan_the_library_builds():
     bad = subprocess.run([sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "Eagle3",
                           "--print"], capture_output=True, text=True)
     assert bad.returncode == 2 and "case-sensitive" in bad.stderr
+
+
+def test_every_method_pins_the_same_model_runner_on_every_platform():
+    """suffix cannot run Model Runner V2 in 0.32.0 and the CPU build has no Triton, so one pin holds everywhere:
+    no comparison also compares runners."""
+    cfg = methods.load()
+    for platform in cfg["platforms"]:
+        plans = [methods.build(name, model_set_name="tiny", platform=platform) for name in methods.names()]
+        assert {p["model_runner"] for p in plans} == {"V1"}, platform
+        assert {p["env"]["VLLM_USE_V2_MODEL_RUNNER"] for p in plans} == {"0"}, platform
+
+
+def test_a_runner_pin_vllm_cannot_read_is_refused():
+    cfg = methods.load()
+    cfg["env"]["VLLM_USE_V2_MODEL_RUNNER"] = "true"
+    with pytest.raises(methods.MethodError, match=r'only "0" \(V1\) or "1" \(V2\)'):
+        methods.build("baseline", cfg=cfg)
