@@ -144,6 +144,7 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
     return {
         "method": method,
+        "label": entry.get("label", method),  # what tables call it (e.g. "suffix (prompt trees only)")
         "baseline": entry.get("baseline"),
         "target": models[target_key],
         "model_set": model_set_name,

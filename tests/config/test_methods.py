@@ -86,3 +86,14 @@ def test_a_runner_pin_vllm_cannot_read_is_refused():
     cfg["env"]["VLLM_USE_V2_MODEL_RUNNER"] = "true"
     with pytest.raises(methods.MethodError, match=r'only "0" \(V1\) or "1" \(V2\)'):
         methods.build("baseline", cfg=cfg)
+
+
+def test_suffix_is_labelled_and_its_vllm_default_variant_differs_in_the_cache_only():
+    seed, default = methods.build("suffix"), methods.build("suffix-default")
+    assert seed["label"] == "suffix (prompt trees only)"
+    assert "10000" in default["label"] and default["baseline"] == seed["baseline"] == "baseline"
+    assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
+    assert default["speculative_config"] == {**seed["speculative_config"], "suffix_decoding_max_cached_requests": 10000}
+    assert {k: v for k, v in default["flags"].items() if k != "speculative-config"} == \
+        {k: v for k, v in seed["flags"].items() if k != "speculative-config"}
+    assert methods.build("ngram")["label"] == "ngram"

@@ -131,7 +131,7 @@ class MethodRun:
     def _new_summary(self) -> dict:
         plan = self.plan
         return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
-                "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
+                "label": plan.get("label"), "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
                 "error": None, "speculative_config": plan["speculative_config"],
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
                 "tasks": {}, "windows": [], "timings": {},
