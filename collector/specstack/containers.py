@@ -8,6 +8,10 @@ user who already runs `docker compose`, and written to a JSON file the collector
                   every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the
                   CPU model and the server's cpuset (CPU), and the Hugging Face snapshot (commit hash) of
                   each model the method's server loaded.
+  save-log        results/<run-id>/host-provenance/<method>.server.log: this start's lines of the method's
+                  server container (compose keeps a stopped container's old log when it starts it again).
+  check-gpu-host  before anything is pulled: the driver is new enough for the image's CUDA and the GPU's
+                  compute capability for the dtype; names the fix (the -cu129 image, a driver upgrade).
   wait-gpu-free   block (bounded) until a GPU's memory is released after a server stopped.
   targets         write / clear the Prometheus file_sd target file (method and run_id labels).
   lock            resolve every image tag of images.lock to its digest (registry API).
@@ -102,6 +106,24 @@ class DockerCLI:
             return 124, f"timed out after {timeout:.0f} s"
         return out.returncode, out.stdout if out.returncode == 0 else (out.stderr or out.stdout)
 
+    def service_container(self, project: str, service: str) -> dict | None:
+        """The service's own container (running or stopped), never a one-off `compose run` of it."""
+        ids = self._run(["ps", "-a", "-q", "--no-trunc", "--filter", f"label=com.docker.compose.project={project}",
+                         "--filter", f"label=com.docker.compose.service={service}",
+                         "--filter", "label=com.docker.compose.oneoff=False"]).split()
+        return json.loads(self._run(["inspect", ids[0]]))[0] if ids else None
+
+    def logs(self, container: str, since: str) -> str:
+        """stdout and stderr of the container from `since` (RFC 3339) on, in one stream."""
+        try:
+            out = subprocess.run([self.docker, "logs", "--since", since, container], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, errors="replace", timeout=120)
+        except subprocess.TimeoutExpired:
+            raise HostError(f"`docker logs {container}` did not answer in 120 s") from None
+        if out.returncode != 0:
+            raise HostError(f"`docker logs {container}` failed: {out.stdout.strip()[-500:]}")
+        return out.stdout
+
     def version(self) -> dict:
         try:
             return json.loads(self._run(["version", "--format", "{{json .Server}}"]))
@@ -129,6 +151,15 @@ class DockerSDK:
         out, err = result.output
         text = (out or b"").decode(errors="replace") if result.exit_code == 0 else (err or out or b"").decode(errors="replace")
         return result.exit_code, text
+
+    def service_container(self, project: str, service: str) -> dict | None:
+        found = self.api.containers(all=True, filters={"label": [f"com.docker.compose.project={project}",
+                                                                   f"com.docker.compose.service={service}",
+                                                                   "com.docker.compose.oneoff=False"]})
+        return self.api.inspect_container(found[0]["Id"]) if found else None
+
+    def logs(self, container: str, since: str) -> str:
+        return self.api.logs(container, stdout=True, stderr=True, since=_epoch(since)).decode(errors="replace")
 
     def version(self) -> dict:
         return self.client.version()
@@ -364,6 +395,73 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
     return path
 
 
+def _epoch(rfc3339: str) -> float:
+    """Docker's UTC timestamps (nanosecond fractions, which datetime cannot parse) as seconds."""
+    whole = datetime.strptime(rfc3339[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    frac = re.match(r"\.(\d+)", rfc3339[19:])
+    return whole + (float("0." + frac.group(1)) if frac else 0.0)
+
+
+def save_server_log(client, *, run_id: str, method: str, results: Path | str = "results",
+                    project: str = PROJECT) -> Path:
+    """results/<run-id>/host-provenance/<method>.server.log: this start's lines of the method's server
+    container. Compose starts a stopped container again with its old log, so only lines since the
+    container's StartedAt are kept; the collector reads the engine facts (model runner ...) from it."""
+    service = f"vllm-{method}"
+    c = client.service_container(project, service)
+    if c is None:
+        raise HostError(f"no container of service {service} in compose project {project!r}; nothing to save")
+    started = (c.get("State") or {}).get("StartedAt") or ""
+    if not started or started.startswith("0001-"):
+        raise HostError(f"{service} never started; it has no log of this run")
+    path = Path(results) / run_id / "host-provenance" / f"{method}.server.log"
+    return atomic_write(path, client.logs(c["Id"], started))
+
+
+# --- host pre-check (GPU), before anything is pulled --------------------------------------------------
+
+# vllm/vllm-openai's plain tags are built on CUDA 13 since v0.20.0 (the `-cu129` tags on CUDA 12.9). CUDA 13
+# needs driver R580+; CUDA 12 images run on R525+ through CUDA's minor-version compatibility.
+MIN_DRIVER = {13: 580, 12: 525}
+# vLLM 0.32.0's CUDA arch list starts at sm_75; bfloat16 needs sm_80.
+MIN_CC = {"bfloat16": (8, 0), "auto": (7, 5), "float16": (7, 5)}
+
+
+def image_cuda_major(ref: str) -> int:
+    """13 for a plain tag, 12 for a -cu12x tag (vllm/vllm-openai's naming)."""
+    m = re.search(r"-cu(\d\d)\d*$", parse_reference(ref)["tag"] or "")
+    return int(m.group(1)) if m else 13
+
+
+def gpu_host_problems(gpu: str, image: str, dtype: str, runner=subprocess.run) -> list[str]:
+    """Why this host's driver or GPU cannot run `image` with `dtype`, each with its fix; [] when it can."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return ["nvidia-smi not found on the host: install the NVIDIA driver (it ships nvidia-smi)"]
+    out = runner([exe, "-i", str(gpu), "--query-gpu=driver_version,compute_cap", "--format=csv,noheader"],
+                 capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        return [f"nvidia-smi -i {gpu} failed: {(out.stderr or out.stdout).strip()}; is GPU={gpu} right?"]
+    driver, _, cc = (p.strip() for p in out.stdout.strip().splitlines()[0].partition(","))
+    problems = []
+    cuda = image_cuda_major(image)
+    major = int(driver.split(".")[0]) if driver.split(".")[0].isdigit() else 0
+    if major < MIN_DRIVER[cuda]:
+        fix = ("upgrade the driver to R580 or newer, or use the CUDA 12.9 build: put "
+               f"VLLM_IMAGE={parse_reference(image)['name']}:{(parse_reference(image)['tag'] or 'v0.32.0')}-cu129 "
+               "into images.env.local" if cuda == 13 else f"upgrade the driver to R{MIN_DRIVER[cuda]} or newer")
+        problems.append(f"driver {driver} is too old for {image} (CUDA {cuda} needs R{MIN_DRIVER[cuda]}+): {fix}")
+    want = MIN_CC.get(dtype, MIN_CC["auto"])
+    have = tuple(int(x) for x in cc.split(".")) if re.match(r"^\d+\.\d+$", cc) else None
+    if have is None:
+        problems.append(f"nvidia-smi reports no compute capability for GPU {gpu} ({cc!r})")
+    elif have < want:
+        problems.append(f"GPU {gpu} has compute capability {cc}; {dtype} in vLLM 0.32.0 needs "
+                        f"{want[0]}.{want[1]}+ (sm_{want[0]}{want[1]}): use a newer GPU"
+                        + (", or dtype float16 in services/methods.toml [common]" if dtype == "bfloat16" else ""))
+    return problems
+
+
 # --- GPU memory ---------------------------------------------------------------------------------------
 
 def gpu_memory_used(gpu: str, runner=subprocess.run) -> int:
@@ -568,6 +666,15 @@ def _cmd(args: argparse.Namespace) -> int:
             path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
                           results=args.results, project=args.project, platform=args.platform)
             print(f"host provenance: {path}")
+        elif args.containers_cmd == "save-log":
+            path = save_server_log(docker_client(args.docker), run_id=args.run_id, method=args.method,
+                                   results=args.results, project=args.project)
+            print(f"server log: {path}")
+        elif args.containers_cmd == "check-gpu-host":
+            problems = gpu_host_problems(args.gpu, args.image, args.dtype)
+            for p in problems:
+                print(f"host check: {p}", file=sys.stderr)
+            return 2 if problems else 0
         elif args.containers_cmd == "wait-gpu-free":
             used = wait_gpu_free(args.gpu, max_used_mib=args.max_used_mib, timeout=args.timeout, poll=args.poll)
             print(f"GPU {args.gpu} free: {used} MiB in use")
@@ -597,6 +704,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how to reach Docker: the SDK if importable (auto), or the CLI named by $DOCKER")
     r.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
                    help="the serve platform of the containers (methods.toml): GPU or CPU facts")
+    sl = sub.add_parser("save-log", help="write results/<run-id>/host-provenance/<method>.server.log "
+                                         "(this start's lines of the method's server container)")
+    sl.add_argument("--run-id", required=True)
+    sl.add_argument("--method", required=True)
+    sl.add_argument("--results", type=Path, default=Path("results"))
+    sl.add_argument("--project", default=PROJECT)
+    sl.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto")
+    hc = sub.add_parser("check-gpu-host", help="refuse a driver or GPU the vLLM image cannot use (before pulling)")
+    hc.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
+    hc.add_argument("--image", required=True, help="the VLLM_IMAGE reference that will be pulled")
+    hc.add_argument("--dtype", default="bfloat16")
     w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
     w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
     w.add_argument("--max-used-mib", type=int, default=1024)

@@ -151,8 +151,8 @@ def compose_config(stack: Stack, lock: str = "images.cpu.lock", *files: str) -> 
     """`docker compose config` of the stack copy as make would call it (all profiles), parsed."""
     import subprocess
     files = files or ("compose.yaml", "compose.cpu.yaml")
-    profiles = [a for m in ("baseline", "ngram", "draft_model", "eagle3", "suffix", "mtp-baseline", "mtp", "tools")
-                for a in ("--profile", m)]
+    from specstack.config import methods
+    profiles = [a for m in [*methods.names(), "tools"] for a in ("--profile", m)]
     argv = [engine.DOCKER, "compose", *[a for f in files for a in ("-f", str(stack.dir / f))],
             "--env-file", str(stack.dir / lock), *profiles, "config", "--format", "json"]
     env = {**stack.env(), "SPECSTACK_CPUSET": cpuset(), "SPECSTACK_UID": str(stack.user.pw_uid),

@@ -20,6 +20,8 @@ from .stack import REPO, Stack
 pytestmark = pytest.mark.compose
 
 VLLM = [f"vllm-{m}" for m in methods.names()]
+# The GPU services that run the suffix image (the stock image + arctic-inference), built by compose.
+SUFFIX_IMAGE_SERVICES = ("vllm-suffix", "vllm-suffix-default")
 CPU_LOCK = read_lock(REPO / "images.cpu.lock")
 GPU_LOCK = read_lock(REPO / "images.lock")
 
@@ -60,8 +62,7 @@ def test_cpu_form_differs_from_the_gpu_form_only_in_the_listed_keys(forms, stack
             ("services", svc, "volumes"): g["volumes"] + [models_ro],
         })
     expected.update({
-        ("services", "vllm-suffix", "build"): "<absent>",
-        ("services", "vllm-suffix", "pull_policy"): "<absent>",
+        **{("services", svc, key): "<absent>" for svc in SUFFIX_IMAGE_SERVICES for key in ("build", "pull_policy")},
         ("services", "collector", "image"): CPU_LOCK["COLLECTOR_IMAGE"],
         ("services", "collector", "build"): "<absent>",
         ("services", "collector", "pull_policy"): "<absent>",
@@ -91,7 +92,7 @@ def test_gpu_form_is_unchanged(forms):
         (device,) = s["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
         assert s["entrypoint"][3] == "gpu-container" and "cpuset" not in s
-        assert s["image"] == (GPU_LOCK["VLLM_IMAGE"] if svc != "vllm-suffix"
+        assert s["image"] == (GPU_LOCK["VLLM_IMAGE"] if svc not in SUFFIX_IMAGE_SERVICES
                               else "specstack-vllm-suffix:v0.32.0-arctic-inference-0.3.0")
     assert gpu["services"]["collector"]["build"]["context"].endswith("/collector")
     assert "tiny-models" not in gpu["services"] and "models" not in gpu.get("volumes", {})
@@ -101,9 +102,10 @@ def test_cpu_serve_plan_is_methods_toml(forms):
     """The platform's flags and environment live in methods.toml; compose passes only its name."""
     plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
     assert plan["flags"]["enforce-eager"] is True and plan["flags"]["host"] == "0.0.0.0"
-    assert plan["env"] == {"VLLM_CPU_KVCACHE_SPACE": "1"}
-    text = (REPO / "compose.cpu.yaml").read_text()
-    assert "VLLM_CPU_KVCACHE_SPACE" not in text
+    assert plan["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    text = (REPO / "compose.cpu.yaml").read_text() + (REPO / "compose.yaml").read_text()
+    for name in plan["env"]:
+        assert name not in text, name
     for flag in plan["flags"]:
         assert f"--{flag}" not in text, flag
 

@@ -529,6 +529,8 @@ if q == "--query-gpu=memory.used":
     k = int(n.read_text()) if n.exists() else 0
     n.write_text(str(k + 1))
     print(30000 if k % 3 == 0 else 300)
+elif q == "--query-gpu=driver_version,compute_cap":
+    print(os.environ.get("FAKE_DRIVER", "580.65.06") + ", " + os.environ.get("FAKE_CC", "9.0"))
 elif q:
     print("0, GPU-abc, NVIDIA H100 80GB HBM3, 570.86.15, 81559, 30000, 00000000:18:00.0")
 else:
@@ -705,3 +707,36 @@ def test_make_targets_exist():
                          capture_output=True, text=True, timeout=60)
     for target in ("run", "sweep", "down", "lock", "logs", "status"):
         assert re.search(rf"^{target}:", out.stdout, re.M), target
+
+
+# --- host pre-check: driver and compute capability, before anything is pulled ----------------------------
+
+def _pulls_or_builds(fake_stack) -> list[list[str]]:
+    path = fake_stack["state"] / "calls.jsonl"
+    calls = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [c for c in calls if c[0] == "compose" and any(v in c for v in ("build", "up", "pull", "run"))]
+
+
+def test_an_old_driver_is_refused_before_anything_is_pulled_with_the_fix(fake_stack):
+    fake_stack["env"]["FAKE_DRIVER"] = "570.86.15"
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=r1", check=False)
+    assert out.returncode != 0
+    assert "driver 570.86.15 is too old for vllm/vllm-openai:v0.32.0" in out.stderr, out.stderr
+    assert "VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129 into images.env.local" in out.stderr
+    assert "upgrade the driver to R580" in out.stderr
+    assert _pulls_or_builds(fake_stack) == []
+
+
+def test_the_cu129_image_of_images_env_local_runs_on_that_driver(fake_stack):
+    fake_stack["env"]["FAKE_DRIVER"] = "570.86.15"
+    (fake_stack["dir"] / "images.env.local").write_text("VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129\n")
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=r1")
+    assert "host check" not in out.stderr and _pulls_or_builds(fake_stack)
+
+
+def test_a_gpu_without_bf16_is_refused(fake_stack):
+    fake_stack["env"]["FAKE_CC"] = "7.5"
+    out = _make(fake_stack, "sweep", "RUN_ID=r1", check=False)
+    assert out.returncode != 0
+    assert "compute capability 7.5; bfloat16 in vLLM 0.32.0 needs 8.0+ (sm_80)" in out.stderr, out.stderr
+    assert _pulls_or_builds(fake_stack) == []

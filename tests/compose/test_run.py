@@ -75,6 +75,23 @@ def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
     assert s["tasks"]["code"]["num_draft_tokens"] > 0 and s["tasks"]["code"]["acceptance_rate"] is not None
 
 
+def test_runner_is_read_from_the_saved_container_log(locked_run):
+    """The host saves the server container's log of this start into the run (before it stops); the
+    collector reads the model runner from it and checks it against the pin of methods.toml."""
+    run_dir = locked_run["run_dir"]
+    log = (run_dir / "host-provenance" / "ngram.server.log").read_text()
+    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == \
+        ["vllm serve " + " ".join(methods.build("ngram", model_set_name="tiny", platform="cpu-container",
+                                                models_dir="/models")["argv"])]
+    assert "KV cache size" in log and "Using V2 Model Runner" not in log
+    # The bench's requests and the stop: the log was saved when the collector had finished, before the stop.
+    assert "POST /v1/completions" in log and "Shutting down" not in log
+    s = summary(run_dir, "ngram")
+    assert s["server"]["model_runner"] == s["server"]["model_runner_pinned"] == "V1"
+    assert s["server"]["kv_cache_tokens"] > 0
+    assert "KV cache size" in (run_dir / "ngram" / "server.log").read_text()
+
+
 def test_prometheus_container_view_carries_method_and_run_id(locked_run):
     s = summary(locked_run["run_dir"], "ngram")
     view = s["prometheus_view"]
@@ -122,7 +139,7 @@ def test_the_server_runs_the_cpu_container_plan(locked_run, stack):
     plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
     assert proc["argv"][-len(plan["argv"]) - 1:] == ["serve", *plan["argv"]], proc["argv"]
     assert "--enforce-eager" in proc["argv"]
-    assert proc["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert {k: proc["env"].get(k) for k in plan["env"]} == plan["env"]  # VLLM_USE_V2_MODEL_RUNNER=0 too
     host = server(locked_run, "vllm-ngram")["HostConfig"]
     assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024 ** 3
     assert not host.get("DeviceRequests")

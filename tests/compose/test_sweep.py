@@ -30,6 +30,20 @@ def test_sweep_runs_every_method_ok_under_one_run_id(sweep_run):
     assert suffix["tasks"]["code"]["num_draft_tokens"] > 0  # arctic-inference works in the CPU image
 
 
+def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
+    """vllm-baseline ran before (make run, RUN_ID cpu-rerun): compose starts that stopped container again,
+    old log and all. The saved log holds this start's lines only, so its runner is this start's."""
+    def servers(run: dict) -> set[str]:
+        return {cid for cid, c in run["events"].started.items()
+                if engine.service_of(c) == "vllm-baseline" and not engine.is_preflight(c)}
+    assert servers(sweep_run) and servers(sweep_run) <= servers(rerun)  # the same container, started again
+    for m in METHODS:
+        log = (sweep_run["run_dir"] / "host-provenance" / f"{m}.server.log").read_text()
+        assert sum(line.startswith("vllm serve ") for line in log.splitlines()) == 1, m
+        s = json.loads((sweep_run["run_dir"] / m / "summary.json").read_text())
+        assert s["server"]["model_runner"] == "V1", m
+
+
 def test_sweep_runs_one_server_at_a_time(sweep_run):
     spans = engine.intervals(sweep_run["events"], "vllm-")
     # Each method: a pre-flight container (`compose run` of the service), then the server.

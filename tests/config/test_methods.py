@@ -69,3 +69,31 @@ def test_script_prints_the_same_plan_the_library_builds():
     bad = subprocess.run([sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "Eagle3",
                           "--print"], capture_output=True, text=True)
     assert bad.returncode == 2 and "case-sensitive" in bad.stderr
+
+
+def test_every_method_pins_the_same_model_runner_on_every_platform():
+    """suffix cannot run Model Runner V2 in 0.32.0 and the CPU build has no Triton, so one pin holds everywhere:
+    no comparison also compares runners."""
+    cfg = methods.load()
+    for platform in cfg["platforms"]:
+        plans = [methods.build(name, model_set_name="tiny", platform=platform) for name in methods.names()]
+        assert {p["model_runner"] for p in plans} == {"V1"}, platform
+        assert {p["env"]["VLLM_USE_V2_MODEL_RUNNER"] for p in plans} == {"0"}, platform
+
+
+def test_a_runner_pin_vllm_cannot_read_is_refused():
+    cfg = methods.load()
+    cfg["env"]["VLLM_USE_V2_MODEL_RUNNER"] = "true"
+    with pytest.raises(methods.MethodError, match=r'only "0" \(V1\) or "1" \(V2\)'):
+        methods.build("baseline", cfg=cfg)
+
+
+def test_suffix_is_labelled_and_its_vllm_default_variant_differs_in_the_cache_only():
+    seed, default = methods.build("suffix"), methods.build("suffix-default")
+    assert seed["label"] == "suffix (prompt trees only)"
+    assert "10000" in default["label"] and default["baseline"] == seed["baseline"] == "baseline"
+    assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
+    assert default["speculative_config"] == {**seed["speculative_config"], "suffix_decoding_max_cached_requests": 10000}
+    assert {k: v for k, v in default["flags"].items() if k != "speculative-config"} == \
+        {k: v for k, v in seed["flags"].items() if k != "speculative-config"}
+    assert methods.build("ngram")["label"] == "ngram"

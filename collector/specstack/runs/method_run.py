@@ -132,7 +132,7 @@ class MethodRun:
     def _new_summary(self) -> dict:
         plan = self.plan
         return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
-                "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
+                "label": plan.get("label"), "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
                 "error": None, "speculative_config": plan["speculative_config"],
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
                 "tasks": {}, "windows": [], "timings": {}, "replication": self.opts.replication(),
@@ -260,8 +260,25 @@ class MethodRun:
                 # before the collector started; absent for native runs
                 "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None}
             log = self.server.log_path if self.server is not None else None
-            if log and log.exists():
-                self.summary["server"].update(provenance.log_facts(log.read_text(errors="replace")))
+            # compose: the host saved this run's lines of the server container's log (`make run`)
+            log = log or self.run_dir / "host-provenance" / f"{self.plan['method']}.server.log"
+            if log.exists():
+                text = log.read_text(errors="replace")
+                self.summary["server"].update(provenance.log_facts(text))
+                if log.parent != self.bundle.staging:
+                    self.bundle.write_text("server.log", text)  # the bundle holds the server log on every path
+            self._check_runner()
+
+    def _check_runner(self) -> None:
+        """A server whose log shows another model runner than methods.toml pins fails: its comparison would
+        also compare runners. --allow-mismatch keeps it (recorded either way)."""
+        server, pinned = self.summary["server"], self.plan.get("model_runner")
+        server["model_runner_pinned"] = pinned
+        ran = server.get("model_runner")
+        if pinned and ran and ran != pinned and self.summary["error"] is None and not self.opts.allow_mismatch:
+            self.summary["error"] = (f"the server ran Model Runner {ran}, methods.toml pins {pinned} "
+                                     "(VLLM_USE_V2_MODEL_RUNNER): its comparison would also compare runners. Check "
+                                     "the server's environment, or rerun with --allow-mismatch to keep it")
 
     def publish(self) -> Path:
         """Verdict, tables and summary into the staged folder, published as `<method>/` only if ok; then

@@ -16,6 +16,9 @@ import requests
 # "Model Runner V2 does not yet support X; using the V1 model runner instead" (GPU) or
 # "Model Runner V2 requires Triton; using the V1 model runner instead" (CPU).
 _V1_FALLBACK = re.compile(r"Model Runner V2 .*?using the V1 model runner", re.I)
+# The worker says so when it runs V2 (v1/worker/gpu_worker.py, cpu_worker.py); V1 says nothing, so a log
+# that reached the KV-cache line without this one ran V1 (e.g. pinned by VLLM_USE_V2_MODEL_RUNNER=0).
+_V2_USED = re.compile(r"Using V2 Model Runner")
 _ASYNC_OFF = re.compile(r"Async scheduling (is )?not supported.*?(will be )?disabled", re.I)
 _ASYNC_ARG = re.compile(r"non-default args: .*'async_scheduling': (True|False)")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
@@ -70,10 +73,10 @@ def log_facts(log_text: str) -> dict:
     what was asked for (`non-default args`), unless vLLM logged that it turned it off."""
     facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None,
                    "max_concurrency": None}
-    if _V1_FALLBACK.search(log_text):
+    if _V2_USED.search(log_text):
+        facts["model_runner"] = "V2"
+    elif _V1_FALLBACK.search(log_text) or _KV_TOKENS.search(log_text):
         facts["model_runner"] = "V1"
-    elif log_text:
-        facts["model_runner"] = "V2"  # 0.32.0's default where nothing forced the fallback
     if _ASYNC_OFF.search(log_text):
         facts["async_scheduling"] = False
     elif (m := _ASYNC_ARG.search(log_text)) is not None:
