@@ -62,13 +62,18 @@ def test_the_run_tells_its_progress_as_events(sweep_run):
 def test_spec_methods_reconcile_every_identity(sweep_run, name):
     s = sweep_run["summaries"][name]
     k = s["speculative_config"]["num_speculative_tokens"]
+    argv = s["server"]["argv"]
+    level = argv[argv.index("--per-request-spec-decode-metrics") + 1]
     for w in s["windows"]:
         names = [c["name"] for c in w["checks"]]
         if w["phase"] == "bench":
             assert "bench spec_decode_num_drafts = Δ num_drafts" in names, w["name"]
             assert f"bench completed × {WORKLOAD['perf_output_len']} = Δ vllm:generation_tokens" in names, w["name"]
-        else:  # 4 totals + one per draft position
+        elif level == "summary":  # 4 totals + one per draft position
             assert len(names) == 4 + k, (w["name"], names)
+        else:  # detailed: the per-step arrays add 2 totals and one more per draft position
+            assert level == "detailed" and len(names) == 6 + 2 * k, (w["name"], names)
+            assert "Σ len(per_step_drafted) = Δ num_drafts" in names, (w["name"], names)
         assert all(c["ok"] for c in w["checks"])
     for task, figures in s["tasks"].items():
         assert figures["num_draft_tokens"] > 0, (name, task)
