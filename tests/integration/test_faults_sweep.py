@@ -163,7 +163,8 @@ def test_port_not_released_stops_the_sweep_without_a_second_server(faulty_sweep)
     assert "refusing to start a second server" in error and "rerun the same command to resume" in error
     published, summary = bundle_of(run_dir, "ngram")
     assert_failed_bundle(summary, published, run_dir, method="ngram")
-    assert summary["error_type"] == "PortNotReleased" and summary["server"] == {}
+    # No fact of a server that never started: only the runner methods.toml pins (the plan's, not the server's).
+    assert summary["error_type"] == "PortNotReleased" and summary["server"] == {"model_runner_pinned": "V1"}
     assert not (published / "server.log").exists() and summary["windows"] == []
     assert {k: v["status"] for k, v in manifest(run_dir)["methods"].items()} == {"baseline": "failed",
                                                                                  "ngram": "failed"}
