@@ -126,6 +126,14 @@ def test_server_without_weights_stops_within_wait_timeout_with_its_last_log_line
     assert running(stack, "vllm-baseline") == []
 
 
+def first_time(stamped: list[tuple[float, str]], needle: str, text: str) -> float:
+    """When the first line holding `needle` arrived; a missing line fails with the output's tail, not a bare
+    StopIteration."""
+    times = [t for t, line in stamped if needle in line]
+    assert times, f"no line holds {needle!r}; the output ends:\n{tail(text, 80)}"
+    return times[0]
+
+
 def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed_sweep):
     proc = stack.popen("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-timeout",
                        "WAIT_TIMEOUT=5")
@@ -134,8 +142,8 @@ def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed
     text = "\n".join(line for _, line in stamped)
     (stack.logs / "timeout.log").write_text(text)
     assert rc != 0, tail(text)
-    start = next(t for t, line in stamped if "starting vllm-baseline" in line)
-    verdict = next(t for t, line in stamped if "vllm-baseline did not become healthy" in line)
+    start = first_time(stamped, "starting vllm-baseline", text)
+    verdict = first_time(stamped, "vllm-baseline did not become healthy", text)
     assert 5 <= verdict - start < 5 + 25, verdict - start
     # Its last log lines were shown (serve_args.py prints the command before exec'ing vLLM).
     assert any("vllm serve /models/tiny-qwen3" in line for _, line in stamped), tail(text)
