@@ -70,3 +70,11 @@ def test_one_repeat_ratios_are_called_point_estimates(tmp_path):
     text = printed(tmp_path / "r")
     assert "point estimates from 1 repeat(s), with no interval under 3" in text
     assert "acceptance answers ended by" in text
+
+
+def test_the_table_names_a_method_by_its_label(tmp_path):
+    publish(tmp_path, "r", summary("baseline", None, baseline=None), ok=True)
+    publish(tmp_path, "r", {**summary("suffix", 0.4), "label": "suffix (prompt trees only)"}, ok=True)
+    text = printed(tmp_path / "r")
+    rows = [line.strip("│ ") for line in text.splitlines() if line.strip("│ ").startswith("suffix")]
+    assert len(rows) == 1 and rows[0].startswith("suffix (prompt trees only)"), text

@@ -558,6 +558,63 @@ def test_host_load_per_core_is_the_highest_seen_at_the_cells_bench_windows(tmp_p
     assert _row(rep.speed, concurrency=4)["host_load_per_core"] is None       # not recorded: n/a, not 0
 
 
+def _set_loads(method_dir: Path, loads: dict[str, tuple]) -> None:
+    """host_load of the named bench windows ({"code-c1-r0": (open, close)}), on a 2-core host."""
+    summary = json.loads((method_dir / "summary.json").read_text())
+    for w in summary["windows"]:
+        opened, closed = loads.get(w["name"].split("/")[1], (None, None))
+        w["host_load"] = {"cores": 2, "open": opened, "close": closed}
+    (method_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def test_a_cell_measured_on_a_busy_host_is_marked_on_either_side(tmp_path):
+    run_dir = tmp_path / "busy"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})] * 3, ("code", 2): [(10.0, 100.0, {})] * 3,
+             ("code", 4): [(10.0, 100.0, {})] * 3}
+    spec = {k: [(5.0, 200.0, {"acc_len": 2.0})] * 3 for k in cells}
+    base = write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
+    ngram = write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
+                         acceptance={"code": ACC})
+    # c=1: quiet on both sides (load = cores); c=2: a neighbour during one baseline repeat; c=4: nothing recorded
+    _set_loads(base, {"code-c1-r0": (2.0, 2.0), "code-c2-r1": (2.0, 2 * st.MAX_LOAD_PER_CORE + 0.5)})
+    _set_loads(ngram, {"code-c1-r0": (1.0, 2.4), "code-c2-r0": (2.0, 2.0)})
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    quiet, busy, unknown = (_row(rep.speed, method="ngram", concurrency=c) for c in (1, 2, 4))
+    assert quiet["host_busy"] is False and quiet["host_load_per_core"] == pytest.approx(1.2)
+    assert busy["host_busy"] is True and busy["host_load_per_core"] == pytest.approx(1.0)
+    assert busy["baseline_host_load_per_core"] == pytest.approx(st.MAX_LOAD_PER_CORE + 0.25)
+    assert unknown["host_busy"] is None
+    md = render.render_markdown(sections.blocks(rep))
+    matrix_row = next(line for line in md.splitlines() if line.startswith("| ngram |"))
+    cells_md = [c.strip() for c in matrix_row.strip("|").split("|")]
+    assert "busy host" not in cells_md[2] and "busy host" not in cells_md[4]
+    assert cells_md[3].endswith(f"⚠ busy host (load {st.MAX_LOAD_PER_CORE + 0.25:.2f} per core)")
+    assert f"exceeded {st.MAX_LOAD_PER_CORE:g}" in md
+
+
+def test_a_methods_label_names_it_in_every_table_and_a_variant_keeps_its_own_name(tmp_path):
+    run_dir = tmp_path / "labels"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
+    for name, label in (("suffix", "suffix (prompt trees only)"), ("suffix-k4", "suffix (prompt trees only)")):
+        d = write_method(run_dir, name, baseline="baseline", cells={("code", 1): [(5.0, 200.0, {"acc_len": 2.0})]},
+                         texts={"code": {"a": ("t", "stop")}}, acceptance={"code": ACC})
+        summary = json.loads((d / "summary.json").read_text())
+        summary["label"] = label
+        (d / "summary.json").write_text(json.dumps(summary))
+    rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert _row(rep.speed, method="suffix")["label"] == "suffix (prompt trees only)"
+    assert _row(rep.speed, method="suffix-k4")["label"] == "suffix-k4"      # the label does not name it
+    md = render.render_markdown(sections.blocks(rep))
+    rows = [line for line in md.splitlines() if line.startswith("| suffix")]
+    # methods, verdict, speed, latency, crossover, acceptance and equality tables: each names both, none bare
+    assert [line.split("|")[1].strip() for line in rows].count("suffix (prompt trees only)") == 7, rows
+    assert [line.split("|")[1].strip() for line in rows].count("suffix-k4") == 7
+    assert not [line for line in rows if line.split("|")[1].strip() == "suffix"]
+
+
 def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_path):
     run_dir = tmp_path / "burst"
     run_dir.mkdir()

@@ -50,8 +50,8 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
             conditional = f.get("per_position_conditional") if not no_drafts else None
             drafted = f.get("drafted_per_position") or []
             records = acceptance_records(md, task)
-            rows.append({"method": md.name, "baseline": md.baseline, "task": task, "k": md.k,
-                         "comparable": md.comparable,
+            rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
+                         "k": md.k, "comparable": md.comparable,
                          "acceptance_rate": None if no_drafts else f.get("acceptance_rate"),
                          "mean_acceptance_length": None if no_drafts else f.get("mean_acceptance_length"),
                          "no_accept_share": None if no_drafts else f.get("no_accept_share"),

@@ -60,7 +60,8 @@ def method_rows(run: RunData) -> list[dict]:
         server = md.summary.get("server") or {}
         base = run.methods.get(md.baseline or "")
         base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
-        rows.append({"method": md.name, "status": "ok", "baseline": md.baseline, "comparable": md.comparable,
+        rows.append({"method": md.name, "label": md.display_name, "status": "ok", "baseline": md.baseline,
+                     "comparable": md.comparable,
                      "k": md.k, "speculative_config": json.dumps(md.summary.get("speculative_config"), sort_keys=True)
                      if md.speculative else None,
                      "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
@@ -73,7 +74,8 @@ def method_rows(run: RunData) -> list[dict]:
                      "prometheus_view": _prometheus_view(md.summary),
                      "error": None, "folder": md.path.name})
     for f in run.failed:
-        rows.append({"method": f.name, "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
+        rows.append({"method": f.name, "label": f.name,
+                     "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
                      "baseline": None, "comparable": None, "k": None, "speculative_config": None,
                      "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
                      "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
-from specstack.results.reader import load_run
+from specstack.results.reader import display_name, load_run
 
 
 def load_summaries(run_dir: Path) -> tuple[dict[str, dict], list]:
@@ -82,7 +82,8 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
             ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
             cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}")
         status = "" if s["status"] == "ok" else " [red](failed)[/]"
-        table.add_row(name + status, s.get("baseline_method") or "-", pct(figures.get("acceptance_rate")),
+        table.add_row(display_name(name, s) + status, s.get("baseline_method") or "-",
+                      pct(figures.get("acceptance_rate")),
                       num(figures.get("mean_acceptance_length")),
                       _histogram(figures.get("histogram")),
                       crosscheck_label(s), *cells)

@@ -55,7 +55,8 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[l
         for task in run.tasks:
             if task not in md.tasks:
                 continue
-            s = {"method": md.name, "baseline": md.baseline, "task": task, "comparable": md.comparable,
+            s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
+                 "comparable": md.comparable,
                  "requests": 0, "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
                  "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
                  "note": None}

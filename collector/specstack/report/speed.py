@@ -168,96 +168,136 @@ def _host_load(summary: dict, task: str, concurrency: int) -> float | None:
 
 
 def speed_rows(run: RunData) -> list[dict]:
+    """One row per method x task x concurrency: medians over its repeats and, for a speculative method, the
+    speedups against the baseline cell of the same target, task and concurrency."""
     rows = []
     for md in run.methods.values():
         base = run.methods.get(md.baseline or "")
-        kv = (md.summary.get("server") or {}).get("kv_cache_tokens")
-        base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
         for task in run.tasks:
             mine = _by_concurrency(bench_cells(md, task))
             theirs = _by_concurrency(bench_cells(base, task)) if base else {}
             for c in sorted(mine):
-                ok, bok = _ok(mine[c]), _ok(theirs.get(c, []))
-                row = {"method": md.name, "baseline": md.baseline, "task": task, "concurrency": c,
-                       "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
-                       "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(mine[c]) - len(ok),
-                       "output_throughput": st.median(_vals(ok, "output_throughput")),
-                       "baseline_output_throughput": st.median(_vals(bok, "output_throughput"))}
-                for m in METRICS:
-                    for p in PERCENTILES:
-                        row[f"{m}_p{p}_ms"] = st.median(_vals(ok, f"p{p}_{m}_ms"))
-                row["baseline_tpot_p50_ms"] = st.median(_vals(bok, "p50_tpot_ms"))
-                n_req = min(_vals(ok, "completed"), default=None)
-                n_itl = min((x for x in (_itl_samples(c_) for c_ in ok) if x is not None), default=None)
-                row["requests_per_repeat"] = n_req
-                row["itl_samples_per_repeat_est"] = n_itl
-                for m in METRICS:
-                    n = n_itl if m == "itl" else n_req
-                    for p in (95, 99):
-                        row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
-                acc_len = st.median(_vals(ok, "spec_decode_acceptance_length"))
-                row["bench_acceptance_length"] = acc_len
-                row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
-                note = []
-                row["design"] = design(md, base if md.baseline else None, len(ok))
-                if md.baseline:
-                    tpot = _ratio(md, base, bok, ok, "p50_tpot_ms")          # baseline / method: > 1 = faster
-                    e2el = _ratio(md, base, bok, ok, "p50_e2el_ms")
-                    tput = _ratio(md, base, ok, bok, "output_throughput")    # method / baseline
-                    if base is None:
-                        note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
-                    elif not bok:
-                        note.append(f"baseline has no concurrency-{c} cell")
-                else:
-                    tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
-                # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a
-                # burst (a starved client) leave E2EL, at fixed output length, as the latency to compare
-                row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
-                basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
-                    ("TPOT", "p50_tpot_ms", tpot)
-                row["latency_basis"] = basis
-                row["tpot_spread"] = st.relative_mad(_vals(ok, key))
-                row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None
-                row["stability"] = (st.stability(_vals(ok, key), _vals(bok, key))
-                                    if md.baseline else st.stability(_vals(ok, key)))
-                row["verdict"] = cell_verdict(latency, tput) if md.baseline else "reference"
-                row["host_load_per_core"] = _host_load(md.summary, task, c)
-                itl, tpot_ms = row["itl_p50_ms"], row["tpot_p50_ms"]
-                row["itl_degenerate"] = itl is not None and bool(tpot_ms) and itl < ITL_DEGENERATE * tpot_ms
-                row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
-                           tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
-                           e2el_speedup=e2el.point, e2el_speedup_low=e2el.low, e2el_speedup_high=e2el.high,
-                           latency_speedup=latency.point, latency_speedup_low=latency.low,
-                           latency_speedup_high=latency.high,
-                           throughput_speedup=tput.point, throughput_speedup_low=tput.low,
-                           throughput_speedup_high=tput.high,
-                           throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
-                bound = st.median(_vals(ok, "tokens_per_target_pass"))
-                row["tokens_per_target_pass"] = bound if md.speculative else None
-                row["drafting_share"] = st.median(_vals(ok, "drafting_share")) if md.speculative else None
-                # the bound over all decode passes; the one over verify steps only is kept beside it, since the
-                # two differ exactly when the drafter skips steps (ngram, suffix). A degenerate TPOT has none.
-                usable = tpot.point if md.speculative and not row["tpot_degenerate"] else None
-                row["efficiency"] = st.efficiency(usable, bound)
-                row["efficiency_verify_steps"] = st.efficiency(usable, acc_len)
-                if row["efficiency"] is not None and row["efficiency"] > 1.0:
-                    # the bound holds for any drafter: beating it means the TPOT figures are off, not the method
-                    note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so "
-                                "the TPOT figures are off (noise, partly burst-delivered answers)")
-                if row["tpot_degenerate"]:
-                    note.append("TPOT degenerate (answers arrived in a burst)" +
-                                (": verdict on E2EL, no efficiency" if md.baseline else ""))
-                row["preemptions"] = _sum(mine[c], "preemptions")
-                row["failed_requests"] = _sum(mine[c], "failed")
-                row["kv_cache_tokens"] = kv
-                row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
-                if not md.comparable:
-                    note.append("NOT COMPARABLE: synthetic rejection sampling")
-                if md.speculative and acc_len is None and ok:
-                    note.append("bench saw no drafts")
-                row["note"] = "; ".join(note) or None
-                rows.append(row)
+                rows.append(_cell_row(md, base, task, c, mine[c], theirs.get(c, [])))
     return rows
+
+
+def _cell_row(md: MethodData, base: MethodData | None, task: str, c: int, cells: list[dict],
+              base_cells: list[dict]) -> dict:
+    """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
+    ok, bok = _ok(cells), _ok(base_cells)
+    row = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task, "concurrency": c,
+           "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
+           "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(cells) - len(ok),
+           "output_throughput": st.median(_vals(ok, "output_throughput")),
+           "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
+           "design": design(md, base if md.baseline else None, len(ok))}
+    note: list[str] = []
+    _percentiles(row, ok, bok)
+    tpot, e2el, tput = _speedups(row, md, base, ok, bok, note)
+    latency = _latency_verdict(row, md, ok, bok, tpot, e2el, tput)
+    _host_load_gate(row, md, base, task, c)
+    _efficiency(row, md, ok, tpot, note)
+    _kv_and_failures(row, md, base, cells)
+    if not md.comparable:
+        note.append("NOT COMPARABLE: synthetic rejection sampling")
+    if md.speculative and row["bench_acceptance_length"] is None and ok:
+        note.append("bench saw no drafts")
+    row.update(latency_speedup=latency.point, latency_speedup_low=latency.low, latency_speedup_high=latency.high)
+    row["note"] = "; ".join(note) or None
+    return row
+
+
+def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
+    """Medians over repeats of every latency percentile, with the tail percentiles too thin to trust flagged."""
+    for m in METRICS:
+        for p in PERCENTILES:
+            row[f"{m}_p{p}_ms"] = st.median(_vals(ok, f"p{p}_{m}_ms"))
+    row["baseline_tpot_p50_ms"] = st.median(_vals(bok, "p50_tpot_ms"))
+    n_req = min(_vals(ok, "completed"), default=None)
+    n_itl = min((x for x in (_itl_samples(c_) for c_ in ok) if x is not None), default=None)
+    row["requests_per_repeat"] = n_req
+    row["itl_samples_per_repeat_est"] = n_itl
+    for m in METRICS:
+        n = n_itl if m == "itl" else n_req
+        for p in (95, 99):
+            row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
+    row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
+    row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
+    itl, tpot_ms = row["itl_p50_ms"], row["tpot_p50_ms"]
+    row["itl_degenerate"] = itl is not None and bool(tpot_ms) and itl < ITL_DEGENERATE * tpot_ms
+
+
+def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict],
+              note: list[str]) -> tuple[st.Interval, st.Interval, st.Interval]:
+    """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals."""
+    if md.baseline:
+        tpot = _ratio(md, base, bok, ok, "p50_tpot_ms")
+        e2el = _ratio(md, base, bok, ok, "p50_e2el_ms")
+        tput = _ratio(md, base, ok, bok, "output_throughput")
+        if base is None:
+            note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
+        elif not bok:
+            note.append(f"baseline has no concurrency-{row['concurrency']} cell")
+    else:
+        tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
+    row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
+               tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
+               e2el_speedup=e2el.point, e2el_speedup_low=e2el.low, e2el_speedup_high=e2el.high,
+               throughput_speedup=tput.point, throughput_speedup_low=tput.low, throughput_speedup_high=tput.high,
+               throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
+    return tpot, e2el, tput
+
+
+def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict], tpot: st.Interval,
+                     e2el: st.Interval, tput: st.Interval) -> st.Interval:
+    """The latency the verdict rests on, the repeats' spread and stability, and the verdict word."""
+    # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a burst (a
+    # starved client) leave E2EL, at fixed output length, as the latency to compare
+    row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
+    basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
+        ("TPOT", "p50_tpot_ms", tpot)
+    row["latency_basis"] = basis
+    row["tpot_spread"] = st.relative_mad(_vals(ok, key))
+    row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None
+    row["stability"] = (st.stability(_vals(ok, key), _vals(bok, key))
+                        if md.baseline else st.stability(_vals(ok, key)))
+    row["verdict"] = cell_verdict(latency, tput) if md.baseline else "reference"
+    return latency
+
+
+def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, task: str, c: int) -> None:
+    """The busiest host seen at the cell's bench windows, on both sides: a verdict measured while something
+    else competed for the CPU is marked, never silently trusted (None: not recorded, not 0)."""
+    row["host_load_per_core"] = _host_load(md.summary, task, c)
+    row["baseline_host_load_per_core"] = _host_load(base.summary, task, c) if md.baseline and base else None
+    row["host_busy"] = st.host_busy(row["host_load_per_core"], row["baseline_host_load_per_core"])
+
+
+def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, note: list[str]) -> None:
+    """The TPOT speedup against what a free drafter allows: tokens per target pass over all decode passes, and
+    over verify steps only (the two differ exactly when the drafter skips steps: ngram, suffix)."""
+    bound = st.median(_vals(ok, "tokens_per_target_pass"))
+    row["tokens_per_target_pass"] = bound if md.speculative else None
+    row["drafting_share"] = st.median(_vals(ok, "drafting_share")) if md.speculative else None
+    usable = tpot.point if md.speculative and not row["tpot_degenerate"] else None   # a degenerate TPOT has none
+    row["efficiency"] = st.efficiency(usable, bound)
+    row["efficiency_verify_steps"] = st.efficiency(usable, row["bench_acceptance_length"])
+    if row["efficiency"] is not None and row["efficiency"] > 1.0:
+        # the bound holds for any drafter: beating it means the TPOT figures are off, not the method
+        note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so the TPOT "
+                    "figures are off (noise, partly burst-delivered answers)")
+    if row["tpot_degenerate"]:
+        note.append("TPOT degenerate (answers arrived in a burst)" +
+                    (": verdict on E2EL, no efficiency" if md.baseline else ""))
+
+
+def _kv_and_failures(row: dict, md: MethodData, base: MethodData | None, cells: list[dict]) -> None:
+    kv = (md.summary.get("server") or {}).get("kv_cache_tokens")
+    base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
+    row["preemptions"] = _sum(cells, "preemptions")
+    row["failed_requests"] = _sum(cells, "failed")
+    row["kv_cache_tokens"] = kv
+    row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
 
 
 def crossover_rows(speed: list[dict]) -> list[dict]:
@@ -271,7 +311,7 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
             tpot["text"] += " (on E2EL where TPOT is degenerate)"
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
-        rows.append({"method": method, "baseline": mine[0]["baseline"], "task": task,
+        rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "comparable": mine[0]["comparable"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
                      "tpot_text": tpot["text"], "throughput_kind": tput["kind"],

@@ -11,6 +11,8 @@
   percentile-bootstrap interval only about 70 % of the time (issue 18).
 - A cell is unstable when its repeats spread more than MAX_RELATIVE_MAD (median absolute deviation / median),
   on either side: one noisy repeat then decides the median.
+- A cell's host is busy when the 1-minute load per core at one of its bench windows (either side) exceeded
+  MAX_LOAD_PER_CORE: another workload shared the CPU, so its verdict is marked.
 - A p95/p99 from n samples is "unstable" when fewer than MIN_TAIL samples lie beyond it: n * (1 - p/100) < 10,
   i.e. p95 needs >= 200 samples and p99 >= 1000.
 - None means "not measured / no drafts", never 0.
@@ -30,6 +32,10 @@ MIN_TAIL = 10            # samples that must lie beyond a percentile for it to c
 GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
 MIN_REPEATS = 3          # fewer repeats (or sessions) on either side: no interval, the point estimate only
 MAX_RELATIVE_MAD = 0.10  # a cell whose repeats spread more than this (MAD / median) is unstable
+# The measured system itself keeps about one runnable thread per core on a CPU server (vLLM's OpenMP threads
+# fill the cpuset) and far less on a GPU host; a 1-minute load beyond this per core means something else
+# competed for the CPU during the window (seen on 2 cores: 0.6-1.1 quiet, 1.3-1.5 beside another benchmark).
+MAX_LOAD_PER_CORE = 1.25
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -141,6 +147,12 @@ def stability(*sides: Sequence[float]) -> str:
         return "single"
     spreads = [relative_mad(v) for v in sides]
     return "unstable" if any(s is not None and s > MAX_RELATIVE_MAD for s in spreads) else "stable"
+
+
+def host_busy(*loads_per_core: float | None) -> bool | None:
+    """True when a side's host load per core exceeded MAX_LOAD_PER_CORE; None when no side recorded any."""
+    seen = [v for v in loads_per_core if v is not None]
+    return any(v > MAX_LOAD_PER_CORE for v in seen) if seen else None
 
 
 def unstable(percentile: float, samples: int | None) -> bool:

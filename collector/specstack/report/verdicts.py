@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def label(row: dict) -> str:
-    return row["method"] + ("" if row.get("comparable", True) else " ⚠ not comparable")
+    return (row.get("label") or row["method"]) + ("" if row.get("comparable", True) else " ⚠ not comparable")
 
 
 VERDICT_WORDS = {
@@ -39,6 +39,9 @@ def _verdict_cell(r: dict) -> str:
         text += " ⚠ single measurement"
     elif r["stability"] == "unstable":
         text += " ⚠ unstable repeats"
+    if r.get("host_busy"):
+        loads = [v for v in (r.get("host_load_per_core"), r.get("baseline_host_load_per_core")) if v is not None]
+        text += f" ⚠ busy host (load {max(loads):.2f} per core)"
     return text
 
 
@@ -82,6 +85,9 @@ def verdict(rep: Report) -> list[tuple]:
             f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%} (median "
             "absolute deviation ÷ median of the TPOT p50, E2EL p50 where TPOT is degenerate), so one noisy repeat "
             "can decide the median.",
+            f"⚠ busy host: the 1-minute load per core at a bench window of the cell (method or baseline) exceeded "
+            f"{st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the cell was measured on a shared "
+            "machine (the speed table shows the load).",
             "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result.",
             "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
             "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))

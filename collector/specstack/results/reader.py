@@ -99,6 +99,14 @@ def read_manifest(run_dir: Path) -> dict:
     return manifest
 
 
+def display_name(method: str, summary: dict) -> str:
+    """The method's label from methods.toml where it has one ("suffix (prompt trees only)"), so a table never
+    shows a configuration under a bare name that overstates it; a label always starts with the method's name
+    (tests/config), and a variant such as a K-sweep member keeps its own name."""
+    label = summary.get("label")
+    return label if label and label.startswith(method + " ") else method
+
+
 @dataclass
 class MethodData:
     name: str              # folder name = summary["method"]
@@ -108,6 +116,10 @@ class MethodData:
     @property
     def baseline(self) -> str | None:
         return self.summary.get("baseline_method")
+
+    @property
+    def display_name(self) -> str:
+        return display_name(self.name, self.summary)
 
     @property
     def speculative(self) -> bool:
