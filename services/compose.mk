@@ -173,6 +173,9 @@ sweep: compose-prepare
 # One method: pre-flight in the method's own image -> server up (healthy) -> its log so far and host
 # provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
 # into results/<run-id>/host-provenance/ before it stops, and the Prometheus target is cleared.
+# `up --wait` alone is not trusted: compose 2.40.3 once returned 0 for a just-recreated server whose health was
+# still "starting" (the collector then found no server), so make checks the health itself, within the same
+# WAIT_TIMEOUT.
 _compose-method:
 	@set -u; svc=vllm-$(METHOD); upped=; \
 	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --results results \
@@ -190,8 +193,12 @@ _compose-method:
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
-	upped=1; \
-	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
+	upped=1; deadline=$$((SECONDS + $(WAIT_TIMEOUT))); \
+	healthy() { cid=$$($(COMPOSE) ps -q $$svc); while [ -n "$$cid" ]; do \
+	  state=$$($(DOCKER) inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' $$cid); \
+	  case "$$state" in healthy) return 0;; starting) [ $$SECONDS -lt $$deadline ] || return 1; sleep 1;; *) return 1;; esac; \
+	done; return 1; }; \
+	if ! { $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc && healthy; }; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
 	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \
