@@ -1,4 +1,4 @@
-"""Host-side helper of the Compose stack (compose.yaml, services/compose.mk): what ran, on which GPU or CPUs.
+"""Host-side helpers of the compose stack (compose.yaml, services/compose.mk): what ran, on which GPU or CPUs.
 
 No container gets the Docker socket: anyone who can write to it is root on the host, and the collector talks
 to the network. So the facts only Docker knows are gathered here, on the host, by the user who already runs
