@@ -53,7 +53,8 @@ REPORT_ARGS ?= $(RUN_ID) --results /results
 SPECSTACK_METHODS := $(shell sed -n 's/^\[methods\.\([^]]*\)\][[:space:]]*$$/\1/p' services/methods.toml)
 SPECSTACK_TARGETS := .specstack/prometheus-targets/vllm.json
 GRAFANA_SECRET := .specstack/secrets/grafana_admin_password
-CONTAINERS_PY := $(HOST_PYTHON) collector/specstack/containers.py
+# The host-side helper (collector/specstack/host/), standard library only: the host's python3, no venv.
+CONTAINERS_PY := PYTHONPATH=collector $(HOST_PYTHON) -m specstack.host
 # Methods with a speculative config: K applies to them only (plain decode has nothing to override).
 SPECSTACK_SPEC_METHODS := $(shell awk '/^\[/ { m = "" } /^\[methods\./ { m = $$0; sub(/^\[methods\./, "", m); sub(/\].*/, "", m) } /^speculative-config[[:space:]]*=/ && m != "" { print m }' services/methods.toml)
 SPEC_K = $(if $(filter $(METHOD),$(SPECSTACK_SPEC_METHODS)),$(K))
@@ -71,7 +72,7 @@ ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
 lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
 PORT_HINT = if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, GRAFANA_PORT= (now $${VLLM_PORT:-8000}, $${PROMETHEUS_PORT:-9090}, $${GRAFANA_PORT:-3000})
-# containers.py talks to Docker through the same CLI as make, never through another client's default socket.
+# The host-side helper talks to Docker through the same CLI as make, never through another client's default socket.
 CONTAINERS_DOCKER = DOCKER='$(DOCKER)' $(CONTAINERS_PY)
 
 include images/images.mk

@@ -8,7 +8,8 @@ The collector, in data-flow order (docs/architecture.md):
   results/  the bundle on disk: atomic writer and the one reader (schema-checked)
   report/   the comparison report and the console table
 Beside them: cli/ (the commands), events.py (what a run is doing, for listeners), errors.py, fixtures/ (the tiny
-models) and containers.py (host-side helper of the Compose stack, standard library only).
+models) and host/ (host-side helper of the Compose stack, standard library only: make runs it with the host's
+python3, so this file imports nothing).
 """
 
 __version__ = "0.1.0"

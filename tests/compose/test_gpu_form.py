@@ -19,8 +19,10 @@ import pytest
 import requests
 import yaml
 
-from specstack import containers
 from specstack.config import methods
+from specstack.host.image_lock import read_lock
+from specstack.host.image_ref import pin_problem
+from specstack.host.targets import write_targets
 
 from ..support import free_port
 
@@ -68,7 +70,7 @@ def interpolate(value, env: dict[str, str]):
 
 
 def lock_env() -> dict[str, str]:
-    return containers.read_lock(LOCK)
+    return read_lock(LOCK)
 
 
 @pytest.fixture(scope="module")
@@ -201,11 +203,11 @@ def test_health_port_matches_the_plan_port(resolved):
 # --- images -------------------------------------------------------------------------------------------
 
 def test_lock_file_format():
-    images = containers.read_lock(LOCK)
+    images = read_lock(LOCK)
     assert set(images) == {"VLLM_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE"}
     assert images["VLLM_IMAGE"].split("@")[0] == "vllm/vllm-openai:v0.32.0"
     for ref in images.values():
-        assert containers.pin_problem(ref) is None, ref
+        assert pin_problem(ref) is None, ref
 
 
 @pytest.mark.parametrize("ref,ok", [
@@ -224,7 +226,7 @@ def test_lock_file_format():
     ("grafana/grafana:12.0.2@sha256:abc", False),
 ])
 def test_pin_rules(ref, ok):
-    assert (containers.pin_problem(ref) is None) == ok, containers.pin_problem(ref)
+    assert (pin_problem(ref) is None) == ok, pin_problem(ref)
 
 
 def test_every_image_is_pinned_or_built_from_the_pinned_vllm_image(resolved):
@@ -244,7 +246,7 @@ def test_every_image_is_pinned_or_built_from_the_pinned_vllm_image(resolved):
             assert froms and all(f == "${VLLM_IMAGE}" for f in froms), (dockerfile, froms)
         else:
             assert image in lock.values(), f"{name}: image {image!r} does not come from images.lock"
-            assert containers.pin_problem(image) is None, name
+            assert pin_problem(image) is None, name
 
 
 def test_suffix_image_pins_arctic_inference_and_runs_pip_check():
@@ -388,7 +390,7 @@ class _FakeVllm(BaseHTTPRequestHandler):
 
 
 def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
-    """The shipped prometheus.yml, run by a real Prometheus: a target written with `containers targets`
+    """The shipped prometheus.yml, run by a real Prometheus: a target written with `specstack.host targets`
     is scraped and every series carries the method and run_id labels."""
     binary = shutil.which("prometheus")
     if binary is None:
@@ -398,8 +400,8 @@ def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
     work = tmp_path / "prom"
     (work / "targets").mkdir(parents=True)
     shutil.copy(PROM_CONFIG, work / "prometheus.yml")
-    containers.write_targets(work / "targets" / "vllm.json", f"127.0.0.1:{server.server_address[1]}",
-                             {"method": "ngram", "run_id": "r-compose"})
+    write_targets(work / "targets" / "vllm.json", f"127.0.0.1:{server.server_address[1]}",
+                  {"method": "ngram", "run_id": "r-compose"})
     assert oct((work / "targets" / "vllm.json").stat().st_mode & 0o777) == "0o644"
     port = free_port()
     log = open(tmp_path / "prometheus.log", "wb")
@@ -543,7 +545,7 @@ def fake_stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
     work = tmp_path / "repo"
     for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus",
-                "collector/specstack/containers.py"):
+                "collector/specstack"):
         src = REPO / rel
         dst = work / rel
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -6,11 +6,11 @@ import argparse
 import os
 import sys
 
-from specstack import containers
 from specstack.cli import demo, preflight, report, run, sweep_k, tiny_models, workloads
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
+from specstack.host import cli as host
 
 # In the order `specstack --help` lists them.
 COMMANDS = (
@@ -21,7 +21,7 @@ COMMANDS = (
     preflight,    # preflight
     report,       # report
     sweep_k,      # sweep-k
-    containers,   # containers (host-side facts for compose runs; stdlib only, also run as a script)
+    host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
 )
 
 

@@ -1,0 +1,33 @@
+"""Host-side helpers of the compose stack (compose.yaml, services/compose.mk): what ran, on which GPU or CPUs.
+
+No container gets the Docker socket: anyone who can write to it is root on the host, and the collector talks
+to the network. So the facts only Docker knows are gathered here, on the host, by the user who already runs
+`docker compose`, and written to files the collector reads. One module a job:
+
+  cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`)
+  provenance   record: results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of
+               every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the CPU
+               model and the server's cpuset (CPU), and what the method's server loaded (snapshot)
+  snapshot     the script that finds, inside the server container, the Hugging Face snapshot (commit hash)
+               of each model the method loads
+  server_log   save-log: results/<run-id>/host-provenance/<method>.server.log: this start's lines of the
+               method's server container (compose keeps a stopped container's old log when it starts it again)
+  gpu          check-gpu-host: before anything is pulled, the driver is new enough for the image's CUDA and the
+               GPU's compute capability for the dtype (names the fix: the -cu129 image, a driver upgrade);
+               wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
+  targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
+  image_ref    image references: their parts, and whether one is pinned (check-lock)
+  registry     the digest a tag points to now (registry API, token auth; `docker buildx` as a fallback)
+  image_lock   lock: rewrite every image tag of images.lock as tag@digest
+  engine       Docker itself: its SDK when importable (the project venv has it), else the `docker` CLI
+
+Standard library only, on purpose: make starts it with the host's plain `python3` (`$(HOST_PYTHON)`, with
+PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
+imports only specstack/__init__.py, errors.py and results/files.py (the one atomic writer), which are standard
+library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
+and is optional.
+"""
+
+
+class HostError(RuntimeError):
+    """Something on the host is missing or wrong; the message says what to do."""

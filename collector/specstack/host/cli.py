@@ -1,0 +1,136 @@
+"""The host-side helper's command line, argparse only: `python3 -m specstack.host ACTION` (how make runs it,
+with the host's python3) and `specstack containers ACTION` (the same parser, registered in specstack's CLI).
+A HostError becomes one line naming the fix and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import specstack.host
+from specstack.host import HostError
+from specstack.host.engine import PROJECT, docker_client
+from specstack.host.gpu import gpu_host_problems, wait_gpu_free
+from specstack.host.image_lock import lock, read_lock
+from specstack.host.image_ref import pin_problem
+from specstack.host.provenance import record
+from specstack.host.server_log import save_server_log
+from specstack.host.targets import write_targets
+
+
+def _record(args: argparse.Namespace) -> int:
+    path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
+                  results=args.results, project=args.project, platform=args.platform)
+    print(f"host provenance: {path}")
+    return 0
+
+
+def _save_log(args: argparse.Namespace) -> int:
+    path = save_server_log(docker_client(args.docker), run_id=args.run_id, method=args.method,
+                           results=args.results, project=args.project)
+    print(f"server log: {path}")
+    return 0
+
+
+def _check_gpu_host(args: argparse.Namespace) -> int:
+    problems = gpu_host_problems(args.gpu, args.image, args.dtype)
+    for p in problems:
+        print(f"host check: {p}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+def _wait_gpu_free(args: argparse.Namespace) -> int:
+    used = wait_gpu_free(args.gpu, max_used_mib=args.max_used_mib, timeout=args.timeout, poll=args.poll)
+    print(f"GPU {args.gpu} free: {used} MiB in use")
+    return 0
+
+
+def _targets(args: argparse.Namespace) -> int:
+    write_targets(args.out, None if args.clear else args.target, dict(args.label))
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    lock(args.file, keys=args.keys or None)
+    return 0
+
+
+def _check_lock(args: argparse.Namespace) -> int:
+    problems = [p for ref in read_lock(args.file).values() if (p := pin_problem(ref))]
+    for p in problems:
+        print(f"not pinned: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
+           "wait-gpu-free": _wait_gpu_free, "targets": _targets, "lock": _lock, "check-lock": _check_lock}
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return ACTIONS[args.containers_cmd](args)
+    except HostError as e:
+        print(f"specstack containers: {e}", file=sys.stderr)
+        return 2
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _method_options(p: argparse.ArgumentParser) -> None:
+    """Which method of which run, in which bundle folder and compose project (record, save-log)."""
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--method", required=True)
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--project", default=PROJECT)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="containers_cmd", required=True, metavar="ACTION")
+    r = sub.add_parser("record", help="write results/<run-id>/host-provenance/<method>.json")
+    _method_options(r)
+    r.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto",
+                   help="how to reach Docker: the SDK if importable (auto), or the CLI named by $DOCKER")
+    r.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
+                   help="the serve platform of the containers (methods.toml): GPU or CPU facts")
+    sl = sub.add_parser("save-log", help="write results/<run-id>/host-provenance/<method>.server.log "
+                                         "(this start's lines of the method's server container)")
+    _method_options(sl)
+    sl.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto")
+    hc = sub.add_parser("check-gpu-host", help="refuse a driver or GPU the vLLM image cannot use (before pulling)")
+    hc.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
+    hc.add_argument("--image", required=True, help="the VLLM_IMAGE reference that will be pulled")
+    hc.add_argument("--dtype", default="bfloat16")
+    w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
+    w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
+    w.add_argument("--max-used-mib", type=int, default=1024)
+    w.add_argument("--timeout", type=float, default=300)
+    w.add_argument("--poll", type=float, default=2.0, help="seconds between nvidia-smi polls")
+    t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
+    t.add_argument("--out", type=Path, required=True)
+    g = t.add_mutually_exclusive_group(required=True)
+    g.add_argument("--target", help="host:port of the vLLM server")
+    g.add_argument("--clear", action="store_true", help="no server: write []")
+    t.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE")
+    lk = sub.add_parser("lock", help="resolve every image tag of a lock file to its digest")
+    lk.add_argument("--file", type=Path, default=Path("images.lock"))
+    lk.add_argument("--keys", nargs="*", metavar="NAME_IMAGE", help="pin only these lines (default: all)")
+    ck = sub.add_parser("check-lock", help="fail if an image of the lock file is not pinned")
+    ck.add_argument("--file", type=Path, default=Path("images.lock"))
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("containers", help="host-side helpers of the GPU stack (provenance, GPU, lock)")
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m specstack.host", description=specstack.host.__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
