@@ -11,10 +11,9 @@ from specstack.cli.main import main
 from specstack.compare import build, gate
 from specstack.compare.pairing import SHAPE
 
-from tests.bundles import write_method
+from tests.bundles import HIST, TEXTS, figures, make_run, perturb, write_method
 from tests.report.test_report import FixedTokenizers, WordTokenizer
 
-from .conftest import HIST, TEXTS, figures, make_run, perturb
 
 pytestmark = pytest.mark.unit
 

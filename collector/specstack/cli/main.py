@@ -7,7 +7,7 @@ import os
 import sys
 
 from specstack import containers
-from specstack.cli import compare, demo, preflight, report, run, sweep_k, tiny_models, workloads
+from specstack.cli import archive, compare, demo, preflight, report, run, sweep_k, tiny_models, workloads
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -21,6 +21,7 @@ COMMANDS = (
     preflight,    # preflight
     report,       # report
     compare,      # compare
+    archive,      # pack, verify
     sweep_k,      # sweep-k
     containers,   # containers (host-side facts for compose runs; stdlib only, also run as a script)
 )
