@@ -5,6 +5,7 @@ and a run against itself must change nothing. Kept small: one task, 4 prompts, s
 from __future__ import annotations
 
 import json
+import tarfile
 
 import pytest
 
@@ -69,3 +70,29 @@ def test_a_real_run_against_itself_changes_nothing(k_runs, tmp_path):
                  "--fail-on", "acceptance_length:-2%,throughput:-5%"]) == 0
     doc = json.loads((out / "compare.json").read_text())
     assert doc["changed"] == [] and not doc["gate_failed"]
+
+
+def test_a_real_run_packed_moved_and_unpacked_reads_back(k_runs, tmp_path, capsys):
+    """The handoff: pack, move the archive, unpack it elsewhere, verify, then report and compare from there."""
+    archive = tmp_path / "sent" / "ngram-k4.tar.gz"
+    assert main(["pack", str(k_runs[4]), "--out", str(archive)]) == 0
+    moved = tmp_path / "received" / archive.name
+    moved.parent.mkdir()
+    archive.rename(moved)
+    assert main(["verify", str(moved)]) == 0
+    with tarfile.open(moved) as tar:
+        tar.extractall(tmp_path / "received", filter="data")
+    unpacked = tmp_path / "received" / "ngram-k4"
+    assert main(["verify", str(unpacked)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(unpacked)]) == 0
+    assert "ngram" in (unpacked / "report.md").read_text()
+    out = tmp_path / "cmp"
+    assert main(["compare", str(k_runs[4]), str(unpacked), "--out", str(out)]) == 0
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc["changed"] == [] and doc["acceptance"] and all(r["verdict"] == "same" for r in doc["acceptance"])
+    # the report wrote into the folder: verify now names its files as extra, nothing of the bundle as changed
+    capsys.readouterr()
+    assert main(["verify", str(unpacked)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "extra: report.md" in lines and not any(line.startswith(("changed", "missing")) for line in lines)
