@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from specstack.cli.main import main
@@ -190,3 +191,15 @@ def test_a_missing_run_folder_is_a_user_error(run_a, tmp_path, capsys):
 def test_threshold_direction_defaults_to_the_worse_one():
     t = {x.metric: x.percent for x in gate.parse("acceptance_length:2%,tpot_p99:5%, throughput:+1.5%")}
     assert t == {"acceptance_length": -2.0, "tpot_p99": 5.0, "throughput": 1.5}
+
+
+def test_the_request_interval_sizes_a_change_and_brackets_no_change():
+    from specstack.compare.acceptance import request_interval
+    a = np.asarray([[4, 8, 2]] * 5 + [[4, 8, 3]] * 5, dtype=float)    # (R, D, C) per request
+    b = np.asarray([[4, 16, 8]] * 5 + [[4, 16, 7]] * 5, dtype=float)
+    iv = request_interval((a, b), "acceptance_length")
+    assert iv["ratio"] == pytest.approx((1 + b[:, 2].sum() / b[:, 0].sum()) / (1 + a[:, 2].sum() / a[:, 0].sum()))
+    assert 1.0 < iv["ratio_low"] <= iv["ratio"] <= iv["ratio_high"] and iv["requests_paired"] == 10
+    same = request_interval((a, a.copy()), "acceptance_rate")
+    assert same["ratio"] == 1.0 and same["ratio_low"] <= 1.0 <= same["ratio_high"]
+    assert request_interval((a[:2], b[:2]), "acceptance_length")["ratio_low"] is None   # under MIN_REPEATS

@@ -37,10 +37,13 @@ def _delta(r: dict) -> str:
 def _acceptance_table(rows: list[dict], label: str) -> list[tuple]:
     if not rows:
         return []
-    head = ["method", "task", label, "A", "B", "Δ", "Δ %", "verdict"]
+    paired = "requests_paired" in rows[0]
+    head = ["method", "task", label, "A", "B", "Δ", "Δ %"] + \
+        (["B/A [95 % interval over requests]"] if paired else []) + ["verdict"]
     body = [[r["label"], r["task"], r["figure"] if r["position"] is None else r["position"],
-             _value(r["figure"], r["a"]), _value(r["figure"], r["b"]), _delta(r), _signed_pct(r["relative"]),
-             r["verdict"]] for r in rows]
+             _value(r["figure"], r["a"]), _value(r["figure"], r["b"]), _delta(r), _signed_pct(r["relative"])]
+            + ([fmt.times(r["ratio"], 3) + fmt.interval(r["ratio_low"], r["ratio_high"])
+                + f" ({r['requests_paired']} requests)"] if paired else []) + [r["verdict"]] for r in rows]
     return [("table", head, body)]
 
 
@@ -104,7 +107,9 @@ HOW_TO_READ = [
     "Δ % and B/A: B against A (B/A − 1). A figure is compared only where both runs have it.",
     "Acceptance phase (greedy, n=1): acceptance rate, mean acceptance length, per-position rates and the histogram "
     "are exact sums over the task's requests, not samples: **same** = the counts are identical, **changed** = "
-    "any difference in them (its size is in Δ).",
+    "any difference in them (its size is in Δ). Beside the rate and the length, B/A with a paired bootstrap "
+    "interval over the requests answered on both sides: how far the choice of prompts alone could move it (it "
+    "sizes a change; the verdict stays exact).",
     f"Bench cells: the median over repeats; B/A with a 95 % percentile-bootstrap interval over repeats when both "
     f"sides have ≥ {st.MIN_REPEATS}. **within noise**: the interval includes 1.0×; **changed (better|worse)**: it "
     "excludes it; **point only**: no interval. Repeats in one server session leave session-to-session variance "
