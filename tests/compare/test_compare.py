@@ -203,3 +203,17 @@ def test_the_request_interval_sizes_a_change_and_brackets_no_change():
     same = request_interval((a, a.copy()), "acceptance_rate")
     assert same["ratio"] == 1.0 and same["ratio_low"] <= 1.0 <= same["ratio_high"]
     assert request_interval((a[:2], b[:2]), "acceptance_length")["ratio_low"] is None   # under MIN_REPEATS
+
+
+def test_a_busy_host_marks_the_speed_rows(run_a, tmp_path):
+    b = tmp_path / "busy"
+    shutil.copytree(run_a, b)
+    path = b / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    for w in s["windows"]:
+        if w["phase"] == "bench" and w["task"] == "code" and w["concurrency"] == 1:
+            w["host_load"] = {"cores": 2, "open": 2 * 1.5, "close": 2 * 1.4}
+    path.write_text(json.dumps(s))
+    cmp = _compare(run_a, b)
+    marked = {(r["method"], r["task"], r["concurrency"]) for r in cmp.speed if "busy host" in (r["note"] or "")}
+    assert marked == {("ngram", "code", 1)}

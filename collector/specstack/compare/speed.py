@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
 from specstack.report import stats as st
+from specstack.report.speed import _host_load as host_load  # the report's reading of the windows' load
 from specstack.report.speed import bench_cells
 
 # figure -> (bench cell key, higher is better)
@@ -58,6 +59,8 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
         blocked = pair.not_comparable(SPEED)
         for c in sorted(set(ca) & set(cb)):
             degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
+            loads = [host_load(md.summary, pair.task, c) for md in (pair.a, pair.b)]
+            busy = st.host_busy(*loads)
             for figure, (key, higher) in FIGURES.items():
                 va = [x[key] for x in ca[c] if x.get(key) is not None]
                 vb = [x[key] for x in cb[c] if x.get(key) is not None]
@@ -67,6 +70,9 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
                 note = [n for n in (_tail_note(figure, ca[c], cb[c]),) if n]
                 if degenerate and figure.startswith("tpot"):
                     note.append("TPOT degenerate (answers arrived in a burst): read e2el_p50")
+                if busy:   # other work shared the cores: the verdict is marked, not dropped (as in the report)
+                    note.append("busy host (load per core " + "/".join(
+                        "n/a" if x is None else f"{x:.2f}" for x in loads) + f" A/B > {st.MAX_LOAD_PER_CORE})")
                 rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "concurrency": c,
                              "figure": figure, "higher_is_better": higher,
                              "a": st.median(va), "b": st.median(vb), "repeats_a": len(va), "repeats_b": len(vb),
