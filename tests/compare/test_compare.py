@@ -217,3 +217,19 @@ def test_a_busy_host_marks_the_speed_rows(run_a, tmp_path):
     cmp = _compare(run_a, b)
     marked = {(r["method"], r["task"], r["concurrency"]) for r in cmp.speed if "busy host" in (r["note"] or "")}
     assert marked == {("ngram", "code", 1)}
+
+
+def test_a_method_that_failed_in_one_run_is_named(run_a, tmp_path):
+    b = tmp_path / "failed"
+    shutil.copytree(run_a, b)
+    shutil.move(b / "ngram", b / "ngram.failed-20261130T120000")
+    path = b / "ngram.failed-20261130T120000" / "summary.json"
+    s = json.loads(path.read_text())
+    s.update(status="failed", error="server did not start")
+    path.write_text(json.dumps(s))
+    m = json.loads((b / "manifest.json").read_text())
+    m["methods"]["ngram"] = {"status": "failed", "dir": "ngram.failed-20261130T120000", "error": "server did not start"}
+    (b / "manifest.json").write_text(json.dumps(m))
+    cmp = _compare(run_a, b)
+    assert "ngram: only in A" in cmp.unmatched and "ngram: failed in B (no figures)" in cmp.unmatched
+    assert {p.method for p in cmp.pairs} == {"baseline"}

@@ -159,15 +159,17 @@ def pairs(run_a: RunData, run_b: RunData) -> list[Pair]:
 
 
 def unmatched(run_a: RunData, run_b: RunData) -> list[str]:
-    """What only one run has: methods and method × task."""
+    """What only one run has (methods, method × task), failed methods, and what the reader warned about."""
     notes = []
-    for name in run_a.methods:
-        if name not in run_b.methods:
-            notes.append(f"{name}: only in A")
-    for name in run_b.methods:
-        if name not in run_a.methods:
-            notes.append(f"{name}: only in B")
-    for name in set(run_a.methods) & set(run_b.methods):
+    for side, run, other in (("A", run_a, run_b), ("B", run_b, run_a)):
+        failed = {f.name for f in run.failed if not f.superseded}
+        for name in run.methods:
+            if name not in other.methods:
+                notes.append(f"{name}: only in {side}")
+        for name in sorted(failed):
+            notes.append(f"{name}: failed in {side} (no figures)")
+        notes += [f"{side}: {w}" for w in run.warnings]
+    for name in sorted(set(run_a.methods) & set(run_b.methods)):
         ta, tb = set(run_a.methods[name].tasks), set(run_b.methods[name].tasks)
         notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)] + [f"{name} {t}: only in B" for t in sorted(tb - ta)]
     return notes
