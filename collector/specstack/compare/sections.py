@@ -103,6 +103,24 @@ def _outputs(cmp: Comparison) -> list[tuple]:
     return out
 
 
+def _grouped(cmp: Comparison) -> list[str]:
+    """The changed figures, one line per method × task."""
+    groups: dict[tuple, list[str]] = {}
+    for r in cmp.acceptance + cmp.positions + cmp.histogram:
+        if r["verdict"] == "changed":
+            name = r["figure"] if r["position"] is None else f"{r['figure']} {r['position']}"
+            name += f" {_signed_pct(r['relative'])}" if r["relative"] is not None else ""
+            groups.setdefault((r["label"], r["task"]), []).append(name)
+    for r in cmp.speed:
+        if r["verdict"].startswith("changed"):
+            groups.setdefault((r["label"], r["task"]), []).append(
+                f"c={r['concurrency']} {r['figure']} {_signed_pct(r['relative'])} ({r['verdict'][9:-1]})")
+    for s in cmp.outputs_summary:
+        if s["verdict"].startswith("changed"):
+            groups.setdefault((s["label"], s["task"]), []).append(f"greedy outputs {s['verdict'][8:]}")
+    return [f"**{label} {task}**: " + ", ".join(items) for (label, task), items in groups.items()]
+
+
 HOW_TO_READ = [
     "Δ % and B/A: B against A (B/A − 1). A figure is compared only where both runs have it.",
     "Acceptance phase (greedy, n=1): acceptance rate, mean acceptance length, per-position rates and the histogram "
@@ -134,7 +152,7 @@ def blocks(cmp: Comparison) -> list[tuple]:
     bl.append(("h2", "Summary"))
     bl.append(("p", f"**{len(changed)} figure(s) changed**" + (":" if changed else " (no change beyond noise).")))
     if changed:
-        bl.append(("ul", changed))
+        bl.append(("ul", _grouped(cmp)))
     bl += [("h2", "Gate (--fail-on)")] + _gate(cmp)
     bl += [("h2", "Pairs and what differs")] + _pairs(cmp)
     bl += [("h2", "Acceptance (acceptance phase, exact sums)")] + _acceptance_table(cmp.acceptance, "figure")
