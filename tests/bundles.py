@@ -133,11 +133,11 @@ HIST = {2: [3, 2, 5], 4: [2, 1, 1, 0, 4]}
 
 def make_run(root: Path, name: str, *, k: int = 4, hist: list[int] | None = None, inputs_sha: str = "a" * 64,
              target: str = "/models/tiny", texts: dict | None = None, speed: float = 1.0,
-             acc_len: float = 2.5, repeats: int = 3, vllm: str = "0.32.0", machine: str = "x86_64") -> Path:
+             acc_len: float = 2.5, repeats: int = 3, vllm: str | None = "0.32.0", machine: str = "x86_64") -> Path:
     """A run folder: baseline + ngram (K=k); `speed` scales ngram's throughput (TPOT by its inverse)."""
     run = root / name
     run.mkdir(parents=True)
-    server = {"target": target, "vllm_version": vllm}
+    server = {"target": target, **({"vllm_version": vllm} if vllm else {})}
     base = {(t, c): [(10.0 + r, 100.0 - r, {}) for r in range(repeats)] for t in ("code", "chat") for c in (1, 4)}
     spec = {(t, c): [((5.0 + 0.1 * r) / speed, (200.0 + r) * speed, {"acc_len": acc_len}) for r in range(repeats)]
             for t in ("code", "chat") for c in (1, 4)}

@@ -233,3 +233,9 @@ def test_a_method_that_failed_in_one_run_is_named(run_a, tmp_path):
     cmp = _compare(run_a, b)
     assert "ngram: only in A" in cmp.unmatched and "ngram: failed in B (no figures)" in cmp.unmatched
     assert {p.method for p in cmp.pairs} == {"baseline"}
+
+
+def test_a_fact_one_side_did_not_record_is_unknown_not_a_difference(run_a, tmp_path):
+    b = make_run(tmp_path, "old", vllm=None)
+    pair = _one(_compare(run_a, b).pairs, method="ngram", task="code")
+    assert pair.differences == [] and pair.unknown == ["vLLM version"]
