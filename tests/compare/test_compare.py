@@ -239,3 +239,18 @@ def test_a_fact_one_side_did_not_record_is_unknown_not_a_difference(run_a, tmp_p
     b = make_run(tmp_path, "old", vllm=None)
     pair = _one(_compare(run_a, b).pairs, method="ngram", task="code")
     assert pair.differences == [] and pair.unknown == ["vLLM version"]
+
+
+def test_another_gpu_recorded_by_the_compose_host_rules_out_speed(run_a, tmp_path):
+    b = tmp_path / "gpu"
+    shutil.copytree(run_a, b)
+    for side, name in ((run_a, "NVIDIA L4"), (b, "NVIDIA H100 80GB HBM3")):
+        path = side / "ngram" / "summary.json"
+        s = json.loads(path.read_text())
+        s["provenance"] = {"host": {"gpu": {"source": "host", "gpus": [{"index": "0", "name": name}]}, "cpu": None}}
+        path.write_text(json.dumps(s))
+    cmp = _compare(run_a, b)
+    pair = _one(cmp.pairs, method="ngram", task="code")
+    assert [d.text() for d in pair.differences] == ["other hardware (gpu=NVIDIA L4 → gpu=NVIDIA H100 80GB HBM3)"]
+    assert all(r["verdict"].startswith("not comparable: other hardware") for r in cmp.speed if r["method"] == "ngram")
+    assert all(r["verdict"] == "same" for r in cmp.acceptance)

@@ -102,10 +102,9 @@ def hardware(run: RunData, md: MethodData) -> dict:
     prov = (md.summary.get("provenance") or {}).get("host") or {}
     cpu, gpu = prov.get("cpu") or {}, prov.get("gpu")
     facts["cpu model"] = cpu.get("model")
-    if isinstance(gpu, list):
-        facts["gpu"] = ",".join(sorted(str(g.get("name")) for g in gpu if isinstance(g, dict)))
-    elif isinstance(gpu, dict) and gpu.get("name"):
-        facts["gpu"] = str(gpu["name"])
+    gpus = (gpu or {}).get("gpus") if isinstance(gpu, dict) else None   # containers.py parse_nvidia_smi
+    if gpus:
+        facts["gpu"] = ", ".join(sorted(str(g.get("name")) for g in gpus if isinstance(g, dict)))
     cores = {(w.get("host_load") or {}).get("cores") for w in md.summary.get("windows") or []} - {None}
     facts["cores"] = max(cores) if cores else cpu.get("cores")
     return {k: v for k, v in facts.items() if v}
