@@ -147,7 +147,8 @@ def make_run(root: Path, name: str, *, k: int = 4, hist: list[int] | None = None
                  acceptance={"code": fig, "chat": fig})
     manifest(run, {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")}, repeats,
              platform="cpu-native", host={"machine": machine, "platform": "Linux"},
-             inputs={f"inputs/{t}.{kind}.jsonl": inputs_sha for t in ("code", "chat") for kind in ("perf", "acceptance")})
+             inputs={f"inputs/{t}.{kind}.jsonl": inputs_sha
+                     for t in ("code", "chat") for kind in ("perf", "acceptance")})
     return run
 
 

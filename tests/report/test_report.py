@@ -15,7 +15,7 @@ from specstack.report import build, equality, render, sections, tables
 from specstack.report import stats as st
 from specstack.results.reader import resolve_run_dir
 
-from tests.bundles import bench_json, chat_record, manifest, write_method  # noqa: F401
+from tests.bundles import chat_record, manifest, write_method
 
 pytestmark = pytest.mark.unit
 

@@ -175,5 +175,6 @@ def unmatched(run_a: RunData, run_b: RunData) -> list[str]:
         notes += [f"{side}: {w}" for w in run.warnings]
     for name in sorted(set(run_a.methods) & set(run_b.methods)):
         ta, tb = set(run_a.methods[name].tasks), set(run_b.methods[name].tasks)
-        notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)] + [f"{name} {t}: only in B" for t in sorted(tb - ta)]
+        notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)]
+        notes += [f"{name} {t}: only in B" for t in sorted(tb - ta)]
     return notes
