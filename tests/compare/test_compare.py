@@ -254,3 +254,10 @@ def test_another_gpu_recorded_by_the_compose_host_rules_out_speed(run_a, tmp_pat
     assert [d.text() for d in pair.differences] == ["other hardware (gpu=NVIDIA L4 → gpu=NVIDIA H100 80GB HBM3)"]
     assert all(r["verdict"].startswith("not comparable: other hardware") for r in cmp.speed if r["method"] == "ngram")
     assert all(r["verdict"] == "same" for r in cmp.acceptance)
+
+
+def test_an_unwritable_out_folder_is_a_user_error(run_a, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["compare", str(run_a), str(run_a), "--out", str(blocker / "sub")]) == 2
+    assert "pass --out DIR" in capsys.readouterr().err

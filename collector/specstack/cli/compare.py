@@ -8,6 +8,8 @@ from pathlib import Path
 
 from specstack.compare import gate
 from specstack.compare.build import compare, default_out, write
+from specstack.errors import UserError
+from specstack.results.files import check_writable
 from specstack.results.reader import resolve_run_dir
 
 
@@ -15,8 +17,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     thresholds = gate.parse(args.fail_on)   # before reading anything: a typo fails at once
     dir_a = resolve_run_dir(args.run_a, args.results_dir)
     dir_b = resolve_run_dir(args.run_b, args.results_dir)
-    cmp = compare(dir_a, dir_b, thresholds=thresholds, tokenizer=args.tokenizer)
     out = args.out or default_out(dir_a, dir_b)
+    try:   # a read-only folder fails now, with the fix, not after the comparison
+        check_writable(out)
+    except UserError:
+        raise UserError(f"cannot write the comparison into {out}; pass --out DIR pointing at a writable folder") \
+            from None
+    cmp = compare(dir_a, dir_b, thresholds=thresholds, tokenizer=args.tokenizer)
     files = write(cmp, out)
     print(json.dumps({"compare_md": str(files["md"]), "compare_html": str(files["html"]),
                       "compare_json": str(files["json"]), "changed": len(cmp.changed()),
