@@ -60,7 +60,7 @@ def test_k2_against_k4_flags_the_acceptance_length(k_runs, tmp_path):
     for ref, new in ((2, 4), (4, 2)):
         fell = summaries[new]["tasks"]["code"]["mean_acceptance_length"] / \
             summaries[ref]["tasks"]["code"]["mean_acceptance_length"] - 1 < -0.01
-        assert main(["compare", str(k_runs[ref]), str(k_runs[new]), "--out", str(out),
+        assert main(["compare", str(k_runs[ref]), str(k_runs[new]), "--out", str(tmp_path / f"gate-k{ref}-k{new}"),
                      "--fail-on", "acceptance_length:-1%"]) == (1 if fell else 0), (ref, new)
 
 
