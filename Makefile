@@ -31,6 +31,12 @@ test: venv dashboards-check
 unit: venv
 	$(PY) -m pytest -q -m unit tests
 
+## make compare A=results/<run-a> B=results/<run-b> [FAIL_ON=acceptance_length:-2%]: what changed from A to B
+.PHONY: compare
+compare: venv
+	@test -n "$(A)" -a -n "$(B)" || { echo "make compare needs A=<run folder or id> B=<run folder or id>"; exit 2; }
+	$(SPECSTACK) compare "$(A)" "$(B)" $(if $(FAIL_ON),--fail-on "$(FAIL_ON)")
+
 ## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
 .PHONY: dashboards dashboards-check
 dashboards: venv

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from specstack.cli import demo, preflight, report, run, sweep_k, tiny_models, workloads
+from specstack.cli import archive, compare, demo, preflight, report, run, sweep_k, tiny_models, workloads
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -20,6 +20,8 @@ COMMANDS = (
     tiny_models,  # tiny-models
     preflight,    # preflight
     report,       # report
+    compare,      # compare
+    archive,      # pack, verify
     sweep_k,      # sweep-k
     host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
 )

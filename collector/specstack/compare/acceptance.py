@@ -1,0 +1,126 @@
+"""Acceptance-phase figures of A and B side by side (greedy, n=1: exact sums over the task's requests).
+
+These figures are not samples of a noisy process but sums of counts, so the verdict is exact: "same" when
+the counts they rest on are identical, "changed" on any difference (however small; its size is in Δ). The
+rate and length rest on (verify steps R, draft tokens D, accepted C); a position p on (steps accepting at least
+p+1, R); a histogram bucket on its step count.
+
+Beside the exact verdict, the rate and the length get B/A with a paired bootstrap interval over the requests
+both sides answered on the same prompt: how far the choice of prompts alone could move the ratio. It sizes a
+change (K=2 against K=4: far outside it; two vLLM versions differing on one request: inside it); it does not
+turn a "changed" into noise, and the gate does not use it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from specstack.compare.pairing import ACCEPTANCE, SHAPE, Pair
+from specstack.report import stats as st
+from specstack.report.acceptance import acceptance_records
+
+
+def relative(a: float | None, b: float | None) -> float | None:
+    """(B − A) / A; None where A is 0 or either is missing."""
+    if a is None or b is None or a == 0:
+        return None
+    return (b - a) / a
+
+
+def _figures(md, task: str) -> dict:
+    f = md.tasks.get(task) or {}
+    drafts = f.get("num_draft_tokens")
+    return {} if not drafts else f    # plain decode or no drafts: n/a, never 0
+
+
+def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
+    """(R, D, C) per request, A's and B's rows aligned on the requests both answered with the same prompt."""
+    def spec(md):
+        return {r["id"]: r for r in acceptance_records(md, pair.task) if r["spec"] and not r["error"]}
+    ra, rb = spec(pair.a), spec(pair.b)
+    ids = [i for i in ra if i in rb and ra[i]["messages"] == rb[i]["messages"]]
+    if not ids:
+        return None
+    keys = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
+    return tuple(np.asarray([[float(r[i]["spec"].get(k) or 0) for k in keys] for i in ids]) for r in (ra, rb))
+
+
+def _figure(sums: np.ndarray, figure: str) -> np.ndarray:
+    """Rate C/D or length 1 + C/R of summed (R, D, C) rows (last axis)."""
+    r, d, c = sums[..., 0], sums[..., 1], sums[..., 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return c / d if figure == "acceptance_rate" else 1 + c / r
+
+
+def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_RESAMPLES,
+                     seed: int = st.SEED) -> dict:
+    """B/A of the rate or length over the paired requests, and its percentile-bootstrap 95 % interval
+    (requests resampled as pairs; none under MIN_REPEATS requests)."""
+    out = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
+    if per_request is None:
+        return out
+    a, b = per_request
+    n = len(a)
+    out["requests_paired"] = n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = _figure(b.sum(axis=0), figure) / _figure(a.sum(axis=0), figure)
+    if not np.isfinite(point):
+        return out
+    out["ratio"] = float(point)
+    if n < st.MIN_REPEATS:
+        return out
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = _figure(b[idx].sum(axis=1), figure) / _figure(a[idx].sum(axis=1), figure)
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size:
+        tail = (1 - st.CONFIDENCE) / 2 * 100
+        out["ratio_low"], out["ratio_high"] = (float(x) for x in np.percentile(ratios, [tail, 100 - tail]))
+    return out
+
+
+def _row(pair: Pair, figure: str, position: int | None, a, b, counts_a, counts_b, blocked: str | None) -> dict:
+    if blocked:
+        verdict = blocked
+    elif a is None and b is None:
+        verdict = "n/a (no drafts on either side)"
+    elif counts_a == counts_b:
+        verdict = "same"
+    else:
+        verdict = "changed"
+    return {"method": pair.method, "label": pair.label, "task": pair.task, "figure": figure, "position": position,
+            "a": a, "b": b, "delta": None if a is None or b is None else b - a, "relative": relative(a, b),
+            "verdict": verdict, "comparable": blocked is None}
+
+
+def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dict]]:
+    """(rate and length, per position, histogram) rows of every pair of speculative methods."""
+    main, positions, hist = [], [], []
+    for pair in pairs:
+        if not (pair.a.speculative or pair.b.speculative):
+            continue
+        fa, fb = _figures(pair.a, pair.task), _figures(pair.b, pair.task)
+        blocked = pair.not_comparable(ACCEPTANCE)
+        sums = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
+        ca, cb = tuple(fa.get(k) for k in sums), tuple(fb.get(k) for k in sums)
+        per_request = None if blocked else _per_request(pair)
+        main.append({**_row(pair, "acceptance_rate", None, fa.get("acceptance_rate"), fb.get("acceptance_rate"),
+                            ca, cb, blocked), **request_interval(per_request, "acceptance_rate")})
+        main.append({**_row(pair, "acceptance_length", None, fa.get("mean_acceptance_length"),
+                            fb.get("mean_acceptance_length"), ca, cb, blocked),
+                     **request_interval(per_request, "acceptance_length")})
+        shape_blocked = pair.not_comparable(SHAPE)
+        pa, pb = fa.get("per_position") or [], fb.get("per_position") or []
+        ra, rb = fa.get("num_spec_steps") or 0, fb.get("num_spec_steps") or 0
+        for p in range(max(len(pa), len(pb))):
+            a = pa[p] if p < len(pa) else None
+            b = pb[p] if p < len(pb) else None
+            # the count behind the rate: steps that accepted at least p+1 drafts (rate × R, an integer)
+            na = None if a is None else (round(a * ra), ra)
+            nb = None if b is None else (round(b * rb), rb)
+            positions.append(_row(pair, "per_position", p, a, b, na, nb, shape_blocked))
+        ha, hb = fa.get("histogram") or [], fb.get("histogram") or []
+        for j in range(max(len(ha), len(hb))):
+            a = ha[j] if j < len(ha) else None
+            b = hb[j] if j < len(hb) else None
+            hist.append(_row(pair, "histogram", j, a, b, a, b, shape_blocked))
+    return main, positions, hist

@@ -1,0 +1,132 @@
+"""Assemble the comparison of two runs and write compare.md, compare.html, compare.json and its plots."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from specstack.compare import gate, pairing, plots, sections
+from specstack.compare.acceptance import acceptance_rows
+from specstack.compare.outputs import output_rows
+from specstack.compare.speed import speed_rows
+from specstack.report.equality import Tokenizers
+from specstack.report.plots import safe_name
+from specstack.report.render import render_html, render_markdown
+from specstack.results.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+from specstack.results.reader import RunData, load_run
+
+SCHEMA = "specstack.compare/1"
+
+
+@dataclass
+class Comparison:
+    run_a: RunData
+    run_b: RunData
+    pairs: list[pairing.Pair]
+    unmatched: list[str]
+    acceptance: list[dict]
+    positions: list[dict]
+    histogram: list[dict]
+    speed: list[dict]
+    outputs: list[dict]
+    outputs_summary: list[dict]
+    thresholds: list[gate.Threshold]
+    gate: list[dict]
+    plots: dict[str, bytes] = field(default_factory=dict)
+    plot_captions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return any(r["failed"] for r in self.gate)
+
+    def changed(self) -> list[str]:
+        """Every comparable figure whose verdict is "changed", in words."""
+        out = [f"{r['method']} {r['task']} {r['figure']}" + (f" {r['position']}" if r["position"] is not None else "")
+               for r in self.acceptance + self.positions + self.histogram if r["verdict"] == "changed"]
+        out += [f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
+                for r in self.speed if r["verdict"].startswith("changed")]
+        out += [f"{s['method']} {s['task']} greedy outputs ({s['verdict']})" for s in self.outputs_summary
+                if s["verdict"].startswith("changed")]
+        return out
+
+
+def run_id(run: RunData) -> str:
+    return run.manifest.get("run_id") or run.run_dir.name
+
+
+def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None = None,
+            tokenizers: Tokenizers | None = None, tokenizer: str | None = None, with_plots: bool = True) -> Comparison:
+    run_a, run_b = load_run(dir_a), load_run(dir_b)
+    prs = pairing.pairs(run_a, run_b)
+    acc, pos, hist = acceptance_rows(prs)
+    speed, speed_notes = speed_rows(prs)
+    out_rows, out_summary = output_rows(prs, tokenizers, tokenizer)
+    thresholds = thresholds or []
+    cmp = Comparison(run_a, run_b, prs, pairing.unmatched(run_a, run_b) + speed_notes, acc, pos, hist, speed,
+                     out_rows, out_summary, thresholds, gate.evaluate(thresholds, acc, pos, speed))
+    if with_plots:
+        _plots(cmp)
+    return cmp
+
+
+def _plots(cmp: Comparison) -> None:
+    for method in dict.fromkeys(p.method for p in cmp.pairs):
+        per_task = {}
+        for p in cmp.pairs:
+            if p.method != method or not (p.a.speculative or p.b.speculative):
+                continue
+            fa, fb = p.a.tasks.get(p.task) or {}, p.b.tasks.get(p.task) or {}
+            per_task[p.task] = (fa.get("per_position") if fa.get("num_draft_tokens") else None,
+                                fb.get("per_position") if fb.get("num_draft_tokens") else None)
+        if per_task:
+            name = f"compare_positions_{safe_name(method)}.png"
+            cmp.plots[name] = plots.positions_a_vs_b(method, per_task, f"A ({run_id(cmp.run_a)})",
+                                                     f"B ({run_id(cmp.run_b)})")
+            cmp.plot_captions[name] = (f"Acceptance by draft position, {method}: A against B (acceptance phase; "
+                                       "steps accepting at least p+1 drafts ÷ drafting steps)")
+
+
+def _clean(obj):
+    """JSON without NaN (not valid JSON): None, as everywhere in specstack."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def to_json(cmp: Comparison) -> dict:
+    side = lambda run: {"run_id": run_id(run), "folder": run.run_dir.name}   # noqa: E731 - no host paths
+    return _clean({
+        "schema": SCHEMA, "a": side(cmp.run_a), "b": side(cmp.run_b),
+        "pairs": [{"method": p.method, "task": p.task,
+                   "differences": [{"fact": d.fact, "a": d.a, "b": d.b, "rules_out": list(d.rules_out)}
+                                   for d in p.differences], "unknown": p.unknown} for p in cmp.pairs],
+        "unmatched": cmp.unmatched, "acceptance": cmp.acceptance, "positions": cmp.positions,
+        "histogram": cmp.histogram, "speed": cmp.speed, "outputs": cmp.outputs, "outputs_summary": cmp.outputs_summary,
+        "fail_on": [asdict(t) for t in cmp.thresholds], "gate": cmp.gate, "gate_failed": cmp.failed,
+        "changed": cmp.changed()})
+
+
+def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
+    """compare.md, compare.html (plots embedded), compare.json and the PNGs into out_dir, each atomically."""
+    out_dir = Path(out_dir)
+    for name, data in cmp.plots.items():
+        atomic_write_bytes(out_dir / name, data)
+    bl = sections.blocks(cmp)
+    return {"md": atomic_write_text(out_dir / "compare.md", render_markdown(bl)),
+            "html": atomic_write_text(out_dir / "compare.html", render_html(bl, cmp.plots, bl[0][1])),
+            "json": atomic_write_json(out_dir / "compare.json", to_json(cmp))}
+
+
+def default_out(dir_a: Path, dir_b: Path) -> Path:
+    """Beside run B (results/ usually), never inside a bundle: a packed run stays as it was verified."""
+    a, b = Path(dir_a).resolve(), Path(dir_b).resolve()
+    return b.parent / f"compare-{safe_name(a.name)}-vs-{safe_name(b.name)}"
+
+
+def dumps(cmp: Comparison) -> str:
+    return json.dumps(to_json(cmp), indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,84 @@
+"""Bench figures of A and B side by side, per method × task × concurrency cell present in both runs.
+
+Each figure is the median over a side's repeats (the bench percentile of each repeat, as in the report);
+B against A is the ratio B/A with a percentile-bootstrap 95 % interval over repeats (report/stats.py
+bootstrap_ratio, fixed seed) when both sides have at least MIN_REPEATS. Verdict: "within noise" when the
+interval includes 1.0×, "changed (better|worse)" when it excludes it, "point only" without an interval.
+"""
+from __future__ import annotations
+
+from specstack.compare.pairing import SPEED, Pair
+from specstack.report import stats as st
+from specstack.report.speed import _host_load as host_load  # the report's reading of the windows' load
+from specstack.report.speed import bench_cells
+
+# figure -> (bench cell key, higher is better)
+FIGURES = {
+    "throughput": ("output_throughput", True),
+    **{f"{m}_p{p}": (f"p{p}_{m}_ms", False) for m in ("tpot", "itl") for p in (50, 95, 99)},
+    "e2el_p50": ("p50_e2el_ms", False),   # the latency the report falls back on where TPOT is degenerate
+    "bench_acceptance_length": ("spec_decode_acceptance_length", True),
+}
+
+
+def _by_concurrency(md, task: str) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for cell in bench_cells(md, task):
+        if cell["status"] == "ok":
+            out.setdefault(cell["concurrency"], []).append(cell)
+    return out
+
+
+def verdict(iv: st.Interval, higher_is_better: bool) -> str:
+    if iv.point is None:
+        return "n/a"
+    if not iv.has_interval:
+        return f"point only ({min(iv.n_num, iv.n_den)} repeats; an interval needs ≥ {st.MIN_REPEATS} a side)"
+    if iv.crosses_one:
+        return "within noise"
+    better = (iv.low > 1.0) == higher_is_better
+    return f"changed ({'better' if better else 'worse'})"
+
+
+def _tail_note(figure: str, cells_a: list[dict], cells_b: list[dict]) -> str | None:
+    """A p95/p99 with fewer than MIN_TAIL requests beyond it in a repeat (the report's † rule, by requests)."""
+    if not figure.endswith(("_p95", "_p99")):
+        return None
+    p = int(figure[-2:])
+    n = min((c.get("completed") or 0 for c in cells_a + cells_b), default=0)
+    return f"p{p} from {n} requests per repeat (needs ≥ {st.min_samples(p)})" if st.unstable(p, n) else None
+
+
+def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
+    """One row per pair × concurrency in both × figure; and the cells only one side has."""
+    rows, notes = [], []
+    for pair in pairs:
+        ca, cb = _by_concurrency(pair.a, pair.task), _by_concurrency(pair.b, pair.task)
+        notes += [f"{pair.method} {pair.task} c={c}: bench cell only in {'A' if c in ca else 'B'}"
+                  for c in sorted(set(ca) ^ set(cb))]
+        blocked = pair.not_comparable(SPEED)
+        for c in sorted(set(ca) & set(cb)):
+            degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
+            loads = [host_load(md.summary, pair.task, c) for md in (pair.a, pair.b)]
+            busy = st.host_busy(*loads)
+            for figure, (key, higher) in FIGURES.items():
+                va = [x[key] for x in ca[c] if x.get(key) is not None]
+                vb = [x[key] for x in cb[c] if x.get(key) is not None]
+                if not va and not vb:
+                    continue   # e.g. bench acceptance length of plain decode
+                iv = st.bootstrap_ratio(vb, va)
+                note = [n for n in (_tail_note(figure, ca[c], cb[c]),) if n]
+                if degenerate and figure.startswith("tpot"):
+                    note.append("TPOT degenerate (answers arrived in a burst): read e2el_p50")
+                if busy:   # other work shared the cores: the verdict is marked, not dropped (as in the report)
+                    note.append("busy host (load per core " + "/".join(
+                        "n/a" if x is None else f"{x:.2f}" for x in loads) + f" A/B > {st.MAX_LOAD_PER_CORE})")
+                rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "concurrency": c,
+                             "figure": figure, "higher_is_better": higher,
+                             "a": st.median(va), "b": st.median(vb), "repeats_a": len(va), "repeats_b": len(vb),
+                             "ratio": iv.point, "ratio_low": iv.low, "ratio_high": iv.high,
+                             "relative": None if iv.point is None else iv.point - 1,
+                             "verdict": blocked or verdict(iv, higher), "comparable": blocked is None,
+                             "design_a": pair.a.replication.get("design"),
+                             "design_b": pair.b.replication.get("design"), "note": "; ".join(note) or None})
+    return rows, notes

@@ -1,0 +1,167 @@
+"""Constructed run bundles for fast tests: the same layout and keys as a real `specstack sweep` bundle (a method's
+summary.json, raw `vllm bench serve` JSON per repeat, acceptance JSONL), written from figures the test chooses.
+Shared by tests/report and tests/compare."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+
+def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
+               acc_len: float | None = None, c: int = 1, drafts: int = 10, accepted: int = 20) -> dict:
+    d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
+         "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
+         "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
+         "output_throughput": tput, "latencies": [0.1] * completed, "queue_times": [0.0] * completed}
+    for m, base in (("ttft", 40.0), ("tpot", tpot), ("itl", tpot * 2), ("e2el", 100.0)):
+        d.update({f"mean_{m}_ms": base, f"median_{m}_ms": base, f"std_{m}_ms": 1.0, f"p50_{m}_ms": base,
+                  f"p95_{m}_ms": base * 1.5, f"p99_{m}_ms": base * 2})
+    if acc_len is not None:
+        d.update(spec_decode_acceptance_rate=50.0, spec_decode_acceptance_length=acc_len,
+                 spec_decode_num_drafts=drafts, spec_decode_draft_tokens=4 * drafts,
+                 spec_decode_accepted_tokens=accepted,
+                 spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
+    return d
+
+
+def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", spec: dict | None = None,
+                error: str | None = None) -> dict:
+    rec = {"id": rid, "request": {"model": "spec-demo", "messages": [{"role": "user", "content": prompt}],
+                                  "temperature": 0, "max_tokens": 64}, "http_status": 200, "seconds": 0.1}
+    if error:
+        rec["error"] = error
+        rec["response"] = {"text": "boom"}
+        return rec
+    rec["response"] = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": len((text or "").split()),
+                                 "total_tokens": 10},
+                       "metrics": None if spec is None else {"speculative_decoding": spec}}
+    return rec
+
+
+def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict, texts: dict[str, dict],
+                 k: int | None = 4, kv: int | None = 100_000, acceptance: dict | None = None, comparable=True,
+                 preemptions: dict | None = None, status: str = "ok", folder: str | None = None,
+                 spec_override: dict | None = None, base_method: str | None = None,
+                 replication: dict | None = None, server: dict | None = None) -> Path:
+    """cells: {(task, c): [(tpot, tput, extra kwargs), ...repeats]}; texts: {task: {id: (text, finish)}};
+    server: fields merged into the summary's server facts (target, vllm_version, ...)."""
+    d = run_dir / (folder or name)
+    speculative = baseline is not None
+    tasks = {}
+    windows = []
+    for task in sorted({t for t, _ in cells} | set(texts)):
+        bench = []
+        for (t, c), reps in sorted(cells.items()):
+            if t != task:
+                continue
+            for r, (tpot, tput, extra) in enumerate(reps):
+                f = f"bench/{task}-c{c}-r{r}.json"
+                data = bench_json(tpot, tput, c=c, **extra)
+                (d / "bench").mkdir(parents=True, exist_ok=True)
+                (d / f).write_text(json.dumps(data))
+                bench.append({"concurrency": c, "repeat": r, "status": "ok", "file": f,
+                              "output_throughput": data["output_throughput"], "completed": data["completed"]})
+                pre = (preemptions or {}).get((task, c, r), 0.0)
+                windows.append({"name": f"bench/{task}-c{c}-r{r}", "phase": "bench", "task": task, "concurrency": c,
+                                "repeat": r, "status": "ok", "checks": [],
+                                "counters": {"counters": {"vllm:num_preemptions": pre}, "split": {}}})
+        acc = (acceptance or {}).get(task) or {}
+        tasks[task] = {"acceptance_rate": acc.get("acceptance_rate"),
+                       "mean_acceptance_length": acc.get("mean_acceptance_length"),
+                       "histogram": acc.get("histogram"), "per_position": acc.get("per_position"),
+                       "per_position_conditional": acc.get("per_position_conditional"),
+                       "drafted_per_position": acc.get("drafted_per_position"),
+                       "no_accept_share": acc.get("no_accept_share"), "num_spec_steps": acc.get("num_spec_steps"),
+                       "num_draft_tokens": acc.get("num_draft_tokens"),
+                       "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens"),
+                       "requests": len(texts.get(task, {})), "completion_tokens": 0, "finish_reasons": {},
+                       "bench": bench}
+        lines = []
+        for rid, spec in texts.get(task, {}).items():
+            text, finish = spec[0], spec[1]
+            error = spec[2] if len(spec) > 2 else None
+            metrics = {"num_spec_steps": 1, "num_draft_tokens": k, "num_accepted_draft_tokens": 0,
+                       "acceptance_histogram": [1] + [0] * k} if speculative else None
+            lines.append(json.dumps(chat_record(rid, f"prompt {rid}", text, finish, metrics, error)))
+        (d / "acceptance").mkdir(parents=True, exist_ok=True)
+        (d / "acceptance" / f"{task}.jsonl").write_text("\n".join(lines) + "\n")
+    summary = {"schema": "specstack.summary/1", "run_id": run_dir.name, "method": name, "baseline_method": baseline,
+               "status": status, "error": None if status == "ok" else "server did not start",
+               "speculative_config": ({"method": name.split("-")[0], "num_speculative_tokens": k}
+                                      if speculative else None),
+               "spec_override": spec_override, "comparable": comparable,
+               "server": {"target": "/models/tiny", "root_model": "/nonexistent/tokenizer", "kv_cache_tokens": kv,
+                          "model_runner": "V1", "async_scheduling": False, **(server or {})},
+               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
+    if base_method:
+        summary["base_method"] = base_method
+    if replication:
+        summary["replication"] = replication
+    (d / "summary.json").write_text(json.dumps(summary))
+    return d
+
+
+def manifest(run_dir: Path, methods: dict, repeats: int = 3, **extra) -> None:
+    """extra: top-level manifest fields (inputs, host, platform, ...)."""
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "schema": "specstack.manifest/1", "run_id": run_dir.name, "model_set": "tiny", "platform": "cpu-native",
+        "workload": {"tasks": ["code", "chat"], "num_prompts": 8, "perf_output_len": 48, "acceptance_max_tokens": 64,
+                     "concurrencies": [1, 4], "repeats": repeats},
+        "methods": methods, **extra}))
+
+
+# --- whole runs: a baseline and ngram (tests/compare, tests/results) ---------------------------------------
+
+TEXTS = {"code": {"r0": ("a b c d", "stop"), "r1": ("x y z", "length")}, "chat": {"q0": ("hello there", "stop")}}
+
+
+def figures(hist: list[int]) -> dict:
+    """Acceptance figures from a histogram of a drafter that always drafts K = len(hist) - 1 tokens."""
+    k, steps = len(hist) - 1, sum(hist)
+    accepted = sum(j * n for j, n in enumerate(hist))
+    return {"histogram": hist, "num_spec_steps": steps, "num_draft_tokens": steps * k,
+            "num_accepted_draft_tokens": accepted, "acceptance_rate": accepted / (steps * k),
+            "mean_acceptance_length": 1 + accepted / steps,
+            "per_position": [sum(hist[p + 1:]) / steps for p in range(k)], "no_accept_share": hist[0] / steps}
+
+
+HIST = {2: [3, 2, 5], 4: [2, 1, 1, 0, 4]}
+
+
+def make_run(root: Path, name: str, *, k: int = 4, hist: list[int] | None = None, inputs_sha: str = "a" * 64,
+             target: str = "/models/tiny", texts: dict | None = None, speed: float = 1.0,
+             acc_len: float = 2.5, repeats: int = 3, vllm: str | None = "0.32.0", machine: str = "x86_64") -> Path:
+    """A run folder: baseline + ngram (K=k); `speed` scales ngram's throughput (TPOT by its inverse)."""
+    run = root / name
+    run.mkdir(parents=True)
+    server = {"target": target, **({"vllm_version": vllm} if vllm else {})}
+    base = {(t, c): [(10.0 + r, 100.0 - r, {}) for r in range(repeats)] for t in ("code", "chat") for c in (1, 4)}
+    spec = {(t, c): [((5.0 + 0.1 * r) / speed, (200.0 + r) * speed, {"acc_len": acc_len}) for r in range(repeats)]
+            for t in ("code", "chat") for c in (1, 4)}
+    write_method(run, "baseline", baseline=None, k=None, cells=base, texts=texts or TEXTS, server=server)
+    fig = figures(hist or HIST[k])
+    write_method(run, "ngram", baseline="baseline", k=k, cells=spec, texts=texts or TEXTS, server=server,
+                 acceptance={"code": fig, "chat": fig})
+    manifest(run, {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")}, repeats,
+             platform="cpu-native", host={"machine": machine, "platform": "Linux"},
+             inputs={f"inputs/{t}.{kind}.jsonl": inputs_sha
+                     for t in ("code", "chat") for kind in ("perf", "acceptance")})
+    return run
+
+
+def perturb(src: Path, dst: Path, method: str = "ngram", factor: float = 0.8) -> Path:
+    """A copy of a run whose accepted counts are scaled (the summary edited as by hand): what a regression looks
+    like in the acceptance phase."""
+    shutil.copytree(src, dst)
+    path = dst / method / "summary.json"
+    s = json.loads(path.read_text())
+    for f in s["tasks"].values():
+        if f.get("num_draft_tokens"):
+            f["num_accepted_draft_tokens"] = round(f["num_accepted_draft_tokens"] * factor)
+            f["acceptance_rate"] = f["num_accepted_draft_tokens"] / f["num_draft_tokens"]
+            f["mean_acceptance_length"] = 1 + f["num_accepted_draft_tokens"] / f["num_spec_steps"]
+    path.write_text(json.dumps(s))
+    return dst
