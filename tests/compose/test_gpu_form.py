@@ -232,8 +232,9 @@ def test_every_image_is_pinned_or_built_from_the_pinned_vllm_image(resolved):
     for name, svc in resolved["services"].items():
         image = svc["image"]
         if "build" in svc:
-            # A local build: never pulled, its base is the locked vLLM image.
-            assert svc["pull_policy"] == "build", name
+            # A local build: never pulled, and never rebuilt by up/run on their own (make builds it once per
+            # run, explicitly); its base is the locked vLLM image.
+            assert svc["pull_policy"] == "never", name
             assert "/" not in image.split(":")[0] and ":" in image, name
             assert svc["build"]["args"]["VLLM_IMAGE"] == lock["VLLM_IMAGE"], name
             dockerfile = REPO / svc["build"]["context"] / svc["build"].get("dockerfile", "Dockerfile")
@@ -465,6 +466,10 @@ def positional_after(words, verb):
 
 if args[:2] == ["compose", "version"]:
     print("Docker Compose version v2.40.3"); sys.exit(0)
+if args[:2] == ["buildx", "version"]:
+    if os.environ.get("FAKE_BUILDX"):
+        print(os.environ["FAKE_BUILDX"]); sys.exit(0)
+    print("docker: unknown command: docker buildx", file=sys.stderr); sys.exit(1)
 if args and args[0] == "compose":
     words = [a for a in args[1:]]
     files = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-f"]
@@ -543,7 +548,7 @@ def fake_stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
     work = tmp_path / "repo"
     for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus",
-                "collector/specstack/containers.py"):
+                "collector/specstack/containers.py", "collector/specstack/host/buildx.py"):
         src = REPO / rel
         dst = work / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -740,3 +745,67 @@ def test_a_gpu_without_bf16_is_refused(fake_stack):
     assert out.returncode != 0
     assert "compute capability 7.5; bfloat16 in vLLM 0.32.0 needs 8.0+ (sm_80)" in out.stderr, out.stderr
     assert _pulls_or_builds(fake_stack) == []
+
+
+# --- builds: once per make run / sweep, explicitly; never by up or run ---------------------------------
+
+def _compose_verbs(fake_stack) -> list[tuple[str, list[str]]]:
+    out = []
+    for call in _calls(fake_stack):
+        if call[0] != "compose" or call[:2] == ["compose", "version"]:
+            continue
+        verb = next((w for w in call if w in ("build", "up", "run", "stop", "logs", "down", "ps", "config")), None)
+        if verb != "config":  # make's probe of the plugin's exit status
+            out.append((verb, call))
+    return out
+
+
+def test_built_images_are_never_pulled_nor_rebuilt_by_up_or_run(resolved):
+    built = {name: svc for name, svc in resolved["services"].items() if "build" in svc}
+    assert set(built) == {"collector", "vllm-suffix", "vllm-suffix-default"}
+    assert all(svc["pull_policy"] == "never" for svc in built.values())
+    assert "pull_policy: build" not in COMPOSE.read_text()
+
+
+@pytest.mark.parametrize("methods,services", [
+    ("baseline ngram", ["collector"]),
+    ("baseline suffix-default", ["collector", "vllm-suffix"]),
+    ("baseline ngram draft_model eagle3 suffix", ["collector", "vllm-suffix"]),
+])
+def test_make_sweep_builds_once_what_its_methods_need_and_up_never_builds(fake_stack, methods, services):
+    _make(fake_stack, "sweep", "RUN_ID=b1", "GPU_FREE_POLL=0.05", f"SWEEP_METHODS={methods}", "SWEEP_MTP_METHODS=")
+    verbs = _compose_verbs(fake_stack)
+    builds = [call for verb, call in verbs if verb == "build"]
+    assert len(builds) == 1 and builds[0][builds[0].index("build") + 1:] == services, builds
+    # the build comes before anything starts; every up says --no-build
+    assert verbs[0][0] == "build"
+    ups = [call for verb, call in verbs if verb == "up"]
+    assert len(ups) == 1 + len(methods.split()) and all("--no-build" in call for call in ups), ups
+
+
+def test_make_run_builds_once_before_anything_starts(fake_stack):
+    _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=b2")
+    verbs = _compose_verbs(fake_stack)
+    assert [v for v, _ in verbs].count("build") == 1 and verbs[0][0] == "build"
+    assert verbs[0][1][verbs[0][1].index("build") + 1:] == ["collector"]
+    assert all("--no-build" in call for verb, call in verbs if verb == "up")
+
+
+def test_an_old_buildx_is_refused_before_anything_is_built_or_pulled(fake_stack):
+    fake_stack["env"]["FAKE_BUILDX"] = "github.com/docker/buildx v0.16.2 f4e3e47"
+    out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b3", check=False)
+    assert out.returncode != 0
+    assert "host check: docker buildx 0.16.2 is older than 0.17" in out.stderr, out.stderr
+    assert "DOCKER_BUILDKIT=0 make" in out.stderr
+    assert _pulls_or_builds(fake_stack) == []
+
+
+@pytest.mark.parametrize("extra", [{"FAKE_BUILDX": "github.com/docker/buildx v0.17.1 257815a"},
+                                   {"FAKE_BUILDX": "github.com/docker/buildx v0.16.2 f4e3e47",
+                                    "DOCKER_BUILDKIT": "0"},
+                                   {}])
+def test_new_or_no_buildx_or_the_classic_builder_build(fake_stack, extra):
+    fake_stack["env"].update(extra)
+    out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b4")
+    assert "host check" not in out.stderr
+    assert [v for v, _ in _compose_verbs(fake_stack)].count("build") == 1
