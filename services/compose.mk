@@ -63,7 +63,7 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 # Variables compose interpolates, set per command (never exported to the rest of the Makefile).
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
 	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
-	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)'
+	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s'
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
@@ -88,6 +88,8 @@ compose-check-method:
 	@if [ -z "$(METHOD)" ]; then echo "make run: set METHOD, one of: $(SPECSTACK_METHODS)" >&2; exit 2; fi
 	@case " $(SPECSTACK_METHODS) " in *" $(METHOD) "*) ;; \
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
+	@# WAIT_TIMEOUT is also the servers' healthcheck start_period (SPECSTACK_START_PERIOD): whole seconds.
+	@case '$(WAIT_TIMEOUT)' in ''|*[!0-9]*|0) echo "WAIT_TIMEOUT must be a whole number of seconds (> 0), not '$(WAIT_TIMEOUT)'" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
 	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
 	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
@@ -178,8 +180,9 @@ sweep: compose-prepare
 	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
 
-# One method: pre-flight in the method's own image -> server up (healthy) -> its log so far and host
-# provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
+# One method: its models into the cache (a one-off container of the method's own image, before the server:
+# the health window is for loading, not downloading) -> pre-flight in that image -> server up (healthy) ->
+# its log so far and host provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
 # into results/<run-id>/host-provenance/ before it stops, and the Prometheus target is cleared.
 _compose-method:
 	@set -u; svc=vllm-$(METHOD); upped=; \
@@ -189,6 +192,9 @@ _compose-method:
 	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
 	  $(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --clear || true; }; \
 	trap cleanup EXIT; trap 'exit 130' INT TERM; \
+	echo "--- $(METHOD): models into the cache (services/fetch_models.py, in the server image)"; \
+	$(COMPOSE) --profile $(METHOD) run --rm --no-deps --entrypoint python3 $$svc /services/fetch_models.py \
+	  --method $(METHOD) --platform $(SERVE_PLATFORM) --model-set $(MODEL_SET) || exit 2; \
 	echo "--- $(METHOD): pre-flight (vLLM's own parser and config classes, in the server image)"; \
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps \
 	  -v "$(CURDIR)/collector/specstack:/opt/specstack/specstack:ro" -e PYTHONPATH=/opt/specstack \
@@ -197,7 +203,7 @@ _compose-method:
 	  --model-set $(MODEL_SET) || exit 2; \
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
-	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
+	echo "--- $(METHOD): starting $$svc (models in the cache; waiting up to $(WAIT_TIMEOUT) s for it to load)"; \
 	upped=1; \
 	if ! $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) --no-build $$svc; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \

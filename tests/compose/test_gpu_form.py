@@ -327,7 +327,8 @@ def test_gpu_health_caches_and_shm(resolved):
         assert device["device_ids"] == ["0"], name
         health = svc["healthcheck"]
         assert "/health" in " ".join(health["test"])
-        assert re.fullmatch(r"\d+m", health["start_period"]) and int(health["start_period"][:-1]) >= 20
+        # By hand: an hour (GPU WAIT_TIMEOUT's default); make passes WAIT_TIMEOUT (test below).
+        assert health["start_period"] == "3600s", name
         assert svc.get("ipc") == "host" or svc.get("shm_size")
         mounts = {v.split(":")[1]: v.split(":")[0] for v in svc["volumes"]}
         assert mounts[svc["environment"]["HF_HOME"]] == "hf-cache"
@@ -443,6 +444,8 @@ with open(log, "a") as f:
     f.write(json.dumps(args) + "\n")
 with open(state / "overrides.jsonl", "a") as f:
     f.write(json.dumps([args, os.environ.get("SPECSTACK_SPEC_OVERRIDE")]) + "\n")
+with open(state / "start-period.jsonl", "a") as f:
+    f.write(json.dumps([args, os.environ.get("SPECSTACK_START_PERIOD")]) + "\n")
 up = set(json.loads((state / "up.json").read_text())) if (state / "up.json").exists() else set()
 
 def save():
@@ -487,6 +490,9 @@ if args and args[0] == "compose":
         fail = os.environ.get("FAKE_FAIL_PREFLIGHT")
         if "specstack.cli.preflight" in words and fail and f"vllm-{fail}" == svc:
             print("preflight FAILED", file=sys.stderr); sys.exit(2)
+        fail = os.environ.get("FAKE_FAIL_FETCH")
+        if "/services/fetch_models.py" in words and fail and f"vllm-{fail}" == svc:
+            print("fetch: Qwen/Qwen3-8B is gated or needs a token", file=sys.stderr); sys.exit(2)
         if svc == "collector" and "run" in words[words.index(svc):]:
             # The collector sees the Prometheus target of the running server.
             targets = json.loads(Path(".specstack/prometheus-targets/vllm.json").read_text())
@@ -593,6 +599,8 @@ def _step(call: list[str]) -> str | None:
         return None
     if "specstack.cli.preflight" in call:
         return f"preflight:{call[call.index('--entrypoint') + 2]}"
+    if "/services/fetch_models.py" in call:
+        return f"fetch:{call[call.index('--entrypoint') + 2]}"
     for verb in ("build", "up", "stop", "down", "logs"):
         if verb in call:
             return f"{verb}:{','.join(c for c in call[call.index(verb) + 1:] if not c.startswith('-') and not c.isdigit())}"
@@ -602,12 +610,16 @@ def _step(call: list[str]) -> str | None:
     return None
 
 
-def test_make_run_orders_preflight_server_collector_stop_report(fake_stack):
+def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack):
     out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=r1", "K=5")
-    steps = [s for s in map(_step, _calls(fake_stack)) if s]
-    assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "preflight:vllm-suffix",
-                     "up:vllm-suffix", "collector:run", "stop:vllm-suffix", "collector:report"], steps
     calls = _calls(fake_stack)
+    steps = [s for s in map(_step, calls) if s]
+    assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "fetch:vllm-suffix",
+                     "preflight:vllm-suffix", "up:vllm-suffix", "collector:run", "stop:vllm-suffix",
+                     "collector:report"], steps
+    fetch = next(c for c in calls if _step(c) == "fetch:vllm-suffix")
+    assert fetch[fetch.index("vllm-suffix") + 1:] == ["/services/fetch_models.py", "--method", "suffix",
+                                                      "--platform", "gpu-container", "--model-set", "default"]
     collector = next(c for c in calls if _step(c) == "collector:run")
     tail = collector[collector.index("collector") + 1:]
     assert tail[:9] == ["run", "--runtime", "url", "--url", "http://vllm-suffix:8000", "--method", "suffix",
@@ -809,3 +821,38 @@ def test_new_or_no_buildx_or_the_classic_builder_build(fake_stack, extra):
     out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b4")
     assert "host check" not in out.stderr
     assert [v for v, _ in _compose_verbs(fake_stack)].count("build") == 1
+
+
+# --- the health window is WAIT_TIMEOUT ----------------------------------------------------------------
+
+def test_health_window_follows_the_start_period_variable(raw):
+    svc = interpolate(raw, {**lock_env(), "SPECSTACK_START_PERIOD": "900s"})["services"]["vllm-mtp"]
+    assert svc["healthcheck"]["start_period"] == "900s"
+
+
+@pytest.mark.parametrize("wait", ["1234", None])
+def test_make_sets_the_start_period_to_wait_timeout(fake_stack, wait):
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=w1", *([f"WAIT_TIMEOUT={wait}"] if wait else []))
+    seconds = wait or "3600"  # the GPU default
+    seen = [json.loads(x) for x in (fake_stack["state"] / "start-period.jsonl").read_text().splitlines()]
+    ups = [period for args, period in seen if args[0] == "compose" and "up" in args and "vllm-ngram" in args]
+    assert ups == [f"{seconds}s"], seen
+    up = next(args for args, _ in seen if args[0] == "compose" and "up" in args and "vllm-ngram" in args)
+    assert up[up.index("--wait-timeout") + 1] == seconds
+    assert f"waiting up to {seconds} s" in out.stdout
+
+
+@pytest.mark.parametrize("bad", ["10m", "0", "1.5"])
+def test_a_wait_timeout_that_is_not_whole_seconds_is_refused(fake_stack, bad):
+    out = _make(fake_stack, "run", "METHOD=ngram", f"WAIT_TIMEOUT={bad}", check=False)
+    assert out.returncode != 0 and f"WAIT_TIMEOUT must be a whole number of seconds (> 0), not '{bad}'" in out.stderr
+    assert _pulls_or_builds(fake_stack) == []
+
+
+def test_a_model_that_cannot_be_fetched_stops_the_method_before_its_server(fake_stack):
+    fake_stack["env"]["FAKE_FAIL_FETCH"] = "ngram"
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=f1", check=False)
+    assert out.returncode != 0 and "gated or needs a token" in out.stderr
+    steps = [s for s in map(_step, _calls(fake_stack)) if s]
+    assert "fetch:vllm-ngram" in steps
+    assert not {"preflight:vllm-ngram", "up:vllm-ngram", "collector:run"} & set(steps), steps

@@ -35,7 +35,7 @@ def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
     old log and all. The saved log holds this start's lines only, so its runner is this start's."""
     def servers(run: dict) -> set[str]:
         return {cid for cid, c in run["events"].started.items()
-                if engine.service_of(c) == "vllm-baseline" and not engine.is_preflight(c)}
+                if engine.service_of(c) == "vllm-baseline" and not engine.is_oneoff(c)}
     assert servers(sweep_run) and servers(sweep_run) <= servers(rerun)  # the same container, started again
     for m in METHODS:
         log = (sweep_run["run_dir"] / "host-provenance" / f"{m}.server.log").read_text()
@@ -46,15 +46,19 @@ def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
 
 def test_sweep_runs_one_server_at_a_time(sweep_run):
     spans = engine.intervals(sweep_run["events"], "vllm-")
-    # Each method: a pre-flight container (`compose run` of the service), then the server.
-    assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(2)], spans
+    # Each method: the model fetch and the pre-flight (`compose run`s of the service), then the server.
+    assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(3)], spans
     assert all(die is not None for _, _, die in spans), spans
     for (a, a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
     servers = [c for c in sweep_run["events"].started.values()
-               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_preflight(c)]
+               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)]
     assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == \
         [f"vllm-{m}" for m in METHODS]
+    vllm = sorted((c for c in sweep_run["events"].started.values() if (engine.service_of(c) or "").startswith("vllm-")),
+                  key=lambda c: c["State"]["StartedAt"])
+    kinds = ["fetch" if engine.is_fetch(c) else "preflight" if engine.is_preflight(c) else "server" for c in vllm]
+    assert kinds == ["fetch", "preflight", "server"] * len(METHODS)
 
 
 def test_sweep_writes_the_report_at_the_end(sweep_run):
