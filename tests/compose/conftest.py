@@ -150,7 +150,7 @@ def rerun(stack, locked_run) -> dict:
 def sweep_run(stack, rerun) -> dict:
     with engine.Events(stack.project) as events:
         out, seconds = stack.make("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-sweep",
-                                  "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=",
+                                  "SWEEP_METHODS=baseline ngram suffix suffix-default", "SWEEP_MTP_METHODS=",
                                   f"RUN_ARGS={RUN_ARGS}", log="sweep", timeout=1800)
     return {"make": out, "seconds": seconds, "events": events, "run_dir": stack.results / "cpu-sweep"}
 
