@@ -549,6 +549,14 @@ else:
 '''
 
 
+def fake_main(repo_id: str) -> str:
+    return (repo_id.encode().hex() + "0" * 40)[:40]
+
+
+_MODELS = methods.serve_args.model_set(methods.load(), "default")
+PINS = {_MODELS[k]: rev for k, rev in methods.load()["model_sets"]["default"].get("revisions", {}).items()}
+
+
 @pytest.fixture()
 def fake_stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
@@ -570,11 +578,12 @@ def fake_stack(tmp_path):
     hf = tmp_path / "hf"
     for repo_id in ("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", "RedHatAI/Qwen3-8B-speculator.eagle3", "XiaomiMiMo/MiMo-7B-Base"):
         base = hf / "hub" / ("models--" + repo_id.replace("/", "--"))
-        commit = (repo_id.encode().hex() + "0" * 40)[:40]
         (base / "refs").mkdir(parents=True)
-        (base / "refs" / "main").write_text(commit)
-        (base / "snapshots" / commit).mkdir(parents=True)
-        (base / "snapshots" / commit / "config.json").write_text(json.dumps({"id": repo_id}))
+        (base / "refs" / "main").write_text(fake_main(repo_id))
+        # main's snapshot, and the pinned commit's (what the fetch step downloads for a pinned model)
+        for commit in {fake_main(repo_id), PINS.get(repo_id, fake_main(repo_id))}:
+            (base / "snapshots" / commit).mkdir(parents=True)
+            (base / "snapshots" / commit / "config.json").write_text(json.dumps({"id": repo_id}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECSTACK_", "MAKE"))}
     env.update(PATH=f"{bin_dir}:{env['PATH']}", FAKE_STATE=str(state), FAKE_SERVICES=str(work / "services"),
                FAKE_HF_HOME=str(hf), HF_TOKEN="hf_canary_token_value")
@@ -650,8 +659,11 @@ def test_make_run_records_host_provenance_without_secrets(fake_stack):
     assert doc["gpu"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     models = {m["role"]: m for m in doc["server"]["models"]}
     assert models["target"]["id"] == "Qwen/Qwen3-8B"
-    assert models["target"]["snapshot"] == ("Qwen/Qwen3-8B".encode().hex() + "0" * 40)[:40]
-    assert models["speculative"]["id"] == "RedHatAI/Qwen3-8B-speculator.eagle3" and models["speculative"]["snapshot"]
+    # pinned models: the pinned commit's snapshot, not whatever main points at
+    assert models["target"]["snapshot"] == PINS["Qwen/Qwen3-8B"] != fake_main("Qwen/Qwen3-8B")
+    assert models["target"]["revision_requested"] == PINS["Qwen/Qwen3-8B"]
+    assert models["speculative"]["id"] == "RedHatAI/Qwen3-8B-speculator.eagle3"
+    assert models["speculative"]["snapshot"] == PINS["RedHatAI/Qwen3-8B-speculator.eagle3"]
     text = path.read_text()
     assert "do-not-record" not in text and "hf_canary_token_value" not in text and "Env" not in text
 
@@ -856,3 +868,13 @@ def test_a_model_that_cannot_be_fetched_stops_the_method_before_its_server(fake_
     steps = [s for s in map(_step, _calls(fake_stack)) if s]
     assert "fetch:vllm-ngram" in steps
     assert not {"preflight:vllm-ngram", "up:vllm-ngram", "collector:run"} & set(steps), steps
+
+
+def test_an_unpinned_model_is_recorded_as_main_and_its_snapshot(fake_stack):
+    """MiMo-7B-Base is listed as not yet pinned: no --revision reaches the server, and host provenance records
+    that main was asked for and which commit it was."""
+    _make(fake_stack, "run", "METHOD=mtp", "RUN_ID=u1")
+    doc = json.loads((fake_stack["dir"] / "results" / "u1" / "host-provenance" / "mtp.json").read_text())
+    (target,) = [m for m in doc["server"]["models"] if m["role"] == "target"]
+    assert target["id"] == "XiaomiMiMo/MiMo-7B-Base" and "XiaomiMiMo/MiMo-7B-Base" not in PINS
+    assert target["revision_requested"] == "main" and target["snapshot"] == fake_main("XiaomiMiMo/MiMo-7B-Base")
