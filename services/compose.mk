@@ -1,6 +1,7 @@
 # Compose stack targets (included by the top-level Makefile): run, sweep, down, lock, logs, status.
 #
-#   make run METHOD=ngram          one method: pre-flight, server + Prometheus + Grafana, collector, report
+#   make run METHOD=ngram          one method: images built once, models fetched, pre-flight, server +
+#                                  Prometheus + Grafana, collector, report
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
@@ -14,7 +15,8 @@
 # K (num_speculative_tokens override for the spec methods), GPU (device id or UUID, default 0),
 # CPUSET (cpu: the cores of every vLLM container, default all), IMAGES_LOCK (default per platform),
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
-# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy), SWEEP_METHODS.
+# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
+# also its healthcheck start_period), SWEEP_METHODS.
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
