@@ -132,15 +132,18 @@ def rerun(stack, locked_run) -> dict:
     left = {kind: engine.project_ids(stack.project, kind) for kind in ("container", "network", "volume")}
     refs = read_lock(stack.dir / "images.cpu.lock")
     ids_before = {key: engine.inspect(refs[key], kind="image")[0]["Id"] for key in CPU_KEYS}
+    cache_before = engine.build_cache()
     with engine.Events(stack.project) as events, engine.ImageEvents() as images:
         out, seconds = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-rerun",
                                   f"RUN_ARGS={RUN_ARGS}", log="run-again")
     ids_after = {key: engine.inspect(refs[key], kind="image")[0]["Id"] for key in CPU_KEYS}
+    build_cache = (cache_before, engine.build_cache())
     r = requests.get(f"{stack.prometheus_url}/api/v1/query",
                      params={"query": 'max_over_time(vllm:spec_decode_num_drafts_total{run_id="cpu-run"}[2h])'},
                      timeout=30)
     return {"down": down, "left": left, "volumes_before": volumes, "make": out, "seconds": seconds,
             "events": events, "image_events": images.actions(), "image_ids": (ids_before, ids_after),
+            "build_cache": build_cache,
             "volumes_after": {name: stack.volume(name) for name in volumes},
             "first_run_series": r.json()["data"]["result"] if r.ok else r.text,
             "run_dir": stack.results / "cpu-rerun"}

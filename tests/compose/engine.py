@@ -134,6 +134,13 @@ class Events:
                 .startswith(service_prefix)]
 
 
+def build_cache() -> dict[str, int]:
+    """BuildKit's build cache records (`docker system df -v`): id -> usage count. A BuildKit build, cached or
+    not, creates or uses records; it emits no image event on this engine (the classic builder emits `tag`)."""
+    out = docker("system", "df", "-v", "--format", "{{json .BuildCache}}", timeout=300).stdout.strip()
+    return {r["ID"]: int(r["UsageCount"]) for r in (json.loads(out) if out and out != "null" else [])}
+
+
 class ImageEvents:
     """Every image event of the engine (build tags, pulls, loads...) while a block runs. Image events carry no
     compose project label, so this listens to all of them; the compose tests hold the engine alone."""
