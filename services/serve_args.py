@@ -20,6 +20,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 METHODS_FILE = HERE / "methods.toml"
 SPEC_KEY = "speculative-config"
+# [model_sets.NAME.revisions]: the hub commit each model is pinned to; [model_sets.NAME.unpinned]: models
+# knowingly served from the hub's main until a commit is filled in (with the reason).
+REVISIONS_KEY, UNPINNED_KEY = "revisions", "unpinned"
+COMMIT_LENGTH = 40
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 # vLLM reads the env var as int(value) (envs.maybe_convert_bool): "0" or "1", nothing else.
 RUNNERS = {"0": "V1", "1": "V2"}
@@ -67,7 +71,46 @@ def model_set(cfg: dict, name: str, models_dir: str | os.PathLike | None = None)
     if name not in sets:
         raise MethodError(f"unknown model set {name!r}; choose one of: {', '.join(sets)}")
     models_dir = str(models_dir or os.environ.get("SPECSTACK_MODELS", ".specstack/models"))
-    return {k: str(v).replace("{models}", models_dir) for k, v in sets[name].items()}
+    return {k: str(v).replace("{models}", models_dir) for k, v in sets[name].items() if not isinstance(v, dict)}
+
+
+def is_commit(revision) -> bool:
+    return (isinstance(revision, str) and len(revision) == COMMIT_LENGTH
+            and all(c in "0123456789abcdef" for c in revision))
+
+
+def model_revisions(cfg: dict, name: str) -> dict[str, str]:
+    """Model-set key -> the commit it is pinned to ([model_sets.NAME.revisions]); every value a 40-hex commit."""
+    table = cfg["model_sets"][name].get(REVISIONS_KEY, {})
+    models = {k for k, v in cfg["model_sets"][name].items() if not isinstance(v, dict)}
+    for key, rev in table.items():
+        if key not in models:
+            raise MethodError(f"[model_sets.{name}.{REVISIONS_KEY}] pins {key!r}, which model set {name!r} does "
+                              f"not name (its models: {', '.join(sorted(models))})")
+        if not is_commit(rev):
+            raise MethodError(f"[model_sets.{name}.{REVISIONS_KEY}] {key} = {rev!r} is not a commit: give the "
+                              "40-hex commit id of the model's hub repository (docs/gpu.md, 'Model revisions'), "
+                              "never a branch or tag, which can move")
+    return dict(table)
+
+
+def _pin(table: dict, models: dict[str, str], revisions: dict[str, str], target_key: str) -> None:
+    """--revision (and --code-revision for remote code) of the target, `revision` (and `code_revision`) of
+    the speculative model, from the model set's pins; a method's own explicit value wins."""
+    remote_code = table.get("trust-remote-code") is True
+    rev = revisions.get(target_key)
+    if rev:
+        table.setdefault("revision", rev)
+        if remote_code:
+            table.setdefault("code-revision", rev)
+    spec = table.get(SPEC_KEY)
+    if spec and spec.get("model"):
+        by_model = {models[k]: r for k, r in revisions.items()}
+        rev = by_model.get(spec["model"])
+        if rev:
+            spec.setdefault("revision", rev)
+            if remote_code:
+                spec.setdefault("code_revision", rev)
 
 
 def speculative_config(cfg: dict, method: str, models: dict[str, str],
@@ -141,6 +184,7 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     if target_key not in models:
         raise MethodError(f"model set {model_set_name!r} has no {target_key!r} model for method {method!r}")
     table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models)
+    _pin(table, models, model_revisions(cfg, model_set_name), target_key)
     env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
     return {
         "method": method,

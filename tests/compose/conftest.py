@@ -19,6 +19,8 @@ from . import engine
 from .stack import REPO, RUN_ARGS, Stack
 
 CPU_KEYS = ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE")
+# The first make run's WAIT_TIMEOUT (seconds), unlike the CPU default (600) the second run uses.
+LOCKED_RUN_WAIT = 777
 
 
 def read_lock(path: Path) -> dict[str, str]:
@@ -103,10 +105,12 @@ def locked(stack, registry, cpu_images) -> dict:
 
 @pytest.fixture(scope="session")
 def locked_run(stack, locked) -> dict:
-    """make run METHOD=ngram PLATFORM=cpu MODEL_SET=tiny with the registry-locked images."""
+    """make run METHOD=ngram PLATFORM=cpu MODEL_SET=tiny with the registry-locked images (and a WAIT_TIMEOUT of
+    its own: the servers' health window follows it)."""
     with engine.Events(stack.project) as events:
         out, seconds = stack.make("run", "METHOD=ngram", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-run",
-                                  "IMAGES_LOCK=images.registry.lock", f"RUN_ARGS={RUN_ARGS}", log="run-locked")
+                                  "IMAGES_LOCK=images.registry.lock", f"WAIT_TIMEOUT={LOCKED_RUN_WAIT}",
+                                  f"RUN_ARGS={RUN_ARGS}", log="run-locked")
     containers = engine.inspect(*engine.project_ids(stack.project))
     prom = {}
     # The server has stopped and its target is gone, so its series are stale now: ask over the past hour.
@@ -126,14 +130,21 @@ def rerun(stack, locked_run) -> dict:
     volumes = {name: stack.volume(name) for name in ("models", "prometheus-data", "vllm-cache", "hf-cache")}
     down, _ = stack.make("down", "PLATFORM=cpu", log="down")
     left = {kind: engine.project_ids(stack.project, kind) for kind in ("container", "network", "volume")}
-    with engine.Events(stack.project) as events:
+    refs = read_lock(stack.dir / "images.cpu.lock")
+    ids_before = {key: engine.inspect(refs[key], kind="image")[0]["Id"] for key in CPU_KEYS}
+    cache_before = engine.build_cache()
+    with engine.Events(stack.project) as events, engine.ImageEvents() as images:
         out, seconds = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-rerun",
                                   f"RUN_ARGS={RUN_ARGS}", log="run-again")
+    ids_after = {key: engine.inspect(refs[key], kind="image")[0]["Id"] for key in CPU_KEYS}
+    build_cache = (cache_before, engine.build_cache())
     r = requests.get(f"{stack.prometheus_url}/api/v1/query",
                      params={"query": 'max_over_time(vllm:spec_decode_num_drafts_total{run_id="cpu-run"}[2h])'},
                      timeout=30)
     return {"down": down, "left": left, "volumes_before": volumes, "make": out, "seconds": seconds,
-            "events": events, "volumes_after": {name: stack.volume(name) for name in volumes},
+            "events": events, "image_events": images.actions(), "image_ids": (ids_before, ids_after),
+            "build_cache": build_cache,
+            "volumes_after": {name: stack.volume(name) for name in volumes},
             "first_run_series": r.json()["data"]["result"] if r.ok else r.text,
             "run_dir": stack.results / "cpu-rerun"}
 
@@ -142,7 +153,7 @@ def rerun(stack, locked_run) -> dict:
 def sweep_run(stack, rerun) -> dict:
     with engine.Events(stack.project) as events:
         out, seconds = stack.make("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-sweep",
-                                  "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=",
+                                  "SWEEP_METHODS=baseline ngram suffix suffix-default", "SWEEP_MTP_METHODS=",
                                   f"RUN_ARGS={RUN_ARGS}", log="sweep", timeout=1800)
     return {"make": out, "seconds": seconds, "events": events, "run_dir": stack.results / "cpu-sweep"}
 

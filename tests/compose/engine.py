@@ -28,8 +28,21 @@ DOCKER = docker_cli()
 PREFLIGHT_MODULE = "specstack.cli.preflight"
 
 
+# ... and, before it, the model fetch as a `compose run` of the same service with this script.
+FETCH_SCRIPT = "/services/fetch_models.py"
+
+
 def is_preflight(container: dict) -> bool:
     return PREFLIGHT_MODULE in (container.get("Args") or [])
+
+
+def is_fetch(container: dict) -> bool:
+    return FETCH_SCRIPT in (container.get("Args") or [])
+
+
+def is_oneoff(container: dict) -> bool:
+    """A `compose run` container (fetch, pre-flight, collector), not a service's own container."""
+    return ((container.get("Config") or {}).get("Labels") or {}).get("com.docker.compose.oneoff") == "True"
 
 
 def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -119,6 +132,49 @@ class Events:
         return [e for e in self.events if e.get("Type") == "container" and e.get("status") == action
                 and (e.get("Actor", {}).get("Attributes", {}).get("com.docker.compose.service") or "")
                 .startswith(service_prefix)]
+
+
+def build_cache() -> dict[str, int]:
+    """BuildKit's build cache records (`docker system df -v`): id -> usage count. A BuildKit build, cached or
+    not, creates or uses records; it emits no image event on this engine (the classic builder emits `tag`)."""
+    out = docker("system", "df", "-v", "--format", "{{json .BuildCache}}", timeout=300).stdout.strip()
+    return {r["ID"]: int(r["UsageCount"]) for r in (json.loads(out) if out and out != "null" else [])}
+
+
+class ImageEvents:
+    """Every image event of the engine (build tags, pulls, loads...) while a block runs. Image events carry no
+    compose project label, so this listens to all of them; the compose tests hold the engine alone."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+        self._proc = None
+        self._thread = None
+
+    def __enter__(self) -> "ImageEvents":
+        self._proc = subprocess.Popen([DOCKER, "events", "--format", "{{json .}}", "--filter", "type=image"],
+                                      stdout=subprocess.PIPE, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        time.sleep(0.5)
+        return self
+
+    def _read(self) -> None:
+        for line in self._proc.stdout:
+            try:
+                self.events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+
+    def __exit__(self, *exc) -> None:
+        time.sleep(1.0)
+        self._proc.terminate()
+        self._proc.wait(10)
+        self._thread.join(10)
+
+    def actions(self) -> list[tuple[str, str]]:
+        """(action, image) of each event, e.g. ("tag", "specstack-collector:...") for a build."""
+        return [(e.get("Action") or e.get("status"), (e.get("Actor") or {}).get("Attributes", {}).get("name")
+                 or e.get("id")) for e in self.events]
 
 
 def intervals(events: Events, service_prefix: str) -> list[tuple[str, int, int]]:

@@ -37,3 +37,19 @@ def test_second_run_after_down_reuses_the_named_volumes(rerun):
     refs = {c["Config"]["Image"] for c in rerun["events"].started.values()}
     assert refs == {"specstack-vllm-cpu:0.32.0", "specstack-collector:0.1.0-vllm-cpu-0.32.0",
                     "specstack-prometheus:2.42.0-deb12u1"}
+
+
+def test_second_run_builds_and_pulls_no_image(rerun):
+    """A second make run starts the images it has: the engine saw no image built (no image tagged by the classic
+    builder, no BuildKit cache record created or used), pulled or loaded while it ran, the images are the same
+    ones, and compose printed no build."""
+    out = rerun["make"]
+    assert out.returncode == 0, tail(out.stdout)
+    assert [a for a in rerun["image_events"] if a[0] in ("tag", "pull", "load", "import", "build", "push")] == []
+    before, after = rerun["build_cache"]
+    assert before == after
+    before, after = rerun["image_ids"]
+    assert before == after
+    assert "images missing on this engine" not in out.stdout
+    assert not any(line.lstrip().startswith(("Building", "[+] Building", "#1 ")) or " Built" in line
+                   for line in out.stdout.splitlines()), tail(out.stdout)

@@ -96,12 +96,14 @@ def test_killed_server_fails_its_bench_window_and_the_sweep_goes_on(killed_sweep
 
 @pytest.fixture()
 def broken_model(stack, killed_sweep, cpu_images):
-    """A model folder with every JSON file of the tiny target but no weights, in the models volume, and a
-    model set that names it (pre-flight reads config.json only, so the server itself has to fail)."""
+    """A model folder with every JSON file and the chat template of the tiny target but no weights, in the
+    models volume, and a model set that names it (pre-flight reads config and tokenizer files only, so the
+    server itself has to fail)."""
     collector = cpu_images["refs"]["COLLECTOR_IMAGE"]
     engine.docker("run", "--rm", "--network", "none", "-u", "0", "-v", f"{stack.project}_models:/models",
                   "--entrypoint", "sh", collector, "-c",
-                  "rm -rf /models/no-weights && mkdir /models/no-weights && cp /models/tiny-qwen3/*.json /models/no-weights/")
+                  "rm -rf /models/no-weights && mkdir /models/no-weights && "
+                  "cp /models/tiny-qwen3/*.json /models/tiny-qwen3/*.jinja /models/no-weights/")
     methods_toml = stack.dir / "services" / "methods.toml"
     original = methods_toml.read_text()
     methods_toml.write_text(original + '\n[model_sets.no-weights]\ntarget = "{models}/no-weights"\n')

@@ -234,8 +234,9 @@ def test_every_image_is_pinned_or_built_from_the_pinned_vllm_image(resolved):
     for name, svc in resolved["services"].items():
         image = svc["image"]
         if "build" in svc:
-            # A local build: never pulled, its base is the locked vLLM image.
-            assert svc["pull_policy"] == "build", name
+            # A local build: never pulled, and never rebuilt by up/run on their own (make builds it once per
+            # run, explicitly); its base is the locked vLLM image.
+            assert svc["pull_policy"] == "never", name
             assert "/" not in image.split(":")[0] and ":" in image, name
             assert svc["build"]["args"]["VLLM_IMAGE"] == lock["VLLM_IMAGE"], name
             dockerfile = REPO / svc["build"]["context"] / svc["build"].get("dockerfile", "Dockerfile")
@@ -328,7 +329,8 @@ def test_gpu_health_caches_and_shm(resolved):
         assert device["device_ids"] == ["0"], name
         health = svc["healthcheck"]
         assert "/health" in " ".join(health["test"])
-        assert re.fullmatch(r"\d+m", health["start_period"]) and int(health["start_period"][:-1]) >= 20
+        # By hand: an hour (GPU WAIT_TIMEOUT's default); make passes WAIT_TIMEOUT (test below).
+        assert health["start_period"] == "3600s", name
         assert svc.get("ipc") == "host" or svc.get("shm_size")
         mounts = {v.split(":")[1]: v.split(":")[0] for v in svc["volumes"]}
         assert mounts[svc["environment"]["HF_HOME"]] == "hf-cache"
@@ -444,6 +446,8 @@ with open(log, "a") as f:
     f.write(json.dumps(args) + "\n")
 with open(state / "overrides.jsonl", "a") as f:
     f.write(json.dumps([args, os.environ.get("SPECSTACK_SPEC_OVERRIDE")]) + "\n")
+with open(state / "start-period.jsonl", "a") as f:
+    f.write(json.dumps([args, os.environ.get("SPECSTACK_START_PERIOD")]) + "\n")
 up = set(json.loads((state / "up.json").read_text())) if (state / "up.json").exists() else set()
 
 def save():
@@ -467,6 +471,10 @@ def positional_after(words, verb):
 
 if args[:2] == ["compose", "version"]:
     print("Docker Compose version v2.40.3"); sys.exit(0)
+if args[:2] == ["buildx", "version"]:
+    if os.environ.get("FAKE_BUILDX"):
+        print(os.environ["FAKE_BUILDX"]); sys.exit(0)
+    print("docker: unknown command: docker buildx", file=sys.stderr); sys.exit(1)
 if args and args[0] == "compose":
     words = [a for a in args[1:]]
     files = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-f"]
@@ -484,15 +492,24 @@ if args and args[0] == "compose":
         fail = os.environ.get("FAKE_FAIL_PREFLIGHT")
         if "specstack.cli.preflight" in words and fail and f"vllm-{fail}" == svc:
             print("preflight FAILED", file=sys.stderr); sys.exit(2)
+        fail = os.environ.get("FAKE_FAIL_FETCH")
+        if "/services/fetch_models.py" in words and fail and f"vllm-{fail}" == svc:
+            print("fetch: Qwen/Qwen3-8B is gated or needs a token", file=sys.stderr); sys.exit(2)
         if svc == "collector" and "run" in words[words.index(svc):]:
             # The collector sees the Prometheus target of the running server.
             targets = json.loads(Path(".specstack/prometheus-targets/vllm.json").read_text())
             (state / "targets-during-collector.jsonl").open("a").write(json.dumps(targets) + "\n")
+    if verb == "ps":   # compose ps -q SERVICE: the id of a started service's container
+        for s in positional_after(words, "ps"):
+            if s in up:
+                print("id-" + s)
     sys.exit(0)
 if args[:1] == ["ps"]:
     for s in sorted(up):
         print("id-" + s)
     sys.exit(0)
+if args[:2] == ["inspect", "-f"]:   # make's own health check after up --wait: a started server is healthy
+    print("healthy" if "Health" in args[2] else "2026-01-01T00:00:00Z"); sys.exit(0)
 if args[:1] == ["inspect"]:
     out = []
     for cid in args[1:]:
@@ -540,6 +557,14 @@ else:
 '''
 
 
+def fake_main(repo_id: str) -> str:
+    return (repo_id.encode().hex() + "0" * 40)[:40]
+
+
+_MODELS = methods.serve_args.model_set(methods.load(), "default")
+PINS = {_MODELS[k]: rev for k, rev in methods.load()["model_sets"]["default"].get("revisions", {}).items()}
+
+
 @pytest.fixture()
 def fake_stack(tmp_path):
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
@@ -561,11 +586,12 @@ def fake_stack(tmp_path):
     hf = tmp_path / "hf"
     for repo_id in ("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", "RedHatAI/Qwen3-8B-speculator.eagle3", "XiaomiMiMo/MiMo-7B-Base"):
         base = hf / "hub" / ("models--" + repo_id.replace("/", "--"))
-        commit = (repo_id.encode().hex() + "0" * 40)[:40]
         (base / "refs").mkdir(parents=True)
-        (base / "refs" / "main").write_text(commit)
-        (base / "snapshots" / commit).mkdir(parents=True)
-        (base / "snapshots" / commit / "config.json").write_text(json.dumps({"id": repo_id}))
+        (base / "refs" / "main").write_text(fake_main(repo_id))
+        # main's snapshot, and the pinned commit's (what the fetch step downloads for a pinned model)
+        for commit in {fake_main(repo_id), PINS.get(repo_id, fake_main(repo_id))}:
+            (base / "snapshots" / commit).mkdir(parents=True)
+            (base / "snapshots" / commit / "config.json").write_text(json.dumps({"id": repo_id}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECSTACK_", "MAKE"))}
     env.update(PATH=f"{bin_dir}:{env['PATH']}", FAKE_STATE=str(state), FAKE_SERVICES=str(work / "services"),
                FAKE_HF_HOME=str(hf), HF_TOKEN="hf_canary_token_value")
@@ -590,6 +616,8 @@ def _step(call: list[str]) -> str | None:
         return None
     if "specstack.cli.preflight" in call:
         return f"preflight:{call[call.index('--entrypoint') + 2]}"
+    if "/services/fetch_models.py" in call:
+        return f"fetch:{call[call.index('--entrypoint') + 2]}"
     for verb in ("build", "up", "stop", "down", "logs"):
         if verb in call:
             return f"{verb}:{','.join(c for c in call[call.index(verb) + 1:] if not c.startswith('-') and not c.isdigit())}"
@@ -599,12 +627,16 @@ def _step(call: list[str]) -> str | None:
     return None
 
 
-def test_make_run_orders_preflight_server_collector_stop_report(fake_stack):
+def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack):
     out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=r1", "K=5")
-    steps = [s for s in map(_step, _calls(fake_stack)) if s]
-    assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "preflight:vllm-suffix",
-                     "up:vllm-suffix", "collector:run", "stop:vllm-suffix", "collector:report"], steps
     calls = _calls(fake_stack)
+    steps = [s for s in map(_step, calls) if s]
+    assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "fetch:vllm-suffix",
+                     "preflight:vllm-suffix", "up:vllm-suffix", "collector:run", "stop:vllm-suffix",
+                     "collector:report"], steps
+    fetch = next(c for c in calls if _step(c) == "fetch:vllm-suffix")
+    assert fetch[fetch.index("vllm-suffix") + 1:] == ["/services/fetch_models.py", "--method", "suffix",
+                                                      "--platform", "gpu-container", "--model-set", "default"]
     collector = next(c for c in calls if _step(c) == "collector:run")
     tail = collector[collector.index("collector") + 1:]
     assert tail[:9] == ["run", "--runtime", "url", "--url", "http://vllm-suffix:8000", "--method", "suffix",
@@ -635,8 +667,11 @@ def test_make_run_records_host_provenance_without_secrets(fake_stack):
     assert doc["gpu"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     models = {m["role"]: m for m in doc["server"]["models"]}
     assert models["target"]["id"] == "Qwen/Qwen3-8B"
-    assert models["target"]["snapshot"] == ("Qwen/Qwen3-8B".encode().hex() + "0" * 40)[:40]
-    assert models["speculative"]["id"] == "RedHatAI/Qwen3-8B-speculator.eagle3" and models["speculative"]["snapshot"]
+    # pinned models: the pinned commit's snapshot, not whatever main points at
+    assert models["target"]["snapshot"] == PINS["Qwen/Qwen3-8B"] != fake_main("Qwen/Qwen3-8B")
+    assert models["target"]["revision_requested"] == PINS["Qwen/Qwen3-8B"]
+    assert models["speculative"]["id"] == "RedHatAI/Qwen3-8B-speculator.eagle3"
+    assert models["speculative"]["snapshot"] == PINS["RedHatAI/Qwen3-8B-speculator.eagle3"]
     text = path.read_text()
     assert "do-not-record" not in text and "hf_canary_token_value" not in text and "Env" not in text
 
@@ -742,3 +777,112 @@ def test_a_gpu_without_bf16_is_refused(fake_stack):
     assert out.returncode != 0
     assert "compute capability 7.5; bfloat16 in vLLM 0.32.0 needs 8.0+ (sm_80)" in out.stderr, out.stderr
     assert _pulls_or_builds(fake_stack) == []
+
+
+# --- builds: once per make run / sweep, explicitly; never by up or run ---------------------------------
+
+def _compose_verbs(fake_stack) -> list[tuple[str, list[str]]]:
+    out = []
+    for call in _calls(fake_stack):
+        if call[0] != "compose" or call[:2] == ["compose", "version"]:
+            continue
+        verb = next((w for w in call if w in ("build", "up", "run", "stop", "logs", "down", "ps", "config")), None)
+        if verb != "config":  # make's probe of the plugin's exit status
+            out.append((verb, call))
+    return out
+
+
+def test_built_images_are_never_pulled_nor_rebuilt_by_up_or_run(resolved):
+    built = {name: svc for name, svc in resolved["services"].items() if "build" in svc}
+    assert set(built) == {"collector", "vllm-suffix", "vllm-suffix-default"}
+    assert all(svc["pull_policy"] == "never" for svc in built.values())
+    assert "pull_policy: build" not in COMPOSE.read_text()
+
+
+@pytest.mark.parametrize("methods,services", [
+    ("baseline ngram", ["collector"]),
+    ("baseline suffix-default", ["collector", "vllm-suffix"]),
+    ("baseline ngram draft_model eagle3 suffix", ["collector", "vllm-suffix"]),
+])
+def test_make_sweep_builds_once_what_its_methods_need_and_up_never_builds(fake_stack, methods, services):
+    _make(fake_stack, "sweep", "RUN_ID=b1", "GPU_FREE_POLL=0.05", f"SWEEP_METHODS={methods}", "SWEEP_MTP_METHODS=")
+    verbs = _compose_verbs(fake_stack)
+    builds = [call for verb, call in verbs if verb == "build"]
+    assert len(builds) == 1 and builds[0][builds[0].index("build") + 1:] == services, builds
+    # the build comes before anything starts; every up says --no-build
+    assert verbs[0][0] == "build"
+    ups = [call for verb, call in verbs if verb == "up"]
+    assert len(ups) == 1 + len(methods.split()) and all("--no-build" in call for call in ups), ups
+
+
+def test_make_run_builds_once_before_anything_starts(fake_stack):
+    _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=b2")
+    verbs = _compose_verbs(fake_stack)
+    assert [v for v, _ in verbs].count("build") == 1 and verbs[0][0] == "build"
+    assert verbs[0][1][verbs[0][1].index("build") + 1:] == ["collector"]
+    assert all("--no-build" in call for verb, call in verbs if verb == "up")
+
+
+def test_an_old_buildx_is_refused_before_anything_is_built_or_pulled(fake_stack):
+    fake_stack["env"]["FAKE_BUILDX"] = "github.com/docker/buildx v0.16.2 f4e3e47"
+    out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b3", check=False)
+    assert out.returncode != 0
+    assert "host check: docker buildx 0.16.2 is older than 0.17" in out.stderr, out.stderr
+    assert "DOCKER_BUILDKIT=0 make" in out.stderr
+    assert _pulls_or_builds(fake_stack) == []
+
+
+@pytest.mark.parametrize("extra", [{"FAKE_BUILDX": "github.com/docker/buildx v0.17.1 257815a"},
+                                   {"FAKE_BUILDX": "github.com/docker/buildx v0.16.2 f4e3e47",
+                                    "DOCKER_BUILDKIT": "0"},
+                                   {}])
+def test_new_or_no_buildx_or_the_classic_builder_build(fake_stack, extra):
+    fake_stack["env"].update(extra)
+    out = _make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b4")
+    assert "host check" not in out.stderr
+    assert [v for v, _ in _compose_verbs(fake_stack)].count("build") == 1
+
+
+# --- the health window is WAIT_TIMEOUT ----------------------------------------------------------------
+
+def test_health_window_follows_the_start_period_variable(raw):
+    svc = interpolate(raw, {**lock_env(), "SPECSTACK_START_PERIOD": "900s"})["services"]["vllm-mtp"]
+    assert svc["healthcheck"]["start_period"] == "900s"
+
+
+@pytest.mark.parametrize("wait", ["1234", None])
+def test_make_sets_the_start_period_to_wait_timeout(fake_stack, wait):
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=w1", *([f"WAIT_TIMEOUT={wait}"] if wait else []))
+    seconds = wait or "3600"  # the GPU default
+    seen = [json.loads(x) for x in (fake_stack["state"] / "start-period.jsonl").read_text().splitlines()]
+    ups = [period for args, period in seen if args[0] == "compose" and "up" in args and "vllm-ngram" in args]
+    assert ups == [f"{seconds}s"], seen
+    up = next(args for args, _ in seen if args[0] == "compose" and "up" in args and "vllm-ngram" in args)
+    assert up[up.index("--wait-timeout") + 1] == seconds
+    assert f"waiting up to {seconds} s" in out.stdout
+
+
+@pytest.mark.parametrize("bad", ["10m", "0", "1.5"])
+def test_a_wait_timeout_that_is_not_whole_seconds_is_refused(fake_stack, bad):
+    out = _make(fake_stack, "run", "METHOD=ngram", f"WAIT_TIMEOUT={bad}", check=False)
+    assert out.returncode != 0 and f"WAIT_TIMEOUT must be a whole number of seconds (> 0), not '{bad}'" in out.stderr
+    assert _pulls_or_builds(fake_stack) == []
+
+
+def test_a_model_that_cannot_be_fetched_stops_the_method_before_its_server(fake_stack):
+    fake_stack["env"]["FAKE_FAIL_FETCH"] = "ngram"
+    out = _make(fake_stack, "run", "METHOD=ngram", "RUN_ID=f1", check=False)
+    assert out.returncode != 0 and "gated or needs a token" in out.stderr
+    steps = [s for s in map(_step, _calls(fake_stack)) if s]
+    assert "fetch:vllm-ngram" in steps
+    assert not {"preflight:vllm-ngram", "up:vllm-ngram", "collector:run"} & set(steps), steps
+
+
+def test_an_unpinned_model_is_recorded_as_main_and_its_snapshot(fake_stack):
+    """MiMo-7B-Base is listed as not yet pinned: no --revision reaches the server, and host provenance records
+    that main was asked for and which commit it was."""
+    _make(fake_stack, "run", "METHOD=mtp", "RUN_ID=u1")
+    doc = json.loads((fake_stack["dir"] / "results" / "u1" / "host-provenance" / "mtp.json").read_text())
+    (target,) = [m for m in doc["server"]["models"] if m["role"] == "target"]
+    assert target["id"] == "XiaomiMiMo/MiMo-7B-Base" and "XiaomiMiMo/MiMo-7B-Base" not in PINS
+    assert target["revision_requested"] == "main" and target["snapshot"] == fake_main("XiaomiMiMo/MiMo-7B-Base")

@@ -10,7 +10,7 @@ import pytest
 from specstack.config import methods
 
 from . import engine
-from .conftest import CPU_KEYS, compose_config, cpuset, tail
+from .conftest import CPU_KEYS, LOCKED_RUN_WAIT, compose_config, cpuset, tail
 from .stack import HF_CANARY
 
 pytestmark = pytest.mark.compose
@@ -21,15 +21,15 @@ def summary(run_dir: Path, method: str) -> dict:
 
 
 def server(run: dict, service: str) -> dict:
-    """The service's server container (not the pre-flight `compose run` of the same service)."""
+    """The service's server container (not the fetch or pre-flight `compose run` of the same service)."""
     (found,) = [c for c in all_containers(run).values()
-                if engine.service_of(c) == service and not engine.is_preflight(c)]
+                if engine.service_of(c) == service and not engine.is_oneoff(c)]
     return found
 
 
 def all_containers(run: dict) -> dict[str, dict]:
     """Every container of the run, by id: those still there afterwards and those seen when they started."""
-    return {**run["events"].started, **{c["Id"]: c for c in run["containers"]}}
+    return {**run["events"].started, **{c["Id"]: c for c in run.get("containers", [])}}
 
 
 # --- make lock against the registry ----------------------------------------------------------------
@@ -143,6 +143,28 @@ def test_the_server_runs_the_cpu_container_plan(locked_run, stack):
     host = server(locked_run, "vllm-ngram")["HostConfig"]
     assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024 ** 3
     assert not host.get("DeviceRequests")
+
+
+def test_the_health_window_is_wait_timeout(locked_run, rerun):
+    """WAIT_TIMEOUT reaches the created server container as its healthcheck start_period (the engine's own
+    record), so it is never marked unhealthy before `up --wait` gives up; the message says that number."""
+    ngram = server(locked_run, "vllm-ngram")["Config"]["Healthcheck"]
+    assert ngram["StartPeriod"] == LOCKED_RUN_WAIT * 10 ** 9 and ngram["Interval"] == 3 * 10 ** 9
+    assert f"waiting up to {LOCKED_RUN_WAIT} s" in locked_run["make"].stdout
+    baseline = server(rerun, "vllm-baseline")["Config"]["Healthcheck"]
+    assert baseline["StartPeriod"] == 600 * 10 ** 9  # make's CPU default
+    assert "waiting up to 600 s" in rerun["make"].stdout
+
+
+def test_the_fetch_step_says_local_models_need_no_download(locked_run):
+    out = locked_run["make"].stdout
+    assert "--- ngram: models into the cache" in out
+    assert "fetch: target /models/tiny-qwen3 is a local folder: nothing to download" in out
+    assert "fetch: ngram (tiny) reads local folders only: no download, the network is not used" in out
+    # before the pre-flight and the server
+    assert out.index("reads local folders only") < out.index("--- ngram: pre-flight") < out.index("starting vllm-ngram")
+    fetches = [c for c in all_containers(locked_run).values() if engine.is_fetch(c)]
+    assert len(fetches) == 1 and engine.service_of(fetches[0]) == "vllm-ngram"
 
 
 def test_grafana_is_left_out_and_said_once(locked_run):

@@ -1,10 +1,12 @@
-"""`make sweep PLATFORM=cpu MODEL_SET=tiny` over baseline, ngram and suffix: strictly one server at a time
-(read from the engine's own start/die events), one RUN_ID, the report at the end."""
+"""`make sweep PLATFORM=cpu MODEL_SET=tiny` over baseline, ngram, suffix and suffix-default: strictly one server
+at a time (read from the engine's own start/die events), one RUN_ID, the report at the end."""
 from __future__ import annotations
 
 import json
 
 import pytest
+
+from specstack.config import methods
 
 from . import engine
 from .conftest import tail
@@ -12,7 +14,7 @@ from .stack import HF_CANARY
 
 pytestmark = pytest.mark.compose
 
-METHODS = ["baseline", "ngram", "suffix"]
+METHODS = ["baseline", "ngram", "suffix", "suffix-default"]
 
 
 def test_sweep_runs_every_method_ok_under_one_run_id(sweep_run):
@@ -35,7 +37,7 @@ def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
     old log and all. The saved log holds this start's lines only, so its runner is this start's."""
     def servers(run: dict) -> set[str]:
         return {cid for cid, c in run["events"].started.items()
-                if engine.service_of(c) == "vllm-baseline" and not engine.is_preflight(c)}
+                if engine.service_of(c) == "vllm-baseline" and not engine.is_oneoff(c)}
     assert servers(sweep_run) and servers(sweep_run) <= servers(rerun)  # the same container, started again
     for m in METHODS:
         log = (sweep_run["run_dir"] / "host-provenance" / f"{m}.server.log").read_text()
@@ -46,15 +48,42 @@ def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
 
 def test_sweep_runs_one_server_at_a_time(sweep_run):
     spans = engine.intervals(sweep_run["events"], "vllm-")
-    # Each method: a pre-flight container (`compose run` of the service), then the server.
-    assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(2)], spans
+    # Each method: the model fetch and the pre-flight (`compose run`s of the service), then the server.
+    assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(3)], spans
     assert all(die is not None for _, _, die in spans), spans
     for (a, a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
     servers = [c for c in sweep_run["events"].started.values()
-               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_preflight(c)]
+               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)]
     assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == \
         [f"vllm-{m}" for m in METHODS]
+    vllm = sorted((c for c in sweep_run["events"].started.values() if (engine.service_of(c) or "").startswith("vllm-")),
+                  key=lambda c: c["State"]["StartedAt"])
+    kinds = ["fetch" if engine.is_fetch(c) else "preflight" if engine.is_preflight(c) else "server" for c in vllm]
+    assert kinds == ["fetch", "preflight", "server"] * len(METHODS)
+
+
+def test_suffix_with_vllms_default_cache_is_served_for_real_and_its_run_is_whole(sweep_run):
+    """suffix-default (vLLM's default suffix_decoding_max_cached_requests, the cross-request tree) on the real
+    engine: its serve arguments reached vLLM (its own log of the parsed arguments), and its run is complete."""
+    run_dir = sweep_run["run_dir"]
+    plan = methods.build("suffix-default", model_set_name="tiny", platform="cpu-container", models_dir="/models")
+    assert plan["speculative_config"]["suffix_decoding_max_cached_requests"] == 10000
+    log = (run_dir / "host-provenance" / "suffix-default.server.log").read_text()
+    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == \
+        ["vllm serve " + " ".join(plan["argv"])]
+    (parsed,) = [line for line in log.splitlines() if "non-default args:" in line]
+    assert "'suffix_decoding_max_cached_requests': 10000" in parsed and "'method': 'suffix'" in parsed
+    s = json.loads((run_dir / "suffix-default" / "summary.json").read_text())
+    assert s["status"] == "ok" and s["error"] is None and s["crosscheck"]["ok"], s["error"]
+    assert s["label"] == plan["label"] and s["speculative_config"] == plan["speculative_config"]
+    assert {w["phase"] for w in s["windows"]} == {"warmup", "acceptance", "bench"}
+    assert all(w["status"] == "ok" for w in s["windows"])
+    assert s["tasks"]["code"]["num_draft_tokens"] > 0
+    assert s["server"]["model_runner"] == s["server"]["model_runner_pinned"] == "V1"
+    # the seed's suffix ran beside it with its own cache setting
+    seed = json.loads((run_dir / "suffix" / "summary.json").read_text())
+    assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
 
 
 def test_sweep_writes_the_report_at_the_end(sweep_run):

@@ -5,6 +5,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_snapshot_script_reports_hub_snapshots_and_local_folders(tmp_path):
     hf = tmp_path / "hf"
-    commit = "c" * 40
+    commit = tomllib.loads((REPO / "services" / "methods.toml").read_text())["model_sets"]["default"]["revisions"][
+        "target"]  # Qwen3-8B is pinned: the server asks for that commit
     snap = hf / "hub" / "models--Qwen--Qwen3-8B" / "snapshots" / commit
     snap.mkdir(parents=True)
     (snap / "config.json").write_text('{"a": 1}')
@@ -30,7 +32,7 @@ def test_snapshot_script_reports_hub_snapshots_and_local_folders(tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout.strip().splitlines()[-1])
     target, draft = doc["models"]
-    assert target == {"role": "target", "id": "Qwen/Qwen3-8B", "revision_requested": "main", "kind": "hub",
+    assert target == {"role": "target", "id": "Qwen/Qwen3-8B", "revision_requested": commit, "kind": "hub",
                       "snapshot": commit, "files": ["config.json"],
                       "config_sha256": hashlib.sha256(b'{"a": 1}').hexdigest()}
     assert draft["id"] == "Qwen/Qwen3-0.6B" and draft["snapshot"] is None and "not in the" in draft["error"]

@@ -9,10 +9,13 @@ from specstack.server import model_checks
 pytestmark = pytest.mark.unit
 
 
-def folder(tmp_path, name, **config):
+def folder(tmp_path, name, template="{{ messages[0]['content'] }}", **config):
+    """A model folder: config.json, and (unless template is False) a tokenizer_config.json with that template."""
     path = tmp_path / name
     path.mkdir()
     (path / "config.json").write_text(json.dumps(config))
+    if template is not False:
+        (path / "tokenizer_config.json").write_text(json.dumps({"chat_template": template} if template else {}))
     return path
 
 
@@ -60,3 +63,23 @@ def test_hub_ids_not_downloaded_are_skipped_not_failed(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     problems, skipped = model_checks.check(methods.build("eagle3"))
     assert problems == [] and any("not downloaded" in s for s in skipped)
+
+
+# --- chat template: the acceptance phase talks to /v1/chat/completions ----------------------------------------
+
+@pytest.mark.parametrize("name,text", [
+    ("chat_template.jinja", "{{ messages[0]['content'] }}"),
+    ("chat_template.json", json.dumps({"chat_template": "{{ messages[0]['content'] }}"})),
+])
+def test_a_template_in_its_own_file_counts(tmp_path, name, text):
+    path = folder(tmp_path, "tiny-qwen3", template=None, model_type="qwen3")
+    (path / name).write_text(text)
+    assert model_checks.check(plan("baseline", tmp_path)) == ([], [])
+    assert model_checks.chat_template_source(path) == name
+
+
+def test_a_folder_without_tokenizer_files_is_not_checked_but_said(tmp_path):
+    folder(tmp_path, "tiny-qwen3", template=False)
+    problems, skipped = model_checks.check(plan("baseline", tmp_path))
+    assert problems == [] and skipped == [f"chat template of {tmp_path}/tiny-qwen3: not checked "
+                                          f"(no tokenizer files in {tmp_path}/tiny-qwen3)"]

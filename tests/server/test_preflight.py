@@ -14,7 +14,9 @@ import pytest
 
 from specstack.config import methods
 from specstack.cli import preflight as preflight_command
-from specstack.server import preflight
+from specstack.server import model_checks, preflight
+
+from .tiny_base import without_chat_template
 
 pytestmark = pytest.mark.config
 
@@ -145,6 +147,65 @@ def test_missing_local_model_folder(tmp_path):
     plan = methods.build("draft_model", model_set_name="tiny", platform="cpu-native", models_dir=str(tmp_path))
     errors = preflight.run_checks(plan).errors
     assert len(errors) == 2 and all("no config.json" in e and "specstack tiny-models" in e for e in errors)
+
+
+# --- chat template: the acceptance phase talks to /v1/chat/completions ----------------------------------------
+
+@pytest.fixture(scope="module")
+def base_models(models_dir, tmp_path_factory) -> Path:
+    """A models folder whose tiny-mimo and tiny-qwen3 have no chat template (base checkpoints)."""
+    folder = tmp_path_factory.mktemp("tiny-base")
+    for name in ("tiny-mimo", "tiny-qwen3"):
+        without_chat_template(models_dir / name, folder / name)
+    return folder
+
+
+@pytest.mark.parametrize("method", ["mtp-baseline", "mtp"])
+def test_a_target_without_chat_template_is_refused_naming_the_fix_for_both_sides(method, base_models):
+    plan = methods.build(method, model_set_name="tiny", platform="cpu-native", models_dir=str(base_models))
+    report = _timed(plan)
+    (error,) = report.errors
+    assert f"{base_models}/tiny-mimo ships no chat template" in error
+    assert "HTTP 400" in error and "/v1/chat/completions" in error
+    assert 'add chat-template = "template_basic.jinja" to the `flags` of mtp-baseline and mtp' in error
+    assert not any(c.startswith("engine config") for c in report.checked)
+
+
+def test_the_fix_the_refusal_names_passes(base_models):
+    """vLLM's own template_basic.jinja, by name, as the message says: the whole engine config is built."""
+    plan = methods.build("mtp-baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(base_models),
+                         extra={"chat-template": "template_basic.jinja"})
+    report = preflight.run_checks(plan)
+    assert report.errors == [] and report.skipped == []
+    assert any(c.startswith("engine config") for c in report.checked)
+
+
+def test_a_template_vllm_cannot_load_is_refused(base_models):
+    plan = methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(base_models),
+                         extra={"chat-template": "/nowhere/plain.jinja"})
+    (error,) = preflight.run_checks(plan).errors  # vLLM's own pre-start check says it
+    assert error.startswith("`vllm serve` pre-start check: The supplied chat template string "
+                            "(/nowhere/plain.jinja) appears path-like, but doesn't exist!"), error
+    (problem,), _ = model_checks.check(plan)  # and the native runtime's model checks
+    assert "--chat-template '/nowhere/plain.jinja': vLLM 0.32.0 cannot load it" in problem
+
+
+def test_the_shipped_tiny_models_have_their_template_checked(models_dir):
+    plan = methods.build("mtp", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    assert any(c.startswith("chat template") for c in preflight.run_checks(plan).checked)
+
+
+def test_native_runs_refuse_it_too(base_models):
+    """specstack run --runtime native checks the model folders (model_checks) instead of the deep pre-flight."""
+    plan = methods.build("mtp", model_set_name="tiny", platform="cpu-native", models_dir=str(base_models))
+    problems, _ = model_checks.check(plan)
+    assert len(problems) == 1 and "ships no chat template" in problems[0]
+
+
+def test_cli_in_the_container_exits_2_with_the_message(base_models):
+    out = _cli("--method", "mtp", "--model-set", "tiny", "--platform", "cpu-native", "--models-dir", str(base_models))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "preflight mtp (tiny, cpu-native): FAILED" in out.stdout and "ships no chat template" in out.stdout
 
 
 # --- command line -------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import specstack.host
-from specstack.host import HostError
+from specstack.host import HostError, buildx
 from specstack.host.engine import PROJECT, docker_client
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
 from specstack.host.image_lock import lock, read_lock
@@ -40,6 +40,13 @@ def _check_gpu_host(args: argparse.Namespace) -> int:
     return 2 if problems else 0
 
 
+def _check_buildx(args: argparse.Namespace) -> int:
+    found = buildx.problem(buildx.version_text(args.docker), os.environ)
+    if found:
+        print(f"host check: {found}", file=sys.stderr)
+    return 2 if found else 0
+
+
 def _wait_gpu_free(args: argparse.Namespace) -> int:
     used = wait_gpu_free(args.gpu, max_used_mib=args.max_used_mib, timeout=args.timeout, poll=args.poll)
     print(f"GPU {args.gpu} free: {used} MiB in use")
@@ -64,6 +71,7 @@ def _check_lock(args: argparse.Namespace) -> int:
 
 
 ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
+           "check-buildx": _check_buildx,
            "wait-gpu-free": _wait_gpu_free, "targets": _targets, "lock": _lock, "check-lock": _check_lock}
 
 
@@ -106,6 +114,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     hc.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
     hc.add_argument("--image", required=True, help="the VLLM_IMAGE reference that will be pulled")
     hc.add_argument("--dtype", default="bfloat16")
+    bx = sub.add_parser("check-buildx", help="refuse a buildx plugin Docker Compose will not build with")
+    bx.add_argument("--docker", default=os.environ.get("DOCKER", "docker"), help="the docker CLI (default: docker)")
     w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
     w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
     w.add_argument("--max-used-mib", type=int, default=1024)

@@ -11,9 +11,12 @@ What is checked, in order (each problem is reported with the fix):
      keys), field types and its own cross-field checks, without loading the draft model;
   4. the cross-config check of VllmConfig: --per-request-spec-decode-metrics needs a speculative config;
   5. when every model's config.json is on disk (local folders such as model set `tiny`, or hub ids
-     already in the Hugging Face cache) and the plan is for this machine's platform: the whole engine
-     configuration, as `vllm serve` builds it before loading weights (reads config.json, no weights,
-     never the network). Otherwise this step is skipped and the report says why.
+     already in the Hugging Face cache: `make run` fetches them first): the target's chat template, since
+     the acceptance phase talks to /v1/chat/completions and vLLM answers HTTP 400 to every chat request of
+     a tokenizer without one (the fix: --chat-template, e.g. vLLM's own template_basic.jinja for a base
+     model); and, when the plan is for this machine's platform, the whole engine configuration, as
+     `vllm serve` builds it before loading weights (reads config.json, no weights, never the network).
+     Otherwise these steps are skipped and the report says why.
 
 Runs inside the method's own container too (`make run` does so before the server starts), through
 `python3 -m specstack.cli.preflight`: only the standard library, config/ and this module are imported there.
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.config.methods import load
+from specstack.server import model_checks
 
 # Modules named in methods.toml `requires` -> how to get them.
 INSTALL_HINTS = {
@@ -295,10 +299,19 @@ def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
         report.skipped.append("engine config build: turned off (--deep off)")
         return
     if not_cached:
-        report.skipped.append("engine config build (reads config.json, no weights): no config.json on disk for "
-                              f"{', '.join(not_cached)}, and pre-flight never downloads. It "
-                              "runs once the models are in the Hugging Face cache (after a first start).")
+        report.skipped.append("engine config build and chat template (read config.json and the tokenizer's files, "
+                              f"no weights): nothing on disk for {', '.join(not_cached)}, and pre-flight never "
+                              "downloads. They run once the models are in the Hugging Face cache (make run "
+                              "fetches them before its pre-flight).")
         return
+    problem, skipped = model_checks.chat_template_check(plan)
+    if problem:
+        report.errors.append(problem)
+        return
+    if skipped:
+        report.skipped.append(skipped)
+    else:
+        report.checked.append("chat template of the target's tokenizer (the acceptance phase's /v1/chat/completions)")
     matches, here = _platform_matches(plan["platform"])
     if not matches and mode != "force":
         report.skipped.append(f"engine config build: the plan is for platform {plan['platform']!r} but this "
@@ -345,7 +358,7 @@ def run_checks(plan: dict, *, deep: str = "auto") -> Report:
             from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
             try:
                 validate_parsed_serve_args(args)
-            except (ValueError, TypeError) as e:
+            except Exception as e:  # noqa: BLE001 - ValueError, VLLMValidationError (a bad --chat-template)...
                 report.errors.append(f"`vllm serve` pre-start check: {e}")
                 return report
             from vllm.engine.arg_utils import AsyncEngineArgs
