@@ -78,6 +78,7 @@ def test_a_contradicting_server_fails_before_any_window(server, tmp_path, method
     assert expect in summary["error"] and "--trust-server" in summary["error"]
     assert summary["windows"] == [] and server.posts == 0, "the server was measured"
     assert published.name.startswith(f"{method}.failed-")
+    assert not (published / "acceptance").exists() and not (published / "warmup.jsonl").exists()
     assert summary["server"]["argv"] is None and summary["asked_for"]["method"] == method
     assert summary["server"]["observed"]["models"]["root"] == "/somewhere/tiny-qwen3"
     assert summary["server"]["observed"]["models"]["max_model_len"] == 2048

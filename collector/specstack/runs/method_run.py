@@ -322,7 +322,9 @@ class MethodRun:
         seen = (self.summary.get("server") or {}).get("observed")
         if seen is None:
             return
-        files = [self.bundle.path("warmup.jsonl")] + [self.bundle.path(f"acceptance/{t}.jsonl") for t in self.tasks]
+        # staging paths as they are (bundle.path() would create an empty acceptance/ in a bundle never measured)
+        files = [self.bundle.staging / "warmup.jsonl"] + [self.bundle.staging / "acceptance" / f"{t}.jsonl"
+                                                         for t in self.tasks]
         specs = [r["spec"] for path in files for r in read_records(path) if not r["error"]]
         seen["responses"] = observed.spec_from_responses(specs)
         self._check_observed(after_measuring=True)
