@@ -92,4 +92,5 @@ def test_trust_server_goes_on_with_the_servers_k(server, tmp_path, monkeypatch):
     assert summary["speculative_config"] == {"num_speculative_tokens": 2}
     assert summary["asked_for"]["speculative_config"]["num_speculative_tokens"] != 2
     assert server.posts > 0   # it went on to measure (this stand-in answers 500, so the run fails there)
+    assert "attached server's flags are unknown" in summary["provenance"]["help_all_of"]
     assert summary.get("error_type") != "ServerContradiction" and "contradict" not in (summary["error"] or "")

@@ -336,6 +336,9 @@ class MethodRun:
                 help_hash.cancel()  # nothing was measured; do not keep the user waiting for it
             self.summary["provenance"] = {
                 "help_all": help_hash.result(), "vllm_client": provenance.client_vllm_version(),
+                # whose flag list that is: on the url runtime the local vllm's, not the attached server's
+                "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == "native"
+                else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
                 "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None}
