@@ -194,6 +194,13 @@ ROWS = [
      ["unknown platform 'tpu'; choose one of:"]),
     ("url-runtime-without-url", "baseline", lambda c: ["--runtime", "url"], 2,
      ["--runtime url needs --url http://host:port"]),
+    ("native-runtime-with-url", "ngram", lambda c: ["--runtime", "native", "--url", "http://127.0.0.1:8000"], 2,
+     ["--runtime native starts its own server, but --url http://127.0.0.1:8000 names one to attach to; drop "
+      "--runtime native to measure that server (--url alone means --runtime url), or drop --url to start one"]),
+    ("url-without-scheme", "ngram", lambda c: ["--url", "127.0.0.1:8000"], 2,
+     ["--url must start with http:// or https://, got '127.0.0.1:8000'"]),
+    ("trust-server-on-native", "ngram", lambda c: ["--trust-server"], 2,
+     ["--trust-server is for --runtime url (a server someone else started)"]),
     ("results-not-writable", "baseline", lambda c: ["--results", c.not_writable()], 2,
      ["is not writable (Not a directory); pass --results DIR pointing at a writable folder"]),
     ("synthetic-rejection-sampling", "ngram",
@@ -265,12 +272,46 @@ def test_unknown_speculative_config_key(tmp_path, models_dir):
 
 
 @pytest.mark.config
-def test_server_url_unreachable(tmp_path, models_dir, capsys):
+@pytest.mark.parametrize("runtime", [["--runtime", "url"], []], ids=["runtime-url", "url-alone"])
+def test_server_url_unreachable(tmp_path, models_dir, capsys, runtime):
+    """Refused at once, before any result folder; `--url` alone means the url runtime (it never starts a native
+    server for the default hub model instead, as `specstack run --method ngram --url http://127.0.0.1:9` once did)."""
     ctx = Ctx(tmp_path, models_dir)
     url = f"http://127.0.0.1:{free_port()}"
-    result = run_cli(capsys, ctx.args("baseline", "--runtime", "url", "--url", url))
+    result = run_cli(capsys, ctx.args("ngram", *runtime, "--url", url, "--model-set", "default"))
     assert_refused(result, [f"cannot reach a vLLM server at {url} (ConnectionError); check --url and that the "
-                            "server is running"], ctx.results, ctx.run_id, "baseline", 1)
+                            "server is running"], ctx.results, ctx.run_id, "ngram", 2)
+    assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
+
+
+@pytest.mark.config
+@pytest.mark.parametrize("method", ["ngram", "eagle3"])
+def test_hub_model_offline_and_not_cached(tmp_path, models_dir, capsys, monkeypatch, method):
+    """The default model set names hub ids: offline with an empty cache, a native run says so in one line per
+    model, naming the fix, before any server starts or result folder exists."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args(method, "--model-set", "default"))
+    target = methods.build(method, model_set_name="default", platform="cpu-native")["target"]
+    assert_refused(result, [f"specstack: error: target {target} is neither a local folder nor in the Hugging Face "
+                            "cache", "HF_HUB_OFFLINE=1 forbids downloads: use --model-set tiny"],
+                   ctx.results, ctx.run_id, method, 2)
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
+
+
+@pytest.mark.config
+def test_hub_unreachable(tmp_path, models_dir, capsys, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    hub = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("HF_ENDPOINT", hub)
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args("ngram", "--model-set", "default"))
+    assert_refused(result, [f"and {hub} cannot be reached (ConnectionError): use --model-set tiny"],
+                   ctx.results, ctx.run_id, "ngram", 2)
+    assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
 
 
 @pytest.mark.config

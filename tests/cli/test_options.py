@@ -31,3 +31,27 @@ def test_run_k_is_the_num_speculative_tokens_shorthand():
     opts = options_from_args(args, "ngram")
     assert opts.spec_override == {"prompt_lookup_max": 2, "num_speculative_tokens": 3}
     assert opts.concurrencies == (1, 8)
+
+
+def test_url_alone_means_the_url_runtime():
+    """A user who names a server expects it to be measured, not a native server started beside it."""
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--url", "http://127.0.0.1:9"]), "ngram")
+    assert (opts.runtime, opts.url, opts.trust_server) == ("url", "http://127.0.0.1:9", False)
+    opts = options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram")
+    assert (opts.runtime, opts.url) == ("native", None)
+    args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--url", "http://h:1", "--trust-server"])
+    opts = options_from_args(args, "ngram")
+    assert (opts.runtime, opts.trust_server) == ("url", True)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--runtime", "native", "--url", "http://127.0.0.1:9"], "--runtime native starts its own server"),
+    (["--runtime", "url"], "--runtime url needs --url"),
+    (["--url", "localhost:8000"], "--url must start with http:// or https://"),
+    (["--trust-server"], "--trust-server is for --runtime url"),
+])
+def test_runtime_and_url_that_do_not_fit_are_refused(argv, message):
+    from specstack.errors import UserError
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", *argv]), "ngram")
+    with pytest.raises(UserError, match=message.replace("+", r"\+")):
+        opts.validate()

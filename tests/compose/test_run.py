@@ -71,7 +71,11 @@ def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
     assert {w["phase"] for w in s["windows"]} == {"warmup", "acceptance", "bench"}
     assert all(w["status"] == "ok" for w in s["windows"])
     assert s["server"]["runtime"] == "url" and s["server"]["url"] == "http://vllm-ngram:8000"
-    assert s["server"]["vllm_version"].startswith("0.32.0") and s["server"]["platform"] == "cpu-container"
+    assert s["server"]["vllm_version"].startswith("0.32.0") and s["asked_for"]["platform"] == "cpu-container"
+    # attached (url runtime): the container's K as /metrics shows it agrees with the plan, which stays "asked for"
+    assert s["server"]["argv"] is None and s["server_contradictions"] is None
+    assert s["speculative_config"]["num_speculative_tokens"] == \
+        s["asked_for"]["speculative_config"]["num_speculative_tokens"] == s["server"]["observed"]["metrics"]["num_speculative_tokens"]
     assert s["tasks"]["code"]["num_draft_tokens"] > 0 and s["tasks"]["code"]["acceptance_rate"] is not None
 
 

@@ -98,10 +98,10 @@ def assert_warmup_intact(summary: dict, published: Path) -> None:
 class ManagedServer:
     """A tiny server on a fixed port that the test can restart; the `url` runtime attaches to it."""
 
-    def __init__(self, models_dir: Path, workdir: Path, method: str = "baseline"):
+    def __init__(self, models_dir: Path, workdir: Path, method: str = "baseline", spec_override: dict | None = None):
         self.workdir, self.starts = workdir, 0
         self.plan = methods.build(method, model_set_name="tiny", platform="cpu-native",
-                                  models_dir=str(models_dir), extra={"port": free_port()})
+                                  models_dir=str(models_dir), extra={"port": free_port()}, spec_override=spec_override)
         self.server = self._start()
 
     def _start(self) -> runtime.Server:

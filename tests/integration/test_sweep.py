@@ -129,6 +129,18 @@ def test_engine_facts_and_provenance(sweep_run):
         assert "spec-demo" in log
         if name in ("ngram", "suffix"):
             assert "--no-async-scheduling" in server["argv"]
+        # what the server itself revealed agrees with the plan it was started from, for every method: the spec
+        # families exist exactly with a speculative config, and the per-position counter has K positions
+        seen, spec = server["observed"], s["speculative_config"]
+        assert seen["metrics"]["read"] and seen["metrics"]["spec_decode_counters"] is (spec is not None), name
+        assert seen["models"]["root"] == server["root_model"] == server["target"], name
+        if spec is not None:
+            k = spec["num_speculative_tokens"]
+            assert seen["metrics"]["num_speculative_tokens"] == k, name
+            assert seen["responses"]["num_speculative_tokens"] == [k], name
+            assert seen["responses"]["drafts_per_step_within_k"] is not False, name  # None: no step drafted
+        else:
+            assert seen["metrics"]["num_speculative_tokens"] is None and seen["responses"]["with_spec_metrics"] == 0
 
 
 def test_bench_cells(sweep_run):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from specstack.config.workloads import DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS
 from specstack.errors import UserError
-from specstack.runs.options import Options
+from specstack.runs.options import RUNTIMES, Options
 
 
 def default_run_id() -> str:
@@ -37,8 +37,13 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     """The options of a method run (run, sweep, sweep-k). sweep-k adds its own --k (a list of K)."""
     p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp)")
     p.add_argument("--results", dest="results_dir", type=Path, default=Path(os.environ.get("SPECSTACK_RESULTS", "results")))
-    p.add_argument("--runtime", choices=("native", "url"), default="native")
-    p.add_argument("--url", help="with --runtime url: the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--runtime", choices=RUNTIMES, default=None,
+                   help="native: start `vllm serve` from methods.toml; url: attach to the server at --url "
+                        "(default: url when --url is given, else native)")
+    p.add_argument("--url", help="a running server to attach to, e.g. http://127.0.0.1:8000 (implies --runtime url)")
+    p.add_argument("--trust-server", action="store_true",
+                   help="url runtime: measure a server whose observed facts contradict the method asked for "
+                        "(spec counters on a baseline, none on a spec method, another K); the summary records it")
     p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
     p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
@@ -89,14 +94,17 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
             raise UserError(f"--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got {item!r}")
         workload_files[task] = (Path(perf), Path(acc))
     tasks = tuple(t for t in args.tasks.split(",") if t)
+    # --url names a server to attach to: alone it means the url runtime (Options.validate refuses it with native)
+    runtime = args.runtime or ("url" if args.url else "native")
     return Options(method=method, run_id=args.run_id or default_run_id(), results_dir=args.results_dir,
-                   runtime=args.runtime, url=args.url, model_set=args.model_set, platform=args.platform,
+                   runtime=runtime, url=args.url, model_set=args.model_set, platform=args.platform,
                    models_dir=args.models_dir, port=args.port, served_model_name=args.served_model_name,
                    tasks=tasks, workload_files=workload_files, num_prompts=args.num_prompts,
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
+                   trust_server=args.trust_server,
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,
                    prometheus_targets=args.prometheus_targets, windows_port=args.windows_port,
                    skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,

@@ -24,13 +24,20 @@ from specstack.measure.windows import Window, Windows
 from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
+from specstack.results.records import read_records
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs.options import Options, load_tasks, plan_for
-from specstack.server import model_checks, preflight, provenance
-from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
+from specstack.server import model_checks, model_source, observed, preflight, provenance
+from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
+                                      vllm_executable)
 
 REPO = Path(__file__).resolve().parents[3]
+
+
+class ServerContradiction(UserError):
+    """The attached server's observed facts contradict the method asked for (url runtime, no --trust-server)."""
+
 console = Console(stderr=True)
 
 
@@ -59,11 +66,16 @@ def check(opts: Options) -> dict:
             raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
                             "--allow-synthetic for a stress run (its results are marked not comparable)")
         if opts.runtime != "native":
+            probe(opts.url)   # a wrong --url is refused here, before any result folder
             return plan
         missing = [mod for mod in plan["requires"] if not _importable(mod)]
         if missing:
             raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
                             "arctic-inference==0.3.0 (make venv does)")
+        # a hub model that cannot be had (offline, not cached, hub unreachable) would fail a minute into loading
+        unreachable = model_source.problems(plan)
+        if unreachable:
+            raise UserError("; ".join(unreachable))
         problems, _ = model_checks.check(plan)
     # vLLM's own parser and config classes, in seconds, instead of a server dying after a minute of loading
     with events.step("preflight"):
@@ -107,6 +119,7 @@ class MethodRun:
             raise
         finally:
             self.stop_server()
+            self.observe_answers()
             self.summary["timings"]["total"] = time.monotonic() - t0
             self.describe(help_hash)
             published = self.publish()
@@ -130,11 +143,20 @@ class MethodRun:
                                   "sessions": opts.sessions})
 
     def _new_summary(self) -> dict:
-        plan = self.plan
+        """`speculative_config` is the config the figures come from: the plan's when specstack started the
+        server; on the url runtime what the server was observed to run (None until observed). What the run
+        asked for is kept apart, under `asked_for`, and never presented as the server's."""
+        plan, native = self.plan, self.opts.runtime == "native"
         return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
                 "label": plan.get("label"), "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
-                "error": None, "speculative_config": plan["speculative_config"],
+                "error": None, "speculative_config": plan["speculative_config"] if native else None,
+                "speculative_config_source": "the plan specstack started" if native else "not observed",
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
+                "asked_for": {"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
+                              "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
+                              "model_set": plan["model_set"], "speculative_config": plan["speculative_config"],
+                              "spec_override": self.opts.spec_override},
+                "server_contradictions": None,
                 "tasks": {}, "windows": [], "timings": {}, "replication": self.opts.replication(),
                 "prometheus_view": {"status": "not collected", "tasks": {}}}
 
@@ -161,6 +183,7 @@ class MethodRun:
         self.summary["timings"]["server_ready"] = self.server.ready_seconds
         with events.step("server facts", method=self.name):
             self.summary["server"] = self._server_facts()
+            self._check_observed()
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
             self.monitoring.settle()
@@ -174,14 +197,58 @@ class MethodRun:
         return f"http://{host}:{port}"
 
     def _server_facts(self) -> dict:
+        """What is known about the server: everything for a server specstack started (native); for one someone
+        else started (url) only what its endpoints revealed, the rest listed as unknown (asked_for holds the plan)."""
         server, plan = self.server, self.plan
-        return {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
-                "target": plan["target"], "root_model": server.root_model, "argv": server.argv or plan["argv"],
-                "env": plan["env"], "platform": plan["platform"], "model_set": plan["model_set"],
-                "vllm_version": provenance.server_version(server.base_url), "ready_seconds": server.ready_seconds}
+        seen = observed.observe(server.base_url, server.served_model_name, server.models)
+        facts = {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
+                 "root_model": server.root_model, "vllm_version": seen["vllm_version"],
+                 "ready_seconds": server.ready_seconds, "observed": seen}
+        if server.runtime == "native":
+            facts.update(target=plan["target"], argv=server.argv or plan["argv"], env=plan["env"],
+                         platform=plan["platform"], model_set=plan["model_set"])
+        else:
+            facts.update(target=None, argv=None, env=None, unknown=list(observed.UNKNOWN_ON_URL))
+        return facts
+
+    def _check_observed(self, *, after_measuring: bool = False) -> None:
+        """url runtime: the speculative config the figures come from is the observed one; a server contradicting
+        the method asked for fails the run before measuring (naming both facts and the fix) unless --trust-server.
+        After measuring, the answers may reveal what /metrics did not (a page that could not be read)."""
+        if self.server is None or self.server.runtime != "url":
+            return
+        summary, seen, asked = self.summary, self.summary["server"]["observed"], self.plan["speculative_config"]
+        has, k = observed.speculative(seen), observed.observed_k(seen)
+        if has is None:
+            summary["speculative_config"], summary["speculative_config_source"] = asked, \
+                "asked for: the server revealed nothing about speculative decoding (/metrics unreadable, no answer metrics)"
+        else:
+            summary["speculative_config"] = ({"num_speculative_tokens": k} if k is not None else {}) if has else None
+            summary["speculative_config_source"] = "observed (/metrics, answers); the rest of the config is unknown"
+        found = observed.contradictions(self.plan["method"], asked, seen, self.server.base_url,
+                                        override=bool(self.opts.spec_override))
+        if not found or (after_measuring and summary["server_contradictions"]):
+            return
+        summary["server_contradictions"] = {"found": found, "trusted": self.opts.trust_server,
+                                            "after_measuring": after_measuring}
+        message = "; ".join(found) + ". Fix: " + observed.fix_for(self.plan["method"], asked, seen)
+        if self.opts.trust_server:
+            console.print(f"[bold yellow]warning[/]: --trust-server: measuring anyway: {'; '.join(found)}")
+            return
+        if after_measuring:
+            if summary["error"] is None:
+                summary["error"], summary["error_type"] = message, "ServerContradiction"
+            return
+        raise ServerContradiction(message)
 
     @property
     def speculative(self) -> bool:
+        """Whether answers must carry spec metrics: the plan's on a native server; what the attached server was
+        observed to run on the url runtime (the plan's when it revealed nothing)."""
+        if self.server is not None and self.server.runtime == "url":
+            has = observed.speculative(self.summary["server"].get("observed") or {"metrics": {}})
+            if has is not None:
+                return has
         return self.plan["speculative_config"] is not None
 
     def warm_up(self) -> None:
@@ -249,13 +316,29 @@ class MethodRun:
                 self.summary["server"]["stop_problem"] = str(e)
                 console.print(f"[bold yellow]warning[/]: {e}")
 
+    def observe_answers(self) -> None:
+        """What the answers' metrics.speculative_decoding revealed (K, drafts per step <= K), beside what the
+        endpoints did; on the url runtime a contradiction only they show fails the run (or is recorded)."""
+        seen = (self.summary.get("server") or {}).get("observed")
+        if seen is None:
+            return
+        # staging paths as they are (bundle.path() would create an empty acceptance/ in a bundle never measured)
+        files = [self.bundle.staging / "warmup.jsonl"] + [self.bundle.staging / "acceptance" / f"{t}.jsonl"
+                                                         for t in self.tasks]
+        specs = [r["spec"] for path in files for r in read_records(path) if not r["error"]]
+        seen["responses"] = observed.spec_from_responses(specs)
+        self._check_observed(after_measuring=True)
+
     def describe(self, help_hash: provenance.HelpHash) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
         with events.step("provenance", method=self.name):
-            if self.server is None:
-                help_hash.cancel()  # nothing to describe; do not keep the user waiting for it
+            if self.server is None or self.windows is None:
+                help_hash.cancel()  # nothing was measured; do not keep the user waiting for it
             self.summary["provenance"] = {
                 "help_all": help_hash.result(), "vllm_client": provenance.client_vllm_version(),
+                # whose flag list that is: on the url runtime the local vllm's, not the attached server's
+                "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == "native"
+                else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
                 "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None}

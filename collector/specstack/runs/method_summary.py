@@ -28,7 +28,7 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
     windows = summary["windows"]
     for name in tasks:
         acc = next((w for w in windows if w["name"] == f"acceptance/{name}"), None)
-        rows = read_records(bundle.path(f"acceptance/{name}.jsonl"))
+        rows = read_records(bundle.staging / "acceptance" / f"{name}.jsonl")  # read only: no empty acceptance/
         figures = (acc or {}).get("from_responses") or {}
         summary["tasks"][name] = {
             "acceptance_rate": figures.get("acceptance_rate"),

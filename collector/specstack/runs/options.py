@@ -14,6 +14,7 @@ from specstack.results.files import atomic_write_bytes
 
 
 REPLICATE = ("repeats", "sessions")
+RUNTIMES = ("native", "url")
 
 
 @dataclass
@@ -40,6 +41,9 @@ class Options:
     acceptance_concurrency: int = 1
     spec_override: dict | None = None
     allow_mismatch: bool = False
+    # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
+    # baseline, none on a spec method, another K), recording the contradiction, instead of failing before measuring
+    trust_server: bool = False
     force: bool = False
     ready_timeout: float = 900.0
     request_timeout: float = 600.0
@@ -78,8 +82,19 @@ class Options:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         if self.port_release_timeout < 0:
             raise UserError(f"--port-release-timeout must be >= 0 seconds, got {self.port_release_timeout}")
+        if self.runtime not in RUNTIMES:
+            raise UserError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
         if self.runtime == "url" and not self.url:
             raise UserError("--runtime url needs --url http://host:port")
+        if self.runtime == "native" and self.url:
+            raise UserError(f"--runtime native starts its own server, but --url {self.url} names one to attach to; "
+                            "drop --runtime native to measure that server (--url alone means --runtime url), or "
+                            "drop --url to start one")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise UserError(f"--url must start with http:// or https://, got {self.url!r} (e.g. http://127.0.0.1:8000)")
+        if self.trust_server and self.runtime != "url":
+            raise UserError("--trust-server is for --runtime url (a server someone else started); a native server "
+                            "is started from the plan")
         k = (self.spec_override or {}).get("num_speculative_tokens")
         if k is not None and (not isinstance(k, int) or k <= 0):
             raise UserError(f"num_speculative_tokens must be a positive integer, got {k!r}")

@@ -143,14 +143,20 @@ def wait_ready(server: Server, timeout: float) -> Server:
             delay = min(delay * 1.5, 1.0)
 
 
+def probe(url: str) -> None:
+    """Something answers HTTP at url (any status), else a UserError naming the fix. Cheap: run before a
+    run's bundle exists, so a wrong --url is refused at once and leaves nothing behind."""
+    try:
+        requests.get(f"{url.rstrip('/')}/health", timeout=5)
+    except requests.RequestException as e:
+        raise UserError(f"cannot reach a vLLM server at {url.rstrip('/')} ({type(e).__name__}); check --url and "
+                        "that the server is running") from None
+
+
 def attach(url: str, served_model_name: str, timeout: float) -> Server:
     """The `url` runtime: a server someone else started."""
     url = url.rstrip("/")
-    try:
-        requests.get(f"{url}/health", timeout=5)
-    except requests.RequestException as e:
-        raise UserError(f"cannot reach a vLLM server at {url} ({type(e).__name__}); check --url and that the "
-                        "server is running") from None
+    probe(url)
     return wait_ready(Server(url, served_model_name, "url"), timeout)
 
 
