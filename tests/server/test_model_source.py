@@ -28,10 +28,10 @@ def hub_env(tmp_path, monkeypatch):
     return cache
 
 
-def put_in_cache(cache, model: str, files: list[str]) -> None:
+def put_in_cache(cache, model: str, files: list[str], commit: str | None = None) -> None:
     """The layout huggingface_hub writes: models--org--name/refs/main -> snapshots/<commit>/<files>."""
     repo = cache / ("models--" + model.replace("/", "--"))
-    commit = "0123456789abcdef0123456789abcdef01234567"
+    commit = commit or "0123456789abcdef0123456789abcdef01234567"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text(commit)
     snapshot = repo / "snapshots" / commit
@@ -65,8 +65,16 @@ def test_offline_without_a_cached_snapshot_names_the_fix(hub_env, monkeypatch):
 def test_a_cached_snapshot_with_weights_is_enough_offline(hub_env, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan = default_plan("baseline")
-    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"])
+    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"], commit=plan["flags"]["revision"])
     assert model_source.problems(plan) == []
+
+
+def test_a_cached_snapshot_of_another_commit_than_the_pinned_one_is_not(hub_env, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    plan = default_plan("baseline")
+    assert len(plan["flags"]["revision"]) == 40       # methods.toml pins the default target
+    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"])   # refs/main: another commit
+    assert [p.split(" is neither")[0] for p in model_source.problems(plan)] == [f"target {plan['target']}"]
 
 
 def test_a_cached_config_without_weights_is_not(hub_env, monkeypatch):
