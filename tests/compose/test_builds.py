@@ -37,12 +37,10 @@ def builds(stack, cpu_images):
     project = stack.project + "-builds"
     image = f"specstack-buildtest-collector:{project}"
     vllm_image = cpu_images["refs"]["VLLM_IMAGE"]
-    secret = stack.dir / ".specstack" / "secrets" / "grafana_admin_password"  # compose.yaml names it
-    if not secret.exists():
-        secret.parent.mkdir(parents=True, exist_ok=True)
-        secret.write_text("unused-by-this-test\n")
-        for path in (secret.parent.parent, secret.parent, secret):
-            os.chown(path, stack.user.pw_uid, stack.user.pw_gid)
+    # The folders and the secret compose.yaml mounts, made by the invoking user as make does before any compose
+    # call (left to the engine, ./results would be created by root and no later make run could write into it).
+    prepared, _ = stack.make("compose-prepare", "PLATFORM=cpu", log="builds-prepare")
+    assert prepared.returncode == 0, tail(prepared.stdout)
     files = {}
     for name, policy in (("never", ""), ("build", "    pull_policy: build\n")):
         path = stack.dir / f"builds-{name}.yaml"
@@ -106,3 +104,10 @@ def test_the_old_pull_policy_build_rebuilt_on_every_run(builds):
     assert out.returncode == 0, tail(out.stdout)
     # compose says it too: it goes to build (here without buildx, hence its warning)
     assert built(builds, "old_policy") and "configured to build using Bake" in out.stdout
+
+
+def test_the_folders_compose_mounts_belong_to_the_invoking_user(stack, builds):
+    """A compose call with a missing bind-mount source makes the engine create it as root; make's
+    compose-prepare creates them first, so later make runs (as that user) can write their results."""
+    for rel in ("results", ".specstack/prometheus-targets"):
+        assert (stack.dir / rel).stat().st_uid == stack.user.pw_uid, rel

@@ -96,3 +96,14 @@ def test_targets_needs_a_target_or_clear(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["targets", "--out", "x.json"])
     assert e.value.code == 2 and "one of the arguments --target --clear is required" in capsys.readouterr().err
+
+
+def test_a_folder_the_user_cannot_write_is_named_with_the_fix(tmp_path, capsys, monkeypatch):
+    # root writes anywhere, so the engine-made, root-owned ./results is stood in for by the error it raises
+    def denied(out, target, labels):
+        raise PermissionError(13, "Permission denied", "results/run-1")
+    monkeypatch.setattr(cli, "write_targets", denied)
+    assert cli.main(["targets", "--out", str(tmp_path / "t.json"), "--clear"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specstack containers: cannot write results/run-1: permission denied") and \
+        "chown" in err and err.count("\n") == 1

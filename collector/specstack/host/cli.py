@@ -81,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     except HostError as e:
         print(f"specstack containers: {e}", file=sys.stderr)
         return 2
+    except PermissionError as e:   # e.g. ./results made by root (a compose call before make's compose-prepare)
+        print(f"specstack containers: cannot write {e.filename}: permission denied; it must belong to the user "
+              f"running make (sudo chown -R $(id -u):$(id -g) {e.filename})", file=sys.stderr)
+        return 2
 
 
 def _label(text: str) -> tuple[str, str]:
