@@ -76,14 +76,16 @@ def test_suffix_with_vllms_default_cache_is_served_for_real_and_its_run_is_whole
     assert "'suffix_decoding_max_cached_requests': 10000" in parsed and "'method': 'suffix'" in parsed
     s = json.loads((run_dir / "suffix-default" / "summary.json").read_text())
     assert s["status"] == "ok" and s["error"] is None and s["crosscheck"]["ok"], s["error"]
-    assert s["label"] == plan["label"] and s["speculative_config"] == plan["speculative_config"]
+    # the collector attaches by url: the plan is what it asked for, K what the server showed
+    assert s["label"] == plan["label"] and s["asked_for"]["speculative_config"] == plan["speculative_config"]
+    assert s["speculative_config"] == {"num_speculative_tokens": 16} and not s["server_contradictions"]
     assert {w["phase"] for w in s["windows"]} == {"warmup", "acceptance", "bench"}
     assert all(w["status"] == "ok" for w in s["windows"])
     assert s["tasks"]["code"]["num_draft_tokens"] > 0
     assert s["server"]["model_runner"] == s["server"]["model_runner_pinned"] == "V1"
     # the seed's suffix ran beside it with its own cache setting
     seed = json.loads((run_dir / "suffix" / "summary.json").read_text())
-    assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
+    assert seed["asked_for"]["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
 
 
 def test_sweep_writes_the_report_at_the_end(sweep_run):
