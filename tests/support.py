@@ -55,3 +55,13 @@ def _all_target_files(job: dict, targets_dir: Path) -> dict:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def serve_http(handler) -> tuple:
+    """A stand-in HTTP server on a free loopback port, serving in a daemon thread: (server, its base url).
+    Stop it with server.shutdown(); server.server_close()."""
+    import http.server
+    import threading
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 
 import pytest
 
@@ -15,6 +14,7 @@ from specstack.runs.options import Options
 from specstack.server.provenance import HelpHash
 
 from tests.server.test_observed import vllm_page
+from tests.support import serve_http
 
 pytestmark = pytest.mark.unit
 
@@ -44,9 +44,7 @@ class FakeEndpoints:
             def log_message(self, *args):
                 pass
 
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.http, self.url = serve_http(Handler)
 
     def close(self):
         self.http.shutdown()

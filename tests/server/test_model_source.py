@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 
 import pytest
 
 from specstack.config import methods
 from specstack.server import model_source
+from tests.support import serve_http
 
 pytestmark = pytest.mark.unit
 
@@ -113,9 +113,7 @@ class Hub:
             def log_message(self, *args):
                 pass
 
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.http, self.url = serve_http(Handler)
 
     def close(self):
         self.http.shutdown()

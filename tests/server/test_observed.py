@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.config import metric_names as m
 from specstack.server import observed as obs
+from tests.support import serve_http
 
 pytestmark = pytest.mark.unit
 
@@ -139,9 +139,7 @@ class Endpoints:
             def log_message(self, *args):
                 pass
 
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.http, self.url = serve_http(Handler)
 
     def close(self):
         self.http.shutdown()
