@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from specstack.measure.bench import bench_requests_done
 
 from . import engine
 from .conftest import tail
@@ -15,8 +16,8 @@ from .stack import Stack
 
 pytestmark = pytest.mark.compose
 
-# A bench long enough to be killed inside (8 prompts x 256 tokens at concurrency 1).
-KILL_RUN_ARGS = ("--tasks code --num-prompts 8 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 "
+# A bench long enough to be killed inside (16 prompts x 256 tokens at concurrency 1).
+KILL_RUN_ARGS = ("--tasks code --num-prompts 16 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 "
                  "--warmup-requests 1")
 
 
@@ -25,28 +26,21 @@ def running(stack: Stack, service: str) -> list[str]:
                          "--filter", f"label=com.docker.compose.service={service}").stdout.split()
 
 
-def kill_at_first_bench_request(stack: Stack, lines: list[tuple[float, str]], done: threading.Event) -> dict:
-    """Once the collector announces the bench, watch the server's own access log; at bench's first
-    /v1/completions request (the acceptance phase uses /v1/chat/completions), `docker kill` it."""
+def kill_when_bench_runs(stack: Stack, done: threading.Event) -> dict:
+    """`docker kill` the server the moment bench's main run starts: its progress bar (tqdm, flushed) appears in
+    the cell's log in the method's staging folder on the host right before its requests go out. Watching the
+    file, not the server's log through the docker CLI (slow on a busy host), keeps the kill inside a bench
+    that lasts seconds: the CI failure of stop 21 was a kill that landed after the bench had ended."""
     deadline = time.monotonic() + 900
-    while not (announced := [t for t, line in lines if "performance phase" in line]):
-        if done.is_set() or time.monotonic() > deadline:
-            return {"error": "the sweep never reached the bench"}
-        time.sleep(0.1)
-    (cid,) = running(stack, "vllm-ngram")
-    # Only this run's lines: the sweep before this one left the same service's container, whose log (bench's
-    # requests included) compose keeps when it starts that container again.
-    since = f"{announced[0] - 1:.3f}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        logs = engine.docker("logs", "--timestamps", "--since", since, cid, check=False)
-        seen = [line for line in (logs.stdout + logs.stderr).splitlines() if "POST /v1/completions" in line]
-        if seen:
-            at = time.time()  # when the kill was issued: the window fails as soon as it lands, before the CLI returns
-            engine.docker("kill", cid)
-            return {"killed": cid, "at": at, "line": seen[0]}
-        time.sleep(0.1)
-    return {"error": "no bench request reached the server within 120 s"}
+    while not done.is_set() and time.monotonic() < deadline:
+        for log in (stack.results / "cpu-kill").glob(".ngram.staging-*/bench/*.log"):
+            if bench_requests_done(log) is not None:
+                (cid,) = running(stack, "vllm-ngram")
+                at = time.time()  # when the kill was issued: the window fails as soon as it lands
+                engine.docker("kill", cid)
+                return {"killed": cid, "at": at, "bench_log": log.read_text(errors="replace")[-2000:]}
+        time.sleep(0.05)
+    return {"error": "the sweep never reached bench's main run"}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +58,7 @@ def killed_sweep(stack, sweep_run):
     with engine.Events(stack.project) as events:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        kill = kill_at_first_bench_request(stack, lines, done)
+        kill = kill_when_bench_runs(stack, done)
         rc = proc.wait(timeout=1500)
         reader.join(30)
     (stack.logs / "sweep-kill.log").write_text("\n".join(line for _, line in lines))
