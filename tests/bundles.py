@@ -104,6 +104,19 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
     return d
 
 
+def tokenizer_folder(folder: Path, words: list[str]) -> Path:
+    """A real tokenizer folder (tokenizer.json + tokenizer_config.json, what AutoTokenizer loads): one token per
+    whitespace-separated word of `words`, [UNK] for any other. Built in well under a second, no model needed."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(["[UNK]", *words]))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(folder)
+    return folder
+
+
 def manifest(run_dir: Path, methods: dict, repeats: int = 3, **extra) -> None:
     """extra: top-level manifest fields (inputs, host, platform, ...)."""
     (run_dir / "manifest.json").write_text(json.dumps({

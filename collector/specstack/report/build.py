@@ -84,12 +84,15 @@ def method_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True) -> Report:
+def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,
+          tokenizer: str | None = None) -> Report:
+    """Every table and plot of the report. `tokenizer` (folder or hub id) replaces the target recorded in the
+    summaries for output equality."""
     run = load_run(run_dir)
     cells = [c for md in run.methods.values() for t in run.tasks for c in bench_cells(md, t)]
     speed = speed_rows(run)
     acc, positions, hist = acceptance_rows(run)
-    eq, eq_summary = equality_rows(run, tokenizers)
+    eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
                     ksweep=ksweep_rows(run, speed))
@@ -113,11 +116,11 @@ def _prometheus_view(summary: dict) -> str | None:
     return "MISSING for " + ", ".join(f"{t} ({r})" for t, r in missing.items()) + "; direct diff stands"
 
 
-def write_report(run_dir: Path, tokenizers: Tokenizers | None = None) -> Path:
+def write_report(run_dir: Path, tokenizers: Tokenizers | None = None, tokenizer: str | None = None) -> Path:
     """Write report.md, report.html, report/*.png and report/tables/*.csv|parquet into the run folder.
     Returns the path of report.md."""
     run_dir = Path(run_dir)
-    rep = build(run_dir, tokenizers)
+    rep = build(run_dir, tokenizers, tokenizer=tokenizer)
     for name, data in rep.plots.items():
         atomic_write_bytes(run_dir / name, data)
     for name, rows in rep.tables().items():

@@ -45,7 +45,10 @@ def compare_texts(a: str, b: str, tokenizer=None) -> dict:
     return out
 
 
-def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[list[dict], list[dict]]:
+def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
+                  tokenizer: str | None = None) -> tuple[list[dict], list[dict]]:
+    """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
+    moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()
     rows, summary = [], []
     for md in run.methods.values():
@@ -64,7 +67,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[l
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
                 continue
-            tok_path = tokenizer_path(base) or tokenizer_path(md)
+            tok_path = tokenizer or tokenizer_path(base) or tokenizer_path(md)
             tok, tok_error = tokenizers.get(tok_path)
             s["unit"] = "token" if tok is not None else "character"
             s["tokenizer"] = tok_path if tok is not None else f"not loaded ({tok_error}); character index"
