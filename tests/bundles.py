@@ -95,7 +95,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                "spec_override": spec_override, "comparable": comparable,
                "server": {"target": "/models/tiny", "root_model": "/nonexistent/tokenizer", "kv_cache_tokens": kv,
                           "model_runner": "V1", "async_scheduling": False, **(server or {})},
-               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
+               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []},
+               "server_contradictions": None}
     if base_method:
         summary["base_method"] = base_method
     if replication:
@@ -124,6 +125,14 @@ def manifest(run_dir: Path, methods: dict, repeats: int = 3, **extra) -> None:
         "workload": {"tasks": ["code", "chat"], "num_prompts": 8, "perf_output_len": 48, "acceptance_max_tokens": 64,
                      "concurrencies": [1, 4], "repeats": repeats},
         "methods": methods, **extra}))
+
+
+def contradict(run_dir: Path, method: str, found: list[str]) -> None:
+    """Mark a written method as measured with --trust-server against a server that contradicted it."""
+    path = run_dir / method / "summary.json"
+    s = json.loads(path.read_text())
+    s["server_contradictions"] = {"found": found, "trusted": True, "after_measuring": False}
+    path.write_text(json.dumps(s))
 
 
 # --- whole runs: a baseline and ngram (tests/compare, tests/results) ---------------------------------------

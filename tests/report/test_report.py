@@ -15,7 +15,7 @@ from specstack.report import build, equality, render, sections, tables
 from specstack.report import stats as st
 from specstack.results.reader import resolve_run_dir
 
-from tests.bundles import chat_record, manifest, write_method
+from tests.bundles import chat_record, contradict, manifest, write_method
 
 pytestmark = pytest.mark.unit
 
@@ -552,3 +552,27 @@ def test_an_efficiency_above_the_bound_is_called_a_measurement_problem(tmp_path)
                  acceptance={"chat": ACC})
     r = _row(build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False).speed, method="suffix")
     assert r["efficiency"] == pytest.approx(1.5) and "efficiency above 100 %" in r["note"]
+
+
+K_CONTRADICTION = ("asked for ngram with num_speculative_tokens=4 (services/methods.toml), but the server at "
+                   "http://127.0.0.1:8000 drafts K=2 (vllm:spec_decode_num_accepted_tokens_per_pos has 2 positions)")
+
+
+def test_a_method_measured_despite_a_contradicting_server_is_marked_wherever_it_is_read(bundle):
+    contradict(bundle, "ngram", [K_CONTRADICTION, "a second contradiction"])
+    md = build.write_report(bundle, FixedTokenizers(WordTokenizer())).read_text()
+    warning = (f"⚠ ngram: measured with --trust-server although the server contradicted the method: "
+               f"{K_CONTRADICTION}; a second contradiction. Its figures are what that server ran, not what ngram "
+               "asks for.")
+    lines = md.splitlines()
+    matrix = next(i for i, line in enumerate(lines) if line.startswith("| ngram ⚠ --trust-server | baseline |"))
+    assert lines.index(f"- {warning}") < matrix          # above the verdicts it qualifies
+    cells = [c.strip() for c in lines[matrix].strip("|").split("|")][2:]
+    assert len(cells) == 4 and all(c.endswith("⚠ --trust-server") for c in cells)
+    # every table names it with the mark; the method measured as asked carries none
+    assert sum(line.startswith("| ngram ⚠ --trust-server |") for line in lines) >= 6
+    assert not any("trust-server" in line for line in lines if line.startswith("| draft_model"))
+    methods = pd.read_csv(bundle / "report" / "tables" / "methods.csv").set_index("method")
+    assert methods.loc["ngram", "server_contradictions"] == f"{K_CONTRADICTION}; a second contradiction"
+    assert bool(methods.loc["ngram", "server_contradicted"]) and not methods.loc["draft_model", "server_contradicted"]
+

@@ -61,7 +61,8 @@ def method_rows(run: RunData) -> list[dict]:
         base = run.methods.get(md.baseline or "")
         base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
         rows.append({"method": md.name, "label": md.display_name, "status": "ok", "baseline": md.baseline,
-                     "comparable": md.comparable,
+                     "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
+                     "server_contradictions": "; ".join(md.server_contradictions) or None,
                      "k": md.k, "speculative_config": json.dumps(md.summary.get("speculative_config"), sort_keys=True)
                      if md.speculative else None,
                      "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
@@ -76,7 +77,8 @@ def method_rows(run: RunData) -> list[dict]:
     for f in run.failed:
         rows.append({"method": f.name, "label": f.name,
                      "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
-                     "baseline": None, "comparable": None, "k": None, "speculative_config": None,
+                     "baseline": None, "comparable": None, "server_contradicted": None,
+                     "server_contradictions": None, "k": None, "speculative_config": None,
                      "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
                      "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
                      "prometheus_view": None, "error": f.error,

@@ -59,7 +59,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
             if task not in md.tasks:
                 continue
             s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                 "comparable": md.comparable,
+                 "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
                  "requests": 0, "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
                  "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
                  "note": None}

@@ -74,7 +74,7 @@ def methods_table(rep: Report) -> list[tuple]:
     out.append(("h2", "Methods"))
     out.append(("table", ["method", "status", "vs", "K", "speculative config", "override", "runner", "async sched.",
                           "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
-                [[r["label"] + ("" if r["comparable"] in (True, None) else " ⚠ not comparable"), r["status"],
+                [[_label(r), r["status"],
                   r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
                   r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
                   pct(r["kv_cache_loss"]) if r["baseline"] else "—",
