@@ -237,6 +237,21 @@ def test_equality_falls_back_to_characters_and_says_so(bundle):
     assert s["unit"] == "character" and "not loaded" in s["tokenizer"]
 
 
+A = {"id": "r0", "error": None, "text": "a b", "messages": [{"role": "user", "content": "p"}]}
+
+
+@pytest.mark.parametrize("b, note", [
+    (None, "no baseline response with this id"),
+    ({**A, "error": "HTTP 500: boom"}, "failed request: HTTP 500: boom"),
+    ({**A, "text": None}, "no text in a response"),
+    ({**A, "messages": [{"role": "user", "content": "other"}]}, "different prompts under the same id; not compared"),
+    ({**A, "text": "a c"}, None),                                      # other text: compared, not excused
+])
+def test_why_a_request_pair_is_not_compared(b, note):
+    """One chain of reasons for the report and compare (compare/outputs.py names the missing side its own way)."""
+    assert equality.not_compared(A, b, "no baseline response with this id") == note
+
+
 def test_failed_request_is_not_counted_as_equal(tmp_path):
     run_dir = tmp_path / "r2"
     run_dir.mkdir()
@@ -246,7 +261,7 @@ def test_failed_request_is_not_counted_as_equal(tmp_path):
                  texts={"code": {"a": (None, None, "HTTP 500: boom")}})
     rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
     r = _row(rep.equality, method="ngram", id="a")
-    assert r["equal"] is None and "HTTP 500" in r["note"]
+    assert r["equal"] is None and r["note"] == "failed request: HTTP 500: boom"
     s = _row(rep.equality_summary, method="ngram", task="code")
     assert s["compared"] == 0 and s["equal_rate"] is None
     one = _row(rep.speed, method="ngram", concurrency=1)
