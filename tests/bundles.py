@@ -95,13 +95,27 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                "spec_override": spec_override, "comparable": comparable,
                "server": {"target": "/models/tiny", "root_model": "/nonexistent/tokenizer", "kv_cache_tokens": kv,
                           "model_runner": "V1", "async_scheduling": False, **(server or {})},
-               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []}}
+               "tasks": tasks, "windows": windows, "crosscheck": {"ok": True, "checks": 1, "mismatches": []},
+               "server_contradictions": None}
     if base_method:
         summary["base_method"] = base_method
     if replication:
         summary["replication"] = replication
     (d / "summary.json").write_text(json.dumps(summary))
     return d
+
+
+def tokenizer_folder(folder: Path, words: list[str]) -> Path:
+    """A real tokenizer folder (tokenizer.json + tokenizer_config.json, what AutoTokenizer loads): one token per
+    whitespace-separated word of `words`, [UNK] for any other. Built in well under a second, no model needed."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(["[UNK]", *words]))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(folder)
+    return folder
 
 
 def manifest(run_dir: Path, methods: dict, repeats: int = 3, **extra) -> None:
@@ -111,6 +125,14 @@ def manifest(run_dir: Path, methods: dict, repeats: int = 3, **extra) -> None:
         "workload": {"tasks": ["code", "chat"], "num_prompts": 8, "perf_output_len": 48, "acceptance_max_tokens": 64,
                      "concurrencies": [1, 4], "repeats": repeats},
         "methods": methods, **extra}))
+
+
+def contradict(run_dir: Path, method: str, found: list[str]) -> None:
+    """Mark a written method as measured with --trust-server against a server that contradicted it."""
+    path = run_dir / method / "summary.json"
+    s = json.loads(path.read_text())
+    s["server_contradictions"] = {"found": found, "trusted": True, "after_measuring": False}
+    path.write_text(json.dumps(s))
 
 
 # --- whole runs: a baseline and ngram (tests/compare, tests/results) ---------------------------------------

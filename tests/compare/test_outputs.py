@@ -25,3 +25,12 @@ def test_greedy_outputs_diverge_at_the_right_token(run_a, tmp_path):
     cmp = compare(run_a, b, tok=None)
     s = one(cmp.outputs_summary, method="ngram", task="code")
     assert s["unit"] == "character" and s["first_divergence_min"] == 4 and "not loaded" in s["tokenizer"]
+
+
+def test_a_request_answered_on_one_side_only_or_failed_is_named_not_compared(run_a, tmp_path):
+    texts = {"code": {"r0": (None, None, "HTTP 500: boom"), "r9": ("x y z", "length")}, "chat": TEXTS["chat"]}
+    cmp = compare(run_a, make_run(tmp_path, "failed", texts=texts), tok=WordTokenizer())
+    notes = {r["id"]: (r["same"], r["note"]) for r in cmp.outputs if r["method"] == "ngram" and r["task"] == "code"}
+    assert notes == {"r0": (None, "failed request: HTTP 500: boom"), "r1": (None, "only in A"),
+                     "r9": (None, "only in B")}
+    assert one(cmp.outputs_summary, method="ngram", task="code")["verdict"] == "n/a (no request answered on both sides)"

@@ -6,7 +6,9 @@ import shutil
 
 import pytest
 
-from tests.bundles import TEXTS, make_run, write_method
+from tests.bundles import TEXTS, contradict, make_run, write_method
+
+from specstack.compare import build
 
 from .common import compare, one
 
@@ -86,3 +88,14 @@ def test_another_gpu_recorded_by_the_compose_host_rules_out_speed(run_a, tmp_pat
     assert [d.text() for d in pair.differences] == ["other hardware (gpu=NVIDIA L4 → gpu=NVIDIA H100 80GB HBM3)"]
     assert all(r["verdict"].startswith("not comparable: other hardware") for r in cmp.speed if r["method"] == "ngram")
     assert all(r["verdict"] == "same" for r in cmp.acceptance)
+
+
+def test_a_side_measured_despite_a_contradicting_server_is_noted(run_a, tmp_path):
+    b = make_run(tmp_path, "trusted")
+    found = "asked for ngram with num_speculative_tokens=4 (services/methods.toml), but the server drafts K=2"
+    contradict(b, "ngram", [found])
+    cmp = compare(run_a, b)
+    note = (f"B: ⚠ ngram: measured with --trust-server although the server contradicted the method: {found}. "
+            "Its figures are what that server ran, not what ngram asks for.")
+    assert [n for n in cmp.unmatched if "contradicted" in n] == [note]
+    assert note in build.write(cmp, tmp_path / "out")["md"].read_text()

@@ -15,7 +15,7 @@ from specstack.report import build, equality, render, sections, tables
 from specstack.report import stats as st
 from specstack.results.reader import resolve_run_dir
 
-from tests.bundles import chat_record, manifest, write_method
+from tests.bundles import chat_record, contradict, manifest, write_method
 
 pytestmark = pytest.mark.unit
 
@@ -237,6 +237,21 @@ def test_equality_falls_back_to_characters_and_says_so(bundle):
     assert s["unit"] == "character" and "not loaded" in s["tokenizer"]
 
 
+A = {"id": "r0", "error": None, "text": "a b", "messages": [{"role": "user", "content": "p"}]}
+
+
+@pytest.mark.parametrize("b, note", [
+    (None, "no baseline response with this id"),
+    ({**A, "error": "HTTP 500: boom"}, "failed request: HTTP 500: boom"),
+    ({**A, "text": None}, "no text in a response"),
+    ({**A, "messages": [{"role": "user", "content": "other"}]}, "different prompts under the same id; not compared"),
+    ({**A, "text": "a c"}, None),                                      # other text: compared, not excused
+])
+def test_why_a_request_pair_is_not_compared(b, note):
+    """One chain of reasons for the report and compare (compare/outputs.py names the missing side its own way)."""
+    assert equality.not_compared(A, b, "no baseline response with this id") == note
+
+
 def test_failed_request_is_not_counted_as_equal(tmp_path):
     run_dir = tmp_path / "r2"
     run_dir.mkdir()
@@ -246,7 +261,7 @@ def test_failed_request_is_not_counted_as_equal(tmp_path):
                  texts={"code": {"a": (None, None, "HTTP 500: boom")}})
     rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
     r = _row(rep.equality, method="ngram", id="a")
-    assert r["equal"] is None and "HTTP 500" in r["note"]
+    assert r["equal"] is None and r["note"] == "failed request: HTTP 500: boom"
     s = _row(rep.equality_summary, method="ngram", task="code")
     assert s["compared"] == 0 and s["equal_rate"] is None
     one = _row(rep.speed, method="ngram", concurrency=1)
@@ -552,3 +567,27 @@ def test_an_efficiency_above_the_bound_is_called_a_measurement_problem(tmp_path)
                  acceptance={"chat": ACC})
     r = _row(build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False).speed, method="suffix")
     assert r["efficiency"] == pytest.approx(1.5) and "efficiency above 100 %" in r["note"]
+
+
+K_CONTRADICTION = ("asked for ngram with num_speculative_tokens=4 (services/methods.toml), but the server at "
+                   "http://127.0.0.1:8000 drafts K=2 (vllm:spec_decode_num_accepted_tokens_per_pos has 2 positions)")
+
+
+def test_a_method_measured_despite_a_contradicting_server_is_marked_wherever_it_is_read(bundle):
+    contradict(bundle, "ngram", [K_CONTRADICTION, "a second contradiction"])
+    md = build.write_report(bundle, FixedTokenizers(WordTokenizer())).read_text()
+    warning = (f"⚠ ngram: measured with --trust-server although the server contradicted the method: "
+               f"{K_CONTRADICTION}; a second contradiction. Its figures are what that server ran, not what ngram "
+               "asks for.")
+    lines = md.splitlines()
+    matrix = next(i for i, line in enumerate(lines) if line.startswith("| ngram ⚠ --trust-server | baseline |"))
+    assert lines.index(f"- {warning}") < matrix          # above the verdicts it qualifies
+    cells = [c.strip() for c in lines[matrix].strip("|").split("|")][2:]
+    assert len(cells) == 4 and all(c.endswith("⚠ --trust-server") for c in cells)
+    # every table names it with the mark; the method measured as asked carries none
+    assert sum(line.startswith("| ngram ⚠ --trust-server |") for line in lines) >= 6
+    assert not any("trust-server" in line for line in lines if line.startswith("| draft_model"))
+    methods = pd.read_csv(bundle / "report" / "tables" / "methods.csv").set_index("method")
+    assert methods.loc["ngram", "server_contradictions"] == f"{K_CONTRADICTION}; a second contradiction"
+    assert bool(methods.loc["ngram", "server_contradicted"]) and not methods.loc["draft_model", "server_contradicted"]
+

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from specstack.cli.options import add_tokenizer_option
 from specstack.compare import gate
 from specstack.compare.build import compare, default_out, write
 from specstack.errors import UserError
@@ -45,9 +46,7 @@ def register(sub) -> None:
     p.add_argument("--fail-on", default=None, metavar="METRIC:±X%[,...]",
                    help="exit 1 when a comparable figure moved beyond X %% (e.g. acceptance_length:-2%%,"
                         f"tpot_p50:+5%%); metrics: {', '.join(gate.METRICS)}")
-    p.add_argument("--tokenizer", default=None,
-                   help="tokenizer folder or hub id for the greedy-output comparison (default: the target recorded "
-                        "in run A; characters if it is not on this machine)")
+    add_tokenizer_option(p, "run A")
     p.add_argument("--results", dest="results_dir", type=Path, default=None,
                    help="results folder holding run ids (default: $SPECSTACK_RESULTS or results/)")
     p.set_defaults(func=_cmd_compare)

@@ -33,6 +33,22 @@ def _json_object(text: str) -> dict:
     return value
 
 
+def _tokenizer(text: str) -> str:
+    """A folder named by --tokenizer must be on this machine: the user asked for tokens, so a typo is refused
+    instead of falling back to characters. A hub id is tried when the table is built (its failure is shown)."""
+    if text.startswith(("/", ".", "~")) and not Path(text).expanduser().is_dir():
+        raise argparse.ArgumentTypeError(f"no folder {text} on this machine; pass a tokenizer folder that exists "
+                                         "here (one holding tokenizer.json) or a hub id")
+    return text
+
+
+def add_tokenizer_option(p: argparse.ArgumentParser, recorded: str) -> None:
+    """--tokenizer of report and compare: what counts the greedy outputs' first diverging token."""
+    p.add_argument("--tokenizer", type=_tokenizer, default=None, metavar="PATH_OR_HUB_ID",
+                   help=f"tokenizer folder or hub id for the greedy-output comparison (default: the target recorded "
+                        f"in {recorded}; characters if it is not on this machine, e.g. a bundle from another host)")
+
+
 def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:
     """The options of a method run (run, sweep, sweep-k). sweep-k adds its own --k (a list of K)."""
     p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp)")

@@ -5,13 +5,14 @@ import argparse
 import json
 from pathlib import Path
 
+from specstack.cli.options import add_tokenizer_option
 from specstack.report.build import write_report
 from specstack.results.reader import REPORT_DIR, resolve_run_dir
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     run_dir = resolve_run_dir(args.run, args.results_dir)
-    md = write_report(run_dir)
+    md = write_report(run_dir, tokenizer=args.tokenizer)
     print(json.dumps({"report_md": str(md), "report_html": str(run_dir / "report.html"),
                       "tables": str(run_dir / REPORT_DIR / "tables"), "plots": str(run_dir / REPORT_DIR)}))
     return 0
@@ -20,6 +21,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("report", help="write report.md/.html, plots and tidy tables for a finished run")
     p.add_argument("run", metavar="RUN_DIR_OR_ID", help="a run folder, or a run id under --results")
+    add_tokenizer_option(p, "the bundle")
     p.add_argument("--results", dest="results_dir", type=Path, default=None,
                    help="results folder holding run ids (default: $SPECSTACK_RESULTS or results/)")
     p.set_defaults(func=_cmd_report)

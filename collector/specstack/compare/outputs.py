@@ -6,7 +6,7 @@ from __future__ import annotations
 from specstack.compare.pairing import OUTPUTS, Pair
 from specstack.report import stats as st
 from specstack.report.acceptance import acceptance_records
-from specstack.report.equality import Tokenizers, compare_texts, tokenizer_path
+from specstack.report.equality import Tokenizers, compare_texts, load_tokenizer, not_compared, tokenizer_path
 
 
 def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,
@@ -17,11 +17,10 @@ def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,
     for pair in pairs:
         blocked = pair.not_comparable(OUTPUTS)
         path = tokenizer or tokenizer_path(pair.a) or tokenizer_path(pair.b)
-        tok, why = tokenizers.get(path)
-        unit = "token" if tok is not None else "character"
+        tok, unit, used = load_tokenizer(tokenizers, path)
         s = {"method": pair.method, "label": pair.label, "task": pair.task, "requests_a": 0, "requests_b": 0,
-             "compared": 0, "same": 0, "first_divergence_min": None, "unit": unit,
-             "tokenizer": path if tok is not None else f"not loaded ({why}); character index", "verdict": None}
+             "compared": 0, "same": 0, "first_divergence_min": None, "unit": unit, "tokenizer": used,
+             "verdict": None}
         ra, rb = acceptance_records(pair.a, pair.task), acceptance_records(pair.b, pair.task)
         s["requests_a"], s["requests_b"] = len(ra), len(rb)
         if blocked:
@@ -35,16 +34,8 @@ def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,
             row = {"method": pair.method, "task": pair.task, "id": a["id"], "same": None,
                    "first_token_divergence": None, "first_char_divergence": None, "unit": unit,
                    "finish_reason_a": a["finish_reason"], "finish_reason_b": b["finish_reason"] if b else None,
-                   "note": None}
-            if b is None:
-                row["note"] = "only in A"
-            elif a["error"] or b["error"]:
-                row["note"] = "failed request: " + "; ".join(x for x in (a["error"], b["error"]) if x)
-            elif a["text"] is None or b["text"] is None:
-                row["note"] = "no text in a response"
-            elif a["messages"] != b["messages"]:
-                row["note"] = "different prompts under the same id; not compared"
-            else:
+                   "note": not_compared(a, b, "only in A")}
+            if row["note"] is None:
                 out = compare_texts(a["text"], b["text"], tok)
                 row.update(same=out["equal"], first_token_divergence=out["first_token_divergence"],
                            first_char_divergence=out["first_char_divergence"])

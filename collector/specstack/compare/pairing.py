@@ -173,6 +173,7 @@ def unmatched(run_a: RunData, run_b: RunData) -> list[str]:
         for name in sorted(failed):
             notes.append(f"{name}: failed in {side} (no figures)")
         notes += [f"{side}: {w}" for w in run.warnings]
+        notes += [f"{side}: {md.contradiction_warning}" for md in run.methods.values() if md.contradiction_warning]
     for name in sorted(set(run_a.methods) & set(run_b.methods)):
         ta, tb = set(run_a.methods[name].tasks), set(run_b.methods[name].tasks)
         notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)]

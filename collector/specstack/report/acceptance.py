@@ -52,6 +52,7 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
             records = acceptance_records(md, task)
             rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
                          "k": md.k, "comparable": md.comparable,
+                         "server_contradicted": bool(md.server_contradictions),
                          "acceptance_rate": None if no_drafts else f.get("acceptance_rate"),
                          "mean_acceptance_length": None if no_drafts else f.get("mean_acceptance_length"),
                          "no_accept_share": None if no_drafts else f.get("no_accept_share"),

@@ -61,7 +61,8 @@ def method_rows(run: RunData) -> list[dict]:
         base = run.methods.get(md.baseline or "")
         base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
         rows.append({"method": md.name, "label": md.display_name, "status": "ok", "baseline": md.baseline,
-                     "comparable": md.comparable,
+                     "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
+                     "server_contradictions": "; ".join(md.server_contradictions) or None,
                      "k": md.k, "speculative_config": json.dumps(md.summary.get("speculative_config"), sort_keys=True)
                      if md.speculative else None,
                      "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
@@ -76,7 +77,8 @@ def method_rows(run: RunData) -> list[dict]:
     for f in run.failed:
         rows.append({"method": f.name, "label": f.name,
                      "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
-                     "baseline": None, "comparable": None, "k": None, "speculative_config": None,
+                     "baseline": None, "comparable": None, "server_contradicted": None,
+                     "server_contradictions": None, "k": None, "speculative_config": None,
                      "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
                      "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
                      "prometheus_view": None, "error": f.error,
@@ -84,12 +86,15 @@ def method_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True) -> Report:
+def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,
+          tokenizer: str | None = None) -> Report:
+    """Every table and plot of the report. `tokenizer` (folder or hub id) replaces the target recorded in the
+    summaries for output equality."""
     run = load_run(run_dir)
     cells = [c for md in run.methods.values() for t in run.tasks for c in bench_cells(md, t)]
     speed = speed_rows(run)
     acc, positions, hist = acceptance_rows(run)
-    eq, eq_summary = equality_rows(run, tokenizers)
+    eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
                     ksweep=ksweep_rows(run, speed))
@@ -113,11 +118,11 @@ def _prometheus_view(summary: dict) -> str | None:
     return "MISSING for " + ", ".join(f"{t} ({r})" for t, r in missing.items()) + "; direct diff stands"
 
 
-def write_report(run_dir: Path, tokenizers: Tokenizers | None = None) -> Path:
+def write_report(run_dir: Path, tokenizers: Tokenizers | None = None, tokenizer: str | None = None) -> Path:
     """Write report.md, report.html, report/*.png and report/tables/*.csv|parquet into the run folder.
     Returns the path of report.md."""
     run_dir = Path(run_dir)
-    rep = build(run_dir, tokenizers)
+    rep = build(run_dir, tokenizers, tokenizer=tokenizer)
     for name, data in rep.plots.items():
         atomic_write_bytes(run_dir / name, data)
     for name, rows in rep.tables().items():

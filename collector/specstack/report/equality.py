@@ -29,6 +29,28 @@ class Tokenizers:
         return self._cache[path]
 
 
+def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[object | None, str, str]:
+    """(tokenizer or None, the unit divergence indices count in, how a table names what was used)."""
+    tok, why = tokenizers.get(path)
+    if tok is None:
+        return None, "character", f"not loaded ({why}); character index"
+    return tok, "token", path
+
+
+def not_compared(a: dict, b: dict | None, missing: str) -> str | None:
+    """Why two acceptance records of one request id are not compared (None: they are). `missing` says which
+    side lacks the id, in the caller's words (the baseline, run B)."""
+    if b is None:
+        return missing
+    if a["error"] or b["error"]:
+        return "failed request: " + "; ".join(x for x in (a["error"], b["error"]) if x)
+    if a["text"] is None or b["text"] is None:
+        return "no text in a response"
+    if a["messages"] != b["messages"]:
+        return "different prompts under the same id; not compared"
+    return None
+
+
 def tokenizer_path(md: MethodData) -> str | None:
     server = md.summary.get("server") or {}
     return server.get("root_model") or server.get("target")
@@ -45,7 +67,10 @@ def compare_texts(a: str, b: str, tokenizer=None) -> dict:
     return out
 
 
-def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[list[dict], list[dict]]:
+def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
+                  tokenizer: str | None = None) -> tuple[list[dict], list[dict]]:
+    """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
+    moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()
     rows, summary = [], []
     for md in run.methods.values():
@@ -56,7 +81,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[l
             if task not in md.tasks:
                 continue
             s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                 "comparable": md.comparable,
+                 "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
                  "requests": 0, "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
                  "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
                  "note": None}
@@ -64,10 +89,8 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[l
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
                 continue
-            tok_path = tokenizer_path(base) or tokenizer_path(md)
-            tok, tok_error = tokenizers.get(tok_path)
-            s["unit"] = "token" if tok is not None else "character"
-            s["tokenizer"] = tok_path if tok is not None else f"not loaded ({tok_error}); character index"
+            tok_path = tokenizer or tokenizer_path(base) or tokenizer_path(md)
+            tok, s["unit"], s["tokenizer"] = load_tokenizer(tokenizers, tok_path)
             theirs = {r["id"]: r for r in acceptance_records(base, task)}
             divergences = []
             for a in acceptance_records(md, task):
@@ -79,16 +102,8 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None) -> tuple[l
                        "baseline_finish_reason": b["finish_reason"] if b else None,
                        "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
                        "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
-                       "note": None}
-                if b is None:
-                    row["note"] = "no baseline response with this id"
-                elif a["error"] or b["error"]:
-                    row["note"] = "request failed: " + "; ".join(x for x in (a["error"], b["error"]) if x)
-                elif a["text"] is None or b["text"] is None:
-                    row["note"] = "no text in a response"
-                elif a["messages"] != b["messages"]:
-                    row["note"] = "different prompts under the same id; not compared"
-                else:
+                       "note": not_compared(a, b, "no baseline response with this id")}
+                if row["note"] is None:
                     row.update(compare_texts(a["text"], b["text"], tok))
                     s["compared"] += 1
                     s["equal"] += row["equal"]

@@ -74,7 +74,7 @@ def methods_table(rep: Report) -> list[tuple]:
     out.append(("h2", "Methods"))
     out.append(("table", ["method", "status", "vs", "K", "speculative config", "override", "runner", "async sched.",
                           "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
-                [[r["label"] + ("" if r["comparable"] in (True, None) else " ⚠ not comparable"), r["status"],
+                [[_label(r), r["status"],
                   r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
                   r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
                   pct(r["kv_cache_loss"]) if r["baseline"] else "—",
@@ -220,8 +220,11 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
                     [[_label(r), r["baseline"], r["compared"], r["equal"], pct(r["equal_rate"]),
                       r["finish_reason_differs"],
                       f"{num(r.get('first_divergence_min'), 0)} / {num(r.get('first_divergence_median'), 1)}",
-                      r["unit"] or "n/a", r["note"] or (r["tokenizer"] if r["unit"] == "character" else "")]
+                      r["unit"] or "n/a", r["note"] or ""]
                      for r in eqs]))
+        tok = sorted({r["tokenizer"] for r in eqs if r["tokenizer"]})
+        if tok:   # which tokenizer the indices count in (--tokenizer, or the target the bundle recorded)
+            out.append(("p", "Tokenizer: " + "; ".join(tok)))
         diffs = [r for r in rep.equality if r["task"] == task and r["equal"] is not True]
         if diffs:
             out.append(("p", "Requests whose output differs from the baseline's (all others are identical):"))
@@ -327,7 +330,8 @@ def how_to_read(rep: Report) -> list[tuple]:
         "Output equality compares the acceptance phase's greedy outputs (no stop strings: EOS or max_tokens), "
         "never the fixed-length "
         "perf outputs. The first diverging index is in target-tokenizer tokens (both texts re-tokenized) unless "
-        "the unit column says character (the tokenizer could not be loaded).",
+        "the unit column says character (the tokenizer could not be loaded: for a bundle from another machine "
+        "pass --tokenizer PATH_OR_HUB_ID); the line below each equality table names the tokenizer used.",
         "⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "
         "distribution; its speed is a stress figure, not a result.",
     ]))

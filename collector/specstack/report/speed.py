@@ -187,6 +187,7 @@ def _cell_row(md: MethodData, base: MethodData | None, task: str, c: int, cells:
     ok, bok = _ok(cells), _ok(base_cells)
     row = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task, "concurrency": c,
            "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
+           "server_contradicted": bool(md.server_contradictions),
            "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(cells) - len(ok),
            "output_throughput": st.median(_vals(ok, "output_throughput")),
            "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
@@ -312,7 +313,7 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
-                     "comparable": mine[0]["comparable"],
+                     "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
                      "tpot_text": tpot["text"], "throughput_kind": tput["kind"],
                      "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"]})

@@ -12,8 +12,20 @@ if TYPE_CHECKING:
     from specstack.report.build import Report
 
 
+# The marks a method's name carries in every table, and what each means (the verdict legend).
+TRUSTED = " ⚠ --trust-server"
+MARKS = {
+    "not comparable": "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result.",
+    "trust-server": "⚠ --trust-server: the attached server contradicted the method asked for (the warning above "
+                    "names how) and was measured anyway; the figures are that server's configuration, not the "
+                    "method's.",
+}
+
+
 def label(row: dict) -> str:
-    return (row.get("label") or row["method"]) + ("" if row.get("comparable", True) else " ⚠ not comparable")
+    """The method's name with its marks; a failed method (comparable None) has none."""
+    return ((row.get("label") or row["method"]) + (" ⚠ not comparable" if row.get("comparable") is False else "")
+            + (TRUSTED if row.get("server_contradicted") else ""))
 
 
 VERDICT_WORDS = {
@@ -39,6 +51,8 @@ def _verdict_cell(r: dict) -> str:
         text += " ⚠ single measurement"
     elif r["stability"] == "unstable":
         text += " ⚠ unstable repeats"
+    if r.get("server_contradicted"):   # on every cell, not only the row's name: a verdict is read on its own
+        text += TRUSTED
     if r.get("host_busy"):
         loads = [v for v in (r.get("host_load_per_core"), r.get("baseline_host_load_per_core")) if v is not None]
         text += f" ⚠ busy host (load {max(loads):.2f} per core)"
@@ -53,6 +67,12 @@ def _failed(rep: Report) -> list[str]:
     return out
 
 
+def _contradicted(rep: Report) -> list[tuple]:
+    """Above the matrix, bold: the verdicts of these methods are about the configuration the attached server ran."""
+    lines = [md.contradiction_warning for md in rep.run.methods.values() if md.contradiction_warning]
+    return [("p", "**Measured despite a contradicting server** (--trust-server):"), ("ul", lines)] if lines else []
+
+
 def verdict(rep: Report) -> list[tuple]:
     """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
     run = rep.run
@@ -61,6 +81,7 @@ def verdict(rep: Report) -> list[tuple]:
     if failed:
         out.append(("p", "**Failed runs** (reported, never used as data):"))
         out.append(("ul", failed))
+    out += _contradicted(rep)
     spec = [r for r in rep.speed if r["role"] == "spec"]
     order = {t: i for i, t in enumerate(run.tasks)}
     columns = sorted({(r["task"], r["concurrency"]) for r in spec},
@@ -88,7 +109,7 @@ def verdict(rep: Report) -> list[tuple]:
             f"⚠ busy host: the 1-minute load per core at a bench window of the cell (method or baseline) exceeded "
             f"{st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the cell was measured on a shared "
             "machine (the speed table shows the load).",
-            "⚠ not comparable: synthetic rejection sampling, a stress figure, never a result.",
+            *MARKS.values(),
             "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
             "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))
     if run.warnings:

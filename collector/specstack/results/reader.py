@@ -130,6 +130,22 @@ class MethodData:
         return self.summary.get("comparable", True) is not False
 
     @property
+    def server_contradictions(self) -> list[str]:
+        """What an attached server showed against the method asked for, in a run measured anyway
+        (--trust-server, runs/method_run.py); [] for every other run."""
+        return list((self.summary.get("server_contradictions") or {}).get("found") or [])
+
+    @property
+    def contradiction_warning(self) -> str | None:
+        """The one line report and compare show for such a run: its figures are the server's, not the method's."""
+        found = self.server_contradictions
+        if not found:
+            return None
+        how = "with --trust-server " if self.summary["server_contradictions"].get("trusted") else ""
+        return (f"⚠ {self.display_name}: measured {how}although the server contradicted the method: "
+                f"{'; '.join(found)}. Its figures are what that server ran, not what {self.name} asks for.")
+
+    @property
     def k(self) -> int | None:
         return (self.summary.get("speculative_config") or {}).get("num_speculative_tokens")
 
