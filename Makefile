@@ -37,6 +37,12 @@ compare: venv
 	@test -n "$(A)" -a -n "$(B)" || { echo "make compare needs A=<run folder or id> B=<run folder or id>"; exit 2; }
 	$(SPECSTACK) compare "$(A)" "$(B)" $(if $(FAIL_ON),--fail-on "$(FAIL_ON)")
 
+## make reproduce RUN=results/<run> [ALLOW_DRIFT=1]: the recorded run again on this machine, compared with it
+.PHONY: reproduce
+reproduce: venv
+	@test -n "$(RUN)" || { echo "make reproduce needs RUN=<run folder or id>"; exit 2; }
+	$(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift)
+
 ## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
 .PHONY: dashboards dashboards-check
 dashboards: venv

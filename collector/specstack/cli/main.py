@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from specstack.cli import archive, compare, demo, preflight, report, run, sweep_k, tiny_models, workloads
+from specstack.cli import (archive, compare, demo, preflight, report, reproduce, run, sweep_k, tiny_models,
+                           workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -21,6 +22,7 @@ COMMANDS = (
     preflight,    # preflight
     report,       # report
     compare,      # compare
+    reproduce,    # reproduce
     archive,      # pack, verify
     sweep_k,      # sweep-k
     host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)

@@ -27,8 +27,9 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
+from specstack.runs import recipe
 from specstack.runs.options import Options, load_tasks, plan_for
-from specstack.server import model_checks, model_source, observed, preflight, provenance
+from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
                                       vllm_executable)
 
@@ -140,7 +141,8 @@ class MethodRun:
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
-                                  "sessions": opts.sessions})
+                                  "sessions": opts.sessions},
+                        recipe=recipe.record(opts, run_dir), locks=provenance.lock_hashes(REPO))
 
     def _new_summary(self) -> dict:
         """`speculative_config` is the config the figures come from: the plan's when specstack started the
@@ -341,7 +343,9 @@ class MethodRun:
                 else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
-                "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None}
+                "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None,
+                # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
+                "models": model_identity.of_plan(self.plan) if self.opts.runtime == "native" else None}
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
             log = log or self.run_dir / "host-provenance" / f"{self.plan['method']}.server.log"

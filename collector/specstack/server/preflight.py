@@ -217,7 +217,7 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else str(text)
 
 
-def _model_refs(plan: dict) -> list[tuple[str, str, str | None]]:
+def model_refs(plan: dict) -> list[tuple[str, str, str | None]]:
     """(role, model, revision) of every checkpoint the server reads."""
     flags = plan["flags"]
     refs = [("target", plan["target"], flags.get("revision"))]
@@ -281,7 +281,7 @@ def _hf_offline(offline: bool = True):
 def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
     missing_local = []
     not_cached = []
-    for role, model, revision in _model_refs(plan):
+    for role, model, revision in model_refs(plan):
         on_disk, where = _config_on_disk(model, revision)
         if on_disk:
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import platform
 import re
 import subprocess
@@ -89,8 +90,11 @@ def log_facts(log_text: str) -> dict:
 
 
 def packages() -> list[str]:
-    return sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
-                  if d.metadata["Name"])
+    """The installed distributions. Copies vendored inside another package (setuptools/_vendor) are left out:
+    they appear only once that package put its folder on sys.path, so the list would depend on what the
+    process happened to import (reproduce compares these lists)."""
+    return sorted({f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
+                   if d.metadata["Name"] and "_vendor" not in Path(str(d.locate_file(""))).parts})
 
 
 def git_commit(repo: Path) -> str | None:
@@ -106,7 +110,25 @@ def git_commit(repo: Path) -> str | None:
 
 def host() -> dict:
     return {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
-            "processor": platform.processor() or None}
+            "processor": platform.processor() or None, "cpu_model": cpu_model(), "cores": len(os.sched_getaffinity(0))}
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (platform.processor() is empty on most Linux hosts)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def lock_hashes(repo: Path) -> dict[str, str]:
+    """sha256 of the Python locks the venv was built from (collector/requirements*.lock), by path in the repo;
+    empty where the checkout is not at hand (inside the collector image)."""
+    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((Path(repo) / "collector").glob("requirements*.lock"))}
 
 
 def server_version(base_url: str) -> str | None:

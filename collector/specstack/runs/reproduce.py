@@ -1,0 +1,186 @@
+"""`specstack reproduce RUN`: the recorded run again, on this machine, then compared with the original.
+
+1. The recipe (runs/recipe.py) and every method's summary give each method's Options: method, K and overrides,
+   folder, session, workload.
+2. The original's inputs are checked against the sha256 its manifest recorded and copied into the new run:
+   the reproduction measures the very same prompts (never regenerated).
+3. The environment is compared with the recorded one (runs/drift.py); any difference stops here, listed,
+   unless --allow-drift (the reproduction's manifest then records what differed).
+4. The methods run one after another (the sweep loop), then `compare` original → reproduction, and the figures
+   are judged by what each can be expected to do on the same machine (docs/reproduce.md):
+   exact by design (greedy acceptance sums, per-position counts, histogram, greedy outputs, the bench's
+   acceptance length at concurrency 1) must be identical; bench speed within a tolerance.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specstack.compare.build import Comparison, compare, default_out, write
+from specstack.config.workloads import sha256
+from specstack.errors import UserError
+from specstack.results.bundle import update_manifest
+from specstack.results.files import atomic_write_json
+from specstack.results.reader import read_manifest, read_summary
+from specstack.runs import drift, recipe
+from specstack.runs.options import Options
+from specstack.runs.sweep import run_all
+
+# Measured on this project's CPU machines (docs/reproduce.md): bench throughput and latency medians of a
+# same-machine reproduction moved by up to ~N %; the default leaves room for that and no more.
+SPEED_TOLERANCE = 0.15
+# Bench cells whose spec-decode counts are deterministic: one request at a time, greedy, the same prompts.
+EXACT_BENCH_CONCURRENCY = 1
+
+
+@dataclass
+class Plan:
+    original: Path
+    manifest: dict
+    recipe: dict
+    not_recorded: list[str]
+    entries: list[tuple[str, Options]]
+    summaries: dict[str, dict]
+    skipped: list[str] = field(default_factory=list)   # methods of the original not reproduced, with why
+
+
+def plan(original: Path, *, run_id: str, results_dir: Path, methods: list[str] | None = None,
+         models_dir: str | None = None, port: int | None = None) -> Plan:
+    manifest = read_manifest(original)
+    rec, missing = recipe.from_manifest(manifest)
+    if rec.get("runtime", "native") != "native":
+        raise UserError(f"{original.name} measured a server specstack did not start (runtime "
+                        f"{rec.get('runtime')!r}); reproduce re-runs native runs only. Re-run a compose run with "
+                        "`make sweep` and compare the two runs with `specstack compare`")
+    base = recipe.options(rec, run_id=run_id, results_dir=results_dir, run_dir=original,
+                          models_dir=models_dir, port=port)
+    entries, summaries, skipped = [], {}, []
+    for name, entry in (manifest.get("methods") or {}).items():
+        if methods is not None and name not in methods:
+            continue
+        folder = entry.get("dir") or name
+        summary = read_summary(original / folder) if entry.get("status") == "ok" else None
+        if summary is None or summary.get("status") != "ok":
+            skipped.append(f"{name}: failed in the original (no figures to compare with)")
+            continue
+        entries.append((name, recipe.method_options(base, name, summary)))
+        summaries[name] = summary
+    unknown = sorted(set(methods or []) - set(manifest.get("methods") or {}))
+    if unknown:
+        raise UserError(f"--methods names {', '.join(unknown)}, not in {original.name} "
+                        f"(it has {', '.join(manifest.get('methods') or {}) or 'no methods'})")
+    if not entries:
+        raise UserError(f"{original.name} has no successful method to reproduce")
+    return Plan(original, manifest, rec, missing, entries, summaries, skipped)
+
+
+def copy_inputs(p: Plan, run_dir: Path) -> None:
+    """Every recorded input, checked by sha256; the run's own inputs/ copied into the new run (workload files
+    outside it are used where they are)."""
+    for rel, digest in (p.manifest.get("inputs") or {}).items():
+        path = recipe.resolve_file(rel, p.original)
+        if not path.exists():
+            raise UserError(f"input {path} of {p.original.name} is not on this machine; put the file (sha256 "
+                            f"{digest[:12]}…) back there to reproduce the run")
+        if sha256(path) != digest:
+            raise UserError(f"input {path} changed since {p.original.name} was run (sha256 {sha256(path)[:12]}… "
+                            f"≠ recorded {digest[:12]}…); restore it: a run on other inputs is not a reproduction")
+    inputs = p.original / "inputs"
+    if inputs.is_dir():
+        shutil.copytree(inputs, run_dir / "inputs", dirs_exist_ok=True)
+    # the built-in tasks' files as the reproduction's workload files: the very bytes the original measured
+    built_in = {t: (run_dir / "inputs" / f"{t}.perf.jsonl", run_dir / "inputs" / f"{t}.acceptance.jsonl")
+                for t in p.entries[0][1].tasks if t not in p.entries[0][1].workload_files}
+    missing = [str(f.relative_to(run_dir)) for pair in built_in.values() for f in pair if not f.exists()]
+    if missing:
+        raise UserError(f"{p.original.name}/inputs lacks {', '.join(missing)}; the bundle is incomplete "
+                        "(`specstack verify` names what changed)")
+    p.entries = [(name, _with_files(o, built_in)) for name, o in p.entries]
+
+
+def _with_files(opts: Options, built_in: dict) -> Options:
+    return dataclasses.replace(opts, workload_files={**built_in, **opts.workload_files})
+
+
+def drifts(p: Plan, env: drift.Environment | None = None) -> tuple[list[drift.Drift], list[str]]:
+    env = env or drift.Environment.here()
+    first = next(iter(p.entries))[0]
+    packages = p.original / (p.manifest["methods"][first].get("dir") or first) / "provenance" / "packages.txt"
+    found, unknown = drift.environment(p.manifest, packages.read_text().splitlines() if packages.exists() else None,
+                                       env)
+    for name, opts in p.entries:
+        d, u = drift.method(name, p.summaries[name], opts)
+        found += d
+        unknown += u
+    return found, unknown
+
+
+def _where(r: dict) -> str:
+    return " ".join(str(x) for x in (r["method"], r["task"], f"c={r['concurrency']}" if "concurrency" in r else None,
+                                     r["figure"], r.get("position")) if x is not None)
+
+
+def judge(cmp: Comparison, tolerance: float = SPEED_TOLERANCE) -> dict:
+    """Each compared figure against what it can be expected to do on the same machine: exact-by-design figures
+    identical, bench speed within `tolerance` (relative change of the median). Not comparable counts as not
+    reproduced, with the comparison's reason."""
+    exact, speed = [], []
+    for r in cmp.acceptance + cmp.positions + cmp.histogram:
+        ok = r["verdict"] == "same" or r["verdict"].startswith("n/a")
+        exact.append({"figure": _where(r), "a": r["a"], "b": r["b"], "ok": ok, "verdict": r["verdict"]})
+    for s in cmp.outputs_summary:
+        exact.append({"figure": f"{s['method']} {s['task']} greedy outputs", "a": s["requests_a"],
+                      "b": s["requests_b"], "ok": s["verdict"] == "same", "verdict": s["verdict"]})
+    for r in cmp.speed:
+        if r["figure"] == "bench_acceptance_length" and r["concurrency"] == EXACT_BENCH_CONCURRENCY:
+            ok = r["comparable"] and r["a"] == r["b"]
+            exact.append({"figure": _where(r), "a": r["a"], "b": r["b"], "ok": ok,
+                          "verdict": "same" if ok else r["verdict"] if not r["comparable"] else "changed"})
+            continue
+        if not r["comparable"] or r["relative"] is None:
+            speed.append({"figure": _where(r), "a": r["a"], "b": r["b"], "change": None, "ok": False,
+                          "verdict": r["verdict"]})
+            continue
+        ok = abs(r["relative"]) <= tolerance
+        speed.append({"figure": _where(r), "a": r["a"], "b": r["b"], "change": r["relative"], "ok": ok,
+                      "verdict": f"within ±{100 * tolerance:g} %" if ok else
+                      f"moved {100 * r['relative']:+.1f} % (beyond ±{100 * tolerance:g} %)"})
+    missing = [n for n in cmp.unmatched if "only in A" in n or "failed in B" in n]
+    return {"exact": exact, "speed": speed, "tolerance": tolerance, "missing": missing,
+            "exact_ok": bool(exact) and all(r["ok"] for r in exact),
+            "speed_ok": all(r["ok"] for r in speed),
+            "reproduced": bool(exact) and all(r["ok"] for r in exact + speed) and not missing}
+
+
+def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
+        env: drift.Environment | None = None) -> dict:
+    """Check, run, compare, judge. Refuses (UserError) before anything starts when the environment drifted."""
+    found, unknown = drifts(p, env)
+    if found and not allow_drift:
+        raise UserError(f"this machine differs from the one {p.original.name} ran on:\n  - "
+                        + "\n  - ".join(d.text() for d in found)
+                        + "\nrestore the recorded environment, or pass --allow-drift to run anyway (the "
+                          "differences are recorded in the reproduction's manifest)")
+    opts = p.entries[0][1]
+    run_dir = Path(opts.results_dir) / opts.run_id
+    if (run_dir / "manifest.json").exists():
+        raise UserError(f"{run_dir} exists; pick a new --run-id (a reproduction never writes into another run)")
+    run_dir.mkdir(parents=True)
+    copy_inputs(p, run_dir)
+    update_manifest(run_dir, reproduction_of={
+        "run_id": p.manifest.get("run_id") or p.original.name, "folder": p.original.name,
+        "drift": [d.to_dict() for d in found], "drift_allowed": bool(found), "not_checked": unknown,
+        "not_recorded": p.not_recorded, "skipped": p.skipped, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    summaries = run_all(opts, p.entries)
+    cmp = compare(p.original, run_dir)
+    out = default_out(p.original, run_dir)
+    files = write(cmp, out)
+    verdict = {"original": p.original.name, "reproduction": run_dir.name, "drift": [d.to_dict() for d in found],
+               "not_checked": unknown, "skipped": p.skipped,
+               "failed": [s["method"] for s in summaries if s["status"] != "ok"], **judge(cmp, tolerance)}
+    verdict["reproduced"] = verdict["reproduced"] and not verdict["failed"]
+    files["verdict"] = atomic_write_json(out / "reproduce.json", verdict)
+    return {"verdict": verdict, "files": files, "run_dir": run_dir}

@@ -1,0 +1,111 @@
+"""`specstack reproduce` without a server: what it plans from a bundle, what it refuses, and how it judges a
+comparison (the real re-run: tests/integration/test_reproduce.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from specstack.compare.build import compare
+from specstack.errors import UserError
+from specstack.runs import drift, reproduce
+
+from tests.bundles import make_run, perturb
+
+pytestmark = pytest.mark.unit
+
+
+def _with_inputs(run):
+    """make_run's manifest names inputs by a made-up sha256: write real files and record theirs."""
+    from specstack.config.workloads import sha256
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "inputs").mkdir()
+    manifest["inputs"] = {}
+    for rel in [f"inputs/{t}.{k}.jsonl" for t in ("code", "chat") for k in ("perf", "acceptance")]:
+        (run / rel).write_text(f'{{"prompt": "{rel}"}}\n')
+        manifest["inputs"][rel] = sha256(run / rel)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_a_run_plans_one_entry_per_successful_method_in_run_order(tmp_path):
+    run = make_run(tmp_path, "orig")
+    p = reproduce.plan(run, run_id="again", results_dir=tmp_path)
+    assert [n for n, _ in p.entries] == ["baseline", "ngram"]
+    ngram = dict(p.entries)["ngram"]
+    assert (ngram.method, ngram.run_id, ngram.tasks, ngram.concurrencies, ngram.repeats) == \
+        ("ngram", "again", ("code", "chat"), (1, 4), 3)
+    assert "warmup_requests" in p.not_recorded   # make_run writes a manifest without a recipe
+    assert [n for n, _ in reproduce.plan(run, run_id="a", results_dir=tmp_path, methods=["ngram"]).entries] == \
+        ["ngram"]
+    with pytest.raises(UserError, match="--methods names eagle3, not in orig"):
+        reproduce.plan(run, run_id="a", results_dir=tmp_path, methods=["eagle3"])
+
+
+def test_a_failed_method_is_skipped_with_why_and_an_attached_run_is_refused(tmp_path):
+    run = make_run(tmp_path, "orig")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["methods"]["suffix"] = {"status": "failed", "dir": "suffix.failed-1", "error": "boom"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert reproduce.plan(run, run_id="a", results_dir=tmp_path).skipped == \
+        ["suffix: failed in the original (no figures to compare with)"]
+    manifest["recipe"] = {"runtime": "url", "url": "http://127.0.0.1:9"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="runtime 'url'.*native runs only"):
+        reproduce.plan(run, run_id="a", results_dir=tmp_path)
+
+
+def test_inputs_are_checked_by_sha256_and_copied(tmp_path):
+    run = _with_inputs(make_run(tmp_path, "orig"))
+    p = reproduce.plan(run, run_id="again", results_dir=tmp_path)
+    new = tmp_path / "again"
+    reproduce.copy_inputs(p, new)
+    assert (new / "inputs" / "code.perf.jsonl").read_bytes() == (run / "inputs" / "code.perf.jsonl").read_bytes()
+    assert dict(p.entries)["ngram"].workload_files["code"] == (new / "inputs" / "code.perf.jsonl",
+                                                              new / "inputs" / "code.acceptance.jsonl")
+    (run / "inputs" / "chat.perf.jsonl").write_text('{"prompt": "edited"}\n')
+    with pytest.raises(UserError, match="chat.perf.jsonl changed since orig was run"):
+        reproduce.copy_inputs(reproduce.plan(run, run_id="b", results_dir=tmp_path), tmp_path / "b")
+    (run / "inputs" / "chat.perf.jsonl").unlink()
+    with pytest.raises(UserError, match="chat.perf.jsonl of orig is not on this machine"):
+        reproduce.copy_inputs(reproduce.plan(run, run_id="c", results_dir=tmp_path), tmp_path / "c")
+
+
+def test_drift_refuses_before_any_folder_is_written(tmp_path):
+    run = _with_inputs(make_run(tmp_path, "orig"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["git_commit"] = "0" * 40
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    p = reproduce.plan(run, run_id="again", results_dir=tmp_path)
+    here = drift.Environment(commit="1" * 40, locks={}, packages=[], host={"machine": "x86_64"})
+    with pytest.raises(UserError, match=r"specstack commit: 0{40} \(recorded\) → 1{40} \(here\)[\s\S]*--allow-drift"):
+        reproduce.run(p, allow_drift=False, env=here)
+    assert not (tmp_path / "again").exists()
+
+
+def test_an_identical_run_is_judged_reproduced(tmp_path):
+    run = make_run(tmp_path, "orig")
+    shutil.copytree(run, tmp_path / "copy")
+    v = reproduce.judge(compare(run, tmp_path / "copy", with_plots=False))
+    assert v["reproduced"] and v["exact_ok"] and v["speed_ok"]
+    exact = [r["figure"] for r in v["exact"]]
+    assert "ngram code acceptance_length" in exact and "ngram code greedy outputs" in exact
+    assert "ngram code c=1 bench_acceptance_length" in exact          # c=1: exact by design
+    assert "ngram code c=4 bench_acceptance_length" in [r["figure"] for r in v["speed"]]   # batched: noisy
+
+
+def test_changed_acceptance_counts_are_not_a_reproduction(tmp_path):
+    run = make_run(tmp_path, "orig")
+    v = reproduce.judge(compare(run, perturb(run, tmp_path / "perturbed", factor=0.8), with_plots=False))
+    assert not v["reproduced"] and not v["exact_ok"] and v["speed_ok"]
+    assert any(r["figure"] == "ngram code acceptance_length" and not r["ok"] for r in v["exact"])
+
+
+def test_speed_beyond_the_tolerance_is_named_with_its_change(tmp_path):
+    a, b = make_run(tmp_path, "a"), make_run(tmp_path, "b", speed=1.3)
+    v = reproduce.judge(compare(a, b, with_plots=False), tolerance=0.15)
+    assert v["exact_ok"] and not v["speed_ok"] and not v["reproduced"]
+    moved = {r["figure"]: r for r in v["speed"] if not r["ok"]}
+    assert moved["ngram code c=1 throughput"]["verdict"] == "moved +30.0 % (beyond ±15 %)"
+    assert reproduce.judge(compare(a, b, with_plots=False), tolerance=0.35)["reproduced"]
