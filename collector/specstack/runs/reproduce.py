@@ -29,10 +29,15 @@ from specstack.runs import drift, recipe
 from specstack.runs.options import Options
 from specstack.runs.sweep import run_all
 
-# Measured on this project's CPU machines (docs/reproduce.md): bench throughput and latency medians of a
-# same-machine reproduction moved by up to ~N %; the default leaves room for that and no more.
-SPEED_TOLERANCE = 0.15
-# Bench cells whose spec-decode counts are deterministic: one request at a time, greedy, the same prompts.
+# Two same-machine reproductions of `make demo` (docs/reproduce.md): all 166 exact-by-design figures identical
+# both times; bench throughput (one repeat per cell, 2 vCPUs) moved by a median of 16 % and 20 %. A headline
+# speed figure further than this from the original is flagged.
+SPEED_TOLERANCE = 0.20
+# The speed figures judged: throughput and the latency the report's verdicts use (TPOT p50; E2EL p50, which
+# stands in where TPOT is degenerate). Tails (p95/p99 from a few requests) and ITL are shown in compare.md only.
+JUDGED_SPEED = ("throughput", "tpot_p50", "e2el_p50")
+# Bench cells whose spec-decode counts are deterministic by design: one request at a time, greedy, the same
+# prompts (batched cells measured identical on CPU too, but batch-variant GPU kernels give no such promise).
 EXACT_BENCH_CONCURRENCY = 1
 
 
@@ -139,20 +144,30 @@ def judge(cmp: Comparison, tolerance: float = SPEED_TOLERANCE) -> dict:
             ok = r["comparable"] and r["a"] == r["b"]
             exact.append({"figure": _where(r), "a": r["a"], "b": r["b"], "ok": ok,
                           "verdict": "same" if ok else r["verdict"] if not r["comparable"] else "changed"})
-            continue
-        if not r["comparable"] or r["relative"] is None:
-            speed.append({"figure": _where(r), "a": r["a"], "b": r["b"], "change": None, "ok": False,
-                          "verdict": r["verdict"]})
-            continue
-        ok = abs(r["relative"]) <= tolerance
-        speed.append({"figure": _where(r), "a": r["a"], "b": r["b"], "change": r["relative"], "ok": ok,
-                      "verdict": f"within ±{100 * tolerance:g} %" if ok else
-                      f"moved {100 * r['relative']:+.1f} % (beyond ±{100 * tolerance:g} %)"})
+        elif r["figure"] in JUDGED_SPEED:
+            speed.append({"figure": _where(r), "a": r["a"], "b": r["b"], "change": r["relative"],
+                          **_judge_speed(r, tolerance)})
     missing = [n for n in cmp.unmatched if "only in A" in n or "failed in B" in n]
-    return {"exact": exact, "speed": speed, "tolerance": tolerance, "missing": missing,
-            "exact_ok": bool(exact) and all(r["ok"] for r in exact),
-            "speed_ok": all(r["ok"] for r in speed),
-            "reproduced": bool(exact) and all(r["ok"] for r in exact + speed) and not missing}
+    exact_ok = bool(exact) and all(r["ok"] for r in exact)
+    speed_ok = all(r["ok"] is not False for r in speed)
+    return {"exact": exact, "speed": speed, "tolerance": tolerance, "missing": missing, "exact_ok": exact_ok,
+            "speed_ok": speed_ok, "reproduced": exact_ok and speed_ok and not missing}
+
+
+def _judge_speed(r: dict, tolerance: float) -> dict:
+    """ok: True / False, or None when the figure cannot be judged (said why). With an interval over repeats, a
+    change inside it is noise whatever its size; a cell measured on a busy host is not judged (as in the report)."""
+    note = r.get("note") or ""
+    if not r["comparable"] or r["relative"] is None:
+        return {"ok": False, "verdict": r["verdict"]}
+    if "busy host" in note:
+        return {"ok": None, "verdict": "not judged: " + next(n for n in note.split("; ") if "busy host" in n)}
+    if r["figure"].startswith("tpot") and "degenerate" in note:
+        return {"ok": None, "verdict": "not judged: TPOT degenerate (e2el_p50 is judged instead)"}
+    within = abs(r["relative"]) <= tolerance or r["verdict"] == "within noise"
+    return {"ok": within, "verdict": (f"within ±{100 * tolerance:g} %" if abs(r["relative"]) <= tolerance else
+                                      "within noise (interval over repeats)") if within else
+            f"moved {100 * r['relative']:+.1f} % (beyond ±{100 * tolerance:g} %)"}
 
 
 def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
