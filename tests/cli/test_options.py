@@ -55,3 +55,17 @@ def test_runtime_and_url_that_do_not_fit_are_refused(argv, message):
     opts = options_from_args(parse(run, ["run", "--method", "ngram", *argv]), "ngram")
     with pytest.raises(UserError, match=message.replace("+", r"\+")):
         opts.validate()
+
+
+def test_temperatures_become_sampled_phases_and_bad_ones_are_refused():
+    from specstack.errors import UserError
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--temperatures", "0.6,1.0"]), "ngram")
+    assert opts.temperatures == (0.6, 1.0)
+    opts.validate()
+    assert options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram").temperatures == ()
+    for bad, message in (("0", r"must lie in \(0, 2\]"), ("2.5", r"got 2.5"), ("1,1", "lists a value twice")):
+        opts = options_from_args(parse(run, ["run", "--method", "ngram", "--temperatures", bad]), "ngram")
+        with pytest.raises(UserError, match=message):
+            opts.validate()
+    with pytest.raises(SystemExit):
+        parse(run, ["run", "--method", "ngram", "--temperatures", "hot"])

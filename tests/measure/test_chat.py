@@ -33,3 +33,16 @@ def test_in_order_keeps_row_order_and_bounds_what_is_in_flight():
             got.append(value)
     assert got == [x * x for x in range(200)]
     assert outstanding["max"] == 8
+
+
+def test_a_sampled_phase_sends_the_same_prompts_at_the_temperature_each_request_with_its_own_seed(tmp_path):
+    from specstack.config.workloads import write_defaults
+    from specstack.measure.chat import SEED, chat_payload, sampled_rows
+    task = write_defaults(tmp_path, num_prompts=3, perf_output_len=8, acceptance_max_tokens=16, tasks=("code",))["code"]
+    rows = sampled_rows(task, 0.6)
+    assert [r["prompt"] for r in rows] == [r["prompt"] for r in task.acceptance]
+    assert [(r["temperature"], r["seed"]) for r in rows] == [(0.6, SEED), (0.6, SEED + 1), (0.6, SEED + 2)]
+    payload = chat_payload("m", rows[1]["prompt"], 16, temperature=rows[1]["temperature"], seed=rows[1]["seed"])
+    assert (payload["temperature"], payload["seed"], payload["n"]) == (0.6, SEED + 1, 1)
+    greedy = chat_payload("m", "p", 16)
+    assert (greedy["temperature"], greedy["seed"]) == (0, SEED)

@@ -591,3 +591,27 @@ def test_a_method_measured_despite_a_contradicting_server_is_marked_wherever_it_
     assert methods.loc["ngram", "server_contradictions"] == f"{K_CONTRADICTION}; a second contradiction"
     assert bool(methods.loc["ngram", "server_contradicted"]) and not methods.loc["draft_model", "server_contradicted"]
 
+
+
+def test_acceptance_when_sampling_is_a_table_beside_the_greedy_figures(bundle):
+    path = bundle / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    s["tasks"]["code"]["sampled"] = {
+        "1": {"temperature": 1.0, "status": "ok", "acceptance_rate": 0.25, "mean_acceptance_length": 2.0,
+              "histogram": [2, 1, 0, 0, 1], "num_spec_steps": 4, "num_draft_tokens": 16,
+              "num_accepted_draft_tokens": 4, "no_accept_share": 0.5},
+        "0.6": {"temperature": 0.6, "status": "ok", "acceptance_rate": 0.5, "mean_acceptance_length": 3.0,
+                "histogram": [1, 0, 1, 1, 1], "num_spec_steps": 4, "num_draft_tokens": 16,
+                "num_accepted_draft_tokens": 8, "no_accept_share": 0.25}}
+    path.write_text(json.dumps(s))
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    rows = [r for r in rep.sampled if r["method"] == "ngram"]
+    assert [r["temperature"] for r in rows] == [0.6, 1.0]   # in temperature order
+    greedy = _row(rep.acceptance, method="ngram", task="code")
+    assert all(r["greedy_acceptance_rate"] == greedy["acceptance_rate"] for r in rows)
+    assert rows[1]["acceptance_rate"] == 0.25 and rep.tables()["acceptance_sampled"] == rep.sampled
+    md = render.render_markdown(sections.blocks(rep))
+    assert md.count("Acceptance when sampling") == 1   # code only: chat was not sampled
+    table = md.split("Acceptance when sampling", 1)[1].split("###", 1)[0]
+    assert "| ngram | 4 | 1 | 25.0 % | 50.0 % | 2.00 | 3.00 | 50.0 % | [2, 1, 0, 0, 1] | 4 | 16 | 4 | ok |" in table
+    assert "baseline" not in table   # plain decode drafts nothing: no row

@@ -23,6 +23,13 @@ def _ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
 def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -76,6 +83,9 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--warmup-requests", type=int, default=2)
     p.add_argument("--acceptance-concurrency", type=int, default=1)
+    p.add_argument("--temperatures", type=_floats, default=(), metavar="T[,T...]",
+                   help="sampled acceptance phases after the greedy one, e.g. 0.6,1.0: the same prompts at each "
+                        "temperature, request i seeded 42+i for every method; acceptance per temperature")
     p.add_argument("--spec-override", type=_json_object, default=None,
                    help='JSON merged into the speculative config, e.g. \'{"num_speculative_tokens": 2}\'')
     if single_k:
@@ -119,6 +129,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
+                   temperatures=args.temperatures,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
                    trust_server=args.trust_server,
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,

@@ -22,16 +22,25 @@ from specstack.server.runtime import Server
 SEED = 42
 CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
 
-def chat_payload(served_model_name: str, prompt: str, max_tokens: int) -> dict:
-    # Greedy, one sequence, no stop strings: the per-request metrics are only complete for n=1 requests
-    # that end on EOS or length (a stop string ends them in the frontend, without metrics).
+def chat_payload(served_model_name: str, prompt: str, max_tokens: int, *, temperature: float = 0.0,
+                 seed: int = SEED) -> dict:
+    # One sequence, no stop strings: the per-request metrics are only complete for n=1 requests that end on
+    # EOS or length (a stop string ends them in the frontend, without metrics). Greedy unless a sampled
+    # phase asks for a temperature; then each request has its own seed, the same for every method.
     return {"model": served_model_name, "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0, "top_p": 1, "seed": SEED, "n": 1, "max_tokens": max_tokens, "stream": False,
-            "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+            "temperature": temperature, "top_p": 1, "seed": seed, "n": 1, "max_tokens": max_tokens,
+            "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+
+
+def sampled_rows(task: Task, temperature: float) -> list[dict]:
+    """The task's acceptance rows at a temperature, request i seeded SEED + i: every method draws the same
+    seeds on the same prompts, so the samples differ only by what the method does to the distribution."""
+    return [{**row, "temperature": temperature, "seed": SEED + i} for i, row in enumerate(task.acceptance)]
 
 
 def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
-    payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"])
+    payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"],
+                           temperature=row.get("temperature", 0.0), seed=row.get("seed", SEED))
     record = {"id": row["id"], "request": payload}
     start = time.perf_counter()
     try:

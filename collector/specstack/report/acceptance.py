@@ -75,3 +75,26 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
                 hist_rows.append({"method": md.name, "task": task, "accepted": j, "steps": n,
                                   "share": n / total if total else None})
     return rows, positions, hist_rows
+
+
+def sampled_rows(run: RunData) -> list[dict]:
+    """Per method × task × temperature (--temperatures): acceptance of the sampled phase, beside the greedy
+    phase's on the same prompts. Methods without drafts have no ratios (n/a, never 0 %)."""
+    rows = []
+    for md in run.methods.values():
+        for task in run.tasks:
+            f = md.tasks.get(task) or {}
+            for key, s in sorted((f.get("sampled") or {}).items(), key=lambda kv: kv[1].get("temperature") or 0):
+                drafts = s.get("num_draft_tokens")
+                rows.append({"method": md.name, "label": md.display_name, "task": task,
+                             "temperature": s.get("temperature"), "status": s.get("status"), "k": md.k,
+                             "acceptance_rate": s.get("acceptance_rate") if drafts else None,
+                             "mean_acceptance_length": s.get("mean_acceptance_length") if drafts else None,
+                             "greedy_acceptance_rate": f.get("acceptance_rate") if f.get("num_draft_tokens") else None,
+                             "greedy_mean_acceptance_length": f.get("mean_acceptance_length")
+                             if f.get("num_draft_tokens") else None,
+                             "no_accept_share": s.get("no_accept_share") if drafts else None,
+                             "num_spec_steps": s.get("num_spec_steps"), "num_draft_tokens": drafts,
+                             "num_accepted_draft_tokens": s.get("num_accepted_draft_tokens"),
+                             "histogram": json.dumps(s["histogram"]) if drafts and s.get("histogram") else None})
+    return rows

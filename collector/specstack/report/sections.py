@@ -93,7 +93,7 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, crossover_table, acceptance_table, equality_tables, speedup_plot):
+        for part in (speed_tables, crossover_table, acceptance_table, sampled_table, equality_tables, speedup_plot):
             out += part(rep, task)
     return out
 
@@ -208,6 +208,22 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
                          + ", ".join(f"{r['method']} {r['accepted_past_end']}" for r in past)
                          + " (per request: 1 + steps + accepted − completion tokens, where positive)."))
     return out
+
+
+def sampled_table(rep: Report, task: str) -> list[tuple]:
+    """Acceptance when sampling (--temperatures): the same prompts, request i seeded 42+i for every method."""
+    rows = [r for r in rep.sampled if r["task"] == task and r["k"] is not None]   # methods that draft
+    if not rows:
+        return []
+    return [("h3", "Acceptance when sampling (same prompts; request i seeded 42+i for every method)"),
+            ("table", ["method", "K", "temperature", "acceptance rate", "greedy", "mean acc. length", "greedy",
+                       "no-accept steps", "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted",
+                       "window"],
+             [[_label(r), num(r["k"]), f"{r['temperature']:g}", pct(r["acceptance_rate"]),
+               pct(r["greedy_acceptance_rate"]), num(r["mean_acceptance_length"]),
+               num(r["greedy_mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
+               num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
+               r["status"]] for r in rows])]
 
 
 def equality_tables(rep: Report, task: str) -> list[tuple]:

@@ -25,7 +25,7 @@ from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manife
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
-from specstack.runs.method_summary import finish
+from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import recipe
 from specstack.runs.options import Options, load_tasks, plan_for
@@ -111,6 +111,7 @@ class MethodRun:
             self.start_server()
             self.warm_up()
             self.acceptance()
+            self.sampled()
             self.performance()
             self.measured = True
         except (ServerError, UserError) as e:
@@ -273,6 +274,20 @@ class MethodRun:
                                      concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
                                      speculative=self.speculative))
 
+    def sampled(self) -> None:
+        """The acceptance phase again at each --temperatures value: what acceptance is when users sample."""
+        opts, server = self.opts, self.server
+        with self._timed("sampled"):
+            for temperature in opts.temperatures:
+                for name, task in self.tasks.items():
+                    rows = chat.sampled_rows(task, temperature)
+                    console.print(f"  sampled phase: {name} at temperature {temperature:g} ({len(rows)} requests)")
+                    self.windows.run(Window(sampled_window(name, temperature), "sampled", task=name),
+                                     total=len(rows), body=lambda rows=rows, name=name, t=temperature:
+                                     chat.run_requests(server, rows, self.bundle.path(sampled_file(name, t)),
+                                                       concurrency=opts.acceptance_concurrency,
+                                                       timeout=opts.request_timeout, speculative=self.speculative))
+
     def performance(self) -> None:
         opts = self.opts
         with self._timed("bench"):
@@ -375,7 +390,7 @@ class MethodRun:
         if check_view:  # on disk until the check has run: a run stopped before it says so
             summary["prometheus_view"] = dict(PENDING)
         with events.step("verdict and bundle", method=self.name):
-            finish(summary, self.tasks, bundle, self.opts.allow_mismatch)
+            finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures)
             bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
             bundle.write_json("summary.json", summary)

@@ -23,7 +23,41 @@ def _bench_cell(bench: dict) -> dict:
     return cell
 
 
-def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool) -> None:
+def sampled_window(task: str, temperature: float) -> str:
+    return f"sampled/{task}/t{temperature:g}"
+
+
+def sampled_file(task: str, temperature: float) -> str:
+    return f"sampled/{task}-t{temperature:g}.jsonl"
+
+
+def _acceptance(figures: dict) -> dict:
+    """A window's acceptance as the summary keeps it (the greedy phase's and each sampled phase's)."""
+    return {
+        "acceptance_rate": figures.get("acceptance_rate"),
+        "mean_acceptance_length": figures.get("mean_acceptance_length"),
+        "histogram": figures.get("histogram"),
+        "per_position": figures.get("per_position_rates"),   # vLLM's: share of all drafting steps
+        "per_position_conditional": figures.get("per_position_conditional_rates"),  # / drafted >= p+1
+        "drafted_per_position": figures.get("drafted_per_position"),
+        "no_accept_share": figures.get("no_accept_share"),
+        "num_spec_steps": figures.get("steps"), "num_draft_tokens": figures.get("draft_tokens"),
+        "num_accepted_draft_tokens": figures.get("accepted"),
+    }
+
+
+def _sampled(windows: list[dict], task: str, temperatures) -> dict:
+    """temperature (as text, "0.6") -> acceptance and requests of the task's sampled window."""
+    out = {}
+    for t in temperatures:
+        w = next((w for w in windows if w["name"] == sampled_window(task, t)), None)
+        if w is not None:
+            out[f"{t:g}"] = {"temperature": t, "status": w["status"], **_acceptance(w.get("from_responses") or {})}
+    return out
+
+
+def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
+           temperatures=()) -> None:
     """Per-task figures, then the verdict."""
     windows = summary["windows"]
     for name in tasks:
@@ -31,15 +65,7 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
         rows = read_records(bundle.staging / "acceptance" / f"{name}.jsonl")  # read only: no empty acceptance/
         figures = (acc or {}).get("from_responses") or {}
         summary["tasks"][name] = {
-            "acceptance_rate": figures.get("acceptance_rate"),
-            "mean_acceptance_length": figures.get("mean_acceptance_length"),
-            "histogram": figures.get("histogram"),
-            "per_position": figures.get("per_position_rates"),   # vLLM's: share of all drafting steps
-            "per_position_conditional": figures.get("per_position_conditional_rates"),  # / drafted >= p+1
-            "drafted_per_position": figures.get("drafted_per_position"),
-            "no_accept_share": figures.get("no_accept_share"),
-            "num_spec_steps": figures.get("steps"), "num_draft_tokens": figures.get("draft_tokens"),
-            "num_accepted_draft_tokens": figures.get("accepted"),
+            **_acceptance(figures),
             "requests": len(rows),
             "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in rows),
             "finish_reasons": _count(r.get("finish_reason") for r in rows),
@@ -47,6 +73,8 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
                            file=f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json",
                            **_bench_cell(_load(bundle.path(f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"))))
                       for w in windows if w["phase"] == "bench" and w["task"] == name],
+            # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
+            "sampled": _sampled(windows, name, temperatures),
         }
     verdict(summary, allow_mismatch)
 

@@ -15,6 +15,7 @@ from specstack.results.files import atomic_write_bytes
 
 REPLICATE = ("repeats", "sessions")
 RUNTIMES = ("native", "url")
+MAX_TEMPERATURE = 2.0
 
 
 @dataclass
@@ -39,6 +40,8 @@ class Options:
     repeats: int = 1
     warmup_requests: int = 2
     acceptance_concurrency: int = 1
+    # sampled acceptance phases after the greedy one: one window per task and temperature (per-request seeds)
+    temperatures: tuple[float, ...] = ()
     spec_override: dict | None = None
     allow_mismatch: bool = False
     # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
@@ -78,6 +81,12 @@ class Options:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
+        bad = [t for t in self.temperatures if not 0 < t <= MAX_TEMPERATURE]
+        if bad:
+            raise UserError(f"--temperatures must lie in (0, {MAX_TEMPERATURE:g}] (greedy, 0, always runs), got "
+                            f"{', '.join(f'{t:g}' for t in bad)}")
+        if len(set(self.temperatures)) != len(self.temperatures):
+            raise UserError(f"--temperatures lists a value twice: {', '.join(f'{t:g}' for t in self.temperatures)}")
         if self.replicate not in REPLICATE:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         if self.port_release_timeout < 0:
