@@ -86,6 +86,9 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--temperatures", type=_floats, default=(), metavar="T[,T...]",
                    help="sampled acceptance phases after the greedy one, e.g. 0.6,1.0: the same prompts at each "
                         "temperature, request i seeded 42+i for every method; acceptance per temperature")
+    p.add_argument("--samples-per-prompt", type=int, default=1,
+                   help="sampled phases: send each prompt this many times (own seed each); with ≥ 32 the report "
+                        "tests each method's samples against its baseline's (losslessness, docs/figures.md)")
     p.add_argument("--spec-override", type=_json_object, default=None,
                    help='JSON merged into the speculative config, e.g. \'{"num_speculative_tokens": 2}\'')
     if single_k:
@@ -129,7 +132,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
-                   temperatures=args.temperatures,
+                   temperatures=args.temperatures, samples_per_prompt=args.samples_per_prompt,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
                    trust_server=args.trust_server,
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,

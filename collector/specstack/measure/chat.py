@@ -29,13 +29,16 @@ def chat_payload(served_model_name: str, prompt: str, max_tokens: int, *, temper
     # phase asks for a temperature; then each request has its own seed, the same for every method.
     return {"model": served_model_name, "messages": [{"role": "user", "content": prompt}],
             "temperature": temperature, "top_p": 1, "seed": seed, "n": 1, "max_tokens": max_tokens,
-            "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+            "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+            "return_token_ids": True}   # the answer's token ids: what the losslessness test compares
 
 
-def sampled_rows(task: Task, temperature: float) -> list[dict]:
-    """The task's acceptance rows at a temperature, request i seeded SEED + i: every method draws the same
-    seeds on the same prompts, so the samples differ only by what the method does to the distribution."""
-    return [{**row, "temperature": temperature, "seed": SEED + i} for i, row in enumerate(task.acceptance)]
+def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]:
+    """The task's acceptance rows at a temperature, each prompt `samples` times (ids `<id>/s<k>`), request j
+    seeded SEED + j: every method draws the same seeds on the same prompts, so the samples differ only by what
+    the method does to the distribution (report/lossless.py tests that it does nothing)."""
+    return [{**row, "id": f"{row['id']}/s{k}", "temperature": temperature, "seed": SEED + i * samples + k}
+            for i, row in enumerate(task.acceptance) for k in range(samples)]
 
 
 def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:

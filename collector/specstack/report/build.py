@@ -22,6 +22,7 @@ from pathlib import Path
 from specstack.report import plots, sections
 from specstack.report import stats as st
 from specstack.report.acceptance import acceptance_rows, sampled_rows
+from specstack.report.lossless import lossless_rows
 from specstack.report.equality import Tokenizers, equality_rows
 from specstack.report.ksweep import ksweep_rows
 from specstack.report.render import render_html, render_markdown
@@ -45,6 +46,7 @@ class Report:
     equality_summary: list[dict]
     ksweep: list[dict]
     sampled: list[dict] = field(default_factory=list)   # acceptance per temperature (--temperatures)
+    lossless: list[dict] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -52,7 +54,8 @@ class Report:
         return {"methods": self.methods, "bench_cells": self.cells, "speed": self.speed,
                 "crossover": self.crossover, "acceptance": self.acceptance, "acceptance_positions": self.positions,
                 "acceptance_histogram": self.histogram, "equality_requests": self.equality,
-                "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled}
+                "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
+                "lossless": self.lossless}
 
 
 def method_rows(run: RunData) -> list[dict]:
@@ -98,7 +101,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
-                    ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run))
+                    ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run))
     if with_plots:
         plots.make_all(report)
     return report

@@ -93,7 +93,8 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, crossover_table, acceptance_table, sampled_table, equality_tables, speedup_plot):
+        for part in (speed_tables, crossover_table, acceptance_table, sampled_table, lossless_table, equality_tables,
+                     speedup_plot):
             out += part(rep, task)
     return out
 
@@ -224,6 +225,23 @@ def sampled_table(rep: Report, task: str) -> list[tuple]:
                num(r["greedy_mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
                num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
                r["status"]] for r in rows])]
+
+
+def lossless_table(rep: Report, task: str) -> list[tuple]:
+    """Whether each method's sampled outputs keep the baseline's distribution (report/lossless.py)."""
+    rows = [r for r in rep.lossless if r["task"] == task]
+    if not rows:
+        return []
+    return [("h3", "Lossless when sampling? (first tokens of each prompt's samples against the baseline's)"),
+            ("table", ["method", "vs", "temperature", "samples per prompt", "tests (prompt × position)",
+                       "smallest Holm p", "TV it could detect (median)", "verdict"],
+             [[_label(r), r["baseline"], f"{r['temperature']:g}", num(r["samples_per_prompt"]), num(r["tests"]),
+               "n/a" if r["min_p_holm"] is None else f"{r['min_p_holm']:.3g}",
+               "n/a" if r["detectable_tv"] is None else f"{r['detectable_tv']:.2f}", r["verdict"]] for r in rows]),
+            ("p", f"Per prompt and each of the first {rows[0]['positions']} positions: a permutation test of the "
+                  "total variation distance between the method's and the baseline's token distributions, "
+                  "Holm-adjusted over all tests. \"No evidence\" is not proof: differences below the detectable "
+                  "TV pass unseen; more samples per prompt lower it.")]
 
 
 def equality_tables(rep: Report, task: str) -> list[tuple]:

@@ -51,6 +51,8 @@ COLUMNS: dict[str, list[str]] = {
                            "mean_acceptance_length", "greedy_acceptance_rate", "greedy_mean_acceptance_length",
                            "no_accept_share", "num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens",
                            "histogram"],
+    "lossless": ["method", "label", "baseline", "task", "temperature", "samples_per_prompt", "positions", "tests",
+                 "flagged", "min_p_holm", "alpha", "detectable_tv", "verdict"],
     "acceptance_positions": ["method", "task", "position", "rate", "conditional_rate", "drafted_steps"],
     "acceptance_histogram": ["method", "task", "accepted", "steps", "share"],
     "equality_requests": ["method", "baseline", "task", "id", "equal", "first_token_divergence",

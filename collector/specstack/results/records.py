@@ -14,6 +14,7 @@ def request_fields(record: dict) -> dict:
     return {"id": record["id"], "text": (choice.get("message") or {}).get("content"),
             "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
             "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
+            "token_ids": choice.get("token_ids"),
             "seconds": record.get("seconds")}
 
 

@@ -280,7 +280,7 @@ class MethodRun:
         with self._timed("sampled"):
             for temperature in opts.temperatures:
                 for name, task in self.tasks.items():
-                    rows = chat.sampled_rows(task, temperature)
+                    rows = chat.sampled_rows(task, temperature, opts.samples_per_prompt)
                     console.print(f"  sampled phase: {name} at temperature {temperature:g} ({len(rows)} requests)")
                     self.windows.run(Window(sampled_window(name, temperature), "sampled", task=name),
                                      total=len(rows), body=lambda rows=rows, name=name, t=temperature:

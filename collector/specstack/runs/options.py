@@ -42,6 +42,7 @@ class Options:
     acceptance_concurrency: int = 1
     # sampled acceptance phases after the greedy one: one window per task and temperature (per-request seeds)
     temperatures: tuple[float, ...] = ()
+    samples_per_prompt: int = 1     # sampled phases: each prompt this many times (the losslessness test's samples)
     spec_override: dict | None = None
     allow_mismatch: bool = False
     # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
@@ -76,7 +77,8 @@ class Options:
     def validate(self) -> None:
         if any(c <= 0 for c in self.concurrencies):
             raise UserError(f"concurrency must be > 0, got {list(self.concurrencies)}")
-        for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "repeats", "acceptance_concurrency"):
+        for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "repeats", "acceptance_concurrency",
+                     "samples_per_prompt"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:

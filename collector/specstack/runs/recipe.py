@@ -16,8 +16,9 @@ from specstack.runs.options import Options
 # how and where a run is watched or stored, not what it measures: not part of the recipe.
 FIELDS = ("runtime", "url", "model_set", "platform", "models_dir", "port", "served_model_name", "tasks",
           "num_prompts", "perf_output_len", "acceptance_max_tokens", "concurrencies", "request_rate", "repeats",
-          "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "skip_bench", "quiet_gap",
-          "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout", "port_release_timeout")
+          "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "samples_per_prompt",
+          "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",
+          "port_release_timeout")
 _TUPLES = ("tasks", "concurrencies", "temperatures")
 
 
