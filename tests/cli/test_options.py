@@ -55,3 +55,16 @@ def test_runtime_and_url_that_do_not_fit_are_refused(argv, message):
     opts = options_from_args(parse(run, ["run", "--method", "ngram", *argv]), "ngram")
     with pytest.raises(UserError, match=message.replace("+", r"\+")):
         opts.validate()
+
+
+def test_datasets_are_tasks_of_their_name_alone_unless_tasks_names_more():
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--dataset", "mt-bench"]), "ngram")
+    assert (opts.tasks, opts.datasets) == (("mt-bench",), ("mt-bench",))
+    args = parse(run, ["run", "--method", "ngram", "--tasks", "code", "--dataset", "humaneval",
+                       "--dataset", "spec-bench=q.jsonl"])
+    opts = options_from_args(args, "ngram")
+    assert (opts.tasks, opts.datasets) == (("code", "humaneval", "spec-bench"), ("humaneval", "spec-bench=q.jsonl"))
+    opts.validate()
+    args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--dataset", "sharegpt"])
+    assert options_from_args(args, "ngram").tasks == ("sharegpt",)
+    assert options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram").tasks == ("code", "chat")

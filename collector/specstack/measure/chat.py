@@ -12,7 +12,7 @@ from typing import Callable
 import requests
 
 from specstack import events
-from specstack.config.workloads import Task
+from specstack.config.workloads import KEPT_FIELDS, Task
 from specstack.measure import accounting
 from specstack.measure.windows import Outcome
 from specstack.results.files import atomic_writer
@@ -32,7 +32,7 @@ def chat_payload(served_model_name: str, prompt: str, max_tokens: int) -> dict:
 
 def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
     payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"])
-    record = {"id": row["id"], "request": payload}
+    record = {"id": row["id"], **{k: row[k] for k in KEPT_FIELDS if k in row}, "request": payload}
     start = time.perf_counter()
     try:
         r = http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=timeout)
