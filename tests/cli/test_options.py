@@ -5,8 +5,8 @@ import argparse
 
 import pytest
 
-from specstack.cli import run, sweep_k
-from specstack.cli.options import options_from_args
+from specstack.cli import demo, run, sweep_k
+from specstack.cli.options import options_from_args, run_tasks
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +68,10 @@ def test_datasets_are_tasks_of_their_name_alone_unless_tasks_names_more():
     args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--dataset", "sharegpt"])
     assert options_from_args(args, "ngram").tasks == ("sharegpt",)
     assert options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram").tasks == ("code", "chat")
+
+
+def test_the_demo_runs_on_datasets_instead_of_code_and_chat_when_asked():
+    args = parse(demo, ["demo", "--dataset", "mt-bench", "--dataset", "humaneval"])
+    assert args.datasets == ["mt-bench", "humaneval"]
+    assert run_tasks(None, args.datasets) == ("mt-bench", "humaneval")
+    assert run_tasks(None, parse(demo, ["demo"]).datasets) == ("code", "chat")
