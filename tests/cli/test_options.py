@@ -5,8 +5,8 @@ import argparse
 
 import pytest
 
-from specstack.cli import run, sweep_k
-from specstack.cli.options import options_from_args
+from specstack.cli import demo, run, sweep_k
+from specstack.cli.options import options_from_args, run_tasks
 
 pytestmark = pytest.mark.unit
 
@@ -69,3 +69,23 @@ def test_temperatures_become_sampled_phases_and_bad_ones_are_refused():
             opts.validate()
     with pytest.raises(SystemExit):
         parse(run, ["run", "--method", "ngram", "--temperatures", "hot"])
+
+
+def test_datasets_are_tasks_of_their_name_alone_unless_tasks_names_more():
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--dataset", "mt-bench"]), "ngram")
+    assert (opts.tasks, opts.datasets) == (("mt-bench",), ("mt-bench",))
+    args = parse(run, ["run", "--method", "ngram", "--tasks", "code", "--dataset", "humaneval",
+                       "--dataset", "spec-bench=q.jsonl"])
+    opts = options_from_args(args, "ngram")
+    assert (opts.tasks, opts.datasets) == (("code", "humaneval", "spec-bench"), ("humaneval", "spec-bench=q.jsonl"))
+    opts.validate()
+    args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--dataset", "sharegpt"])
+    assert options_from_args(args, "ngram").tasks == ("sharegpt",)
+    assert options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram").tasks == ("code", "chat")
+
+
+def test_the_demo_runs_on_datasets_instead_of_code_and_chat_when_asked():
+    args = parse(demo, ["demo", "--dataset", "mt-bench", "--dataset", "humaneval"])
+    assert args.datasets == ["mt-bench", "humaneval"]
+    assert run_tasks(None, args.datasets) == ("mt-bench", "humaneval")
+    assert run_tasks(None, parse(demo, ["demo"]).datasets) == ("code", "chat")

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specstack.measure.chat import _in_order
+from specstack.measure.chat import _in_order, send_chat
+from specstack.server.runtime import Server
 
 pytestmark = pytest.mark.unit
 
@@ -46,3 +47,31 @@ def test_a_sampled_phase_sends_the_same_prompts_at_the_temperature_each_request_
     assert (payload["temperature"], payload["seed"], payload["n"]) == (0.6, SEED + 1, 1)
     greedy = chat_payload("m", "p", 16)
     assert (greedy["temperature"], greedy["seed"]) == (0, SEED)
+
+
+class _OneAnswer:
+    """A session answering every chat request with one JSON body (the server's side is not under test)."""
+
+    def post(self, url, json, timeout):
+        self.sent = json
+
+        class Response:
+            status_code = 200
+            headers = {"content-type": "application/json"}
+            text = ""
+
+            @staticmethod
+            def json():
+                return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
+        return Response()
+
+
+def test_a_dataset_rows_category_and_question_id_reach_its_request_record():
+    server = Server("http://127.0.0.1:1", "spec-demo", "url")
+    http = _OneAnswer()
+    row = {"id": "mt-bench-000", "prompt": "Write.", "max_tokens": 8, "category": "writing", "question_id": 81}
+    record = send_chat(http, server, row, timeout=1)
+    assert (record["id"], record["category"], record["question_id"]) == ("mt-bench-000", "writing", 81)
+    assert "category" not in http.sent and http.sent["messages"][0]["content"] == "Write."
+    plain = send_chat(http, server, {"id": "code-000", "prompt": "Edit.", "max_tokens": 8}, timeout=1)
+    assert "category" not in plain

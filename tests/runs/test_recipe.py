@@ -14,7 +14,8 @@ pytestmark = pytest.mark.unit
 def test_recorded_options_come_back_and_workload_files_inside_the_run_follow_the_bundle(tmp_path):
     run_dir, elsewhere = tmp_path / "run", tmp_path / "user"
     opts = Options(method="ngram", run_id="run", results_dir=tmp_path, model_set="tiny", platform="cpu-native",
-                   models_dir="/m", port=8123, tasks=("code",), num_prompts=5, perf_output_len=33,
+                   models_dir="/m", port=8123, tasks=("code", "mt-bench"),
+                   datasets=("mt-bench",), num_prompts=5, perf_output_len=33,
                    acceptance_max_tokens=44, concurrencies=(1, 3), request_rate=2.5, repeats=4, warmup_requests=0,
                    acceptance_concurrency=2, quiet_gap=1.5, skip_bench=True,
                    workload_files={"code": (run_dir / "inputs" / "p.jsonl", elsewhere / "a.jsonl")})

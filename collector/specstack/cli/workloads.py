@@ -1,25 +1,32 @@
-"""`specstack workloads`: write the built-in code and chat workloads as JSONL (to read, or to edit and pass back
-with --workload)."""
+"""`specstack workloads`: write the built-in code and chat workloads, or named datasets (--dataset), as JSONL (to
+read, or to edit and pass back with --workload)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from specstack.cli.options import add_dataset_option
 from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN,
-                                        write_defaults)
+                                        sha256, write_defaults)
+from specstack.datasets.tasks import parse_spec, write_task
 
 
 def _cmd(a) -> int:
-    for task in write_defaults(a.out, num_prompts=a.num_prompts, perf_output_len=a.perf_output_len,
-                               acceptance_max_tokens=a.acceptance_max_tokens).values():
-        for path, digest in task.hashes().items():
-            print(f"{digest}  {path}")
+    sizes = dict(num_prompts=a.num_prompts, perf_output_len=a.perf_output_len,
+                 acceptance_max_tokens=a.acceptance_max_tokens)
+    if a.datasets:
+        paths = [p for spec in map(parse_spec, a.datasets) for p in write_task(a.out, spec, **sizes)]
+    else:
+        paths = [p for task in write_defaults(a.out, **sizes).values() for p in task.hashes()]
+    for path in paths:
+        print(f"{sha256(path)}  {path}")
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("workloads", help="write the built-in code and chat workloads as JSONL")
+    p = sub.add_parser("workloads", help="write the built-in code and chat workloads (or --dataset's) as JSONL")
     p.add_argument("--out", type=Path, default=Path("workloads"))
     p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
     p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN)
     p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
+    add_dataset_option(p)
     p.set_defaults(func=_cmd)

@@ -15,6 +15,9 @@ TASKS = ("code", "chat")
 DEFAULT_NUM_PROMPTS = 64
 DEFAULT_PERF_OUTPUT_LEN = 128
 DEFAULT_ACCEPTANCE_MAX_TOKENS = 256
+# An acceptance row's optional fields carried to its request record (a dataset's category and own id), so
+# figures can be read per category.
+KEPT_FIELDS = ("category", "question_id")
 
 # Copy-heavy: the answer is the input file with one factor changed.
 _SOURCE = "\n\n".join(f"def scale_{i}(value):\n    return value * {i + 1}" for i in range(12))
@@ -36,7 +39,7 @@ class Task:
     name: str
     perf_path: Path
     acceptance_path: Path
-    acceptance: list[dict] = field(repr=False)  # rows with id, prompt, max_tokens
+    acceptance: list[dict] = field(repr=False)  # rows with id, prompt, max_tokens (and KEPT_FIELDS if given)
 
     def hashes(self) -> dict[str, str]:
         return {str(self.perf_path): sha256(self.perf_path), str(self.acceptance_path): sha256(self.acceptance_path)}
@@ -48,7 +51,8 @@ def default_prompt(task: str, i: int) -> str:
                 "Print the whole Python file, with no explanation and no code fences.\n" + _SOURCE)
     if task == "chat":
         return f"Case {i}: Write two full paragraphs on {_TOPICS[i % len(_TOPICS)]}."
-    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(TASKS)}")
+    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(TASKS)} (a named dataset is "
+                        "asked for with --dataset NAME, your own files with --workload TASK=PERF,ACCEPTANCE)")
 
 
 def write_defaults(out_dir: Path, *, num_prompts: int = DEFAULT_NUM_PROMPTS,
@@ -82,7 +86,7 @@ def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
             raise WorkloadError(f"{acceptance_path}:{n}: max_tokens must be a positive integer, got {max_tokens!r}")
         rows.append({"id": str(row.get("id", f"{task}-{n - 1:03d}")), "prompt": row["prompt"],
-                     "max_tokens": max_tokens})
+                     "max_tokens": max_tokens, **{k: row[k] for k in KEPT_FIELDS if k in row}})
     return Task(task, perf_path, acceptance_path, rows)
 
 

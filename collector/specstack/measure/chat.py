@@ -12,7 +12,7 @@ from typing import Callable
 import requests
 
 from specstack import events
-from specstack.config.workloads import Task
+from specstack.config.workloads import KEPT_FIELDS, Task
 from specstack.measure import accounting
 from specstack.measure.windows import Outcome
 from specstack.results.files import atomic_writer
@@ -44,7 +44,7 @@ def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]
 def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
     payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"],
                            temperature=row.get("temperature", 0.0), seed=row.get("seed", SEED))
-    record = {"id": row["id"], "request": payload}
+    record = {"id": row["id"], **{k: row[k] for k in KEPT_FIELDS if k in row}, "request": payload}
     start = time.perf_counter()
     try:
         r = http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=timeout)

@@ -1,6 +1,6 @@
 """The request records of a method's bundle (`acceptance/<task>.jsonl`, `warmup.jsonl`): one JSON line per
-request as sent and answered (`id`, `request`, `http_status`, `response` or `error`, `seconds`), and the facts
-the accounting, the tables and the report take from each."""
+request as sent and answered (`id`, a dataset row's `category` and `question_id`, `request`, `http_status`,
+`response` or `error`, `seconds`), and the facts the accounting, the tables and the report take from each."""
 from __future__ import annotations
 
 import json

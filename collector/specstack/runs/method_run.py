@@ -18,6 +18,7 @@ from rich.console import Console
 
 from specstack import __version__, events
 from specstack.config.workloads import Task
+from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
 from specstack.measure import bench, chat
 from specstack.measure.windows import Window, Windows
@@ -143,6 +144,8 @@ class MethodRun:
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
                                   "sessions": opts.sessions},
+                        datasets={name: record for name, t in self.tasks.items()
+                                  if (record := dataset_tasks.recorded(t.acceptance_path, name))},
                         recipe=recipe.record(opts, run_dir), locks=provenance.lock_hashes(REPO))
 
     def _new_summary(self) -> dict:

@@ -9,6 +9,7 @@ from pathlib import Path
 from specstack.config import methods
 from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN,
                                         TASKS, Task, load_task, sha256, write_defaults)
+from specstack.datasets.tasks import parse_spec, write_task
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes
 
@@ -32,6 +33,7 @@ class Options:
     served_model_name: str = "spec-demo"
     tasks: tuple[str, ...] = TASKS
     workload_files: dict[str, tuple[Path, Path]] = field(default_factory=dict)  # task -> (perf, acceptance)
+    datasets: tuple[str, ...] = ()  # --dataset NAME or NAME=FILE: each a task of that name (also in `tasks`)
     num_prompts: int = DEFAULT_NUM_PROMPTS
     perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN
     acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
@@ -106,6 +108,13 @@ class Options:
         if self.trust_server and self.runtime != "url":
             raise UserError("--trust-server is for --runtime url (a server someone else started); a native server "
                             "is started from the plan")
+        names = [parse_spec(d).name for d in self.datasets]
+        if len(set(names)) < len(names):
+            raise UserError(f"--dataset names a set twice ({', '.join(self.datasets)}); give each once")
+        for name in names:
+            if name not in self.tasks:
+                raise UserError(f"--dataset {name} is a task the run leaves out: add it to --tasks "
+                                f"({','.join(self.tasks)}) or drop --tasks")
         k = (self.spec_override or {}).get("num_speculative_tokens")
         if k is not None and (not isinstance(k, int) or k <= 0):
             raise UserError(f"num_speculative_tokens must be a positive integer, got {k!r}")
@@ -125,25 +134,35 @@ def plan_for(opts: Options) -> dict:
 
 
 def load_tasks(opts: Options, inputs_dir: Path) -> dict[str, Task]:
-    """The run's workloads. User files are validated first; built-in ones are written once per run, and
-    a later method of the same run must ask for exactly the same inputs (methods are compared on them)."""
+    """The run's workloads. User files are validated first; built-in tasks and datasets are written once per
+    run into inputs/, and a later method of the same run must ask for exactly the same inputs (methods are
+    compared on them)."""
     tasks = {name: load_task(name, perf, acc, default_max_tokens=opts.acceptance_max_tokens)
              for name, (perf, acc) in opts.workload_files.items()}
-    defaults = tuple(t for t in opts.tasks if t not in opts.workload_files)
-    if defaults:
+    datasets = [s for s in map(parse_spec, opts.datasets) if s.name not in opts.workload_files]
+    defaults = tuple(t for t in opts.tasks if t not in opts.workload_files and t not in {s.name for s in datasets})
+    if defaults or datasets:
         with tempfile.TemporaryDirectory() as tmp:
-            fresh = write_defaults(Path(tmp), num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
-                                   acceptance_max_tokens=opts.acceptance_max_tokens, tasks=defaults)
-            inputs_dir.mkdir(parents=True, exist_ok=True)
-            for task in fresh.values():
-                for path in (task.perf_path, task.acceptance_path):
-                    kept = inputs_dir / path.name
-                    if kept.exists() and sha256(kept) != sha256(path):
-                        raise UserError(f"run {opts.run_id!r} was started with other inputs ({kept.name} differs: "
-                                        "another --num-prompts or output length?); use a new --run-id")
-                    if not kept.exists():
-                        atomic_write_bytes(kept, path.read_bytes())
-        for name in defaults:
+            if defaults:
+                write_defaults(Path(tmp), num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
+                               acceptance_max_tokens=opts.acceptance_max_tokens, tasks=defaults)
+            for spec in datasets:
+                write_task(Path(tmp), spec, num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
+                           acceptance_max_tokens=opts.acceptance_max_tokens)
+            _keep_inputs(opts, Path(tmp), inputs_dir)
+        for name in (*defaults, *(s.name for s in datasets)):
             tasks[name] = load_task(name, inputs_dir / f"{name}.perf.jsonl", inputs_dir / f"{name}.acceptance.jsonl",
                                     default_max_tokens=opts.acceptance_max_tokens)
     return {t: tasks[t] for t in opts.tasks}
+
+
+def _keep_inputs(opts: Options, fresh_dir: Path, inputs_dir: Path) -> None:
+    """Copy the freshly written inputs into the run's inputs/, refusing any that differ from a kept one."""
+    inputs_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(fresh_dir.iterdir()):
+        kept = inputs_dir / path.name
+        if kept.exists() and sha256(kept) != sha256(path):
+            raise UserError(f"run {opts.run_id!r} was started with other inputs ({kept.name} differs: another "
+                            "--num-prompts, output length or dataset file?); use a new --run-id")
+        if not kept.exists():
+            atomic_write_bytes(kept, path.read_bytes())
