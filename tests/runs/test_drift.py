@@ -74,3 +74,12 @@ def test_a_method_is_checked_against_methods_toml_and_its_checkpoints_now(tmp_pa
 def test_a_method_recorded_without_command_or_checkpoints_is_unknown(tmp_path):
     opts = Options(method="baseline", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(tmp_path))
     assert drift.method("baseline", {}, opts) == ([], ["baseline serve command", "baseline checkpoints"])
+
+
+def test_another_port_is_not_drift(tmp_path):
+    models = tmp_path / "models"
+    (models / "tiny-qwen3").mkdir(parents=True)
+    (models / "tiny-qwen3" / "config.json").write_text("{}")
+    opts, summary = _method(tmp_path, models)
+    opts.port = 9999
+    assert drift.method("ngram", summary, opts) == ([], [])

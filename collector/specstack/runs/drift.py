@@ -115,7 +115,11 @@ def _argv_changes(recorded: list[str], now: list[str]) -> list[str]:
         return out
     a, b = flags(recorded), flags(now)
     return [f"{k} {a.get(k, 'absent')} → {b.get(k, 'absent')}" for k in sorted(a.keys() | b.keys(), key=str)
-            if a.get(k) != b.get(k)]
+            if a.get(k) != b.get(k) and k not in WHERE_NOT_WHAT]
+
+
+# Where the server listens changes nothing it measures: `reproduce --port` may move it.
+WHERE_NOT_WHAT = {"--port", "--host"}
 
 
 def method(folder: str, summary: dict, opts: Options) -> tuple[list[Drift], list[str]]:

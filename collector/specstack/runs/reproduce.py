@@ -189,7 +189,7 @@ def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
         "run_id": p.manifest.get("run_id") or p.original.name, "folder": p.original.name,
         "drift": [d.to_dict() for d in found], "drift_allowed": bool(found), "not_checked": unknown,
         "not_recorded": p.not_recorded, "skipped": p.skipped, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    summaries = run_all(opts, p.entries)
+    summaries = run_all(opts, p.entries, port_may_be_held=True)
     cmp = compare(p.original, run_dir)
     out = default_out(p.original, run_dir)
     files = write(cmp, out)

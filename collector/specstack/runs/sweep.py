@@ -23,12 +23,14 @@ console = Console(stderr=True)
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool = True) -> list[dict]:
+def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool = True,
+            port_may_be_held: bool = False) -> list[dict]:
     """The sweep loop: each (result folder, options) in order, sharing one Monitoring (one window exporter;
-    each method's Prometheus check overlaps the next server's start). Returns the summaries in order."""
+    each method's Prometheus check overlaps the next server's start). Returns the summaries in order.
+    `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
     run_dir = Path(opts.results_dir) / opts.run_id
     results = []
-    started = False  # once a server of this sweep stopped, the next start waits (bounded) for its port
+    started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
     events.emit("sweep.start", methods=[name for name, _ in entries])
     with Monitoring.for_options(opts) as monitoring:
         for i, (name, one) in enumerate(entries):
