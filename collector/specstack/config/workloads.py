@@ -90,26 +90,36 @@ def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
     return Task(task, perf_path, acceptance_path, rows)
 
 
+def utf8_text(data: bytes, label: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise WorkloadError(f"{label}:{line}: not UTF-8 ({e.reason}); re-encode the file as UTF-8") from None
+
+
+def jsonl_objects(data: bytes, label: str):
+    """(line number, object) of every non-blank line, strictly: UTF-8, valid JSON, an object (the user's files and
+    the datasets' alike; `label` names the file in the message)."""
+    for n, line in enumerate(utf8_text(data, label).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise WorkloadError(f"{label}:{n}: not valid JSON ({e.msg}); each line must be one JSON object") from None
+        if not isinstance(obj, dict):
+            raise WorkloadError(f"{label}:{n}: expected a JSON object, got {type(obj).__name__}")
+        yield n, obj
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """Read a JSONL workload strictly: every line an object with a non-empty string `prompt`."""
     path = Path(path)
     if not path.is_file():
         raise WorkloadError(f"{path}: workload file not found (write the defaults with `specstack workloads`)")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = path.read_bytes()[: e.start].count(b"\n") + 1
-        raise WorkloadError(f"{path}:{line}: not UTF-8 ({e.reason}); re-encode the file as UTF-8") from None
     rows = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise WorkloadError(f"{path}:{n}: not valid JSON ({e.msg}); each line must be one JSON object") from None
-        if not isinstance(row, dict):
-            raise WorkloadError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+    for n, row in jsonl_objects(path.read_bytes(), str(path)):
         if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
             raise WorkloadError(f"{path}:{n}: missing a non-empty string field \"prompt\"")
         rows.append(row)

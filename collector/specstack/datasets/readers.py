@@ -6,7 +6,7 @@ import gzip
 import json
 import re
 
-from specstack.config.workloads import WorkloadError
+from specstack.config.workloads import WorkloadError, jsonl_objects, utf8_text
 
 # ShareGPT's first human turns, kept when 16 to 2000 characters once stripped: drops empty and one-word turns,
 # and pasted documents that would not fit a small model's context beside the answer (2000 chars ≈ 500 tokens).
@@ -17,7 +17,7 @@ def turns(data: bytes, label: str) -> list[dict]:
     """MT-Bench / Spec-Bench `question.jsonl` (question_id, category, turns[...]) and SPEED-Bench's prepared
     JSONL (category, messages[{role, content}]): the first turn, or the first user message."""
     rows = []
-    for n, obj in _jsonl(data, label):
+    for n, obj in jsonl_objects(data, label):
         if isinstance(obj.get("turns"), list) and obj["turns"]:
             prompt = obj["turns"][0]
         elif isinstance(obj.get("messages"), list):
@@ -41,7 +41,7 @@ def humaneval(data: bytes, label: str) -> list[dict]:
     except (OSError, EOFError) as e:
         raise WorkloadError(f"{label}: not a gzip file ({e}); the pinned wheel holds HumanEval.jsonl.gz") from None
     rows = []
-    for n, obj in _jsonl(data, label):
+    for n, obj in jsonl_objects(data, label):
         if not isinstance(obj.get("prompt"), str) or "task_id" not in obj:
             raise WorkloadError(f"{label}:{n}: expected the fields task_id and prompt of HumanEval")
         rows.append({"question_id": obj["task_id"], "category": None, "prompt": obj["prompt"]})
@@ -52,7 +52,7 @@ def sharegpt(data: bytes, label: str) -> list[dict]:
     """ShareGPT V3: a JSON array of {id, conversations[{from, value}]}; the first turn when it is a human's and
     its length is in bounds (SHAREGPT_*_CHARS). The pinned wheel's copy ends mid-record (it holds the first
     ~120 MB of the 640 MB file), so records are decoded one by one and the cut-off tail is dropped."""
-    text = _utf8(data, label)
+    text = utf8_text(data, label)
     decoder, gap = json.JSONDecoder(), re.compile(r"[\s,]*")
     start = gap.match(text).end()
     if text[start:start + 1] != "[":
@@ -72,27 +72,6 @@ def sharegpt(data: bytes, label: str) -> list[dict]:
 
 
 READERS = {"turns": turns, "humaneval": humaneval, "sharegpt": sharegpt}
-
-
-def _utf8(data: bytes, label: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise WorkloadError(f"{label}:{line}: not UTF-8 ({e.reason}); re-encode the file as UTF-8") from None
-
-
-def _jsonl(data: bytes, label: str):
-    for n, line in enumerate(_utf8(data, label).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise WorkloadError(f"{label}:{n}: not valid JSON ({e.msg}); each line must be one JSON object") from None
-        if not isinstance(obj, dict):
-            raise WorkloadError(f"{label}:{n}: expected a JSON object, got {type(obj).__name__}")
-        yield n, obj
 
 
 def _nonempty(rows: list[dict], label: str) -> list[dict]:
