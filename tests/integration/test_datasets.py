@@ -8,10 +8,12 @@ import json
 import zipfile
 
 import pytest
+from rich.console import Console
 
 from specstack.cli.main import main
 from specstack.config.workloads import read_jsonl, sha256
 from specstack.datasets.pinned import WHEELS
+from specstack.report import console_table
 
 from tests.support import free_port
 
@@ -47,6 +49,28 @@ def test_each_acceptance_record_carries_its_category_and_the_8_prompts_cover_the
     assert len({r["category"] for r in records}) == PROMPTS  # round-robin: one question of each category
     assert all(r["request"]["messages"][0]["content"] == inputs[r["id"]]["prompt"] for r in records)
     assert all(r["response"]["choices"][0]["message"]["content"] for r in records)
+
+
+def test_acceptance_per_category_sums_to_the_counter_deltas_exactly(mt_bench_run):
+    run_dir, summary = mt_bench_run["run_dir"], mt_bench_run["summary"]
+    task = summary["tasks"]["mt-bench"]
+    categories = task["categories"]
+    assert len(categories) == PROMPTS and all(c["requests"] == 1 for c in categories.values())
+    (window,) = [w for w in summary["windows"] if w["name"] == "acceptance/mt-bench"]
+    counters = window["from_counters"]
+    for key, counter in (("num_spec_steps", "steps"), ("num_draft_tokens", "draft_tokens"),
+                         ("num_accepted_draft_tokens", "accepted")):
+        assert sum(c[key] or 0 for c in categories.values()) == task[key] == counters[counter] > 0
+    k = len(counters["per_position"])
+    assert [sum(sum(c["histogram"][p + 1:]) for c in categories.values() if c["histogram"])
+            for p in range(k)] == counters["per_position"]   # steps accepting >= p+1, per position
+    split = [c for c in window["checks"] if c["name"].startswith("Σ_category")]
+    assert len(split) == 4 and all(c["ok"] for c in split)
+    console = Console(record=True, width=200)
+    console_table.print_run(run_dir, console)
+    text = console.export_text().split("acceptance by category", 1)[1]
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == [*categories, "all (the task)"]
 
 
 def test_bench_sent_the_same_prompts(mt_bench_run):

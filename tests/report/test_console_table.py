@@ -78,3 +78,19 @@ def test_the_table_names_a_method_by_its_label(tmp_path):
     text = printed(tmp_path / "r")
     rows = [line.strip("│ ") for line in text.splitlines() if line.strip("│ ").startswith("suffix")]
     assert len(rows) == 1 and rows[0].startswith("suffix (prompt trees only)"), text
+
+
+def test_a_task_with_categories_ends_with_one_row_per_category_and_the_task_total(tmp_path):
+    base, ngram = summary("baseline", None, baseline=None), summary("ngram", 0.5)
+    base["tasks"]["code"]["categories"] = {"coding": {"requests": 1}, "writing": {"requests": 1}}
+    base["tasks"]["code"]["requests"] = ngram["tasks"]["code"]["requests"] = 2
+    ngram["tasks"]["code"].update(num_draft_tokens=8, acceptance_rate=0.5, mean_acceptance_length=3.0)
+    ngram["tasks"]["code"]["categories"] = {
+        "coding": {"requests": 1, "num_draft_tokens": 4, "acceptance_rate": 0.75, "mean_acceptance_length": 4.0},
+        "writing": {"requests": 1, "num_draft_tokens": 4, "acceptance_rate": 0.25, "mean_acceptance_length": 2.0}}
+    publish(tmp_path, "r", base, ok=True)
+    publish(tmp_path, "r", ngram, ok=True)
+    text = printed(tmp_path / "r").split("acceptance by category", 1)[1]
+    rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "│" in line]
+    assert rows == ["coding 1 n/a 75.0 % · 4.00", "writing 1 n/a 25.0 % · 2.00",
+                        "all (the task) 2 n/a 50.0 % · 3.00"]

@@ -615,3 +615,29 @@ def test_acceptance_when_sampling_is_a_table_beside_the_greedy_figures(bundle):
     table = md.split("Acceptance when sampling", 1)[1].split("###", 1)[0]
     assert "| ngram | 4 | 1 | 25.0 % | 50.0 % | 2.00 | 3.00 | 50.0 % | [2, 1, 0, 0, 1] | 4 | 16 | 4 | ok |" in table
     assert "baseline" not in table   # plain decode drafts nothing: no row
+
+
+def _category(requests, steps, drafts, accepted, hist, positions):
+    return {"requests": requests, "num_spec_steps": steps, "num_draft_tokens": drafts,
+            "num_accepted_draft_tokens": accepted, "acceptance_rate": accepted / drafts if drafts else None,
+            "mean_acceptance_length": 1 + accepted / steps if steps else None, "histogram": hist,
+            "per_position": positions, "per_position_conditional": None, "no_accept_share": None}
+
+
+def test_acceptance_by_category_is_a_table_whose_rows_are_the_windows_split(bundle):
+    path = bundle / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    s["tasks"]["code"]["categories"] = {"coding": _category(2, 5, 20, 9, [0, 1, 4, 0, 0], [1.0, 0.8, 0, 0]),
+                                        "writing": _category(2, 6, 24, 1, [5, 1, 0, 0, 0], [1 / 6, 0, 0, 0])}
+    s["tasks"]["code"]["sampled"] = {"1": {"temperature": 1.0, "status": "ok", "categories": {
+        "coding": _category(2, 4, 16, 2, [2, 2, 0, 0, 0], [0.5, 0, 0, 0])}}}
+    path.write_text(json.dumps(s))
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    rows = [(r["phase"], r["category"], r["acceptance_rate"]) for r in rep.categories if r["method"] == "ngram"]
+    assert rows == [("greedy", "coding", 9 / 20), ("greedy", "writing", 1 / 24), ("t1", "coding", 2 / 16)]
+    assert rep.tables()["acceptance_by_category"] == rep.categories
+    md = render.render_markdown(sections.blocks(rep))
+    assert md.count("Acceptance by category") == 1   # chat has no categories: no table
+    table = md.split("Acceptance by category", 1)[1].split("###", 1)[0]
+    assert "| ngram | 4 | coding | 2 | 45.0 % | 2.80 |" in table and "| ngram | 4 | writing | 2 | 4.2 % | 1.17 |" in table
+    assert "t1" not in table and "sum to the task's" in table   # greedy only here; the split explained

@@ -4,19 +4,30 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.console import Console
+
 from specstack.cli import progress
 from specstack.cli.options import add_run_options, options_from_args
 from specstack.config import methods
+from specstack.report import console_table
 from specstack.runs.method_run import console, run_method
 from specstack.runs.monitoring import Monitoring
 from specstack.runs.options import REPLICATE
 from specstack.runs.sweep import sweep
 
 
+def _tables(opts) -> None:
+    """The run's tables at its end, on stderr (stdout keeps its one JSON line), wide enough when piped."""
+    run_dir = opts.results_dir / opts.run_id
+    if run_dir.is_dir():
+        console_table.print_run(run_dir, Console(stderr=True, width=max(150, console.width)))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     opts = options_from_args(args, args.method)
     with progress.live(console), Monitoring.for_options(opts) as monitoring:
         summary, path = run_method(opts, monitoring=monitoring)
+    _tables(opts)
     print(json.dumps({"status": summary["status"], "crosscheck_ok": summary["crosscheck"]["ok"],
                       "bundle": str(path)}))
     return 0 if summary["status"] == "ok" else 1
@@ -27,6 +38,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     opts = options_from_args(args, names[0])
     with progress.live(console):
         results = sweep(opts, names)
+    _tables(opts)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     print(json.dumps({"run_id": opts.run_id, "failed": failed}))
     return 1 if failed else 0

@@ -14,6 +14,7 @@ import requests
 from specstack import events
 from specstack.config.workloads import KEPT_FIELDS, Task
 from specstack.measure import accounting
+from specstack.measure.categories import CategorySums
 from specstack.measure.windows import Outcome
 from specstack.results.files import atomic_writer
 from specstack.results.records import request_fields
@@ -64,6 +65,7 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
     """Send the rows; each answer is streamed to out_path as it is taken in order and folded into running
     sums (memory stays flat for thousands of requests); the file appears only complete."""
     reported, failed, missing, first_error = None, [], [], None
+    by_category = CategorySums()   # a dataset's categories: the same sums, split by request
     with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
             atomic_writer(out_path) as out:
         for done, record in enumerate(_in_order(pool, lambda row: send_chat(http, server, row, timeout), rows,
@@ -77,6 +79,7 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
             elif speculative and fields["spec"] is None:
                 missing.append(fields["id"])
             reported = accounting.add_request(reported, fields["spec"])
+            by_category.add(record.get("category"), fields["spec"])
     if failed:
         return Outcome(error=f"{len(failed)} of {len(rows)} requests failed (first: {first_error}); ids: "
                              f"{', '.join(failed[:10])}", requests_sent=len(rows))
@@ -84,7 +87,7 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
         return Outcome(error=f"{len(missing)} responses lack metrics.speculative_decoding (ids: "
                              f"{', '.join(missing[:10])}); the server must run with "
                              "--per-request-spec-decode-metrics and requests must be n=1", requests_sent=len(rows))
-    return Outcome(reported=reported, summed_requests=True, requests_sent=len(rows))
+    return Outcome(reported=reported, summed_requests=True, requests_sent=len(rows), by_category=by_category)
 
 
 def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):

@@ -16,7 +16,7 @@ import requests
 
 from specstack import events
 from specstack.config import metric_names as m
-from specstack.measure import accounting, snapshots
+from specstack.measure import accounting, categories, snapshots
 from specstack.results.bundle import MethodBundle
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server
@@ -39,6 +39,7 @@ class Window:
     settled_at: float | None = None                  # when the after-snapshot was read
     from_counters: dict | None = None                # acceptance seen by the counters
     from_responses: dict | None = None               # acceptance summed over responses
+    by_category: dict | None = None                  # the same sums split by a dataset's category
     checks: list[dict] = field(default_factory=list)
     # the host's 1-minute load average at open and close, and its cores: other work on the machine shows here
     host_load: dict | None = None
@@ -62,6 +63,7 @@ class Outcome:
     error: str | None = None
     requests_sent: int | None = None                # request phases: how many the window sent
     output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
+    by_category: categories.CategorySums | None = None   # request phases: `reported` split by category
 
 
 class Windows:
@@ -163,6 +165,9 @@ class Windows:
         if outcome.summed_requests and window.status == "ok":
             window.from_responses = outcome.reported.to_dict() if outcome.reported else None
             checks += accounting.crosscheck_requests(outcome.reported, counted)
+            if outcome.by_category is not None:
+                window.by_category = outcome.by_category.to_dict()
+                checks += categories.crosscheck(outcome.by_category, counted)
         if outcome.bench is not None and window.status == "ok":
             checks += accounting.crosscheck_bench_answers(outcome.bench, finished, delta.get(m.GENERATION_TOKENS),
                                                           outcome.output_len)

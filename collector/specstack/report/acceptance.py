@@ -98,3 +98,34 @@ def sampled_rows(run: RunData) -> list[dict]:
                              "num_accepted_draft_tokens": s.get("num_accepted_draft_tokens"),
                              "histogram": json.dumps(s["histogram"]) if drafts and s.get("histogram") else None})
     return rows
+
+
+def _category_row(md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: dict) -> dict:
+    drafts = c.get("num_draft_tokens")
+    per_pos, conditional = c.get("per_position"), c.get("per_position_conditional")
+    return {"method": md.name, "label": md.display_name, "task": task, "phase": phase, "temperature": temperature,
+            "category": category, "k": md.k, "requests": c.get("requests"),
+            "acceptance_rate": c.get("acceptance_rate") if drafts else None,
+            "mean_acceptance_length": c.get("mean_acceptance_length") if drafts else None,
+            "no_accept_share": c.get("no_accept_share") if drafts else None,
+            "num_spec_steps": c.get("num_spec_steps"), "num_draft_tokens": drafts,
+            "num_accepted_draft_tokens": c.get("num_accepted_draft_tokens"),
+            "histogram": json.dumps(c["histogram"]) if drafts and c.get("histogram") else None,
+            "per_position": json.dumps([round(x, 6) for x in per_pos]) if drafts and per_pos else None,
+            "per_position_conditional": json.dumps([None if x is None else round(x, 6) for x in conditional])
+            if drafts and conditional else None}
+
+
+def category_rows(run: RunData) -> list[dict]:
+    """Per method × task × phase (greedy, each --temperatures) × category: the acceptance window split by
+    request (measure/categories.py). Tasks whose rows have no category have none."""
+    rows = []
+    for md in run.methods.values():
+        for task in run.tasks:
+            f = md.tasks.get(task) or {}
+            for category, c in (f.get("categories") or {}).items():
+                rows.append(_category_row(md, task, "greedy", 0.0, category, c))
+            for s in sorted((f.get("sampled") or {}).values(), key=lambda s: s.get("temperature") or 0):
+                for category, c in (s.get("categories") or {}).items():
+                    rows.append(_category_row(md, task, f"t{s['temperature']:g}", s["temperature"], category, c))
+    return rows

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from specstack.report import plots, sections
 from specstack.report import stats as st
-from specstack.report.acceptance import acceptance_rows, sampled_rows
+from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.equality import Tokenizers, equality_rows
 from specstack.report.ksweep import ksweep_rows
@@ -47,6 +47,7 @@ class Report:
     ksweep: list[dict]
     sampled: list[dict] = field(default_factory=list)   # acceptance per temperature (--temperatures)
     lossless: list[dict] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
+    categories: list[dict] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -55,7 +56,7 @@ class Report:
                 "crossover": self.crossover, "acceptance": self.acceptance, "acceptance_positions": self.positions,
                 "acceptance_histogram": self.histogram, "equality_requests": self.equality,
                 "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
-                "lossless": self.lossless}
+                "lossless": self.lossless, "acceptance_by_category": self.categories}
 
 
 def method_rows(run: RunData) -> list[dict]:
@@ -101,7 +102,8 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
-                    ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run))
+                    ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run),
+                    categories=category_rows(run))
     if with_plots:
         plots.make_all(report)
     return report

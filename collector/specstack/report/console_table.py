@@ -90,12 +90,42 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
     return table
 
 
+def _rate_and_length(figures: dict) -> str:
+    if not figures.get("num_draft_tokens"):
+        return "n/a"
+    return f"{pct(figures.get('acceptance_rate'))} · {num(figures.get('mean_acceptance_length'))}"
+
+
+def category_table(summaries: dict[str, dict], task: str) -> Table | None:
+    """Acceptance per dataset category (rate · mean length), one column per method; the last row is the task's
+    total, which the categories sum to and which equals the counter deltas (the "Σ_category" checks)."""
+    per_method = {name: (s["tasks"].get(task) or {}) for name, s in summaries.items()}
+    categories = list(dict.fromkeys(c for f in per_method.values() for c in (f.get("categories") or {})))
+    if not categories:
+        return None
+    table = Table(title=f"task: {task}, acceptance by category (rate · mean acc. length)", min_width=60, title_justify="left")
+    table.add_column("category")
+    table.add_column("requests", justify="right")
+    for name, s in summaries.items():
+        table.add_column(display_name(name, s), justify="right")
+    first = next(f for f in per_method.values() if f.get("categories"))
+    for c in categories:
+        table.add_row(c, str((first["categories"].get(c) or {}).get("requests", "n/a")),
+                      *[_rate_and_length((f.get("categories") or {}).get(c) or {}) for f in per_method.values()])
+    table.add_row("[bold]all (the task)[/]", str(first.get("requests")),
+                  *[_rate_and_length(f) for f in per_method.values()])
+    return table
+
+
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     summaries, failed = load_summaries(run_dir)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
+        by_category = category_table(summaries, task)
+        if by_category is not None:
+            console.print(by_category)
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")

@@ -46,13 +46,21 @@ def _acceptance(figures: dict) -> dict:
     }
 
 
+def _categories(window: dict | None) -> dict:
+    """category -> requests and acceptance, split exactly from the window's per-request metrics ({} when the
+    task's rows have no category)."""
+    return {name: {"requests": c["requests"], **_acceptance(c)}
+            for name, c in ((window or {}).get("by_category") or {}).items()}
+
+
 def _sampled(windows: list[dict], task: str, temperatures) -> dict:
     """temperature (as text, "0.6") -> acceptance and requests of the task's sampled window."""
     out = {}
     for t in temperatures:
         w = next((w for w in windows if w["name"] == sampled_window(task, t)), None)
         if w is not None:
-            out[f"{t:g}"] = {"temperature": t, "status": w["status"], **_acceptance(w.get("from_responses") or {})}
+            out[f"{t:g}"] = {"temperature": t, "status": w["status"], **_acceptance(w.get("from_responses") or {}),
+                             "categories": _categories(w)}
     return out
 
 
@@ -69,6 +77,8 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
             "requests": len(rows),
             "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in rows),
             "finish_reasons": _count(r.get("finish_reason") for r in rows),
+            # a dataset's categories (mt-bench, spec-bench, …): the acceptance window split by request
+            "categories": _categories(acc),
             "bench": [dict(concurrency=w["concurrency"], repeat=w["repeat"], status=w["status"],
                            file=f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json",
                            **_bench_cell(_load(bundle.path(f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"))))
