@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -262,6 +263,10 @@ def test_collector_image_runs_specstack_on_the_server_vllm():
     text = (REPO / "collector" / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["specstack"]' in text
     assert "pip check" in text and re.search(r"^USER \d+", text, re.M)
+    # the image's version label is the package's (the build also checks what it installed)
+    project = tomllib.loads((REPO / "collector" / "pyproject.toml").read_text())["project"]
+    assert re.search(r"^ARG SPECSTACK_VERSION=(\S+)$", text, re.M)[1] == project["version"]
+    assert 'org.specstack.version="${SPECSTACK_VERSION}"' in text
 
 
 # --- network, secrets, privileges ---------------------------------------------------------------------

@@ -86,6 +86,8 @@ def test_labels_state_what_is_installed(refs):
     assert deb.startswith(upstream + "+") and deb.endswith(revision)
     (collector,) = engine.inspect(refs["COLLECTOR_IMAGE"], kind="image")
     assert collector["Config"]["Labels"]["org.specstack.image"] == "collector"
+    assert collector["Config"]["Labels"]["org.specstack.version"] == run_in(
+        refs["COLLECTOR_IMAGE"], "-c", "import specstack; print(specstack.__version__, end='')", entrypoint="python3")
     assert collector["Config"]["Labels"]["org.specstack.vllm"] == labels["org.specstack.vllm"]
     assert collector["Config"]["User"] == "1000:1000"
 

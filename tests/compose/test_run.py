@@ -79,6 +79,16 @@ def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
     assert s["tasks"]["code"]["num_draft_tokens"] > 0 and s["tasks"]["code"]["acceptance_rate"] is not None
 
 
+def test_the_collector_ends_with_the_table_not_teardown_noise(locked_run):
+    """The collector prints the run's table (stderr) before its JSON line, and nothing from interpreter teardown
+    (vLLM's triton bindings print "nanobind: leaked" lines there; cli/main.entry skips it)."""
+    text = locked_run["make"].stdout   # stderr merged in
+    assert "nanobind" not in text
+    table, result = text.find("task: code (acceptance answers ended by:"), text.find('{"status": "ok"')
+    assert -1 < table < result, tail(text)
+    assert "exact (" in text[table:result]   # the cross-check column of the ngram row
+
+
 def test_runner_is_read_from_the_saved_container_log(locked_run):
     """The host saves the server container's log of this start into the run (before it stops); the
     collector reads the model runner from it and checks it against the pin of methods.toml."""

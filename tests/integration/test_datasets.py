@@ -68,7 +68,7 @@ def test_acceptance_per_category_sums_to_the_counter_deltas_exactly(mt_bench_run
     assert len(split) == 4 and all(c["ok"] for c in split)
     console = Console(record=True, width=200)
     console_table.print_run(run_dir, console)
-    text = console.export_text().split("acceptance by category", 1)[1]
+    text = console.export_text().split(" by category: ", 1)[1]
     rows = [line for line in text.splitlines() if line.startswith("│")]
     assert [r.split("│")[1].strip() for r in rows] == [*categories, "all (the task)"]
 

@@ -90,7 +90,7 @@ def test_a_task_with_categories_ends_with_one_row_per_category_and_the_task_tota
         "writing": {"requests": 1, "num_draft_tokens": 4, "acceptance_rate": 0.25, "mean_acceptance_length": 2.0}}
     publish(tmp_path, "r", base, ok=True)
     publish(tmp_path, "r", ngram, ok=True)
-    text = printed(tmp_path / "r").split("acceptance by category", 1)[1]
+    text = printed(tmp_path / "r").split(" by category: ", 1)[1]
     rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "│" in line]
     assert rows == ["coding 1 n/a 75.0 % · 4.00", "writing 1 n/a 25.0 % · 2.00",
                         "all (the task) 2 n/a 50.0 % · 3.00"]

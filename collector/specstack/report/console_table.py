@@ -103,7 +103,7 @@ def category_table(summaries: dict[str, dict], task: str) -> Table | None:
     categories = list(dict.fromkeys(c for f in per_method.values() for c in (f.get("categories") or {})))
     if not categories:
         return None
-    table = Table(title=f"task: {task}, acceptance by category (rate · mean acc. length)", min_width=60, title_justify="left")
+    table = Table(title=f"{task} by category: acceptance rate · mean length", title_justify="left")
     table.add_column("category")
     table.add_column("requests", justify="right")
     for name, s in summaries.items():
