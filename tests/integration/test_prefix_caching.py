@@ -57,6 +57,8 @@ def test_hit_rate_is_delta_hits_over_delta_queries_of_each_window(cached_run):
     assert task["prefix_cache"] == acceptance["prefix_cache"]
     assert [c["prefix_cache"] for c in task["bench"]] == \
         [w["prefix_cache"] for w in summary["windows"] if w["phase"] == "bench"]
+    table = (cached_run["results"] / RUN_ID / "ngram" / "tables" / "windows.csv").read_text().splitlines()
+    assert "prefix_cache_hit_rate" in table[0].split(",")
 
 
 def test_the_report_and_the_console_show_it(cached_run):
