@@ -15,7 +15,8 @@
 # K (num_speculative_tokens override for the spec methods), GPU (device id or UUID, default 0),
 # CPUSET (cpu: the cores of every vLLM container, default all), IMAGES_LOCK (default per platform),
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
-# GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
+# PREFIX_CACHING=1 (every server with enable-prefix-caching, recorded by the collector as --prefix-caching; a run
+# id keeps one setting), GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
 # also its healthcheck start_period), SWEEP_METHODS.
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
@@ -27,6 +28,7 @@ MODEL_SET ?= default
 GPU ?= 0
 CPUSET ?= 0-$(shell echo $$(( $$(nproc) - 1 )))
 K ?=
+PREFIX_CACHING ?=
 RUN_ARGS ?=
 GPU_FREE_MIB ?= 1024
 GPU_FREE_TIMEOUT ?= 300
@@ -66,7 +68,8 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 # Variables compose interpolates, set per command (never exported to the rest of the Makefile).
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
 	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
-	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s'
+	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_PREFIX_CACHING='$(PREFIX_CACHING)' \
+	SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s'
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
@@ -93,6 +96,7 @@ compose-check-method:
 	  *) echo "make run: unknown METHOD '$(METHOD)'; choose one of: $(SPECSTACK_METHODS)" >&2; exit 2;; esac
 	@# WAIT_TIMEOUT is also the servers' healthcheck start_period (SPECSTACK_START_PERIOD): whole seconds.
 	@case '$(WAIT_TIMEOUT)' in ''|*[!0-9]*|0) echo "WAIT_TIMEOUT must be a whole number of seconds (> 0), not '$(WAIT_TIMEOUT)'" >&2; exit 2;; esac
+	@case '$(PREFIX_CACHING)' in ''|0|1) ;; *) echo "PREFIX_CACHING must be 1 (prefix caching on for every method), 0 or empty, not '$(PREFIX_CACHING)'" >&2; exit 2;; esac
 	@$(DOCKER) compose version >/dev/null 2>&1 || { echo "docker compose (v2) is missing: install the Docker Compose plugin" >&2; exit 2; }
 	@$(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1 || { echo "no Docker engine answers ($(DOCKER) version): start it (dockerd, or systemctl start docker) or set DOCKER_HOST; if it runs, your user may lack access to its socket (group docker)" >&2; exit 2; }
 	@# GPU: driver and compute capability checked before ~20 GB of image are pulled.
@@ -230,7 +234,8 @@ _compose-method:
 	echo "--- $(METHOD): collector"; \
 	$(COMPOSE) run --rm --use-aliases collector run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
-	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) $(RUN_ARGS)
+	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) \
+	  $(if $(filter 1,$(PREFIX_CACHING)),--prefix-caching) $(RUN_ARGS)
 
 _compose-report:
 	$(COMPOSE) run --rm collector report $(REPORT_ARGS)

@@ -5,6 +5,9 @@ The one place where serve arguments are assembled. Used three ways:
   * the GPU containers run `python3 /services/serve_args.py --method ngram --exec` (compose.yaml);
   * the native runtime imports this module (specstack.methods) and starts the same list;
   * `--print` shows the list as JSON (pre-flight, tests, debugging).
+One override reaches every method alike: `--prefix-caching 1|0` (env SPECSTACK_PREFIX_CACHING, which compose
+passes to every server; `specstack ... --prefix-caching` natively) sets [common] enable-prefix-caching before
+anything else is merged, so no method can differ from another in it.
 Standard library only: it runs inside the stock vllm/vllm-openai image.
 """
 from __future__ import annotations
@@ -27,6 +30,11 @@ COMMIT_LENGTH = 40
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 # vLLM reads the env var as int(value) (envs.maybe_convert_bool): "0" or "1", nothing else.
 RUNNERS = {"0": "V1", "1": "V2"}
+# The prefix-caching override: the [common] key it sets, the env var the containers read, its values
+# ("" or unset: methods.toml as written). A method or platform table may not set the key itself.
+PREFIX_CACHING_KEY = "enable-prefix-caching"
+PREFIX_CACHING_ENV = "SPECSTACK_PREFIX_CACHING"
+PREFIX_CACHING_VALUES = {"": None, "1": True, "0": False}
 
 
 class MethodError(ValueError):
@@ -113,6 +121,29 @@ def _pin(table: dict, models: dict[str, str], revisions: dict[str, str], target_
                 spec.setdefault("code_revision", rev)
 
 
+def prefix_caching_value(text: str | None) -> bool | None:
+    """"1" -> on, "0" -> off, "" or None -> as methods.toml's [common] says."""
+    value = (text or "").strip()
+    if value not in PREFIX_CACHING_VALUES:
+        raise MethodError(f"{PREFIX_CACHING_ENV} (make PREFIX_CACHING=) must be 1 (prefix caching on for every "
+                          f"method), 0 (off) or empty (methods.toml's [common]), got {text!r}")
+    return PREFIX_CACHING_VALUES[value]
+
+
+def _common(cfg: dict, method: str, platform: str, prefix_caching: bool | None) -> dict:
+    """[common], with the prefix-caching override applied; refuses a method or platform that sets the key
+    itself (caching must be alike for every method of a comparison)."""
+    for where, table in ((f"[methods.{method}.flags]", cfg["methods"][method].get("flags", {})),
+                         (f"[platforms.{platform}]", cfg["platforms"][platform])):
+        if PREFIX_CACHING_KEY in table:
+            raise MethodError(f"{where} sets {PREFIX_CACHING_KEY}: it belongs in [common] only, so every method "
+                              "caches alike (turn it on for a whole run with --prefix-caching)")
+    common = dict(cfg["common"])
+    if prefix_caching is not None:
+        common[PREFIX_CACHING_KEY] = prefix_caching
+    return common
+
+
 def speculative_config(cfg: dict, method: str, models: dict[str, str],
                        spec_override: dict | None = None) -> dict | None:
     entry = cfg["methods"][method]
@@ -127,13 +158,14 @@ def speculative_config(cfg: dict, method: str, models: dict[str, str],
 
 def flags(cfg: dict, method: str, *, platform: str = "gpu-native",
           extra: dict | None = None, spec_override: dict | None = None,
-          models: dict[str, str]) -> dict:
-    """The merged flag table of a method, before rendering (common < spec common < method < platform < extra)."""
+          models: dict[str, str], prefix_caching: bool | None = None) -> dict:
+    """The merged flag table of a method, before rendering (common < spec common < method < platform < extra);
+    `prefix_caching` (None: as methods.toml) overrides [common] enable-prefix-caching."""
     method = resolve_method(cfg, method)
     if platform not in cfg["platforms"]:
         raise MethodError(f"unknown platform {platform!r}; choose one of: {', '.join(cfg['platforms'])}")
     entry = cfg["methods"][method]
-    merged = dict(cfg["common"])
+    merged = _common(cfg, method, platform, prefix_caching)
     spec = speculative_config(cfg, method, models, spec_override)
     if spec is not None:
         merged.update(cfg.get("speculative_common", {}))
@@ -174,8 +206,11 @@ def _pinned_runner(env: dict[str, str]) -> str | None:
 
 def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-native",
           models_dir: str | None = None, extra: dict | None = None,
-          spec_override: dict | None = None, cfg: dict | None = None) -> dict:
-    """Everything needed to start one method: argv after `vllm serve`, env, and what it serves."""
+          spec_override: dict | None = None, cfg: dict | None = None,
+          prefix_caching: bool | None = None) -> dict:
+    """Everything needed to start one method: argv after `vllm serve`, env, and what it serves.
+    `prefix_caching`: True/False sets enable-prefix-caching for this method as for every other; None keeps
+    methods.toml's [common]."""
     cfg = cfg or load()
     method = resolve_method(cfg, method)
     models = model_set(cfg, model_set_name, models_dir)
@@ -183,7 +218,8 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     target_key = entry.get("target", "target")
     if target_key not in models:
         raise MethodError(f"model set {model_set_name!r} has no {target_key!r} model for method {method!r}")
-    table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models)
+    table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models,
+                  prefix_caching=prefix_caching)
     _pin(table, models, model_revisions(cfg, model_set_name), target_key)
     env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
     return {
@@ -210,13 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
     p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
                    help="JSON merged into the method's speculative config")
+    p.add_argument("--prefix-caching", choices=list(PREFIX_CACHING_VALUES), default=None,
+                   help=f"1: enable-prefix-caching for every method, 0: off, empty: as [common] says "
+                        f"(default: ${PREFIX_CACHING_ENV})")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--print", action="store_true", help="print the plan as JSON")
     mode.add_argument("--exec", action="store_true", help="replace this process with `vllm serve ...`")
     a = p.parse_args(argv)
     try:
         override = json.loads(a.spec_override) if a.spec_override else None
-        plan = build(a.method, model_set_name=a.model_set, platform=a.platform, spec_override=override)
+        caching = prefix_caching_value(a.prefix_caching if a.prefix_caching is not None
+                                       else os.environ.get(PREFIX_CACHING_ENV))
+        plan = build(a.method, model_set_name=a.model_set, platform=a.platform, spec_override=override,
+                     prefix_caching=caching)
     except (MethodError, json.JSONDecodeError) as e:
         print(f"serve_args: {e}", file=sys.stderr)
         return 2

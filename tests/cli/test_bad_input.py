@@ -26,6 +26,9 @@ from specstack.config import methods
 from specstack.fixtures import tiny_models
 from specstack.cli.main import main
 from specstack.datasets.pinned import WHEELS
+from specstack.results.bundle import update_manifest
+from specstack.runs import recipe
+from specstack.runs.options import Options
 from specstack.server.runtime import start_native, stop_native
 from tests.support import free_port
 
@@ -128,6 +131,13 @@ class Ctx:
         return f"code={path},{path}"
 
 
+def started_without_prefix_caching(c: Ctx) -> list[str]:
+    """A run id whose first method started without --prefix-caching (its manifest's recipe), resumed with it."""
+    update_manifest(c.results / c.run_id, recipe=recipe.record(Options(method="baseline", run_id=c.run_id),
+                                                               c.results / c.run_id))
+    return ["--prefix-caching"]
+
+
 # (id, method, argv extras as a function of the context, exit code, message fragments)
 ROWS = [
     ("unknown-method", "foo", lambda c: [], 2, ["specstack: error: unknown method 'foo'; choose one of: baseline"]),
@@ -216,6 +226,10 @@ ROWS = [
     ("synthetic-rejection-sampling", "ngram",
      lambda c: ["--spec-override", '{"rejection_sample_method": "synthetic", "synthetic_acceptance_rate": 0.5}'], 2,
      ["rejection_sample_method=synthetic does not preserve the output distribution; pass --allow-synthetic"]),
+    ("prefix-caching-other-than-the-run", "ngram", started_without_prefix_caching, 2,
+     ["run 'bad' was started without --prefix-caching, and this command asks with it: every method of a run is "
+      "served alike, so it cannot resume or extend that run. Drop --prefix-caching to continue it, or use a new "
+      "--run-id"]),
 ]
 
 

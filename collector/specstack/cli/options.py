@@ -111,6 +111,7 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
                    help='JSON merged into the speculative config, e.g. \'{"num_speculative_tokens": 2}\'')
     if single_k:
         p.add_argument("--k", type=int, default=None, help="shorthand for num_speculative_tokens")
+    add_prefix_caching_option(p)
     p.add_argument("--allow-mismatch", action="store_true", help="keep going when a cross-check fails")
     p.add_argument("--allow-synthetic", action="store_true",
                    help="allow rejection_sample_method=synthetic (a stress run; results marked not comparable)")
@@ -127,6 +128,12 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--skip-bench", action="store_true", help="acceptance phase only")
     p.add_argument("--quiet-gap", type=float, default=0.0,
                    help="idle seconds around each window so a Prometheus scrape falls between windows")
+
+
+def add_prefix_caching_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prefix-caching", action="store_true",
+                   help="serve every method of the run with enable-prefix-caching (off in methods.toml's [common]); "
+                        "the hit rate per window is recorded (docs/figures.md); a run id keeps one setting")
 
 
 def options_from_args(args: argparse.Namespace, method: str) -> Options:
@@ -159,4 +166,5 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    skip_bench=args.skip_bench, quiet_gap=args.quiet_gap,
                    allow_synthetic=args.allow_synthetic, prometheus_url=args.prometheus_url,
                    port_release_timeout=args.port_release_timeout,
+                   prefix_caching=getattr(args, "prefix_caching", False),
                    replicate=getattr(args, "replicate", "repeats"))

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from specstack.config.methods import MethodError, build, load, resolve_method
+from specstack.config.methods import MethodError, build, load, resolve_method, serve_args
 from specstack.server.preflight import Report, run_checks
 
 
@@ -28,10 +28,12 @@ def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]
     out = []
     for name in names:
         try:
+            caching = serve_args.prefix_caching_value(args.prefix_caching)
             name = resolve_method(cfg, name)
             is_spec = "speculative-config" in cfg["methods"][name]
             plan = build(name, model_set_name=args.model_set, platform=args.platform,
-                         models_dir=args.models_dir, spec_override=override if is_spec else None, cfg=cfg)
+                         models_dir=args.models_dir, spec_override=override if is_spec else None, cfg=cfg,
+                         prefix_caching=caching)
             out.append((name, plan, None))
         except MethodError as e:
             out.append((name, None, f"{e}"))
@@ -73,6 +75,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
     p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
                    help="JSON merged into the speculative config (as the server would get it)")
+    p.add_argument("--prefix-caching", action="store_const", const="1",
+                   default=os.environ.get(serve_args.PREFIX_CACHING_ENV) or None,
+                   help="check with enable-prefix-caching, as a run's --prefix-caching serves it (default: "
+                        "$SPECSTACK_PREFIX_CACHING, 1 or 0, else methods.toml's [common])")
     p.add_argument("--deep", choices=("auto", "off", "force"), default="auto",
                    help="engine config build: auto (when configs are on disk and the platform matches), "
                         "off, or force (also for another platform)")

@@ -21,6 +21,12 @@ NUM_PREEMPTIONS = "vllm:num_preemptions"
 REQUEST_SUCCESS = "vllm:request_success"        # label finished_reason
 ENGINE_COUNTERS = (GENERATION_TOKENS, PROMPT_TOKENS, NUM_PREEMPTIONS, REQUEST_SUCCESS)
 
+# Prefix cache counters, in tokens (vllm/v1/metrics/loggers.py): queries = prompt tokens looked up in the cache
+# at admission, hits = those found cached. Both exist with caching off, and queries then stay 0.
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
+PREFIX_CACHE_COUNTERS = (PREFIX_CACHE_QUERIES, PREFIX_CACHE_HITS)
+
 # Gauges and info.
 NUM_REQUESTS_RUNNING = "vllm:num_requests_running"
 NUM_REQUESTS_WAITING = "vllm:num_requests_waiting"
@@ -34,7 +40,7 @@ TIME_PER_OUTPUT_TOKEN = "vllm:request_time_per_output_token_seconds"
 E2E_LATENCY = "vllm:e2e_request_latency_seconds"
 
 # Families a snapshot keeps; everything else on /metrics is skipped before parsing.
-SNAPSHOT_FAMILIES = SPEC_COUNTERS + ENGINE_COUNTERS + (CACHE_CONFIG_INFO,)
+SNAPSHOT_FAMILIES = SPEC_COUNTERS + ENGINE_COUNTERS + PREFIX_CACHE_COUNTERS + (CACHE_CONFIG_INFO,)
 
 # Labels that identify a server process rather than a measurement; summed over.
 ENGINE_LABEL = "engine"

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from specstack.report import prefix_cache
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
 from specstack.results.reader import display_name, load_run
@@ -120,12 +121,16 @@ def category_table(summaries: dict[str, dict], task: str) -> Table | None:
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     summaries, failed = load_summaries(run_dir)
+    run = load_run(run_dir)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
         by_category = category_table(summaries, task)
         if by_category is not None:
             console.print(by_category)
+        caching = prefix_cache.console_table(run, task)   # only when a method cached prefixes (--prefix-caching)
+        if caching is not None:
+            console.print(caching)
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
 from specstack.report.plots import safe_name
+from specstack.report.prefix_cache import prefix_cache_table
 from specstack.results.reader import REPORT_DIR
 from specstack.report.speed import PERCENTILES
 from specstack.report.verdicts import label as _label, verdict
@@ -94,7 +95,7 @@ def tasks(rep: Report) -> list[tuple]:
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
         for part in (speed_tables, crossover_table, acceptance_table, category_table, sampled_table, lossless_table,
-                     equality_tables, speedup_plot):
+                     equality_tables, speedup_plot, prefix_cache_table):
             out += part(rep, task)
     return out
 

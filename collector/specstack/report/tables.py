@@ -57,6 +57,8 @@ COLUMNS: dict[str, list[str]] = {
                                "per_position_conditional"],
     "lossless": ["method", "label", "baseline", "task", "temperature", "samples_per_prompt", "positions", "tests",
                  "flagged", "min_p_holm", "alpha", "detectable_tv", "verdict"],
+    "prefix_cache": ["method", "label", "task", "phase", "concurrency", "temperature", "caching", "queries", "hits",
+                     "hit_rate"],
     "acceptance_positions": ["method", "task", "position", "rate", "conditional_rate", "drafted_steps"],
     "acceptance_histogram": ["method", "task", "accepted", "steps", "share"],
     "equality_requests": ["method", "baseline", "task", "id", "equal", "first_token_divergence",

@@ -36,7 +36,8 @@ def window_rows(summary: dict) -> list[dict]:
                      "num_drafts": counted.get("steps"), "num_draft_tokens": counted.get("draft_tokens"),
                      "num_accepted_tokens": counted.get("accepted"),
                      "acceptance_rate": counted.get("acceptance_rate"),
-                     "mean_acceptance_length": counted.get("mean_acceptance_length")})
+                     "mean_acceptance_length": counted.get("mean_acceptance_length"),
+                     **{f"prefix_cache_{k}": v for k, v in (w.get("prefix_cache") or {}).items()}})
     return rows
 
 

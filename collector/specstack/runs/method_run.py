@@ -28,7 +28,7 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import recipe
+from specstack.runs import prefix_cache, recipe
 from specstack.runs.options import Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
@@ -63,6 +63,7 @@ def check(opts: Options) -> dict:
     with events.step("checks"):
         opts.validate()
         check_writable(opts.results_dir)
+        prefix_cache.check_same_setting(opts.run_id, Path(opts.results_dir) / opts.run_id, opts.prefix_caching)
         plan = plan_for(opts)
         if _synthetic(plan) and not opts.allow_synthetic:
             raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
@@ -158,6 +159,7 @@ class MethodRun:
                 "error": None, "speculative_config": plan["speculative_config"] if native else None,
                 "speculative_config_source": "the plan specstack started" if native else "not observed",
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
+                "prefix_caching": prefix_cache.setting(plan, self.opts.prefix_caching),
                 "asked_for": {"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
                               "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
                               "model_set": plan["model_set"], "speculative_config": plan["speculative_config"],

@@ -10,6 +10,7 @@ from rich.console import Console
 from specstack.config.workloads import Task
 from specstack.results.records import read_records
 from specstack.results.bundle import MethodBundle
+from specstack.runs import prefix_cache
 
 console = Console(stderr=True)
 
@@ -86,6 +87,7 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
             # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
             "sampled": _sampled(windows, name, temperatures),
         }
+    prefix_cache.add_to_summary(summary, bundle.staging)   # hit rate per window, task, sampled phase, bench cell
     verdict(summary, allow_mismatch)
 
 

@@ -46,6 +46,7 @@ class Options:
     temperatures: tuple[float, ...] = ()
     samples_per_prompt: int = 1     # sampled phases: each prompt this many times (the losslessness test's samples)
     spec_override: dict | None = None
+    prefix_caching: bool = False    # every method served with enable-prefix-caching (serve_args' override)
     allow_mismatch: bool = False
     # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
     # baseline, none on a spec method, another K), recording the contradiction, instead of failing before measuring
@@ -125,7 +126,8 @@ def plan_for(opts: Options) -> dict:
     if opts.port:
         extra["port"] = opts.port
     plan = methods.build(opts.method, model_set_name=opts.model_set, platform=opts.platform,
-                         models_dir=opts.models_dir, extra=extra, spec_override=opts.spec_override)
+                         models_dir=opts.models_dir, extra=extra, spec_override=opts.spec_override,
+                         prefix_caching=True if opts.prefix_caching else None)   # None: methods.toml's [common]
     max_len = int(plan["flags"].get("max-model-len", 0) or 0)
     if max_len and max(opts.perf_output_len, opts.acceptance_max_tokens) >= max_len:
         raise UserError(f"output length {max(opts.perf_output_len, opts.acceptance_max_tokens)} does not fit "

@@ -21,6 +21,11 @@ FIELDS = ("runtime", "url", "model_set", "platform", "models_dir", "port", "serv
           "port_release_timeout")
 _TUPLES = ("tasks", "datasets", "concurrencies", "temperatures")
 
+# --prefix-caching: every method served with enable-prefix-caching. A recipe recorded before the option lists it
+# as not recorded; Options' default (off, methods.toml's [common]) is what such a run served, and the drift check
+# compares the serve argv anyway.
+FIELDS += ("prefix_caching",)
+
 
 def _portable(path: Path, run_dir: Path) -> str:
     path = Path(path).absolute()

@@ -16,6 +16,7 @@ from specstack.config import methods
 from specstack.errors import UserError
 from specstack.results.reader import good_result
 from specstack.runs.method_run import run_method
+from specstack.runs import prefix_cache
 from specstack.runs.monitoring import Monitoring
 from specstack.runs.options import Options
 
@@ -29,6 +30,7 @@ def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool =
     each method's Prometheus check overlaps the next server's start). Returns the summaries in order.
     `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
     run_dir = Path(opts.results_dir) / opts.run_id
+    prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
     results = []
     started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
     events.emit("sweep.start", methods=[name for name, _ in entries])

@@ -1,0 +1,77 @@
+"""`specstack run --method ngram --prefix-caching` on real vLLM (CPU, tiny models): the server is started with
+--enable-prefix-caching and says so on /metrics, every window's hit rate is Δ hits / Δ queries of its own raw
+counters, the tables show it, and the run id keeps its setting."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+
+from specstack.cli.main import main
+from specstack.config import metric_names as m
+from specstack.report import console_table
+from specstack.report.build import build
+from specstack.report.prefix_cache import prefix_cache_table
+
+from tests.support import free_port
+
+pytestmark = pytest.mark.integration
+
+RUN_ID = "it-prefix-caching"
+
+
+def _args(models_dir, results, *extra: str) -> list[str]:
+    return ["run", "--method", "ngram", "--tasks", "code", "--model-set", "tiny", "--platform", "cpu-native",
+            "--models-dir", str(models_dir), "--port", str(free_port()), "--results", str(results),
+            "--run-id", RUN_ID, "--num-prompts", "4", "--concurrency", "1", "--perf-output-len", "16",
+            "--acceptance-max-tokens", "16", "--warmup-requests", "1", *extra]
+
+
+@pytest.fixture(scope="module")
+def cached_run(models_dir, tmp_path_factory):
+    results = tmp_path_factory.mktemp("prefix-caching")
+    code = main(_args(models_dir, results, "--prefix-caching"))
+    summary = json.loads((results / RUN_ID / "ngram" / "summary.json").read_text())
+    assert code == 0 and summary["status"] == "ok", summary["error"]
+    return {"results": results, "summary": summary}
+
+
+def test_the_server_ran_with_prefix_caching(cached_run):
+    summary = cached_run["summary"]
+    assert "--enable-prefix-caching" in summary["server"]["argv"]
+    assert "--no-enable-prefix-caching" not in summary["server"]["argv"]
+    assert summary["prefix_caching"] == {"option": True, "serve_flag": True, "observed": True}
+
+
+def test_hit_rate_is_delta_hits_over_delta_queries_of_each_window(cached_run):
+    summary = cached_run["summary"]
+    for w in summary["windows"]:
+        before, after = w["counters_before"], w["counters_after"]
+        queries = after[m.PREFIX_CACHE_QUERIES] - before[m.PREFIX_CACHE_QUERIES]
+        hits = after[m.PREFIX_CACHE_HITS] - before[m.PREFIX_CACHE_HITS]
+        assert queries > 0, w["name"]
+        assert w["prefix_cache"] == {"queries": queries, "hits": hits, "hit_rate": hits / queries}, w["name"]
+    task = summary["tasks"]["code"]
+    (acceptance,) = [w for w in summary["windows"] if w["name"] == "acceptance/code"]
+    assert task["prefix_cache"] == acceptance["prefix_cache"]
+    assert [c["prefix_cache"] for c in task["bench"]] == \
+        [w["prefix_cache"] for w in summary["windows"] if w["phase"] == "bench"]
+    table = (cached_run["results"] / RUN_ID / "ngram" / "tables" / "windows.csv").read_text().splitlines()
+    assert "prefix_cache_hit_rate" in table[0].split(",")
+
+
+def test_the_report_and_the_console_show_it(cached_run):
+    run_dir = cached_run["results"] / RUN_ID
+    rep = build(run_dir, with_plots=False)
+    blocks = prefix_cache_table(rep, "code")
+    assert blocks and blocks[1][2][0][1] == "on"
+    assert {r["phase"] for r in rep.prefix_cache} == {"acceptance", "bench"}
+    console = Console(record=True, width=200)
+    console_table.print_run(run_dir, console)
+    assert "code: prefix cache hit rate" in console.export_text()
+
+
+def test_the_run_id_keeps_its_setting(cached_run, models_dir, capsys):
+    assert main(_args(models_dir, cached_run["results"], "--force")) == 2   # refused before any server starts
+    assert "was started with --prefix-caching" in capsys.readouterr().err
