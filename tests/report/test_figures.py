@@ -70,3 +70,44 @@ def test_an_itl_is_degenerate_when_its_own_tpot_is_a_burst_read(tmp_path):
     assert itl[("draft_model", "1")].endswith("‡") and itl[("baseline", "4")].endswith("‡")
     assert not itl[("baseline", "1")].endswith("‡") and not itl[("ngram", "4")].endswith("‡")
     assert "‡ on ITL: degenerate" in md and "the method's own cell has a degenerate TPOT" in md
+
+
+# --- 2. per-position plot: a position never drafted is no bar ------------------------------------------
+
+def test_positions_never_drafted_get_no_bar_and_a_marker():
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from specstack.report import plots
+    # suffix at K=16: code drafted up to position 7, chat up to position 3; a drafted position whose drafts were
+    # never accepted (chat 3: 0.0) is a real 0, the rest have no rate at all
+    code = [0.6, 0.5, 0.4, 0.45, 0.3, 0.2, 0.1, 0.05] + [None] * 8
+    chat = [0.5, 0.25, 0.1, 0.0] + [None] * 12
+    fig, ax = plt.subplots()
+    try:
+        plots._position_bars(ax, {"code": code, "chat": chat}, "rate")
+        bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+        # 8 + 4 bars, each at its task's slot (width 0.4, code left of the tick, chat right), heights as given
+        assert sorted((round(b.get_x() + b.get_width() / 2, 6), round(b.get_height(), 6)) for b in bars) == sorted(
+            [(round(p - 0.2, 6), v) for p, v in enumerate(code[:8])] +
+            [(round(p + 0.2, 6), v) for p, v in enumerate(chat[:4])])
+        marks = [ln for ln in ax.lines if ln.get_marker() == "x"]
+        xs = sorted(round(x, 6) for ln in marks for x in ln.get_xdata())
+        assert xs == sorted([round(p - 0.2, 6) for p in range(8, 16)] + [round(p + 0.2, 6) for p in range(4, 16)])
+        assert all(y == plots.NOT_DRAFTED_Y for ln in marks for y in ln.get_ydata())
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert legend.count(plots.NOT_DRAFTED) == 1 and {"code", "chat"} <= set(legend)
+    finally:
+        plt.close(fig)
+
+
+def test_few_positions_never_drafted_are_labelled_in_words():
+    import matplotlib.pyplot as plt
+    from specstack.report import plots
+    fig, ax = plt.subplots()
+    try:
+        plots._position_bars(ax, {"code": [0.6, 0.3, None, None]}, "rate")
+        assert len(ax.patches) == 2
+        assert [t.get_text() for t in ax.texts].count("not drafted") == 2
+        assert sorted(t.get_text() for t in ax.texts if t.get_text() != "not drafted") == ["0.30", "0.60"]
+    finally:
+        plt.close(fig)
