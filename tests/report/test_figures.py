@@ -111,3 +111,31 @@ def test_few_positions_never_drafted_are_labelled_in_words():
         assert sorted(t.get_text() for t in ax.texts if t.get_text() != "not drafted") == ["0.30", "0.60"]
     finally:
         plt.close(fig)
+
+
+# --- 3. the verdict matrix marks a cell whose repeats spread past the gate ------------------------------
+
+def test_the_matrix_marks_unstable_repeats(tmp_path):
+    run_dir = tmp_path / "spread"
+    run_dir.mkdir()
+    texts = {"code": {"a": ("t", "stop")}}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})] * 3},
+                 texts=texts)
+    # ngram's TPOT p50 over its repeats: 5, 7, 4 ms -> median 5, |deviations| 0, 2, 1 -> MAD 1 = 20 % of the
+    # median, past the 10 % gate; draft_model: 5.0, 5.1, 4.9 -> MAD 0.1 = 2 %, stable
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"code": ACC},
+                 cells={("code", 1): [(t, 200.0, {"acc_len": 2.0}) for t in (5.0, 7.0, 4.0)]})
+    write_method(run_dir, "draft_model", baseline="baseline", texts=texts, acceptance={"code": ACC},
+                 cells={("code", 1): [(t, 200.0, {"acc_len": 2.0}) for t in (5.0, 5.1, 4.9)]})
+    rep = build.build(run_dir, with_plots=False)
+    noisy, steady = _row(rep.speed, method="ngram"), _row(rep.speed, method="draft_model")
+    assert noisy["tpot_spread"] == pytest.approx(0.2) and noisy["stability"] == "unstable"
+    assert noisy["tpot_spread"] > st.MAX_RELATIVE_MAD
+    assert steady["tpot_spread"] == pytest.approx(0.02) and steady["stability"] == "stable"
+    md = _blocks_md(rep)
+    lines = md.split("## Verdict", 1)[1].splitlines()    # the matrix is the first table naming each method
+    matrix = {m: next(ln for ln in lines if ln.startswith(f"| {m} | baseline |")).split("|")[3].strip()
+              for m in ("ngram", "draft_model")}
+    assert matrix["ngram"].startswith("helped · TPOT 2.00× [1.43–2.50]")   # medians of resamples: 10/7 to 10/4
+    assert matrix["ngram"].endswith("⚠ unstable repeats") and "⚠" not in matrix["draft_model"]
+    assert f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%}" in md
