@@ -139,3 +139,13 @@ def test_the_matrix_marks_unstable_repeats(tmp_path):
     assert matrix["ngram"].startswith("helped · TPOT 2.00× [1.43–2.50]")   # medians of resamples: 10/7 to 10/4
     assert matrix["ngram"].endswith("⚠ unstable repeats") and "⚠" not in matrix["draft_model"]
     assert f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%}" in md
+
+
+# --- 4. the report names the session order the bundle recorded ------------------------------------------
+
+def test_the_header_names_the_session_order_of_the_bundle():
+    abba = sections._replication({"replicate": "sessions", "sessions": 3, "session_order": "ABBA"})
+    assert abba == ("3 server sessions per method, interleaved with the baseline's (ABBA: B M, then M B, …), one "
+                    "bench repeat per cell in each")
+    # a bundle from before the ABBA order recorded none: every round ran baselines first
+    assert "(B M B M …)" in sections._replication({"replicate": "sessions", "sessions": 3})

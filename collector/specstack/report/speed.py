@@ -90,8 +90,8 @@ def _sum(cells: list[dict], key: str) -> float | None:
 
 
 def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, float]]:
-    """(num, den) values of the same session index: session i of a method ran right after session i of its
-    baseline (--replicate sessions)."""
+    """(num, den) values of the same session index: session i of a method ran next to session i of its
+    baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
     return [(c[key], by_session[c["session"]]) for c in num
             if c.get("session") in by_session and c.get(key) is not None]
