@@ -1,8 +1,8 @@
 """Replication by server sessions on real vLLM (CPU, tiny models): `sweep --repeats 3 --replicate sessions`.
 
-Oracles: the servers start in the interleaved order (B M B M B M), each session is a folder of its own holding
-one bench repeat, the report reads them as one method per name, and its interval is the paired bootstrap of the
-session pairs recomputed here from the raw bench JSON."""
+Oracles: the servers start in the interleaved ABBA order (B M, M B, B M) and the manifest lists the sessions in
+that order, each session is a folder of its own holding one bench repeat, the report reads them as one method per
+name, and its interval is the paired bootstrap of the session pairs recomputed here from the raw bench JSON."""
 from __future__ import annotations
 
 import json
@@ -35,8 +35,11 @@ def sessions_run(models_dir, tmp_path_factory):
 
 
 def test_sessions_interleave_with_the_baseline(sessions_run):
-    order = [f"{m}-s{s}" for s in range(1, SESSIONS + 1) for m in ("baseline", "ngram")]
+    order = [f"{m}-s{s}" for s in range(1, SESSIONS + 1)
+             for m in (("baseline", "ngram") if s % 2 else ("ngram", "baseline"))]
     assert [e["method"] for e in sessions_run["events"].named("server.ready")] == order
+    manifest = json.loads((sessions_run["run_dir"] / "manifest.json").read_text())
+    assert list(manifest["methods"]) == order and manifest["workload"]["session_order"] == "ABBA"
     for s in sessions_run["summaries"]:
         assert s["status"] == "ok" and s["crosscheck"]["ok"], (s["method"], s["error"])
         assert s["replication"]["design"] == "sessions" and s["replication"]["sessions"] == SESSIONS

@@ -36,17 +36,37 @@ def test_sweep_refuses_an_unknown_method_before_any_server_starts(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_sessions_interleave_every_method_with_its_baseline(monkeypatch, tmp_path):
+def test_sessions_interleave_every_method_with_its_baseline_abba(monkeypatch, tmp_path):
     planned = []
     monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True: planned.extend(entries) or [])
     opts = Options(method="baseline", run_id="x", results_dir=tmp_path, repeats=3, replicate="sessions")
     sweep.sweep(opts, ["ngram", "baseline"])
-    assert [name for name, _ in planned] == ["baseline-s1", "ngram-s1", "baseline-s2", "ngram-s2",
+    # ABBA: baselines first in odd rounds, methods first in even ones, so neither side always runs first
+    assert [name for name, _ in planned] == ["baseline-s1", "ngram-s1", "ngram-s2", "baseline-s2",
                                              "baseline-s3", "ngram-s3"]
     for name, one in planned:
         assert (one.bundle_name, one.repeats, one.sessions) == (name, 1, 3) and name.endswith(f"-s{one.session}")
         assert one.replication() == {"design": "sessions", "session": one.session, "sessions": 3,
                                      "of": name.split("-s")[0], "repeats_per_session": 1}
+
+
+def test_abba_reverses_each_even_round_with_several_methods_and_baselines(monkeypatch, tmp_path):
+    planned = []
+    monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True: planned.extend(entries) or [])
+    opts = Options(method="baseline", run_id="x", results_dir=tmp_path, repeats=4, replicate="sessions")
+    sweep.sweep(opts, ["ngram", "mtp", "baseline", "mtp-baseline"])
+    rounds = [[name for name, one in planned if one.session == s] for s in range(1, 5)]
+    first = ["baseline-s1", "mtp-baseline-s1", "ngram-s1", "mtp-s1"]
+    assert rounds[0] == first
+    assert rounds[1] == [n.replace("-s1", "-s2") for n in reversed(first)]
+    assert rounds[2] == [n.replace("-s1", "-s3") for n in first]
+    assert rounds[3] == [n.replace("-s1", "-s4") for n in reversed(first)]
+    # over the rounds every session sits on average at the same place: a linear drift hits all alike
+    places = {}
+    for run in rounds:
+        for i, name in enumerate(run):
+            places.setdefault(name.rsplit("-s", 1)[0], []).append(i)
+    assert {m: sum(p) / len(p) for m, p in places.items()} == {m: 1.5 for m in places}
 
 
 def test_repeats_in_one_session_stay_the_default(monkeypatch, tmp_path):

@@ -54,7 +54,7 @@ def register(sub) -> None:
     p.add_argument("--replicate", choices=REPLICATE, default="repeats",
                    help="repeats: --repeats bench repeats back to back in one server session per method (fast; "
                         "the intervals leave session-to-session variance out); sessions: each repeat a server "
-                        "session of its own, methods interleaved with their baseline (B M B M ...), intervals "
+                        "session of its own, methods interleaved with their baseline (ABBA: B M, M B, ...), intervals "
                         "from resampling session pairs")
     add_run_options(p)
     p.set_defaults(func=_cmd_sweep)

@@ -52,6 +52,10 @@ def acceptance_by_position(method: str, per_task: dict[str, list[float] | None],
     return _png(fig)
 
 
+NOT_DRAFTED = "not drafted (no step drafted that far)"
+NOT_DRAFTED_Y = 0.04   # where the marker sits: clear of the axis, below any label
+
+
 def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: str) -> None:
     tasks = [t for t, v in per_task.items() if v]
     if not tasks:
@@ -59,13 +63,25 @@ def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: s
         return
     k = max(len(per_task[t]) for t in tasks)
     width = 0.8 / len(tasks)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    marked = False
     for i, task in enumerate(tasks):
-        values = per_task[task]
+        values, color = per_task[task], palette[i % len(palette)]
         xs = [p + (i - (len(tasks) - 1) / 2) * width for p in range(len(values))]
-        # None: no step drafted that far; drawn as no bar and labelled, never as 0
-        bars = ax.bar(xs, [0 if v is None else v for v in values], width=width, label=task)
+        # None: no step drafted that far. No bar (a 0 bar would read as "drafted, never accepted"), a grey
+        # cross in the task's slot instead, named once in the legend
+        drawn = [(x, v) for x, v in zip(xs, values) if v is not None]
+        bars = ax.bar([x for x, _ in drawn], [v for _, v in drawn], width=width, label=task, color=color)
         if k <= 8:
-            ax.bar_label(bars, labels=["—" if v is None else f"{v:.2f}" for v in values], fontsize=7)
+            ax.bar_label(bars, labels=[f"{v:.2f}" for _, v in drawn], fontsize=7)
+        gaps = [x for x, v in zip(xs, values) if v is None]
+        if gaps:
+            ax.plot(gaps, [NOT_DRAFTED_Y] * len(gaps), "x", color=GREY, markersize=6,
+                    label=None if marked else NOT_DRAFTED)
+            marked = True
+            for x in gaps if k <= 8 else []:   # room for words beside few positions only
+                ax.text(x, NOT_DRAFTED_Y + 0.04, "not drafted", rotation=90, ha="center", va="bottom", fontsize=7,
+                        color=GREY)
     ax.set_xticks(range(k), [str(p) for p in range(k)])
     ax.set_xlabel("draft position (0 = first draft token)")
     ax.set_ylabel(ylabel)
@@ -208,7 +224,8 @@ def make_all(rep: Report) -> None:
         rep.plot_captions[name] = (f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
                                    "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
                                    "convention)" + ("; right: as a share of the steps that drafted at least p+1 "
-                                                    "tokens" if any(conditional.values()) else ""))
+                                                    "tokens, × = no step drafted that far (no rate, not 0)"
+                                                    if any(conditional.values()) else ""))
         for t in run.tasks:
             f = md.tasks.get(t)
             if f is None:

@@ -46,8 +46,10 @@ def _efficiency(row: dict) -> str:
 
 def _replication(workload: dict) -> str:
     if workload.get("replicate") == "sessions":
+        # bundles from before the ABBA order ran every round baselines first
+        order = "ABBA: B M, then M B, …" if workload.get("session_order") == "ABBA" else "B M B M …"
         return (f"{workload.get('sessions', 'n/a')} server sessions per method, interleaved with the baseline's "
-                "(B M B M …), one bench repeat per cell in each")
+                f"({order}), one bench repeat per cell in each")
     return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
 
 
@@ -148,10 +150,12 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
-                         "not comparable with the baseline's. Compare methods by TPOT."
-                         + (" ‡ = ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts (a starved "
-                            "client or server), the gaps are degenerate." if any(r.get("itl_degenerate")
-                                                                                for r in speed) else "")))
+                         "not comparable with the baseline's. Compare methods by TPOT."))
+    if any(r.get("itl_degenerate") for r in speed):
+        out.append(("p", "‡ on ITL: degenerate, the chunks arrived in bursts (a starved client or server) and the "
+                         "gaps say nothing: the ITL p50 is under a tenth of the TPOT p50, or a repeat of the "
+                         "method's own cell has a degenerate TPOT (then TPOT is about 0 too, and the ITL cannot "
+                         "be checked against it)."))
     return out
 
 
@@ -344,10 +348,10 @@ def how_to_read(rep: Report) -> list[tuple]:
         "medians. Repeats in one server session (the default) are resampled independently on each side; they share "
         "their session, so session-to-session variance is left out and the interval is too narrow "
         "(pseudo-replication). With --replicate sessions every repeat is a server session of its own, run "
-        "interleaved with its baseline's (B M B M …), and session pairs are resampled together. A cell whose "
-        f"interval includes 1.0× is \"no clear difference\". Under {st.MIN_REPEATS} repeats (or sessions) on a side "
-        "there is no interval (with 2, a true 1.0× fell inside a 95 % bootstrap interval only ~70 % of the time) "
-        f"and the verdict is \"point only\" (this run: up to {repeats}).",
+        "interleaved with its baseline's (ABBA: B M, then M B, …), and session pairs are resampled together. A "
+        f"cell whose interval includes 1.0× is \"no clear difference\". Under {st.MIN_REPEATS} repeats (or "
+        "sessions) on a side there is no interval (with 2, a true 1.0× fell inside a 95 % bootstrap interval only "
+        f"~70 % of the time) and the verdict is \"point only\" (this run: up to {repeats}).",
         f"Stability: latency spread = median absolute deviation ÷ median of the repeats' TPOT p50 (E2EL p50 where "
         f"TPOT is degenerate), per side; over "
         f"{st.MAX_RELATIVE_MAD:.0%} on either side marks the cell's verdict \"unstable repeats\", a single repeat "

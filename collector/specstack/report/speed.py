@@ -90,8 +90,8 @@ def _sum(cells: list[dict], key: str) -> float | None:
 
 
 def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, float]]:
-    """(num, den) values of the same session index: session i of a method ran right after session i of its
-    baseline (--replicate sessions)."""
+    """(num, den) values of the same session index: session i of a method ran next to session i of its
+    baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
     return [(c[key], by_session[c["session"]]) for c in num
             if c.get("session") in by_session and c.get(key) is not None]
@@ -138,6 +138,14 @@ def tpot_degenerate(cell: dict) -> bool:
     if tpot is None or not e2el or not out or not n or out <= n:
         return False
     return tpot * (out / n - 1) < TPOT_DEGENERATE * e2el
+
+
+def itl_degenerate(itl: float | None, tpot: float | None, tpot_burst: bool) -> bool:
+    """An ITL p50 that says nothing: under a tenth of the TPOT p50, or from a cell whose own TPOT is degenerate
+    (a burst read: TPOT is ~0 too, so comparing with it never fires; seen: ITL 0.0025 ms, TPOT 0.001 ms)."""
+    if itl is None:
+        return False
+    return tpot_burst or (bool(tpot) and itl < ITL_DEGENERATE * tpot)
 
 
 def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
@@ -224,8 +232,8 @@ def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
             row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
     row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
     row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
-    itl, tpot_ms = row["itl_p50_ms"], row["tpot_p50_ms"]
-    row["itl_degenerate"] = itl is not None and bool(tpot_ms) and itl < ITL_DEGENERATE * tpot_ms
+    row["itl_degenerate"] = itl_degenerate(row["itl_p50_ms"], row["tpot_p50_ms"],
+                                           any(c_.get("tpot_degenerate") for c_ in ok))
 
 
 def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict],

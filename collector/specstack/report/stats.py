@@ -5,7 +5,7 @@
 - The 95 % interval is a percentile bootstrap with a fixed seed, so the same bundle always gives the same
   interval. Repeats inside one server session are resampled independently on each side; they share the
   session, so the interval leaves session-to-session variance out (pseudo-replication) and is too narrow.
-  Sessions run interleaved with their baseline (`--replicate sessions`: B M B M ...) are resampled as pairs:
+  Sessions run interleaved with their baseline (`--replicate sessions`: B M, M B, ...) are resampled as pairs:
   session i of the method with session i of the baseline, so drift that hits both stays paired.
   Under MIN_REPEATS on either side there is no interval: with 2 repeats a true 1.0x fell inside a 95 %
   percentile-bootstrap interval only about 70 % of the time (issue 18).

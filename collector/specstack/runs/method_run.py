@@ -29,7 +29,7 @@ from specstack.results.records import read_records
 from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import prefix_cache, recipe
-from specstack.runs.options import Options, load_tasks, plan_for
+from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
                                       vllm_executable)
@@ -144,7 +144,8 @@ class MethodRun:
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
-                                  "sessions": opts.sessions},
+                                  "sessions": opts.sessions,
+                                  "session_order": SESSION_ORDER if opts.replicate == "sessions" else None},
                         datasets={name: record for name, t in self.tasks.items()
                                   if (record := dataset_tasks.recorded(t.acceptance_path, name))},
                         recipe=recipe.record(opts, run_dir), locks=provenance.lock_hashes(REPO))

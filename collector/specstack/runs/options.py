@@ -15,6 +15,7 @@ from specstack.results.files import atomic_write_bytes
 
 
 REPLICATE = ("repeats", "sessions")
+SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (runs/sweep.py session_entries)
 RUNTIMES = ("native", "url")
 MAX_TEMPERATURE = 2.0
 

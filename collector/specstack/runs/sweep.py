@@ -80,13 +80,15 @@ def session_name(method: str, session: int) -> str:
 
 
 def session_entries(entries: list[tuple[str, Options]], sessions: int) -> list[tuple[str, Options]]:
-    """--replicate sessions: every repeat is a server session of its own, and the sessions interleave: session 1
-    of every method in the given order (baselines first), then session 2, ... (B M B M ...), so a drift of the
-    machine over the sweep hits a method and its baseline alike. Each session runs one bench repeat per cell."""
+    """--replicate sessions: every repeat is a server session of its own, and the sessions interleave in an ABBA
+    design: round 1 runs baselines first, then the methods (B M); round 2 the same sessions in reverse (M B); and
+    so on. A drift of the machine over the sweep then hits a method and its baseline alike, and neither side
+    always runs first (a steady drift favours the side that runs first in B M B M). The manifest's `methods`
+    lists the sessions in the order they ran. Each session runs one bench repeat per cell."""
     ordered = sorted(entries, key=lambda e: methods.baseline_of(e[0]) is not None)   # stable: baselines first
     return [(session_name(name, s), dataclasses.replace(one, bundle_name=session_name(name, s), repeats=1,
                                                          session=s, sessions=sessions))
-            for s in range(1, sessions + 1) for name, one in ordered]
+            for s in range(1, sessions + 1) for name, one in (ordered if s % 2 else ordered[::-1])]
 
 
 # --- sweep-k -----------------------------------------------------------------------------------------
