@@ -73,7 +73,8 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
 def _goodput(g: dict | None) -> dict:
     """--slo: the cell's goodput as the summary computed it from bench's per-request results."""
     g = g or {}
-    return {"slo": json.dumps(g["slo"], sort_keys=True) if g.get("slo") else None, "good_requests": g.get("good"),
+    # the targets in the order the user gave them
+    return {"slo": json.dumps(g["slo"]) if g.get("slo") else None, "good_requests": g.get("good"),
             "goodput_share": g.get("share"), "request_goodput": g.get("goodput"),
             "bench_request_goodput": g.get("bench_request_goodput")}
 
