@@ -17,6 +17,8 @@ from tests.support import SCRAPE_SECONDS, Prometheus, free_port
 
 HF_TOKEN_SENTINEL = "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0123"
 WORKLOAD = dict(num_prompts=8, perf_output_len=48, acceptance_max_tokens=64, concurrencies=(1, 4))
+# per-request targets for the sweep's goodput (test_goodput.py): generous, so most requests on this CPU meet them
+SLO = {"ttft": 2000.0, "tpot": 100.0}
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +46,7 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
     opts = sweep_options(models_dir, results, "it-sweep", quiet_gap=SCRAPE_SECONDS * 1.5,
                          prometheus_targets=prometheus.targets_dir / "vllm.json",
                          windows_port=prometheus.windows_port, prometheus_url=prometheus.url,
-                         prometheus_scrape_seconds=SCRAPE_SECONDS)
+                         prometheus_scrape_seconds=SCRAPE_SECONDS, slo=SLO)
     recorder = events.Recorder()  # what a progress display would have been told
     with events.listening(recorder):
         summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}

@@ -641,3 +641,19 @@ def test_acceptance_by_category_is_a_table_whose_rows_are_the_windows_split(bund
     table = md.split("Acceptance by category", 1)[1].split("###", 1)[0]
     assert "| ngram | 4 | coding | 2 | 45.0 % | 2.80 |" in table and "| ngram | 4 | writing | 2 | 4.2 % | 1.17 |" in table
     assert "t1" not in table and "sum to the task's" in table   # greedy only here; the split explained
+
+
+def test_goodput_is_a_table_per_task_beside_bench_own_figure(bundle):
+    path = bundle / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    for cell in s["tasks"]["code"]["bench"]:
+        cell["goodput"] = {"slo": {"ttft": 500.0, "tpot": 50.0}, "good": 6, "completed": 8, "share": 0.75,
+                           "goodput": 0.6, "bench_request_goodput": 0.6}
+    path.write_text(json.dumps(s))
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    rows = [c for c in rep.cells if c["method"] == "ngram" and c["task"] == "code"]
+    assert rows and all((c["good_requests"], c["goodput_share"], c["request_goodput"]) == (6, 0.75, 0.6) for c in rows)
+    md = render.render_markdown(sections.blocks(rep))
+    assert md.count("Goodput under the SLO (ttft ≤ 500 ms, tpot ≤ 50 ms, per request)") == 1   # code only
+    table = md.split("Goodput under the SLO", 1)[1].split("###", 1)[0]
+    assert "| ngram | 1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table

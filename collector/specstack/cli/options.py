@@ -11,6 +11,7 @@ from specstack.config.workloads import DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NU
 from specstack.datasets.fetch import CACHE_ENV, DEFAULT_CACHE
 from specstack.datasets.pinned import USER_FILES, WHEELS
 from specstack.errors import UserError
+from specstack.measure.goodput import parse_slo
 from specstack.runs.options import RUNTIMES, Options
 
 
@@ -30,6 +31,13 @@ def _floats(text: str) -> tuple[float, ...]:
         return tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _slo(text: str) -> dict[str, float]:
+    try:
+        return parse_slo(text)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--slo {text!r}: ")) from None
 
 
 def _json_object(text: str) -> dict:
@@ -98,6 +106,9 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
     p.add_argument("--concurrency", type=_ints, default=(1, 8), help="bench cells, e.g. 1,8")
     p.add_argument("--request-rate", type=float, default=None, help="finite request rate for bench (default inf)")
+    p.add_argument("--slo", type=_slo, default=None, metavar="KEY:MS[,KEY:MS...]",
+                   help="per-request targets for goodput, keys ttft, tpot, e2el in ms, e.g. ttft:500,tpot:50: each "
+                        "bench cell's share of requests meeting all of them and their rate (docs/figures.md)")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--warmup-requests", type=int, default=2)
     p.add_argument("--acceptance-concurrency", type=int, default=1)
@@ -156,7 +167,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    tasks=tasks, datasets=tuple(args.datasets), workload_files=workload_files,
                    num_prompts=args.num_prompts,
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
-                   concurrencies=args.concurrency, request_rate=args.request_rate, repeats=args.repeats,
+                   concurrencies=args.concurrency, request_rate=args.request_rate, slo=args.slo, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
                    temperatures=args.temperatures, samples_per_prompt=args.samples_per_prompt,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,

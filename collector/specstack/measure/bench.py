@@ -14,13 +14,15 @@ from typing import Callable
 
 from specstack import events
 from specstack.config.workloads import Task
+from specstack.measure import goodput
 from specstack.measure.chat import CHAT_TEMPLATE_KWARGS, SEED
 from specstack.measure.windows import Outcome
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, vllm_executable
 
 def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: int, output_len: int,
-                  request_rate: float | None, tokenizer: str, result_dir: Path, result_name: str) -> list[str]:
+                  request_rate: float | None, tokenizer: str, result_dir: Path, result_name: str,
+                  slo: dict[str, float] | None = None) -> list[str]:
     return [
         vllm_executable(), "bench", "serve",
         "--backend", "openai", "--base-url", server.base_url, "--endpoint", "/v1/completions",
@@ -34,10 +36,11 @@ def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: 
         "--temperature", "0", "--top-p", "1", "--ignore-eos", "--seed", str(SEED),
         "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,95,99",
         "--save-result", "--result-dir", str(result_dir), "--result-filename", result_name,
+        *goodput.bench_args(slo),
     ]
 
 
-def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
+def run_bench(argv: list[str], result_path: Path, log_path: Path, slo: dict[str, float] | None = None) -> Outcome:
     """Run `vllm bench serve` through its own entry point (vllm.benchmarks.serve.main) in a forked child of the
     collector: the same code as the CLI; the child inherits vLLM's ~10 s of imports, paid once per collector
     instead of per cell; and the client's per-request results (it keeps every output for its percentiles,
@@ -75,7 +78,7 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path) -> Outcome:
     bench = json.loads(result_path.read_text())
     if bench.get("failed"):
         return Outcome(bench=bench, error=f"{bench['failed']} of {bench.get('num_prompts')} bench requests failed")
-    return Outcome(bench=bench, output_len=args.custom_output_len if args.ignore_eos else None)
+    return Outcome(bench=bench, output_len=args.custom_output_len if args.ignore_eos else None, slo=slo)
 
 
 _BENCH_FAILED = "vllm bench serve failed:"

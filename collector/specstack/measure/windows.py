@@ -16,7 +16,7 @@ import requests
 
 from specstack import events
 from specstack.config import metric_names as m
-from specstack.measure import accounting, categories, snapshots
+from specstack.measure import accounting, categories, goodput, snapshots
 from specstack.results.bundle import MethodBundle
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server
@@ -64,6 +64,7 @@ class Outcome:
     requests_sent: int | None = None                # request phases: how many the window sent
     output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
     by_category: categories.CategorySums | None = None   # request phases: `reported` split by category
+    slo: dict[str, float] | None = None             # bench: the goodput targets (--slo), checked against bench's
 
 
 class Windows:
@@ -172,6 +173,7 @@ class Windows:
             checks += accounting.crosscheck_bench_answers(outcome.bench, finished, delta.get(m.GENERATION_TOKENS),
                                                           outcome.output_len)
             checks += accounting.crosscheck_bench(outcome.bench, counted)
+            checks += goodput.crosscheck(outcome.bench, outcome.slo)
         window.checks = [c.to_dict() for c in checks]
         return window, outcome
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
+from specstack.report.goodput import goodput_table
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
 from specstack.results.reader import REPORT_DIR
@@ -96,8 +97,8 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, crossover_table, acceptance_table, category_table, sampled_table, lossless_table,
-                     equality_tables, speedup_plot, prefix_cache_table):
+        for part in (speed_tables, goodput_table, crossover_table, acceptance_table, category_table, sampled_table,
+                     lossless_table, equality_tables, speedup_plot, prefix_cache_table):
             out += part(rep, task)
     return out
 

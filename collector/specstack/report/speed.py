@@ -65,8 +65,18 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                                                   row["spec_decode_accepted_tokens"])
         row["preemptions"] = _counter(md.summary, task, c, r, PREEMPTIONS)
         row["tpot_degenerate"] = tpot_degenerate(row)
+        row.update(_goodput(cell.get("goodput")))
         rows.append(row)
     return rows
+
+
+def _goodput(g: dict | None) -> dict:
+    """--slo: the cell's goodput as the summary computed it from bench's per-request results."""
+    g = g or {}
+    # the targets in the order the user gave them
+    return {"slo": json.dumps(g["slo"]) if g.get("slo") else None, "good_requests": g.get("good"),
+            "goodput_share": g.get("share"), "request_goodput": g.get("goodput"),
+            "bench_request_goodput": g.get("bench_request_goodput")}
 
 
 def _by_concurrency(cells: list[dict]) -> dict[int, list[dict]]:

@@ -143,6 +143,7 @@ class MethodRun:
                                   "perf_output_len": opts.perf_output_len,
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
+                                  "slo": opts.slo,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
                                   "sessions": opts.sessions,
                                   "session_order": SESSION_ORDER if opts.replicate == "sessions" else None},
@@ -310,10 +311,10 @@ class MethodRun:
         argv = bench.bench_command(server, task, concurrency=concurrency, num_prompts=opts.num_prompts,
                                    output_len=opts.perf_output_len, request_rate=opts.request_rate,
                                    tokenizer=server.root_model or self.plan["target"],
-                                   result_dir=bundle.path("bench"), result_name=f"{cell}.json")
+                                   result_dir=bundle.path("bench"), result_name=f"{cell}.json", slo=opts.slo)
         self.windows.run(Window(f"bench/{cell}", "bench", task=task.name, concurrency=concurrency, repeat=repeat),
                          total=opts.num_prompts, body=lambda: bench.run_bench(
-                             argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log")))
+                             argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"), opts.slo))
 
     @contextlib.contextmanager
     def _timed(self, key: str) -> Iterator[None]:
@@ -396,7 +397,7 @@ class MethodRun:
         if check_view:  # on disk until the check has run: a run stopped before it says so
             summary["prometheus_view"] = dict(PENDING)
         with events.step("verdict and bundle", method=self.name):
-            finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures)
+            finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
             bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
             bundle.write_json("summary.json", summary)

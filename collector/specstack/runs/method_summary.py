@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from specstack.config.workloads import Task
+from specstack.measure import goodput
 from specstack.results.records import read_records
 from specstack.results.bundle import MethodBundle
 from specstack.runs import prefix_cache
@@ -18,10 +19,22 @@ BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_
                 "request_throughput", "output_throughput", "total_token_throughput", "max_concurrent_requests")
 
 
-def _bench_cell(bench: dict) -> dict:
+def _bench_cell(bench: dict, slo: dict | None) -> dict:
     cell = {k: bench.get(k) for k in BENCH_FIELDS}
     cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")})
+    if slo:   # --slo: the requests meeting every target, from bench's per-request results
+        cell["goodput"] = goodput.figures(bench, slo)
     return cell
+
+
+def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict | None) -> list[dict]:
+    out = []
+    for w in windows:
+        if w["phase"] == "bench" and w["task"] == task:
+            file = f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"
+            out.append(dict(concurrency=w["concurrency"], repeat=w["repeat"], status=w["status"], file=file,
+                            **_bench_cell(_load(bundle.path(file)), slo)))
+    return out
 
 
 def sampled_window(task: str, temperature: float) -> str:
@@ -66,7 +79,7 @@ def _sampled(windows: list[dict], task: str, temperatures) -> dict:
 
 
 def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
-           temperatures=()) -> None:
+           temperatures=(), slo: dict | None = None) -> None:
     """Per-task figures, then the verdict."""
     windows = summary["windows"]
     for name in tasks:
@@ -80,10 +93,7 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
             "finish_reasons": _count(r.get("finish_reason") for r in rows),
             # a dataset's categories (mt-bench, spec-bench, …): the acceptance window split by request
             "categories": _categories(acc),
-            "bench": [dict(concurrency=w["concurrency"], repeat=w["repeat"], status=w["status"],
-                           file=f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json",
-                           **_bench_cell(_load(bundle.path(f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"))))
-                      for w in windows if w["phase"] == "bench" and w["task"] == name],
+            "bench": _bench_cells(windows, name, bundle, slo),
             # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
             "sampled": _sampled(windows, name, temperatures),
         }

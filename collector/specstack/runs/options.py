@@ -40,6 +40,8 @@ class Options:
     acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
     concurrencies: tuple[int, ...] = (1, 8)
     request_rate: float | None = None
+    # per-request targets in ms (measure/goodput.py): each bench cell's goodput, checked against bench's own
+    slo: dict[str, float] | None = None
     repeats: int = 1
     warmup_requests: int = 2
     acceptance_concurrency: int = 1
