@@ -93,12 +93,12 @@ def test_plain_decode_reports_na_not_zero(sweep_run, name):
         assert w["from_counters"] is None
         # no acceptance identities to check; a bench window still checks that every answer came back whole
         n = WORKLOAD["perf_output_len"]
-        assert [c["name"] for c in w["checks"]] == ([] if w["phase"] != "bench" else [
+        expected = [] if w["phase"] != "bench" else [
             "bench completed = Δ vllm:request_success", f"bench total_output_tokens = completed × {n}",
             f"bench completed × {n} = Δ vllm:generation_tokens",
             # --slo (conftest.SLO): the goodput computed here against bench's own
-            "per-request results = bench completed", "goodput from per-request results = bench request_goodput"]),
-            w["name"]
+            "per-request results = bench completed", "goodput from per-request results = bench request_goodput"]
+        assert [c["name"] for c in w["checks"]] == expected, w["name"]
         assert all(c["ok"] for c in w["checks"])
     console = Console(record=True, width=200)
     console.print(console_table.task_table({name: s}, "code"))
