@@ -641,3 +641,25 @@ def test_acceptance_by_category_is_a_table_whose_rows_are_the_windows_split(bund
     table = md.split("Acceptance by category", 1)[1].split("###", 1)[0]
     assert "| ngram | 4 | coding | 2 | 45.0 % | 2.80 |" in table and "| ngram | 4 | writing | 2 | 4.2 % | 1.17 |" in table
     assert "t1" not in table and "sum to the task's" in table   # greedy only here; the split explained
+
+
+def test_acceptance_per_turn_is_a_table_of_turn_1_beside_turn_2(bundle):
+    path = bundle / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    s["tasks"]["code"]["turns"] = {"2": {"turn": 2, "status": "ok", "requests": 3, "left_out": 1,
+                                         "file": "inputs/code.turn2.baseline.jsonl", "sha256": "ab" * 32,
+                                         "answers_from": "baseline",
+                                         **_category(3, 5, 20, 5, [2, 1, 1, 1, 0], [0.6, 0.4, 0.2, 0]),
+                                         "categories": {"coding": _category(3, 5, 20, 5, [2, 1, 1, 1, 0],
+                                                                            [0.6, 0.4, 0.2, 0])}}}
+    path.write_text(json.dumps(s))
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    rows = [(r["turn"], r["requests"], r["acceptance_rate"]) for r in rep.turns if r["method"] == "ngram"]
+    greedy = _row(rep.acceptance, method="ngram", task="code")
+    assert rows == [(1, greedy["requests"], greedy["acceptance_rate"]), (2, 3, 0.25)]
+    assert rep.tables()["acceptance_by_turn"] == rep.turns
+    assert [(r["phase"], r["category"]) for r in rep.categories if r["method"] == "ngram"] == [("turn2", "coding")]
+    md = render.render_markdown(sections.blocks(rep))
+    assert md.count("Acceptance per turn") == 1   # chat has no turn 2: no table
+    table = md.split("Acceptance per turn", 1)[1].split("###", 1)[0]
+    assert "| ngram | 4 | 2 | 3 | 25.0 % | 2.00 |" in table and "1 row(s) without a second turn" in table
