@@ -182,3 +182,18 @@ def test_a_sweep_with_turns_2_runs_the_baselines_first(monkeypatch, tmp_path):
     monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True: planned.extend(entries) or [])
     sweep.sweep(Options(method="baseline", run_id="x", results_dir=tmp_path, turns=2), ["ngram", "baseline"])
     assert [name for name, _ in planned] == ["baseline", "ngram"]
+
+
+def test_a_baseline_whose_turn_1_window_failed_writes_no_turn_2(tmp_path):
+    task = _task()
+    run, sent = _run(tmp_path, BASELINE_PLAN, task, {"mt-000": "Roses."})
+    run.windows.records[-1].status = "failed"
+    turns.TurnTwo(2, BASELINE_PLAN, tmp_path, {"mt": task}).measure(run, "mt")
+    assert sent == [] and not (tmp_path / "inputs").exists() and "turn2_inputs" not in run.summary
+
+
+def test_the_recipe_records_turns_so_reproduce_replays_them(tmp_path):
+    from specstack.runs import recipe
+    recorded = recipe.record(Options(method="ngram", run_id="r", turns=2), tmp_path)
+    assert recorded["turns"] == 2
+    assert recipe.options(recorded, run_id="again", results_dir=tmp_path, run_dir=tmp_path).turns == 2
