@@ -197,6 +197,15 @@ ROWS = [
     ("dataset-file-of-another-schema", "baseline",
      lambda c: ["--dataset", "spec-bench=" + c.workload(b'{"prompt": "a"}\n').split(",")[1]], 2,
      ['workload.jsonl:1: expected a non-empty list "turns" (Spec-Bench, MT-Bench) or "messages" (SPEED-Bench)']),
+    ("turns-not-1-or-2", "baseline", lambda c: ["--turns", "3"], 2,
+     ["argument --turns: invalid choice: 3 (choose from 1, 2)"]),
+    ("turns-without-a-second-turn", "baseline", lambda c: ["--turns", "2"], 2,
+     ["--turns 2: no task of the run has a second turn (code); add a two-turn set (--dataset mt-bench, "
+      "--dataset spec-bench=FILE, or acceptance rows with a \"turn2\" field) or drop --turns"]),
+    ("turns-before-the-baseline", "ngram",
+     lambda c: ["--turns", "2", "--workload", c.workload(b'{"prompt": "a", "turn2": "b"}\n')], 1,
+     ["ngram FAILED", "--turns 2: inputs/code.turn2.baseline.jsonl is missing", "Run baseline first in the same "
+      "run id", "or use specstack sweep, which runs baselines first"]),
     ("concurrency-zero", "baseline", lambda c: ["--concurrency", "0"], 2, ["concurrency must be > 0, got [0]"]),
     ("concurrency-negative", "baseline", lambda c: ["--concurrency=4,-1"], 2,
      ["concurrency must be > 0, got [4, -1]"]),

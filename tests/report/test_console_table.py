@@ -94,3 +94,20 @@ def test_a_task_with_categories_ends_with_one_row_per_category_and_the_task_tota
     rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "│" in line]
     assert rows == ["coding 1 n/a 75.0 % · 4.00", "writing 1 n/a 25.0 % · 2.00",
                         "all (the task) 2 n/a 50.0 % · 3.00"]
+
+
+def test_turn_2_shows_under_the_task_with_its_categories(tmp_path):
+    base, ngram = summary("baseline", None, baseline=None), summary("ngram", 0.5)
+    base["tasks"]["code"]["requests"] = ngram["tasks"]["code"]["requests"] = 2
+    ngram["tasks"]["code"].update(num_draft_tokens=8, acceptance_rate=0.5, mean_acceptance_length=3.0)
+    base["tasks"]["code"]["turns"] = {"2": {"requests": 1, "left_out": 1, "categories": {"coding": {"requests": 1}}}}
+    ngram["tasks"]["code"]["turns"] = {"2": {
+        "requests": 1, "left_out": 1, "num_draft_tokens": 4, "acceptance_rate": 0.25, "mean_acceptance_length": 2.0,
+        "categories": {"coding": {"requests": 1, "num_draft_tokens": 4, "acceptance_rate": 0.25,
+                                  "mean_acceptance_length": 2.0}}}}
+    publish(tmp_path, "r", base, ok=True)
+    publish(tmp_path, "r", ngram, ok=True)
+    text = printed(tmp_path / "r").split(" per turn: ", 1)[1]
+    rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "│" in line]
+    assert rows == ["turn 1 (the task) 2 n/a 50.0 % · 3.00", "turn 2 (1 left out) 1 n/a 25.0 % · 2.00",
+                    "turn 2 · coding 1 n/a 25.0 % · 2.00"]

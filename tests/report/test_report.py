@@ -657,3 +657,25 @@ def test_goodput_is_a_table_per_task_beside_bench_own_figure(bundle):
     assert md.count("Goodput under the SLO (ttft ≤ 500 ms, tpot ≤ 50 ms, per request)") == 1   # code only
     table = md.split("Goodput under the SLO", 1)[1].split("###", 1)[0]
     assert "| ngram | 1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table
+
+
+def test_acceptance_per_turn_is_a_table_of_turn_1_beside_turn_2(bundle):
+    path = bundle / "ngram" / "summary.json"
+    s = json.loads(path.read_text())
+    s["tasks"]["code"]["turns"] = {"2": {"turn": 2, "status": "ok", "requests": 3, "left_out": 1,
+                                         "file": "inputs/code.turn2.baseline.jsonl", "sha256": "ab" * 32,
+                                         "answers_from": "baseline",
+                                         **_category(3, 5, 20, 5, [2, 1, 1, 1, 0], [0.6, 0.4, 0.2, 0]),
+                                         "categories": {"coding": _category(3, 5, 20, 5, [2, 1, 1, 1, 0],
+                                                                            [0.6, 0.4, 0.2, 0])}}}
+    path.write_text(json.dumps(s))
+    rep = build.build(bundle, FixedTokenizers(WordTokenizer()), with_plots=False)
+    rows = [(r["turn"], r["requests"], r["acceptance_rate"]) for r in rep.turns if r["method"] == "ngram"]
+    greedy = _row(rep.acceptance, method="ngram", task="code")
+    assert rows == [(1, greedy["requests"], greedy["acceptance_rate"]), (2, 3, 0.25)]
+    assert rep.tables()["acceptance_by_turn"] == rep.turns
+    assert [(r["phase"], r["category"]) for r in rep.categories if r["method"] == "ngram"] == [("turn2", "coding")]
+    md = render.render_markdown(sections.blocks(rep))
+    assert md.count("Acceptance per turn") == 1   # chat has no turn 2: no table
+    table = md.split("Acceptance per turn", 1)[1].split("###", 1)[0]
+    assert "| ngram | 4 | 2 | 3 | 25.0 % | 2.00 |" in table and "1 row(s) without a second turn" in table

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from specstack.cli import progress
-from specstack.cli.options import add_dataset_option, add_prefix_caching_option, default_run_id, run_tasks
+from specstack.cli.options import add_dataset_option, add_prefix_caching_option, add_turns_option, default_run_id, run_tasks
 from specstack.fixtures import tiny_models
 from specstack.report import console_table
 from specstack.runs.demo import DEMO_METHODS, demo_options
@@ -22,7 +22,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     tiny_models.build_all(models_dir)
     opts = demo_options(args.run_id or f"demo-{default_run_id()}", args.results_dir, models_dir.resolve(), args.port,
                         tasks=run_tasks(None, args.datasets), datasets=tuple(args.datasets),
-                        prefix_caching=args.prefix_caching)
+                        prefix_caching=args.prefix_caching, turns=args.turns)
     with progress.live(console):
         results = sweep(opts, list(DEMO_METHODS))
     console_table.print_run(Path(args.results_dir) / opts.run_id)
@@ -41,6 +41,7 @@ def register(sub) -> None:
     p.add_argument("--port", type=int, default=8000)
     add_dataset_option(p)  # the datasets instead of the built-in code and chat tasks
     add_prefix_caching_option(p)
+    add_turns_option(p)
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("table", help="print the per-task tables of a finished run")
     p.add_argument("run_dir", type=Path)

@@ -73,6 +73,12 @@ def add_dataset_option(p: argparse.ArgumentParser) -> None:
                         f"{'=FILE, '.join(USER_FILES)}=FILE (your copy; see docs/workloads.md)")
 
 
+def add_turns_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--turns", type=int, default=1, choices=(1, 2),
+                   help="2: also measure turn 2 of two-turn sets (MT-Bench, Spec-Bench), the chat [turn 1, the "
+                        "baseline's greedy answer, turn 2], the same bytes for every method (docs/workloads.md)")
+
+
 def run_tasks(tasks: str | None, datasets: list[str]) -> tuple[str, ...]:
     """--tasks plus each --dataset's task; without --tasks, the datasets alone (or the built-in tasks)."""
     named = tuple(t for t in (tasks or "").split(",") if t) or (() if datasets else TASKS)
@@ -99,6 +105,7 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
                    help=f"comma-separated: {','.join(TASKS)} (the default without --dataset; with it, the datasets "
                         "alone unless --tasks names more)")
     add_dataset_option(p)
+    add_turns_option(p)
     p.add_argument("--workload", action="append", default=[], metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl",
                    help="your own JSONL files for a task (repeatable)")
     p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
@@ -169,7 +176,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, slo=args.slo, repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
-                   temperatures=args.temperatures, samples_per_prompt=args.samples_per_prompt,
+                   temperatures=args.temperatures, samples_per_prompt=args.samples_per_prompt, turns=args.turns,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,
                    trust_server=args.trust_server,
                    ready_timeout=args.ready_timeout, request_timeout=args.request_timeout,

@@ -17,7 +17,7 @@ DEFAULT_PERF_OUTPUT_LEN = 128
 DEFAULT_ACCEPTANCE_MAX_TOKENS = 256
 # An acceptance row's optional fields carried to its request record (a dataset's category and own id), so
 # figures can be read per category.
-KEPT_FIELDS = ("category", "question_id")
+KEPT_FIELDS = ("category", "question_id", "turn")
 
 # Copy-heavy: the answer is the input file with one factor changed.
 _SOURCE = "\n\n".join(f"def scale_{i}(value):\n    return value * {i + 1}" for i in range(12))
@@ -85,8 +85,13 @@ def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
         max_tokens = row.get("max_tokens", default_max_tokens)
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
             raise WorkloadError(f"{acceptance_path}:{n}: max_tokens must be a positive integer, got {max_tokens!r}")
+        turn2 = row.get("turn2")
+        if turn2 is not None and (not isinstance(turn2, str) or not turn2.strip()):
+            raise WorkloadError(f"{acceptance_path}:{n}: turn2 (the user's second turn) must be a non-empty "
+                                f"string, got {turn2!r}; drop it for a row with one turn")
         rows.append({"id": str(row.get("id", f"{task}-{n - 1:03d}")), "prompt": row["prompt"],
-                     "max_tokens": max_tokens, **{k: row[k] for k in KEPT_FIELDS if k in row}})
+                     "max_tokens": max_tokens, **{k: row[k] for k in KEPT_FIELDS if k in row},
+                     **({"turn2": turn2} if turn2 is not None else {})})
     return Task(task, perf_path, acceptance_path, rows)
 
 

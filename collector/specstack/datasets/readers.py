@@ -1,5 +1,6 @@
-"""Each dataset's file format, parsed into rows of {question_id, category, prompt} (turn 1 only). Readers take
-bytes and a label naming the file for messages; they never import or run anything from a wheel."""
+"""Each dataset's file format, parsed into rows of {question_id, category, prompt} (turn 1), plus `turn2` (the
+user's second turn) where the set has one. Readers take bytes and a label naming the file for messages; they
+never import or run anything from a wheel."""
 from __future__ import annotations
 
 import gzip
@@ -15,7 +16,8 @@ SHAREGPT_MIN_CHARS, SHAREGPT_MAX_CHARS = 16, 2000
 
 def turns(data: bytes, label: str) -> list[dict]:
     """MT-Bench / Spec-Bench `question.jsonl` (question_id, category, turns[...]) and SPEED-Bench's prepared
-    JSONL (category, messages[{role, content}]): the first turn, or the first user message."""
+    JSONL (category, messages[{role, content}]): the first turn, or the first user message. `turn2` is the second
+    string of `turns` (absent without one): SPEED-Bench's messages carry no turn-2 the harness could replay."""
     rows = []
     for n, obj in jsonl_objects(data, label):
         if isinstance(obj.get("turns"), list) and obj["turns"]:
@@ -30,7 +32,8 @@ def turns(data: bytes, label: str) -> list[dict]:
             raise WorkloadError(f"{label}:{n}: the first turn is not a non-empty string")
         category = obj.get("category")
         rows.append({"question_id": obj.get("question_id", obj.get("id", n)),
-                     "category": str(category) if category is not None else None, "prompt": prompt})
+                     "category": str(category) if category is not None else None, "prompt": prompt,
+                     **({"turn2": second} if (second := _second_turn(obj)) else {})})
     return _nonempty(rows, label)
 
 
@@ -69,6 +72,12 @@ def sharegpt(data: bytes, label: str) -> list[dict]:
         if isinstance(value, str) and SHAREGPT_MIN_CHARS <= len(value.strip()) <= SHAREGPT_MAX_CHARS:
             rows.append({"question_id": obj.get("id"), "category": None, "prompt": value})
     return _nonempty(rows, label)
+
+
+def _second_turn(obj: dict) -> str | None:
+    turns = obj.get("turns")
+    second = turns[1] if isinstance(turns, list) and len(turns) > 1 else None
+    return second if isinstance(second, str) and second.strip() else None
 
 
 READERS = {"turns": turns, "humaneval": humaneval, "sharegpt": sharegpt}

@@ -63,17 +63,23 @@ def select(rows: list[dict], n: int) -> list[dict]:
 
 
 def write_task(out_dir: Path, spec: DatasetSpec, *, num_prompts: int, perf_output_len: int,
-               acceptance_max_tokens: int, cache: Path | None = None) -> tuple[Path, Path]:
-    """Write `<name>.perf.jsonl`, `<name>.acceptance.jsonl` and `<name>.dataset.json` into out_dir."""
+               acceptance_max_tokens: int, cache: Path | None = None, turns: int = 1) -> tuple[Path, Path]:
+    """Write `<name>.perf.jsonl`, `<name>.acceptance.jsonl` and `<name>.dataset.json` into out_dir. With
+    turns=2 each acceptance row also holds its `turn2` text (runs/turns.py builds the turn-2 chats from it);
+    with turns=1 the files are those of a turn-1 run, byte for byte."""
     rows, record = read(spec, cache)
     chosen = select(rows, num_prompts)
     record.update(rows_in_set=len(rows), rows_used=len(chosen), turn=1, selection=SELECTION)
+    if turns > 1:
+        record.update(turns=turns, rows_with_turn2=sum(1 for r in chosen if r.get("turn2")))
     out_dir.mkdir(parents=True, exist_ok=True)
     perf, acc = out_dir / f"{spec.name}.perf.jsonl", out_dir / f"{spec.name}.acceptance.jsonl"
     atomic_write_text(perf, _jsonl({"prompt": r["prompt"], "output_tokens": perf_output_len} for r in chosen))
     atomic_write_text(acc, _jsonl({"id": f"{spec.name}-{i:03d}", "prompt": r["prompt"],
                                    "max_tokens": acceptance_max_tokens, "category": r["category"],
-                                   "question_id": r["question_id"]} for i, r in enumerate(chosen)))
+                                   "question_id": r["question_id"],
+                                   **({"turn2": r["turn2"]} if turns > 1 and r.get("turn2") else {})}
+                                  for i, r in enumerate(chosen)))
     atomic_write_text(record_path(acc, spec.name), json.dumps(record, indent=2) + "\n")
     return perf, acc
 

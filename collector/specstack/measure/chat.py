@@ -23,12 +23,13 @@ from specstack.server.runtime import Server
 SEED = 42
 CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
 
-def chat_payload(served_model_name: str, prompt: str, max_tokens: int, *, temperature: float = 0.0,
-                 seed: int = SEED) -> dict:
+def chat_payload(served_model_name: str, prompt: str | None, max_tokens: int, *, temperature: float = 0.0,
+                 seed: int = SEED, messages: list[dict] | None = None) -> dict:
     # One sequence, no stop strings: the per-request metrics are only complete for n=1 requests that end on
     # EOS or length (a stop string ends them in the frontend, without metrics). Greedy unless a sampled
     # phase asks for a temperature; then each request has its own seed, the same for every method.
-    return {"model": served_model_name, "messages": [{"role": "user", "content": prompt}],
+    # `messages` (a turn-2 row's whole chat) replaces the one user message made of `prompt`.
+    return {"model": served_model_name, "messages": messages or [{"role": "user", "content": prompt}],
             "temperature": temperature, "top_p": 1, "seed": seed, "n": 1, "max_tokens": max_tokens,
             "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
             "return_token_ids": True}   # the answer's token ids: what the losslessness test compares
@@ -43,8 +44,9 @@ def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]
 
 
 def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
-    payload = chat_payload(server.served_model_name, row["prompt"], row["max_tokens"],
-                           temperature=row.get("temperature", 0.0), seed=row.get("seed", SEED))
+    payload = chat_payload(server.served_model_name, row.get("prompt"), row["max_tokens"],
+                           temperature=row.get("temperature", 0.0), seed=row.get("seed", SEED),
+                           messages=row.get("messages"))
     record = {"id": row["id"], **{k: row[k] for k in KEPT_FIELDS if k in row}, "request": payload}
     start = time.perf_counter()
     try:

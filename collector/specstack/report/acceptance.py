@@ -128,4 +128,33 @@ def category_rows(run: RunData) -> list[dict]:
             for s in sorted((f.get("sampled") or {}).values(), key=lambda s: s.get("temperature") or 0):
                 for category, c in (s.get("categories") or {}).items():
                     rows.append(_category_row(md, task, f"t{s['temperature']:g}", s["temperature"], category, c))
+            for category, c in (((f.get("turns") or {}).get("2") or {}).get("categories") or {}).items():
+                rows.append(_category_row(md, task, "turn2", 0.0, category, c))
+    return rows
+
+
+def _turn_row(md: MethodData, task: str, turn: int, f: dict) -> dict:
+    drafts = f.get("num_draft_tokens")
+    return {"method": md.name, "label": md.display_name, "task": task, "turn": turn, "k": md.k,
+            "status": f.get("status", "ok"), "requests": f.get("requests"), "left_out": f.get("left_out", 0),
+            "acceptance_rate": f.get("acceptance_rate") if drafts else None,
+            "mean_acceptance_length": f.get("mean_acceptance_length") if drafts else None,
+            "no_accept_share": f.get("no_accept_share") if drafts else None,
+            "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
+            "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
+            "histogram": json.dumps(f["histogram"]) if drafts and f.get("histogram") else None,
+            "completion_tokens": f.get("completion_tokens"),
+            "answers_from": f.get("answers_from"), "input_sha256": f.get("sha256")}
+
+
+def turn_rows(run: RunData) -> list[dict]:
+    """Per method × task with a turn 2 (--turns 2): turn 1 (the task's greedy window) beside turn 2 (the
+    baseline's turn-1 answer in the chat, runs/turns.py)."""
+    rows = []
+    for md in run.methods.values():
+        for task in run.tasks:
+            f = md.tasks.get(task) or {}
+            second = (f.get("turns") or {}).get("2")
+            if second:
+                rows += [_turn_row(md, task, 1, f), _turn_row(md, task, 2, second)]
     return rows

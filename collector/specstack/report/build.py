@@ -21,7 +21,7 @@ from pathlib import Path
 
 from specstack.report import plots, sections
 from specstack.report import stats as st
-from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows
+from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.equality import Tokenizers, equality_rows
@@ -50,6 +50,7 @@ class Report:
     lossless: list[dict] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
     categories: list[dict] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
     prefix_cache: list[dict] = field(default_factory=list)  # hit rate per method × task × phase (--prefix-caching)
+    turns: list[dict] = field(default_factory=list)   # acceptance per turn (--turns 2)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -59,7 +60,8 @@ class Report:
                 "acceptance_histogram": self.histogram, "equality_requests": self.equality,
                 "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
                 "lossless": self.lossless, "acceptance_by_category": self.categories,
-                "prefix_cache": self.prefix_cache}
+                "prefix_cache": self.prefix_cache,
+                "acceptance_by_turn": self.turns}
 
 
 def method_rows(run: RunData) -> list[dict]:
@@ -106,7 +108,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
                     ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run),
-                    categories=category_rows(run), prefix_cache=prefix_cache_rows(run))
+                    categories=category_rows(run), prefix_cache=prefix_cache_rows(run), turns=turn_rows(run))
     if with_plots:
         plots.make_all(report)
     return report

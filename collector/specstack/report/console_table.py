@@ -118,6 +118,29 @@ def category_table(summaries: dict[str, dict], task: str) -> Table | None:
     return table
 
 
+def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
+    """Acceptance per turn (--turns 2), rate · mean length per method: turn 1 (the task), turn 2 (on the
+    baseline's turn-1 answers), then turn 2 by category."""
+    per_method = {name: (s["tasks"].get(task) or {}) for name, s in summaries.items()}
+    seconds = {name: ((f.get("turns") or {}).get("2") or {}) for name, f in per_method.items()}
+    first = next((t for t in seconds.values() if t), None)
+    if first is None:
+        return None
+    table = Table(title=f"{task} per turn: acceptance rate · mean length", title_justify="left")
+    table.add_column("turn")
+    table.add_column("requests", justify="right")
+    for name, s in summaries.items():
+        table.add_column(display_name(name, s), justify="right")
+    table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).get("requests")),
+                  *[_rate_and_length(f) for f in per_method.values()])
+    # rows with no second turn are not in turn 2: say how many
+    table.add_row(f"turn 2 ({first.get('left_out', 0)} left out)", str(first.get("requests")), *[_rate_and_length(t) for t in seconds.values()])
+    for c, figures in (first.get("categories") or {}).items():
+        table.add_row(f"turn 2 · {c}", str(figures.get("requests")),
+                      *[_rate_and_length((t.get("categories") or {}).get(c) or {}) for t in seconds.values()])
+    return table
+
+
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     summaries, failed = load_summaries(run_dir)
@@ -128,6 +151,9 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
         by_category = category_table(summaries, task)
         if by_category is not None:
             console.print(by_category)
+        by_turn = turn_table(summaries, task)
+        if by_turn is not None:
+            console.print(by_turn)
         caching = prefix_cache.console_table(run, task)   # only when a method cached prefixes (--prefix-caching)
         if caching is not None:
             console.print(caching)

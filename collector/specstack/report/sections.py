@@ -97,8 +97,8 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, goodput_table, crossover_table, acceptance_table, category_table, sampled_table,
-                     lossless_table, equality_tables, speedup_plot, prefix_cache_table):
+        for part in (speed_tables, goodput_table, crossover_table, acceptance_table, category_table, turn_table,
+                     sampled_table, lossless_table, equality_tables, speedup_plot, prefix_cache_table):
             out += part(rep, task)
     return out
 
@@ -237,6 +237,25 @@ def category_table(rep: Report, task: str) -> list[tuple]:
                   "equal the window's counter deltas (the checks named \"Σ_category …\" in the summary). Ratios "
                   "are taken after summing within a category; n/a = no drafts, not 0 %. Sampled phases are split "
                   "the same way in tables/acceptance_by_category.csv.")]
+
+
+def turn_table(rep: Report, task: str) -> list[tuple]:
+    """Greedy acceptance per turn (--turns 2): turn 2 carries the baseline's turn-1 answer, for every method."""
+    rows = [r for r in rep.turns if r["task"] == task]
+    if not rows:
+        return []
+    left_out = max(r["left_out"] or 0 for r in rows if r["turn"] == 2)
+    return [("h3", "Acceptance per turn (acceptance phase, greedy)"),
+            ("table", ["method", "K", "turn", "requests", "acceptance rate", "mean acc. length", "no-accept steps",
+                       "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted", "window"],
+             [[_label(r), num(r["k"]), r["turn"], num(r["requests"]), pct(r["acceptance_rate"]),
+               num(r["mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
+               num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
+               r["status"]] for r in rows]),
+            ("p", f"Turn 2 is the chat [turn 1, the baseline's greedy answer, turn 2], byte-identical for every method "
+                  f"(inputs/{task}.turn2.<baseline>.jsonl, sha256 in the manifest); {left_out} row(s) without a second "
+                  "turn are left out of it. Its own window, checked against the counters like turn 1; per category "
+                  "in tables/acceptance_by_category.csv (phase turn2).")]
 
 
 def sampled_table(rep: Report, task: str) -> list[tuple]:

@@ -28,7 +28,7 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import prefix_cache, recipe
+from specstack.runs import prefix_cache, recipe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
@@ -101,6 +101,7 @@ class MethodRun:
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
             self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / "inputs")
+            self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
             self._record_run_in_manifest()
         self.summary = self._new_summary()
@@ -110,6 +111,7 @@ class MethodRun:
         events.emit("method.start", method=self.name, index=index, total=total)
         help_hash = provenance.HelpHash(vllm_executable())  # overlaps the server start
         try:
+            self.turn_two.check_ready()   # a method's turn-2 chats (its baseline's answers) exist: before any server
             self.start_server()
             self.warm_up()
             self.acceptance()
@@ -137,8 +139,9 @@ class MethodRun:
         update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__,
                         git_commit=provenance.git_commit(REPO), model_set=opts.model_set, platform=opts.platform,
                         host=provenance.host(),
-                        inputs={str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
-                                for t in self.tasks.values() for p, h in t.hashes().items()},
+                        inputs={**turns.kept_inputs(run_dir), **{
+                                str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
+                                for t in self.tasks.values() for p, h in t.hashes().items()}},
                         workload={"tasks": list(opts.tasks), "num_prompts": opts.num_prompts,
                                   "perf_output_len": opts.perf_output_len,
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
@@ -280,6 +283,7 @@ class MethodRun:
                                      server, task.acceptance, self.bundle.path(f"acceptance/{task.name}.jsonl"),
                                      concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
                                      speculative=self.speculative))
+                self.turn_two.measure(self, name)
 
     def sampled(self) -> None:
         """The acceptance phase again at each --temperatures value: what acceptance is when users sample."""

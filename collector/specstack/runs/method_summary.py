@@ -11,7 +11,7 @@ from specstack.config.workloads import Task
 from specstack.measure import goodput
 from specstack.results.records import read_records
 from specstack.results.bundle import MethodBundle
-from specstack.runs import prefix_cache
+from specstack.runs import prefix_cache, turns
 
 console = Console(stderr=True)
 
@@ -78,6 +78,23 @@ def _sampled(windows: list[dict], task: str, temperatures) -> dict:
     return out
 
 
+def _answers(rows: list[dict]) -> dict:
+    return {"requests": len(rows),
+            "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in rows),
+            "finish_reasons": _count(r.get("finish_reason") for r in rows)}
+
+
+def _turns(windows: list[dict], task: str, inputs: dict, bundle: MethodBundle) -> dict:
+    """{"2": turn 2's greedy acceptance, split by category like turn 1, with the file its chats came from}
+    ({} without a turn-2 window)."""
+    w = next((w for w in windows if w["name"] == turns.window_name(task)), None)
+    if w is None:
+        return {}
+    rows = read_records(bundle.staging / turns.records_file(task))
+    return {"2": {"turn": 2, "status": w["status"], **(inputs.get(task) or {}),
+                  **_acceptance(w.get("from_responses") or {}), **_answers(rows), "categories": _categories(w)}}
+
+
 def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
            temperatures=(), slo: dict | None = None) -> None:
     """Per-task figures, then the verdict."""
@@ -88,14 +105,14 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
         figures = (acc or {}).get("from_responses") or {}
         summary["tasks"][name] = {
             **_acceptance(figures),
-            "requests": len(rows),
-            "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in rows),
-            "finish_reasons": _count(r.get("finish_reason") for r in rows),
+            **_answers(rows),
             # a dataset's categories (mt-bench, spec-bench, …): the acceptance window split by request
             "categories": _categories(acc),
             "bench": _bench_cells(windows, name, bundle, slo),
             # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
             "sampled": _sampled(windows, name, temperatures),
+            # --turns 2: turn 2 on the baseline's turn-1 answers (runs/turns.py), the same chats for every method
+            "turns": _turns(windows, name, summary.get("turn2_inputs") or {}, bundle),
         }
     prefix_cache.add_to_summary(summary, bundle.staging)   # hit rate per window, task, sampled phase, bench cell
     verdict(summary, allow_mismatch)

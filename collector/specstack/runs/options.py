@@ -18,6 +18,7 @@ REPLICATE = ("repeats", "sessions")
 SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (runs/sweep.py session_entries)
 RUNTIMES = ("native", "url")
 MAX_TEMPERATURE = 2.0
+TURNS = (1, 2)   # MT-Bench and Spec-Bench's multi-turn rows have two
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Options:
     # sampled acceptance phases after the greedy one: one window per task and temperature (per-request seeds)
     temperatures: tuple[float, ...] = ()
     samples_per_prompt: int = 1     # sampled phases: each prompt this many times (the losslessness test's samples)
+    turns: int = 1                  # 2: a second greedy window per two-turn task, turn 1 answered by the baseline
     spec_override: dict | None = None
     prefix_caching: bool = False    # every method served with enable-prefix-caching (serve_args' override)
     allow_mismatch: bool = False
@@ -95,6 +97,8 @@ class Options:
                             f"{', '.join(f'{t:g}' for t in bad)}")
         if len(set(self.temperatures)) != len(self.temperatures):
             raise UserError(f"--temperatures lists a value twice: {', '.join(f'{t:g}' for t in self.temperatures)}")
+        if self.turns not in TURNS:
+            raise UserError(f"--turns must be 1 or 2 (MT-Bench and Spec-Bench rows have at most two), got {self.turns}")
         if self.replicate not in REPLICATE:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         if self.port_release_timeout < 0:
@@ -153,11 +157,15 @@ def load_tasks(opts: Options, inputs_dir: Path) -> dict[str, Task]:
                                acceptance_max_tokens=opts.acceptance_max_tokens, tasks=defaults)
             for spec in datasets:
                 write_task(Path(tmp), spec, num_prompts=opts.num_prompts, perf_output_len=opts.perf_output_len,
-                           acceptance_max_tokens=opts.acceptance_max_tokens)
+                           acceptance_max_tokens=opts.acceptance_max_tokens, turns=opts.turns)
             _keep_inputs(opts, Path(tmp), inputs_dir)
         for name in (*defaults, *(s.name for s in datasets)):
             tasks[name] = load_task(name, inputs_dir / f"{name}.perf.jsonl", inputs_dir / f"{name}.acceptance.jsonl",
                                     default_max_tokens=opts.acceptance_max_tokens)
+    if opts.turns > 1 and not any(row.get("turn2") for t in tasks.values() for row in t.acceptance):
+        raise UserError(f"--turns {opts.turns}: no task of the run has a second turn ({', '.join(opts.tasks)}); "
+                        "add a two-turn set (--dataset mt-bench, --dataset spec-bench=FILE, or acceptance rows "
+                        "with a \"turn2\" field) or drop --turns")
     return {t: tasks[t] for t in opts.tasks}
 
 

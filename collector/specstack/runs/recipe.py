@@ -17,7 +17,7 @@ from specstack.runs.options import Options
 FIELDS = ("runtime", "url", "model_set", "platform", "models_dir", "port", "served_model_name", "tasks", "datasets",
           "num_prompts", "perf_output_len", "acceptance_max_tokens", "concurrencies", "request_rate", "slo", "repeats",
           "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "samples_per_prompt",
-          "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",
+          "turns", "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",
           "port_release_timeout")
 _TUPLES = ("tasks", "datasets", "concurrencies", "temperatures")
 
