@@ -10,7 +10,7 @@ import pytest
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 
-__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "binary", "free_port", "read_jsonl"]
+__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "binary", "free_port", "read_jsonl", "serve_http"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
