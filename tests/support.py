@@ -1,16 +1,18 @@
 """What tests share: loopback ports, the real Prometheus (one launcher: selfbench/prometheus.py, also used by the
-harness benchmarks), and reading JSONL. A missing Prometheus fails the test with the install command; it is
+harness benchmarks), the `specstack` command line run in-process, and reading JSONL. A missing Prometheus fails the test with the install command; it is
 never skipped (a skip would stand in for a component the test exists to exercise)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 
-__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "binary", "free_port", "read_jsonl"]
+__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "Result", "binary", "free_port", "read_jsonl", "run_main",
+           "serve_http"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
@@ -51,6 +53,30 @@ def _all_target_files(job: dict, targets_dir: Path) -> dict:
         for sd in job["file_sd_configs"]:
             sd["files"] = [str(Path(targets_dir) / "*.json")]
     return job
+
+
+@dataclass
+class Result:
+    """What a `specstack` command left: its exit code, stdout and stderr."""
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:  # rich wraps long lines: compare with whitespace collapsed
+        return " ".join((self.out + "\n" + self.err).split())
+
+
+def run_main(capsys, argv: list) -> Result:
+    """`specstack <argv>` in-process through specstack.cli.main (the script's entry point), so argparse's exits,
+    printed messages and exit codes are the user's."""
+    from specstack.cli.main import main  # here, not at the top: tests that only need a port stay light
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return Result(code, out, err)
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -22,8 +22,8 @@ import os
 import time
 from pathlib import Path
 
-from selfbench.harness_runs import (BenchPrometheus, Plan, ab_and_render, exporter_render_cost, measured_run, ratio,
-                                    say, start_pair, vllm_import_seconds)
+from selfbench.harness_runs import (FINAL_SCRAPE_STEP, BenchPrometheus, Plan, ab_and_render, exporter_render_cost,
+                                    measured_run, ratio, say, start_pair, vllm_import_seconds)
 from selfbench.machine import load_now, machine, wait_for_low_load
 from selfbench.probe import RunProbe
 from selfbench.prometheus import free_port
@@ -97,7 +97,7 @@ def sweep_of_two(plan: Plan, models_dir: Path, work: Path, prom: BenchPrometheus
     checks = [s for s in deferred.steps if s.deferred]
     return runs, {"prometheus_view_checks_seconds": [s.seconds for s in checks],
                   "sweep_end_seconds": end_of_sweep,
-                  "exporter_final_scrape_seconds": deferred.total("exporter final scrape"),
+                  "exporter_final_scrape_seconds": deferred.total(FINAL_SCRAPE_STEP),
                   "note": "off the methods' path: each check ran beside the next server's start (the last one "
                           "at the sweep's end, with the exporter's final scrape)"}
 

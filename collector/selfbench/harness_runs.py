@@ -34,7 +34,11 @@ DRIFT_NOTE = ("two identical bench runs on this host differ by up to ±50 % (iss
 PREVIOUS_CHECK = "previous method's Prometheus view check (finished before measuring)"
 # Parts of a method run's path that exist only when the run talks to Prometheus (compose: --prometheus-url).
 PROMETHEUS_PARTS = (PREVIOUS_CHECK,)
-# Steps of a method run (specstack.runs.method_run), as the overhead table names them.
+# Steps of a method run (specstack.runs.method_run), as the overhead table names them. Every step name read here
+# is one the product emits with events.step (tests/selfbench/test_step_names.py reads the product's source), so a
+# rename there fails a unit test instead of leaving a figure of `make bench-harness` silently at zero.
+SERVER_START_STEP = "server start"              # runs/method_run.py: spawn and ready polling
+FINAL_SCRAPE_STEP = "exporter final scrape"     # runs/monitoring.py, at the end of the sweep
 STEP_LABELS = {
     "preflight": "pre-flight (vLLM's parser; imports vLLM once per process)",
     "checks": "checks, inputs, manifest (before the server start)",
@@ -152,7 +156,7 @@ def components(probe: RunProbe, timings: dict, overhead: float) -> dict:
     out: dict[str, float] = {}
     for step, label in STEP_LABELS.items():
         out[label] = out.get(label, 0.0) + probe.total(step)
-    out["spawn before ready polling"] = probe.total("server start") - (probe.ready_seconds or 0.0)
+    out["spawn before ready polling"] = probe.total(SERVER_START_STEP) - (probe.ready_seconds or 0.0)
     out["warm-up"] = timings.get("warmup") or 0.0
     out["unattributed (bookkeeping between steps)"] = overhead - sum(out.values())
     return out

@@ -29,6 +29,7 @@ from typing import Callable
 
 from selfbench.machine import load_now, machine, say
 from selfbench.prometheus import free_port
+from selfbench.scale import best_seconds
 from selfbench.synthetic import synthetic_page
 from specstack import events
 from specstack.config import methods, workloads
@@ -323,15 +324,6 @@ def _short(filename: str) -> str:
     return filename
 
 
-def _best(fn: Callable[[], object], repeats: int = 3) -> float:
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def metrics_parse(page_mb: float, real_page: str | None = None) -> dict:
     """snapshots.parse on a synthetic page of >= page_mb MB (engines scaled up), and a full diff of two."""
     target = page_mb * 1e6
@@ -347,13 +339,13 @@ def metrics_parse(page_mb: float, real_page: str | None = None) -> dict:
     tracemalloc.stop()
     out = {"engines": engines, "page_bytes": len(after.encode()), "page_lines": after.count("\n"),
            "kept_lines": snapshots.filter_exposition(after).count("\n"),
-           "parse_seconds": _best(lambda: snapshots.parse(after)), "diff_seconds": _best(full),
+           "parse_seconds": best_seconds(lambda: snapshots.parse(after)), "diff_seconds": best_seconds(full),
            # the line filter alone: the part of parse that grows with the whole page, not the kept lines
-           "filter_seconds": _best(lambda: snapshots.filter_exposition(after)),
+           "filter_seconds": best_seconds(lambda: snapshots.filter_exposition(after)),
            "parse_peak_mib": parse_peak / MiB}
     if real_page is not None:
         out["real"] = {"page_bytes": len(real_page.encode()), "page_lines": real_page.count("\n"),
-                       "parse_seconds": _best(lambda: snapshots.parse(real_page))}
+                       "parse_seconds": best_seconds(lambda: snapshots.parse(real_page))}
     return out
 
 

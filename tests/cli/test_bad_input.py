@@ -17,20 +17,19 @@ import shutil
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from specstack.config import methods
 from specstack.fixtures import tiny_models
-from specstack.cli.main import main
 from specstack.datasets.pinned import WHEELS
 from specstack.results.bundle import update_manifest
 from specstack.runs import recipe
 from specstack.runs.options import Options
 from specstack.server.runtime import start_native, stop_native
-from tests.support import free_port
+from tests.support import Result, free_port
+from tests.support import run_main as run_cli  # `specstack <argv>` in-process
 
 REPO = Path(__file__).resolve().parents[2]
 SPECSTACK = Path(sys.executable).with_name("specstack")
@@ -38,28 +37,6 @@ TINY = ("--model-set", "tiny", "--platform", "cpu-native")
 # Tiny workload everywhere: if a check regresses and a run goes ahead, it ends in seconds, not minutes.
 SMALL = ("--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8", "--perf-output-len", "8",
          "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "2")
-
-
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:  # rich wraps long lines: compare with whitespace collapsed
-        return " ".join((self.out + "\n" + self.err).split())
-
-
-def run_cli(capsys, argv: list[str]) -> Result:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return Result(code, out, err)
 
 
 def run_script(argv: list[str], env: dict | None = None) -> Result:

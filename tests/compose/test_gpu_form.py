@@ -10,10 +10,9 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import tomllib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from specstack.host.image_lock import read_lock
 from specstack.host.image_ref import pin_problem
 from specstack.host.targets import write_targets
 
-from ..support import free_port
+from ..support import Prometheus, serve_http
 
 pytestmark = pytest.mark.compose
 
@@ -399,42 +398,31 @@ class _FakeVllm(BaseHTTPRequestHandler):
 def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
     """The shipped prometheus.yml, run by a real Prometheus: a target written with `specstack.host targets`
     is scraped and every series carries the method and run_id labels."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.fail("the `prometheus` binary is missing: apt-get install prometheus")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeVllm)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, url = serve_http(_FakeVllm)
     work = tmp_path / "prom"
     (work / "targets").mkdir(parents=True)
-    shutil.copy(PROM_CONFIG, work / "prometheus.yml")
-    write_targets(work / "targets" / "vllm.json", f"127.0.0.1:{server.server_address[1]}",
+    write_targets(work / "targets" / "vllm.json", url.removeprefix("http://"),
                   {"method": "ngram", "run_id": "r-compose"})
     assert oct((work / "targets" / "vllm.json").stat().st_mode & 0o777) == "0o644"
-    port = free_port()
-    log = open(tmp_path / "prometheus.log", "wb")
-    proc = subprocess.Popen([binary, f"--config.file={work / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    # the shipped file as it is: its relative targets/*.json resolves beside the config file, in `work`
+    prom = Prometheus(work, config=yaml.safe_load(PROM_CONFIG.read_text()))
     try:
         deadline = time.monotonic() + 60
         result = []
         while time.monotonic() < deadline and not result:
             time.sleep(1)
             try:
-                r = requests.get(f"http://127.0.0.1:{port}/api/v1/query",
-                                 params={"query": "vllm:spec_decode_num_drafts_total"}, timeout=5)
-                result = r.json()["data"]["result"] if r.ok else []
+                result = prom.query("vllm:spec_decode_num_drafts_total", time.time())
             except requests.RequestException:
                 continue
-        assert result, f"no series scraped; see {tmp_path / 'prometheus.log'}"
+        assert result, f"no series scraped; see {work / 'prometheus.log'}"
         labels = result[0]["metric"]
         assert labels["method"] == "ngram" and labels["run_id"] == "r-compose" and labels["job"] == "vllm"
         assert float(result[0]["value"][1]) == 7.0
     finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+        prom.stop()
         server.shutdown()
+        server.server_close()
 
 
 # --- make run / make sweep against a fake docker and nvidia-smi ----------------------------------------

@@ -3,10 +3,9 @@ codes are the user's) against a tiny server the test started itself, and reading
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
-from specstack.cli.main import main
+from tests.support import Result, run_main
 
 TINY = ("--model-set", "tiny", "--platform", "cpu-native")
 # few prompts, short outputs, no bench: the facts under test are the server's, not its speed
@@ -14,26 +13,10 @@ SMALL = ("--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "12
          "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "120")
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:  # rich wraps long lines: compare with whitespace collapsed
-        return " ".join((self.out + "\n" + self.err).split())
-
-
 def run_cli(capsys, models_dir: Path, results: Path, run_id: str, method: str, *extra) -> Result:
     argv = ["run", "--method", method, "--results", results, "--run-id", run_id, *TINY, "--models-dir", models_dir,
             *SMALL, *extra]
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return Result(code, out, err)
+    return run_main(capsys, argv)
 
 
 def only_bundle(results: Path, run_id: str, method: str) -> tuple[Path, dict]:

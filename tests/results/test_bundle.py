@@ -7,6 +7,7 @@ import pytest
 from specstack.results.bundle import MethodBundle, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.errors import UserError
+from tests.support import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -70,10 +71,7 @@ def test_unwritable_results_folder(tmp_path):
 
 def test_prometheus_down_leaves_the_direct_view_and_says_which_view_is_missing(tmp_path):
     from specstack.measure.prometheus_view import bundle_view
-    import socket
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    dead = f"http://127.0.0.1:{free_port()}"  # a port nobody listens on
     window = {"phase": "acceptance", "task": "code", "start": 100.0, "settled_at": 105.0}
     view = bundle_view(dead, [window], {"method": "ngram", "run_id": "r"}, tmp_path, 5.0)
     assert view["tasks"]["code"]["status"] == "missing"

@@ -4,13 +4,12 @@ one that answers 404 (a local HTTP server). No network is used."""
 from __future__ import annotations
 
 import http.server
-import socket
 
 import pytest
 
 from specstack.config import methods
 from specstack.server import model_source
-from tests.support import serve_http
+from tests.support import free_port, serve_http
 
 pytestmark = pytest.mark.unit
 
@@ -38,12 +37,6 @@ def put_in_cache(cache, model: str, files: list[str], commit: str | None = None)
     snapshot.mkdir(parents=True)
     for name in files:
         (snapshot / name).write_text("{}")
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def default_plan(method: str = "eagle3") -> dict:
@@ -92,7 +85,7 @@ def test_local_folders_are_left_to_the_artifact_checks(hub_env, monkeypatch, tmp
 
 
 def test_a_hub_that_refuses_connections(hub_env, monkeypatch):
-    port = closed_port()
+    port = free_port()  # nobody listens there
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     (problem,) = model_source.problems(default_plan("baseline"))
     assert f"http://127.0.0.1:{port} cannot be reached (ConnectionError)" in problem and "--model-set tiny" in problem

@@ -42,6 +42,18 @@ E2E_LATENCY = "vllm:e2e_request_latency_seconds"
 # Families a snapshot keeps; everything else on /metrics is skipped before parsing.
 SNAPSHOT_FAMILIES = SPEC_COUNTERS + ENGINE_COUNTERS + PREFIX_CACHE_COUNTERS + (CACHE_CONFIG_INFO,)
 
+# Suffixes a counter family's sample names carry on /metrics (prometheus_client).
+COUNTER_SUFFIXES = ("_total", "_created")
+
+
+def family(name: str) -> str:
+    """The family a sample (or TYPE line) name on /metrics belongs to: COUNTER_SUFFIXES dropped."""
+    for suffix in COUNTER_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 # Labels that identify a server process rather than a measurement; summed over.
 ENGINE_LABEL = "engine"
 POSITION_LABEL = "position"

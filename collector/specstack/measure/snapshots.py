@@ -16,7 +16,6 @@ from specstack.config import metric_names as m
 
 PROCESS_START = "process_start_time_seconds"
 _KEEP = frozenset(m.SNAPSHOT_FAMILIES) | {PROCESS_START}
-_SUFFIXES = ("_total", "_created")
 # Labels whose values split one family into several measured quantities.
 _SPLIT_BY = {m.SPEC_ACCEPTED_PER_POS: m.POSITION_LABEL, m.REQUEST_SUCCESS: "finished_reason"}
 
@@ -32,12 +31,7 @@ def _family_of(line: str) -> str | None:
     else:
         end = min((i for i in (line.find("{"), line.find(" ")) if i >= 0), default=len(line))
         name = line[:end]
-    if name is None:
-        return None
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+    return None if name is None else m.family(name)
 
 
 def filter_exposition(text: str) -> str:

@@ -320,12 +320,14 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
     return out
 
 
+def images(rep: Report, *prefixes: str) -> list[tuple]:
+    """The report's plots whose names start with one of `prefixes` (under report/), in the order drawn."""
+    starts = tuple(f"{REPORT_DIR}/{p}" for p in prefixes)
+    return [("img", name, caption) for name, caption in rep.plot_captions.items() if name.startswith(starts)]
+
+
 def speedup_plot(rep: Report, task: str) -> list[tuple]:
-    out: list[tuple] = []
-    for name, caption in rep.plot_captions.items():
-        if name.startswith(f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(task)}."):
-            out.append(("img", name, caption))
-    return out
+    return images(rep, f"speedup_vs_concurrency_{safe_name(task)}.")
 
 
 def k_sweep(rep: Report) -> list[tuple]:
@@ -340,19 +342,12 @@ def k_sweep(rep: Report) -> list[tuple]:
                       num(r["baseline_tpot_p50_ms"]), times(r["tpot_speedup"]), num(r["bench_acceptance_length"]),
                       num(r["acceptance_phase_mean_length"]), num(r["gain_stops_at_k"]), r["gain_note"]]
                      for r in rep.ksweep]))
-        for name, caption in rep.plot_captions.items():
-            if name.startswith(f"{REPORT_DIR}/k_sweep_"):
-                out.append(("img", name, caption))
+        out += images(rep, "k_sweep_")
     return out
 
 
 def acceptance_plots(rep: Report) -> list[tuple]:
-    out: list[tuple] = []
-    out.append(("h2", "Acceptance plots"))
-    for name, caption in rep.plot_captions.items():
-        if name.startswith((f"{REPORT_DIR}/acceptance_by_position_", f"{REPORT_DIR}/histogram_")):
-            out.append(("img", name, caption))
-    return out
+    return [("h2", "Acceptance plots"), *images(rep, "acceptance_by_position_", "histogram_")]
 
 
 def how_to_read(rep: Report) -> list[tuple]:

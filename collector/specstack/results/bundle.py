@@ -2,7 +2,9 @@
 
 A method's files go to a staging folder that becomes `<method>/` only when the run succeeded; a failed run
 becomes `<method>.failed-<time>/`, so it never overwrites (or looks like) a good result. The one reader of
-what is written here is `results.reader`; both share the schema names below.
+what is written here is `results.reader`; both share the schema names below. A summary is written only here:
+staged with its folder (MethodBundle.write_summary), and rewritten in place after publication by
+rewrite_summary (Prometheus's view, checked in the background by runs/monitoring.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from specstack.results.files import atomic_write_json, atomic_write_text, fsync_
 
 SUMMARY_SCHEMA = "specstack.summary/3"
 MANIFEST_SCHEMA = "specstack.manifest/1"
+SUMMARY_FILE = "summary.json"
 
 
 class MethodBundle:
@@ -44,6 +47,9 @@ class MethodBundle:
     def write_text(self, rel: str, text: str) -> Path:
         return atomic_write_text(self.path(rel), text)
 
+    def write_summary(self, summary: dict) -> Path:
+        return self.write_json(SUMMARY_FILE, summary)
+
     def finalize(self, ok: bool) -> Path:
         """Publish the staged folder: as `<method>/` if ok, else as `<method>.failed-<time>/`."""
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -59,6 +65,12 @@ class MethodBundle:
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def rewrite_summary(method_dir: Path, summary: dict) -> Path:
+    """Replace the summary of a method folder already published, atomically (a reader sees the old file or the
+    new one, never half of either): for what is learned after publication."""
+    return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary)
 
 
 def update_manifest(run_dir: Path, **fields) -> dict:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.errors import UserError
-from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_SCHEMA
+from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
 
 REPORT_DIR = "report"                    # written into the run folder by `specstack report`
 _NOT_METHODS = ("inputs", "host-provenance", REPORT_DIR)
@@ -77,7 +77,7 @@ def migrate(summary: dict, where: Path) -> dict:
 
 def read_summary(method_dir: Path) -> dict | None:
     """A method folder's summary at the current schema version; None when the folder has none."""
-    path = Path(method_dir) / "summary.json"
+    path = Path(method_dir) / SUMMARY_FILE
     if not path.exists():
         return None
     try:

@@ -404,7 +404,7 @@ class MethodRun:
             finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
             bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
-            bundle.write_json("summary.json", summary)
+            bundle.write_summary(summary)
             published = bundle.finalize(summary["status"] == "ok")
             update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
                                                                "error": summary["error"]}})

@@ -16,7 +16,7 @@ from pathlib import Path
 from specstack import events
 from specstack.measure import prometheus_view
 from specstack.measure.exporter import WindowExporter
-from specstack.results.files import atomic_write_json
+from specstack.results.bundle import rewrite_summary
 
 PENDING = {"status": "pending", "tasks": {}}   # what a run stopped before its check leaves in summary.json
 
@@ -52,7 +52,7 @@ class Monitoring:
                 view = prometheus_view.bundle_view(self.prometheus_url, windows, labels, folder / "plots",
                                                    self.scrape_seconds)
                 summary["prometheus_view"] = {"status": "checked", **view}
-                atomic_write_json(folder / "summary.json", summary)
+                rewrite_summary(folder, summary)
 
         thread = threading.Thread(target=check, name=f"prometheus-view-{labels.get('method')}", daemon=True)
         thread.start()

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from specstack.server.model_source import looks_local
+
 # Config keys that declare MTP layers, by checkpoint family.
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers")
 # vLLM's own template that renders each message's content as written (vllm/transformers_utils/chat_templates/,
@@ -18,14 +20,10 @@ MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers
 PLAIN_TEMPLATE = "template_basic.jinja"
 
 
-def _looks_local(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "~")) or Path(model).exists()
-
-
 def config_of(model: str, revision: str | None = None) -> tuple[dict | None, str]:
     """(config, where) of a model folder or hub id (at a revision: None = main); (None, reason) when it cannot be
     read offline."""
-    if _looks_local(model):
+    if looks_local(model):
         path = Path(os.path.expanduser(model)) / "config.json"
         if not path.is_file():
             return None, "missing"
@@ -47,9 +45,9 @@ def _verifier(head: dict) -> str | None:
 
 
 def _same_model(a: str, b: str, base: Path | None) -> bool:
-    if _looks_local(a) or (base is not None and (base / a).exists()):
+    if looks_local(a) or (base is not None and (base / a).exists()):
         a = str((base / a).resolve() if base is not None and not Path(a).is_absolute() else Path(a).resolve())
-    if _looks_local(b):
+    if looks_local(b):
         b = str(Path(b).resolve())
     return a.rstrip("/").lower() == b.rstrip("/").lower()
 
@@ -83,7 +81,7 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
                             "target's family")
     if method == "eagle3" and draft_cfg:
         verifier = _verifier(draft_cfg)
-        base = Path(draft) if _looks_local(draft) else None
+        base = Path(draft) if looks_local(draft) else None
         if verifier is None:
             skipped.append(f"eagle3 head {draft}: its config names no verifier; target match not checked")
         elif not _same_model(verifier, target, base):
@@ -105,7 +103,7 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
 
 def _tokenizer_folder(model: str, revision: str | None) -> tuple[Path | None, str]:
     """The folder holding a model's tokenizer files (local, or its snapshot in the Hugging Face cache)."""
-    if _looks_local(model):
+    if looks_local(model):
         path = Path(os.path.expanduser(model))
         if (path / "tokenizer_config.json").is_file() or (path / "tokenizer.json").is_file():
             return path, str(path)

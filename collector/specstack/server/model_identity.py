@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from specstack.server.model_source import hub_cache, looks_local
+from specstack.server.model_source import cached_snapshot, hub_cache, looks_local
 from specstack.server.preflight import model_refs
 
 FULL_HASH_BYTES = 64 << 20
@@ -51,12 +51,8 @@ def folder_fingerprint(folder: Path) -> dict:
 
 def hub_revision(model: str, revision: str | None) -> str | None:
     """The commit of the cached snapshot the server would load (None when not cached)."""
-    from huggingface_hub import try_to_load_from_cache
-    try:
-        config = try_to_load_from_cache(model, "config.json", cache_dir=hub_cache(), revision=revision)
-    except Exception:  # noqa: BLE001 - an id the hub library rejects has no cached snapshot
-        return None
-    return Path(config).parent.name if isinstance(config, str) else None
+    snapshot = cached_snapshot(model, revision)
+    return snapshot.name if snapshot is not None else None
 
 
 def identity(model: str, revision: str | None = None) -> dict:

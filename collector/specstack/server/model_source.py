@@ -40,16 +40,21 @@ def endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 
 
-def cached(model: str, revision: str | None = None) -> bool:
-    """A snapshot of the model with its config and weights is in the cache (vLLM can load it offline)."""
+def cached_snapshot(model: str, revision: str | None = None) -> Path | None:
+    """The cached snapshot folder holding the model's config.json (named by its commit); None when not cached."""
     from huggingface_hub import try_to_load_from_cache
     try:
         config = try_to_load_from_cache(model, "config.json", cache_dir=hub_cache(), revision=revision)
     except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not cached
+        return None
+    return Path(config).parent if isinstance(config, str) else None
+
+
+def cached(model: str, revision: str | None = None) -> bool:
+    """A snapshot of the model with its config and weights is in the cache (vLLM can load it offline)."""
+    snapshot = cached_snapshot(model, revision)
+    if snapshot is None:
         return False
-    if not isinstance(config, str):
-        return False
-    snapshot = Path(config).parent
     return any(snapshot.glob("*.safetensors")) or any(snapshot.glob("*.bin")) or \
         any(snapshot.glob("*.safetensors.index.json"))
 

@@ -28,17 +28,9 @@ from specstack.config import metric_names as m
 _TYPE_LINE = re.compile(r"^# TYPE (\S+) ")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s")
 _POSITION = re.compile(r'(?:^|[{,])\s*' + m.POSITION_LABEL + r'="([^"]*)"')
-_COUNTER_SUFFIXES = ("_total", "_created")
 
 UNKNOWN_ON_URL = ("argv", "env", "target (beyond /v1/models' root)", "speculative method and its config (beyond K)",
                   "platform", "model_set", "model runner (unless a saved server log says)")
-
-
-def _family(name: str) -> str:
-    for suffix in _COUNTER_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def spec_from_metrics(text: str) -> dict:
@@ -50,13 +42,13 @@ def spec_from_metrics(text: str) -> dict:
         if line.startswith("#"):
             match = _TYPE_LINE.match(line)
             if match and match.group(1).startswith(m.SPEC_PREFIX):
-                families.add(_family(match.group(1)))
+                families.add(m.family(match.group(1)))
             continue
         match = _SAMPLE.match(line)
         if not match or not match.group(1).startswith(m.SPEC_PREFIX):
             continue
         name = match.group(1)
-        families.add(_family(name))
+        families.add(m.family(name))
         if name == m.SPEC_ACCEPTED_PER_POS + "_total" and match.group(2):
             position = _POSITION.search(match.group(2))
             if position:
