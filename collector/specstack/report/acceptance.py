@@ -100,17 +100,22 @@ def sampled_rows(run: RunData) -> list[dict]:
     return rows
 
 
+def _window_figures(f: dict) -> dict:
+    """A window's acceptance as the tidy tables keep it; ratios only where something was drafted (n/a, not 0 %)."""
+    drafts = f.get("num_draft_tokens")
+    return {"acceptance_rate": f.get("acceptance_rate") if drafts else None,
+            "mean_acceptance_length": f.get("mean_acceptance_length") if drafts else None,
+            "no_accept_share": f.get("no_accept_share") if drafts else None,
+            "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
+            "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
+            "histogram": json.dumps(f["histogram"]) if drafts and f.get("histogram") else None}
+
+
 def _category_row(md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: dict) -> dict:
     drafts = c.get("num_draft_tokens")
     per_pos, conditional = c.get("per_position"), c.get("per_position_conditional")
     return {"method": md.name, "label": md.display_name, "task": task, "phase": phase, "temperature": temperature,
-            "category": category, "k": md.k, "requests": c.get("requests"),
-            "acceptance_rate": c.get("acceptance_rate") if drafts else None,
-            "mean_acceptance_length": c.get("mean_acceptance_length") if drafts else None,
-            "no_accept_share": c.get("no_accept_share") if drafts else None,
-            "num_spec_steps": c.get("num_spec_steps"), "num_draft_tokens": drafts,
-            "num_accepted_draft_tokens": c.get("num_accepted_draft_tokens"),
-            "histogram": json.dumps(c["histogram"]) if drafts and c.get("histogram") else None,
+            "category": category, "k": md.k, "requests": c.get("requests"), **_window_figures(c),
             "per_position": json.dumps([round(x, 6) for x in per_pos]) if drafts and per_pos else None,
             "per_position_conditional": json.dumps([None if x is None else round(x, 6) for x in conditional])
             if drafts and conditional else None}
@@ -134,16 +139,9 @@ def category_rows(run: RunData) -> list[dict]:
 
 
 def _turn_row(md: MethodData, task: str, turn: int, f: dict) -> dict:
-    drafts = f.get("num_draft_tokens")
     return {"method": md.name, "label": md.display_name, "task": task, "turn": turn, "k": md.k,
             "status": f.get("status", "ok"), "requests": f.get("requests"), "left_out": f.get("left_out", 0),
-            "acceptance_rate": f.get("acceptance_rate") if drafts else None,
-            "mean_acceptance_length": f.get("mean_acceptance_length") if drafts else None,
-            "no_accept_share": f.get("no_accept_share") if drafts else None,
-            "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
-            "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
-            "histogram": json.dumps(f["histogram"]) if drafts and f.get("histogram") else None,
-            "completion_tokens": f.get("completion_tokens"),
+            **_window_figures(f), "completion_tokens": f.get("completion_tokens"),
             "answers_from": f.get("answers_from"), "input_sha256": f.get("sha256")}
 
 

@@ -97,6 +97,16 @@ def _rate_and_length(figures: dict) -> str:
     return f"{pct(figures.get('acceptance_rate'))} · {num(figures.get('mean_acceptance_length'))}"
 
 
+def _per_method_table(title: str, first: str, summaries: dict[str, dict]) -> Table:
+    """A row label, its requests, then one column per method."""
+    table = Table(title=title, title_justify="left")
+    table.add_column(first)
+    table.add_column("requests", justify="right")
+    for name, s in summaries.items():
+        table.add_column(display_name(name, s), justify="right")
+    return table
+
+
 def category_table(summaries: dict[str, dict], task: str) -> Table | None:
     """Acceptance per dataset category (rate · mean length), one column per method; the last row is the task's
     total, which the categories sum to and which equals the counter deltas (the "Σ_category" checks)."""
@@ -104,11 +114,7 @@ def category_table(summaries: dict[str, dict], task: str) -> Table | None:
     categories = list(dict.fromkeys(c for f in per_method.values() for c in (f.get("categories") or {})))
     if not categories:
         return None
-    table = Table(title=f"{task} by category: acceptance rate · mean length", title_justify="left")
-    table.add_column("category")
-    table.add_column("requests", justify="right")
-    for name, s in summaries.items():
-        table.add_column(display_name(name, s), justify="right")
+    table = _per_method_table(f"{task} by category: acceptance rate · mean length", "category", summaries)
     first = next(f for f in per_method.values() if f.get("categories"))
     for c in categories:
         table.add_row(c, str((first["categories"].get(c) or {}).get("requests", "n/a")),
@@ -126,15 +132,12 @@ def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
     first = next((t for t in seconds.values() if t), None)
     if first is None:
         return None
-    table = Table(title=f"{task} per turn: acceptance rate · mean length", title_justify="left")
-    table.add_column("turn")
-    table.add_column("requests", justify="right")
-    for name, s in summaries.items():
-        table.add_column(display_name(name, s), justify="right")
+    table = _per_method_table(f"{task} per turn: acceptance rate · mean length", "turn", summaries)
     table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).get("requests")),
                   *[_rate_and_length(f) for f in per_method.values()])
     # rows with no second turn are not in turn 2: say how many
-    table.add_row(f"turn 2 ({first.get('left_out', 0)} left out)", str(first.get("requests")), *[_rate_and_length(t) for t in seconds.values()])
+    table.add_row(f"turn 2 ({first.get('left_out', 0)} left out)", str(first.get("requests")),
+                  *[_rate_and_length(t) for t in seconds.values()])
     for c, figures in (first.get("categories") or {}).items():
         table.add_row(f"turn 2 · {c}", str(figures.get("requests")),
                       *[_rate_and_length((t.get("categories") or {}).get(c) or {}) for t in seconds.values()])
