@@ -26,7 +26,7 @@ demo: venv
 ## make test: every kind of test (markers in pyproject.toml): unit, config, integration on real vLLM + Prometheus,
 ## compose; `make unit` runs the fast ones (seconds)
 test: venv dashboards-check
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 unit: venv
 	$(PY) -m pytest -q -m unit tests

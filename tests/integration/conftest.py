@@ -62,3 +62,33 @@ def self_draft_run(models_dir, tmp_path_factory):
     opts.method = "draft_model"
     summary, _ = run_method(opts)
     return summary
+
+
+MT_BENCH_PROMPTS = 8
+
+
+def mt_bench_args(models_dir, results, *extra: str) -> list[str]:
+    """`specstack run --method ngram --dataset mt-bench` on the tiny models, as test_datasets and
+    test_prefix_caching read it."""
+    return ["run", "--method", "ngram", "--dataset", "mt-bench", "--model-set", "tiny", "--platform", "cpu-native",
+            "--models-dir", str(models_dir), "--port", str(free_port()), "--results", str(results),
+            "--run-id", "it-mt-bench", "--num-prompts", str(MT_BENCH_PROMPTS), "--concurrency", "1",
+            "--perf-output-len", "32", "--acceptance-max-tokens", "32", "--warmup-requests", "1", *extra]
+
+
+@pytest.fixture(scope="session")
+def mt_bench_run(models_dir, tmp_path_factory):
+    """One server for two files' questions (CI time): MT-Bench as a dataset (test_datasets) with prefix caching on
+    (test_prefix_caching)."""
+    import json
+
+    from specstack.cli.main import main
+
+    results, cache = tmp_path_factory.mktemp("datasets-run"), tmp_path_factory.mktemp("datasets-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECSTACK_DATASETS", str(cache))
+        code = main(mt_bench_args(models_dir, results, "--prefix-caching"))
+    run_dir = results / "it-mt-bench"
+    summary = json.loads((run_dir / "ngram" / "summary.json").read_text())
+    assert code == 0 and summary["status"] == "ok", summary["error"]
+    return {"run_dir": run_dir, "results": results, "summary": summary, "cache": cache}

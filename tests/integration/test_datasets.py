@@ -15,27 +15,11 @@ from specstack.config.workloads import read_jsonl, sha256
 from specstack.datasets.pinned import WHEELS
 from specstack.report import console_table
 
-from tests.support import free_port
+from .conftest import MT_BENCH_PROMPTS
 
 pytestmark = pytest.mark.integration
 
-PROMPTS = 8
-
-
-@pytest.fixture(scope="module")
-def mt_bench_run(models_dir, tmp_path_factory):
-    results, cache = tmp_path_factory.mktemp("datasets-run"), tmp_path_factory.mktemp("datasets-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPECSTACK_DATASETS", str(cache))
-        code = main(["run", "--method", "ngram", "--dataset", "mt-bench", "--model-set", "tiny",
-                     "--platform", "cpu-native", "--models-dir", str(models_dir), "--port", str(free_port()),
-                     "--results", str(results), "--run-id", "it-mt-bench", "--num-prompts", str(PROMPTS),
-                     "--concurrency", "1", "--perf-output-len", "32", "--acceptance-max-tokens", "32",
-                     "--warmup-requests", "1"])
-    run_dir = results / "it-mt-bench"
-    summary = json.loads((run_dir / "ngram" / "summary.json").read_text())
-    assert code == 0 and summary["status"] == "ok", summary["error"]
-    return {"run_dir": run_dir, "summary": summary, "cache": cache}
+PROMPTS = MT_BENCH_PROMPTS   # the shared run (conftest.mt_bench_run)
 
 
 def test_each_acceptance_record_carries_its_category_and_the_8_prompts_cover_the_8_categories(mt_bench_run):
@@ -69,7 +53,8 @@ def test_acceptance_per_category_sums_to_the_counter_deltas_exactly(mt_bench_run
     console = Console(record=True, width=200)
     console_table.print_run(run_dir, console)
     text = console.export_text().split(" by category: ", 1)[1]
-    rows = [line for line in text.splitlines() if line.startswith("│")]
+    table = text.split("└", 1)[0]   # the category table only (the prefix-cache table follows)
+    rows = [line for line in table.splitlines() if line.startswith("│")]
     assert [r.split("│")[1].strip() for r in rows] == [*categories, "all (the task)"]
 
 

@@ -85,10 +85,10 @@ def faulty_sweep(models_dir, tmp_path_factory):
         seen["server"] = server
         return server
 
-    def bench(argv, result_path, log_path):
+    def bench(argv, result_path, log_path, *rest):   # rest: the goodput targets (--slo), passed through
         undo = kill_in_second_request(seen["server"], mark)
         try:
-            return original_bench(argv, result_path, log_path)
+            return original_bench(argv, result_path, log_path, *rest)
         finally:
             undo()
             if mark.exists():

@@ -14,27 +14,18 @@ from specstack.report import console_table
 from specstack.report.build import build
 from specstack.report.prefix_cache import prefix_cache_table
 
-from tests.support import free_port
+from .conftest import mt_bench_args
 
 pytestmark = pytest.mark.integration
 
-RUN_ID = "it-prefix-caching"
-
-
-def _args(models_dir, results, *extra: str) -> list[str]:
-    return ["run", "--method", "ngram", "--tasks", "code", "--model-set", "tiny", "--platform", "cpu-native",
-            "--models-dir", str(models_dir), "--port", str(free_port()), "--results", str(results),
-            "--run-id", RUN_ID, "--num-prompts", "4", "--concurrency", "1", "--perf-output-len", "16",
-            "--acceptance-max-tokens", "16", "--warmup-requests", "1", *extra]
+RUN_ID = "it-mt-bench"
+TASK = "mt-bench"
 
 
 @pytest.fixture(scope="module")
-def cached_run(models_dir, tmp_path_factory):
-    results = tmp_path_factory.mktemp("prefix-caching")
-    code = main(_args(models_dir, results, "--prefix-caching"))
-    summary = json.loads((results / RUN_ID / "ngram" / "summary.json").read_text())
-    assert code == 0 and summary["status"] == "ok", summary["error"]
-    return {"results": results, "summary": summary}
+def cached_run(mt_bench_run):
+    """The shared MT-Bench run (conftest), served with --prefix-caching."""
+    return mt_bench_run
 
 
 def test_the_server_ran_with_prefix_caching(cached_run):
@@ -52,8 +43,8 @@ def test_hit_rate_is_delta_hits_over_delta_queries_of_each_window(cached_run):
         hits = after[m.PREFIX_CACHE_HITS] - before[m.PREFIX_CACHE_HITS]
         assert queries > 0, w["name"]
         assert w["prefix_cache"] == {"queries": queries, "hits": hits, "hit_rate": hits / queries}, w["name"]
-    task = summary["tasks"]["code"]
-    (acceptance,) = [w for w in summary["windows"] if w["name"] == "acceptance/code"]
+    task = summary["tasks"][TASK]
+    (acceptance,) = [w for w in summary["windows"] if w["name"] == f"acceptance/{TASK}"]
     assert task["prefix_cache"] == acceptance["prefix_cache"]
     assert [c["prefix_cache"] for c in task["bench"]] == \
         [w["prefix_cache"] for w in summary["windows"] if w["phase"] == "bench"]
@@ -64,14 +55,14 @@ def test_hit_rate_is_delta_hits_over_delta_queries_of_each_window(cached_run):
 def test_the_report_and_the_console_show_it(cached_run):
     run_dir = cached_run["results"] / RUN_ID
     rep = build(run_dir, with_plots=False)
-    blocks = prefix_cache_table(rep, "code")
+    blocks = prefix_cache_table(rep, TASK)
     assert blocks and blocks[1][2][0][1] == "on"
     assert {r["phase"] for r in rep.prefix_cache} == {"acceptance", "bench"}
     console = Console(record=True, width=200)
     console_table.print_run(run_dir, console)
-    assert "code: prefix cache hit rate" in console.export_text()
+    assert f"{TASK}: prefix cache hit rate" in console.export_text()
 
 
 def test_the_run_id_keeps_its_setting(cached_run, models_dir, capsys):
-    assert main(_args(models_dir, cached_run["results"], "--force")) == 2   # refused before any server starts
+    assert main(mt_bench_args(models_dir, cached_run["results"], "--force")) == 2   # refused before any server starts
     assert "was started with --prefix-caching" in capsys.readouterr().err
