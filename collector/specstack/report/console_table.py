@@ -14,10 +14,9 @@ from specstack.report.stats import MIN_REPEATS
 from specstack.results.reader import display_name, load_run
 
 
-def load_summaries(run_dir: Path) -> tuple[dict[str, dict], list]:
-    """The run's results by the one bundle reader (never a `.failed-` or `.replaced-` attempt beside a good
-    one), baselines first; and the failed methods that have no good result."""
-    run = load_run(run_dir)
+def summaries_of(run) -> tuple[dict[str, dict], list]:
+    """The run's results as the one bundle reader chose them (never a `.failed-` or `.replaced-` attempt beside a
+    good one), baselines first; and the failed methods that have no good result."""
     return {name: md.summary for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
 
 
@@ -146,8 +145,8 @@ def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
-    summaries, failed = load_summaries(run_dir)
-    run = load_run(run_dir)
+    run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
+    summaries, failed = summaries_of(run)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task))
