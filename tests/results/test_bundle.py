@@ -86,3 +86,31 @@ def test_largest_gap_counts_the_window_edges():
     assert largest_gap([101, 102], 100, 109) == (102, 109)             # no sample at the end
     assert largest_gap([], 100, 109) == (100, 109)                     # none at all
     assert largest_gap([90, 101, 120], 100, 110) == (101, 110)         # samples outside do not count
+
+
+def _write_many(run_dir, writer: int, count: int) -> None:
+    for i in range(count):
+        update_manifest(run_dir, methods={f"m{writer}": {f"k{i}": i}}, inputs={f"w{writer}-{i}": "h"})
+
+
+def test_concurrent_manifest_writers_lose_nothing(tmp_path):
+    """Parallel collectors (make sweep GPUS=...) update one manifest at once: every entry of every writer stays,
+    and a method's entry is merged key by key (the host's slot beside the collector's status)."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_many, args=(tmp_path, w, 40)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert {name: len(entry) for name, entry in m["methods"].items()} == {f"m{w}": 40 for w in range(4)}
+    assert len(m["inputs"]) == 4 * 40
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]   # no lock file, no temp file left
+
+
+def test_manifest_merges_a_methods_entry_key_by_key(tmp_path):
+    update_manifest(tmp_path, methods={"a": {"slot": {"cpuset": "1"}}})
+    m = update_manifest(tmp_path, methods={"a": {"status": "ok", "dir": "a"}})
+    assert m["methods"]["a"] == {"slot": {"cpuset": "1"}, "status": "ok", "dir": "a"}

@@ -8,6 +8,8 @@ rewrite_summary (Prometheus's view, checked in the background by runs/monitoring
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -73,13 +75,32 @@ def rewrite_summary(method_dir: Path, summary: dict) -> Path:
     return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary)
 
 
+@contextlib.contextmanager
+def _run_dir_locked(run_dir: Path):
+    """An exclusive flock on the run folder itself (no lock file in the bundle): parallel collectors (make sweep
+    GPUS=..., each its own container on the same bind mount) update one manifest, one at a time."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the last descriptor releases the lock
+
+
 def update_manifest(run_dir: Path, **fields) -> dict:
-    """Read-modify-write the run manifest (one writer per run); nested `methods` entries are merged."""
-    path = Path(run_dir) / "manifest.json"
-    manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
-    methods = fields.pop("methods", None)
-    manifest.update(fields)
-    if methods:
-        manifest.setdefault("methods", {}).update(methods)
-    atomic_write_json(path, manifest)
+    """Read-modify-write the run manifest under the run folder's lock (concurrent writers are safe). The
+    `methods` and `inputs` maps are merged (a method's entry key by key), every other field is replaced."""
+    run_dir = Path(run_dir)
+    path = run_dir / "manifest.json"
+    with _run_dir_locked(run_dir):
+        manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
+        methods = fields.pop("methods", None) or {}
+        inputs = fields.pop("inputs", None) or {}
+        manifest.update(fields)
+        for name, entry in methods.items():
+            manifest.setdefault("methods", {}).setdefault(name, {}).update(entry)
+        if inputs:
+            manifest["inputs"] = {**(manifest.get("inputs") or {}), **inputs}
+        atomic_write_json(path, manifest)
     return manifest
