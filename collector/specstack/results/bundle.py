@@ -90,17 +90,14 @@ def _run_dir_locked(run_dir: Path):
 
 def update_manifest(run_dir: Path, **fields) -> dict:
     """Read-modify-write the run manifest under the run folder's lock (concurrent writers are safe). The
-    `methods` and `inputs` maps are merged (a method's entry key by key), every other field is replaced."""
+    `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)
     path = run_dir / "manifest.json"
     with _run_dir_locked(run_dir):
         manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
         methods = fields.pop("methods", None) or {}
-        inputs = fields.pop("inputs", None) or {}
         manifest.update(fields)
         for name, entry in methods.items():
             manifest.setdefault("methods", {}).setdefault(name, {}).update(entry)
-        if inputs:
-            manifest["inputs"] = {**(manifest.get("inputs") or {}), **inputs}
         atomic_write_json(path, manifest)
     return manifest
