@@ -3,6 +3,8 @@
 #   make run METHOD=ngram          one method: images built once, models fetched, pre-flight, server +
 #                                  Prometheus + Grafana, collector, report
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
+#   make sweep GPUS=0,1            the same methods in parallel, one server per GPU at a time (a queue);
+#                                  PLATFORM=cpu: CPUSETS=0,1 (one core or range of cores per server)
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
 #   make logs [SERVICE=vllm-ngram] / make status
@@ -17,7 +19,8 @@
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
 # PREFIX_CACHING=1 (every server with enable-prefix-caching, recorded by the collector as --prefix-caching; a run
 # id keeps one setting), GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
-# also its healthcheck start_period), SWEEP_METHODS.
+# also its healthcheck start_period), SWEEP_METHODS, GPUS / CPUSETS (make sweep in parallel: the slots;
+# slot i's server is published on VLLM_PORT+i).
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
@@ -27,6 +30,12 @@ PLATFORM ?= gpu
 MODEL_SET ?= default
 GPU ?= 0
 CPUSET ?= 0-$(shell echo $$(( $$(nproc) - 1 )))
+# make sweep in parallel: the GPUs (gpu) or the CPU sets (cpu), comma-separated, one server on each at a time.
+GPUS ?=
+CPUSETS ?=
+# Set (by the parallel sweep) for one method of it: its slot's index; then its own target file and port.
+SLOT ?=
+comma := ,
 K ?=
 PREFIX_CACHING ?=
 RUN_ARGS ?=
@@ -48,6 +57,9 @@ $(error PLATFORM must be gpu (the default) or cpu, not '$(PLATFORM)')
 endif
 SWEEP_METHODS ?= baseline ngram draft_model eagle3 suffix
 SWEEP_MTP_METHODS ?= mtp-baseline mtp
+# The parallel sweep's slots and the make variable each one sets for its method (GPU or CPUSET).
+PARALLEL_SLOTS = $(if $(filter gpu,$(PLATFORM)),$(GPUS),$(CPUSETS))
+SLOT_VAR = $(if $(filter gpu,$(PLATFORM)),GPU,CPUSET)
 ifndef RUN_ID
 RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 endif
@@ -56,6 +68,8 @@ REPORT_ARGS ?= $(RUN_ID) --results /results
 # Method names = the [methods.NAME] tables of methods.toml (read with sed: the host may lack Python 3.11).
 SPECSTACK_METHODS := $(shell sed -n 's/^\[methods\.\([^]]*\)\][[:space:]]*$$/\1/p' services/methods.toml)
 SPECSTACK_TARGETS := .specstack/prometheus-targets/vllm.json
+# A method of a parallel sweep writes and clears a target file of its own (file_sd reads targets/*.json).
+METHOD_TARGETS = $(if $(SLOT),.specstack/prometheus-targets/vllm-$(METHOD).json,$(SPECSTACK_TARGETS))
 GRAFANA_SECRET := .specstack/secrets/grafana_admin_password
 # The host-side helper (collector/specstack/host/), standard library only: the host's python3, no venv.
 CONTAINERS_PY := PYTHONPATH=collector $(HOST_PYTHON) -m specstack.host
@@ -69,7 +83,7 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
 	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
 	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_PREFIX_CACHING='$(PREFIX_CACHING)' \
-	SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s'
+	SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s' $(if $(SLOT),VLLM_PORT=$$(( $${VLLM_PORT:-8000} + $(SLOT) )))
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
 	$(if $(wildcard images.env.local),--env-file images.env.local)
 ALL_PROFILES = $(foreach m,$(SPECSTACK_METHODS),--profile $(m)) --profile tools
@@ -88,7 +102,7 @@ CONTAINERS_DOCKER = DOCKER='$(DOCKER)' $(CONTAINERS_PY)
 include images/images.mk
 
 .PHONY: run sweep down lock logs status compose-prepare compose-check-method compose-stack-up compose-images \
-	compose-models _compose-method _compose-report
+	compose-models compose-check-slots _compose-method _compose-slot _compose-report
 
 compose-check-method:
 	@if [ -z "$(METHOD)" ]; then echo "make run: set METHOD, one of: $(SPECSTACK_METHODS)" >&2; exit 2; fi
@@ -171,21 +185,40 @@ run: compose-check-method compose-prepare
 	  echo "$(WHERE)$(if $(filter gpu,$(PLATFORM)), (admin, password in $(GRAFANA_SECRET)))"; \
 	  exit $$rc
 
-## make sweep: every method strictly one at a time on one GPU (or one CPU set), one RUN_ID
-sweep: compose-prepare
-	@$(SUBMAKE) compose-check-method METHOD=baseline
+## make sweep: every method strictly one at a time on one GPU (or one CPU set), one RUN_ID;
+## GPUS=0,1 (PLATFORM=cpu: CPUSETS=0,1): one method per slot at once, a queue for the rest, still one RUN_ID
+sweep: compose-prepare compose-check-slots
+	@for g in $(if $(and $(filter gpu,$(PLATFORM)),$(GPUS)),$(subst $(comma), ,$(GPUS)),$(GPU)); do \
+	  $(SUBMAKE) compose-check-method METHOD=baseline GPU=$$g || exit 2; done
 	@$(SUBMAKE) compose-images BUILD_METHODS='$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)'
 	@$(SUBMAKE) compose-stack-up
 	@$(SUBMAKE) compose-models
 	@failed=""; \
-	for m in $(SWEEP_METHODS) $(SWEEP_MTP_METHODS); do \
+	if [ -n '$(PARALLEL_SLOTS)' ]; then \
+	  $(CONTAINERS_PY) parallel --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' --run-id $(RUN_ID) \
+	    --results results --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' -- \
+	    $(SUBMAKE) _compose-slot METHOD={method} SLOT={index} $(SLOT_VAR)={slot} RUN_ID=$(RUN_ID) \
+	    || failed=" (see the methods above)"; \
+	else for m in $(SWEEP_METHODS) $(SWEEP_MTP_METHODS); do \
 	  echo "=== sweep $(RUN_ID): $$m ==="; \
 	  $(SUBMAKE) _compose-method METHOD=$$m RUN_ID=$(RUN_ID) || failed="$$failed $$m"; \
 	  $(BETWEEN_METHODS); \
-	done; \
+	done; fi; \
 	$(SUBMAKE) _compose-report RUN_ID=$(RUN_ID) || failed="$$failed report"; \
 	echo "$(WHERE)"; \
 	if [ -n "$$failed" ]; then echo "sweep $(RUN_ID) failed:$$failed" >&2; exit 1; fi
+
+# The slots of a parallel sweep, refused before anything starts when malformed or shared (one-line fix).
+compose-check-slots:
+	@[ -z '$(GPUS)' ] || [ "$(PLATFORM)" = gpu ] || { echo "GPUS is for PLATFORM=gpu; on the CPU platform give each server its cores: CPUSETS=0,1" >&2; exit 2; }
+	@[ -z '$(CPUSETS)' ] || [ "$(PLATFORM)" = cpu ] || { echo "CPUSETS is for PLATFORM=cpu; on the GPU platform give the GPUs: GPUS=0,1" >&2; exit 2; }
+	@[ -z '$(PARALLEL_SLOTS)' ] || $(CONTAINERS_PY) check-slots --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)'
+
+# One method of a parallel sweep on its slot; on GPU the next method of this slot waits for its memory.
+_compose-slot:
+	@rc=0; $(SUBMAKE) _compose-method || rc=$$?; \
+	$(if $(filter gpu,$(PLATFORM)),$(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) \
+	  --timeout $(GPU_FREE_TIMEOUT) --poll $(GPU_FREE_POLL) || rc=1;) exit $$rc
 
 # One method: its models into the cache (a one-off container of the method's own image, before the server:
 # the health window is for loading, not downloading) -> pre-flight in that image -> server up (healthy) ->
@@ -201,7 +234,7 @@ _compose-method:
 	  >/dev/null || echo "warning: the server log of $(METHOD) not saved" >&2; }; \
 	cleanup() { [ -z "$$upped" ] || savelog; \
 	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
-	  $(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --clear || true; }; \
+	  $(CONTAINERS_PY) targets --out $(METHOD_TARGETS) --clear || true; }; \
 	trap cleanup EXIT; trap 'exit 130' INT TERM; \
 	echo "--- $(METHOD): models into the cache (services/fetch_models.py, in the server image)"; \
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps --entrypoint python3 $$svc /services/fetch_models.py \
@@ -212,7 +245,7 @@ _compose-method:
 	  -e SPECSTACK_SERVICES_DIR=/services \
 	  --entrypoint python3 $$svc -m specstack.cli.preflight --method $(METHOD) --platform $(SERVE_PLATFORM) \
 	  --model-set $(MODEL_SET) || exit 2; \
-	$(CONTAINERS_PY) targets --out $(SPECSTACK_TARGETS) --target $$svc:8000 \
+	$(CONTAINERS_PY) targets --out $(METHOD_TARGETS) --target $$svc:8000 \
 	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (models in the cache; waiting up to $(WAIT_TIMEOUT) s for it to load)"; \
 	upped=1; deadline=$$((SECONDS + $(WAIT_TIMEOUT))); \
@@ -229,7 +262,7 @@ _compose-method:
 	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
 	savelog; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
-	  --results results \
+	  --results results $(if $(SLOT),--slot '$($(SLOT_VAR))') \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
 	echo "--- $(METHOD): collector"; \
 	$(COMPOSE) run --rm --use-aliases collector run --runtime url --url http://$$svc:8000 \
@@ -243,7 +276,7 @@ _compose-report:
 ## make down: stop and remove the containers; named volumes (models, caches, Prometheus, Grafana) stay
 down:
 	$(COMPOSE) $(ALL_PROFILES) down --remove-orphans
-	@[ ! -f $(SPECSTACK_TARGETS) ] || echo '[]' > $(SPECSTACK_TARGETS)
+	@for f in .specstack/prometheus-targets/*.json; do [ ! -f "$$f" ] || echo '[]' > "$$f"; done
 
 ## make lock: pin the images of the lock file (IMAGES_LOCK) to their current digests (needs registry access)
 lock:

@@ -429,14 +429,20 @@ def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
 
 FAKE_DOCKER = r'''#!__PYTHON__
 """A stand-in for the docker CLI: logs every call, keeps which services are "up", answers inspect/exec."""
-import json, os, subprocess, sys
+import fcntl, json, os, subprocess, sys, time
 from pathlib import Path
 
 state = Path(os.environ["FAKE_STATE"])
 log = state / "calls.jsonl"
 args = sys.argv[1:]
+# A parallel sweep calls docker from several processes at once: one call at a time changes the state.
+held = open(state / "lock", "a")
+fcntl.flock(held, fcntl.LOCK_EX)
 with open(log, "a") as f:
     f.write(json.dumps(args) + "\n")
+with open(state / "slot-env.jsonl", "a") as f:
+    f.write(json.dumps([args, {k: os.environ.get(k) for k in ("SPECSTACK_GPU", "SPECSTACK_CPUSET", "VLLM_PORT")},
+                        time.time()]) + "\n")
 with open(state / "overrides.jsonl", "a") as f:
     f.write(json.dumps([args, os.environ.get("SPECSTACK_SPEC_OVERRIDE")]) + "\n")
 with open(state / "start-period.jsonl", "a") as f:
@@ -489,9 +495,12 @@ if args and args[0] == "compose":
         if "/services/fetch_models.py" in words and fail and f"vllm-{fail}" == svc:
             print("fetch: Qwen/Qwen3-8B is gated or needs a token", file=sys.stderr); sys.exit(2)
         if svc == "collector" and "run" in words[words.index(svc):]:
-            # The collector sees the Prometheus target of the running server.
-            targets = json.loads(Path(".specstack/prometheus-targets/vllm.json").read_text())
+            # The collector sees the Prometheus targets of the running servers (every file file_sd reads).
+            targets = [t for p in sorted(Path(".specstack/prometheus-targets").glob("*.json"))
+                       for t in json.loads(p.read_text())]
             (state / "targets-during-collector.jsonl").open("a").write(json.dumps(targets) + "\n")
+            held.close()
+            time.sleep(float(os.environ.get("FAKE_COLLECTOR_SECONDS", "0")))  # a measurement takes a while
     if verb == "ps":   # compose ps -q SERVICE: the id of a started service's container
         for s in positional_after(words, "ps"):
             if s in up:
@@ -545,6 +554,7 @@ elif q == "--query-gpu=driver_version,compute_cap":
     print(os.environ.get("FAKE_DRIVER", "580.65.06") + ", " + os.environ.get("FAKE_CC", "9.0"))
 elif q:
     print("0, GPU-abc, NVIDIA H100 80GB HBM3, 570.86.15, 81559, 30000, 00000000:18:00.0")
+    print("1, GPU-def, NVIDIA H100 80GB HBM3, 570.86.15, 81559, 30000, 00000000:2A:00.0")
 else:
     print("| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: 12.8 |")
 '''
@@ -879,3 +889,57 @@ def test_an_unpinned_model_is_recorded_as_main_and_its_snapshot(fake_stack):
     (target,) = [m for m in doc["server"]["models"] if m["role"] == "target"]
     assert target["id"] == "XiaomiMiMo/MiMo-7B-Base" and "XiaomiMiMo/MiMo-7B-Base" not in PINS
     assert target["revision_requested"] == "main" and target["snapshot"] == fake_main("XiaomiMiMo/MiMo-7B-Base")
+
+
+def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack, raw):
+    """make sweep GPUS=0,1: two servers at once, each with device_ids of its own GPU (compose.yaml rendered with
+    the environment of each `up`) and its own host port; the third method waits for a free GPU; one run id, one
+    manifest with mode parallel and each method's GPU (index, UUID, name), one report at the end."""
+    fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "1"
+    _make(fake_stack, "sweep", "RUN_ID=p1", "GPU_FREE_POLL=0.05", "GPUS=0,1",
+          "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=")
+    rows = [json.loads(x) for x in (fake_stack["state"] / "slot-env.jsonl").read_text().splitlines()]
+    live, gpu_of, most = {}, {}, 0
+    for args, env, _ in rows:
+        step = _step(args) or ""
+        verb, _, svc = step.partition(":")
+        if verb == "up" and svc.startswith("vllm-"):
+            doc = interpolate(raw["services"][svc], {**lock_env(), **{k: v for k, v in env.items() if v}})
+            (device,) = doc["deploy"]["resources"]["reservations"]["devices"]
+            gpu_of[svc] = device["device_ids"]
+            (port,) = doc["ports"]
+            assert device["device_ids"] not in [g for g, _ in live.values()], (svc, live)
+            assert port not in [p for _, p in live.values()], (svc, live)
+            live[svc] = (device["device_ids"], port)
+            most = max(most, len(live))
+        elif verb == "stop" and svc.startswith("vllm-"):
+            live.pop(svc)
+    assert most == 2 and sorted(gpu_of) == ["vllm-baseline", "vllm-ngram", "vllm-suffix"], gpu_of
+    assert {tuple(ids) for ids in gpu_of.values()} == {("0",), ("1",)}
+    run_dir = fake_stack["dir"] / "results" / "p1"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["mode"] == "parallel" and manifest["slots"] == [{"gpu": "0"}, {"gpu": "1"}]
+    uuids = {"0": "GPU-abc", "1": "GPU-def"}
+    for svc, (gpu,) in gpu_of.items():
+        slot = manifest["methods"][svc[5:]]["slot"]
+        assert slot == {"asked": gpu, "gpu_index": gpu, "gpu_uuid": uuids[gpu], "gpu_name": "NVIDIA H100 80GB HBM3"}
+        assert json.loads((run_dir / "host-provenance" / f"{svc[5:]}.json").read_text())["slot"] == slot
+    # Each collector ran while its own server's target was in a file of its own; both servers' at one moment.
+    seen = [json.loads(x) for x in (fake_stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
+    assert max(len(t) for t in seen) == 2 and all(t["labels"]["run_id"] == "p1" for ts in seen for t in ts)
+    # After each method its own GPU's memory was polled (the next method of that slot waits for it).
+    polled = [c[c.index("-i") + 1] for c in _calls(fake_stack) if c[0] == "nvidia-smi" and "-i" in c]
+    assert sorted(set(polled)) == ["0", "1"]
+    steps = [s for s in map(_step, _calls(fake_stack)) if s]
+    assert steps.count("collector:report") == 1 and steps[-1] == "collector:report"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("GPUS=0,0",), "a slot appears twice"),
+    (("GPUS=0,first",), "is not a GPU index (0) or UUID"),
+    (("CPUSETS=0,1",), "CPUSETS is for PLATFORM=cpu"),
+])
+def test_bad_slots_are_refused_before_anything_starts(fake_stack, args, message):
+    out = _make(fake_stack, "sweep", "RUN_ID=p2", *args, check=False)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert _pulls_or_builds(fake_stack) == []

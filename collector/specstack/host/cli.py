@@ -16,12 +16,13 @@ from specstack.host.image_lock import lock, read_lock
 from specstack.host.image_ref import pin_problem
 from specstack.host.provenance import record
 from specstack.host.server_log import save_server_log
+from specstack.host.slots import parallel, parse_slots
 from specstack.host.targets import write_targets
 
 
 def _record(args: argparse.Namespace) -> int:
     path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
-                  results=args.results, project=args.project, platform=args.platform)
+                  results=args.results, project=args.project, platform=args.platform, slot=args.slot)
     print(f"host provenance: {path}")
     return 0
 
@@ -53,6 +54,19 @@ def _wait_gpu_free(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parallel(args: argparse.Namespace) -> int:
+    failed = parallel(platform=args.platform, slots_text=args.slots, cores=os.cpu_count() or 1,
+                      methods=args.methods.split(), command=args.command, run_dir=args.results / args.run_id)
+    if failed:
+        print(f"parallel sweep {args.run_id} failed: {' '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _check_slots(args: argparse.Namespace) -> int:
+    parse_slots(args.platform, args.slots, os.cpu_count() or 1)
+    return 0
+
+
 def _targets(args: argparse.Namespace) -> int:
     write_targets(args.out, None if args.clear else args.target, dict(args.label))
     return 0
@@ -72,7 +86,8 @@ def _check_lock(args: argparse.Namespace) -> int:
 
 ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
            "check-buildx": _check_buildx,
-           "wait-gpu-free": _wait_gpu_free, "targets": _targets, "lock": _lock, "check-lock": _check_lock}
+           "wait-gpu-free": _wait_gpu_free, "parallel": _parallel,
+           "check-slots": _check_slots, "targets": _targets, "lock": _lock, "check-lock": _check_lock}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,6 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how to reach Docker: the SDK if importable (auto), or the CLI named by $DOCKER")
     r.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
                    help="the serve platform of the containers (methods.toml): GPU or CPU facts")
+    r.add_argument("--slot", default=None, help="parallel sweep: the method's GPU or CPU set (into the manifest)")
     sl = sub.add_parser("save-log", help="write results/<run-id>/host-provenance/<method>.server.log "
                                          "(this start's lines of the method's server container)")
     _method_options(sl)
@@ -125,6 +141,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--max-used-mib", type=int, default=1024)
     w.add_argument("--timeout", type=float, default=300)
     w.add_argument("--poll", type=float, default=2.0, help="seconds between nvidia-smi polls")
+    pa = sub.add_parser("parallel", help="run a sweep's methods on several GPUs or CPU sets at once (a queue)")
+    pa.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
+    pa.add_argument("--slots", required=True, help="GPUS (0,1 or GPU-UUIDs) or CPUSETS (0,1 or 0-3,4-7)")
+    pa.add_argument("--methods", required=True, help="the methods, space-separated, in queue order")
+    pa.add_argument("--run-id", required=True)
+    pa.add_argument("--results", type=Path, default=Path("results"))
+    pa.add_argument("command", nargs="+", help="the one-method command; {method}, {slot}, {index} filled in")
+    cs = sub.add_parser("check-slots", help="refuse a GPUS or CPUSETS value before anything starts")
+    cs.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
+    cs.add_argument("--slots", required=True)
     t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
     t.add_argument("--out", type=Path, required=True)
     g = t.add_mutually_exclusive_group(required=True)

@@ -12,6 +12,7 @@ from specstack.host import HostError
 from specstack.host.engine import PROJECT
 from specstack.host.gpu import nvidia_smi_container, nvidia_smi_host
 from specstack.host.snapshot import models_in_container
+from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_text
 
 SCHEMA = "specstack.host_provenance/1"
@@ -65,9 +66,25 @@ def cpu_host() -> dict:
     return {"source": "host", "model": model, "cores": os.cpu_count()}
 
 
+def slot_of(gpu: dict | None, cpu: dict | None, slot: str) -> dict:
+    """The slot a parallel sweep gave the method: its GPU (index, UUID, name as nvidia-smi names them) or the
+    cpuset its server really got. Inside a container nvidia-smi sees the one GPU it was given (index 0 there)."""
+    if cpu is not None:
+        return {"cpuset": cpu.get("server_cpuset"), "asked": slot}
+    gpus = (gpu or {}).get("gpus") or []
+    inside = len(gpus) == 1 and not (gpu or {}).get("source", "").startswith("host")
+    found = next((g for g in gpus if slot in (g.get("index"), g.get("uuid"))), gpus[0] if inside else None)
+    if found is None:
+        return {"asked": slot, "error": f"nvidia-smi lists no GPU {slot}"}
+    # The container's own index is 0 whatever the host's is: then the host index is the one asked for, if any.
+    index = (slot if slot.isdigit() else None) if inside else found.get("index")
+    return {"asked": slot, "gpu_index": index, "gpu_uuid": found.get("uuid"), "gpu_name": found.get("name")}
+
+
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
-           services: str = "/services", platform: str = "gpu-container") -> Path:
-    """Write results/<run-id>/host-provenance/<method>.json while the method's server is running."""
+           services: str = "/services", platform: str = "gpu-container", slot: str | None = None) -> Path:
+    """Write results/<run-id>/host-provenance/<method>.json while the method's server is running; in a
+    parallel sweep (`slot`), the method's slot also goes into the run's manifest beside its status."""
     containers = client.project_containers(project)
     if not containers:
         raise HostError(f"no running container of compose project {project!r}; start the stack first")
@@ -107,6 +124,9 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "cpu": cpu,
         "server": models_in_container(client, vllm_name, method, services, platform),
     }
+    if slot is not None:
+        doc["slot"] = slot_of(gpu, cpu, slot)
+        update_manifest(Path(results) / run_id, methods={method: {"slot": doc["slot"]}})
     path = Path(results) / run_id / "host-provenance" / f"{method}.json"
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
     return path

@@ -1,0 +1,84 @@
+"""collector/specstack/host/slots.py: the slots of a parallel sweep and the queue that runs methods on them."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from specstack.host import HostError
+from specstack.host.provenance import slot_of
+from specstack.host.slots import parallel, parse_slots, run_queue
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("platform, text, cores, slots", [
+    ("gpu-container", "0,1,2,3", 1, ["0", "1", "2", "3"]),
+    ("gpu-container", "GPU-3f1a-77,1", 1, ["GPU-3f1a-77", "1"]),
+    ("cpu-container", "0,1", 2, ["0", "1"]),
+    ("cpu-container", "0-3, 4-7", 8, ["0-3", "4-7"]),
+])
+def test_good_slots(platform, text, cores, slots):
+    assert parse_slots(platform, text, cores) == slots
+
+
+@pytest.mark.parametrize("platform, text, cores, message", [
+    ("gpu-container", "0,,1", 1, "one GPU per server"),
+    ("gpu-container", "1,1", 1, "a slot appears twice"),
+    ("gpu-container", "0;1", 1, "is not a GPU index"),
+    ("cpu-container", "0,2", 2, "names core 2, but this host has 2"),
+    ("cpu-container", "0-1,1", 2, "the CPU sets overlap (core 1)"),
+    ("cpu-container", "3-1", 4, "runs backwards"),
+    ("cpu-container", "0 1", 4, "is not a core"),
+])
+def test_bad_slots_name_the_fix(platform, text, cores, message):
+    with pytest.raises(HostError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_slots(platform, text, cores)
+
+
+def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
+    """Real processes: never more than one per slot, both slots busy at once, a free slot takes the next
+    method, a failed one is reported and the others still run."""
+    log = tmp_path / "log.jsonl"
+    script = ("import json, sys, time; m, slot = sys.argv[1:3]; "
+              f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, slot, 'start', time.time()]) + '\\n'); f.flush(); "
+              "time.sleep(0.4); f.write(json.dumps([m, slot, 'end', time.time()]) + '\\n'); f.flush(); "
+              "print('measured', m); sys.exit(3 if m == 'c' else 0)")
+    failed = run_queue(["0", "1"], ["a", "b", "c", "d", "e"], [sys.executable, "-c", script, "{method}", "{slot}"])
+    assert failed == ["c"]
+    events = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda e: e[3])
+    running, most, slot_busy = set(), 0, {}
+    for method, slot, what, _ in events:
+        if what == "start":
+            assert slot not in slot_busy, f"{method} started on slot {slot} while {slot_busy.get(slot)} ran"
+            slot_busy[slot] = method
+            running.add(method)
+            most = max(most, len(running))
+        else:
+            del slot_busy[slot]
+            running.discard(method)
+    assert most == 2 and [m for m, _, w, _ in events if w == "start"][:2] in (["a", "b"], ["b", "a"])
+    assert sorted(m for m, _, w, _ in events if w == "end") == ["a", "b", "c", "d", "e"]
+    out = capsys.readouterr().out
+    assert "[d] measured d" in out and "=== slot" in out
+
+
+def test_parallel_marks_the_manifest_before_any_method(tmp_path):
+    seen = tmp_path / "seen.json"
+    script = f"import shutil, sys; shutil.copy({str(tmp_path / 'r' / 'manifest.json')!r}, {str(seen)!r})"
+    assert parallel(platform="cpu-container", slots_text="0", cores=1, methods=["a"],
+                    command=[sys.executable, "-c", script], run_dir=tmp_path / "r") == []
+    assert json.loads(seen.read_text())["mode"] == "parallel"
+    assert json.loads(seen.read_text())["slots"] == [{"cpuset": "0"}]
+
+
+def test_a_slot_is_found_on_the_host_by_index_or_uuid_and_inside_its_container():
+    gpus = [{"index": "0", "uuid": "GPU-a", "name": "A"}, {"index": "1", "uuid": "GPU-b", "name": "B"}]
+    host = {"source": "host", "gpus": gpus}
+    assert slot_of(host, None, "1") == {"asked": "1", "gpu_index": "1", "gpu_uuid": "GPU-b", "gpu_name": "B"}
+    assert slot_of(host, None, "GPU-a")["gpu_index"] == "0"
+    assert "error" in slot_of(host, None, "2")
+    inside = {"source": "container specstack-vllm-ngram-1", "gpus": [{**gpus[0], "uuid": "GPU-c"}]}
+    assert slot_of(inside, None, "3") == {"asked": "3", "gpu_index": "3", "gpu_uuid": "GPU-c", "gpu_name": "A"}
+    assert slot_of(None, {"server_cpuset": "1"}, "1") == {"cpuset": "1", "asked": "1"}
