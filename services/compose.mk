@@ -215,6 +215,8 @@ compose-check-slots:
 	@[ -z '$(PARALLEL_SLOTS)' ] || $(CONTAINERS_PY) check-slots --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)'
 
 # One method of a parallel sweep on its slot; on GPU the next method of this slot waits for its memory.
+# Its collector runs without the `collector` alias: Prometheus's one static target collector:9400 would reach
+# one of the concurrent collectors at random, so the run-window gauges are left out of a parallel sweep.
 _compose-slot:
 	@rc=0; $(SUBMAKE) _compose-method || rc=$$?; \
 	$(if $(filter gpu,$(PLATFORM)),$(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $(GPU_FREE_MIB) \
@@ -265,7 +267,7 @@ _compose-method:
 	  --results results $(if $(SLOT),--slot '$($(SLOT_VAR))') \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
 	echo "--- $(METHOD): collector"; \
-	$(COMPOSE) run --rm --use-aliases collector run --runtime url --url http://$$svc:8000 \
+	$(COMPOSE) run --rm $(if $(SLOT),,--use-aliases) collector run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
 	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) \
 	  $(if $(filter 1,$(PREFIX_CACHING)),--prefix-caching) $(RUN_ARGS)

@@ -932,6 +932,9 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
     assert sorted(set(polled)) == ["0", "1"]
     steps = [s for s in map(_step, _calls(fake_stack)) if s]
     assert steps.count("collector:report") == 1 and steps[-1] == "collector:report"
+    # No collector takes the `collector` alias: Prometheus's one static target would reach either at random.
+    collectors = [c for c in _calls(fake_stack) if _step(c) == "collector:run"]
+    assert len(collectors) == 3 and not any("--use-aliases" in c for c in collectors)
 
 
 @pytest.mark.parametrize("args, message", [
