@@ -16,6 +16,8 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                GPU's compute capability for the dtype (names the fix: the -cu129 image, a driver upgrade);
                wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
   targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
+  slots        parallel / check-slots: a sweep's methods on several GPUs or CPU sets at once, a queue per
+               slot (make sweep GPUS=0,1 / CPUSETS=0,1); the manifest says mode parallel
   image_ref    image references: their parts, and whether one is pinned (check-lock)
   registry     the digest a tag points to now (registry API, token auth; `docker buildx` as a fallback)
   image_lock   lock: rewrite every image tag of images.lock as tag@digest
@@ -23,8 +25,8 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 
 Standard library only, on purpose: make starts it with the host's plain `python3` (`$(HOST_PYTHON)`, with
 PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
-imports only specstack/__init__.py, errors.py and results/files.py (the one atomic writer), which are standard
-library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
+imports only specstack/__init__.py, errors.py, results/files.py (the one atomic writer) and results/bundle.py
+(the manifest's one writer, under its lock), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
 and is optional.
 """
 
