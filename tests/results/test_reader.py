@@ -114,3 +114,12 @@ def test_server_sessions_of_a_method_are_read_as_one_method(tmp_path):
     assert ngram.tasks["code"]["acceptance_rate"] == pytest.approx(0.1)      # the first session's
     assert ngram.summary["crosscheck"] == {"ok": False, "checks": 15}         # session 2 did not reconcile
     assert run.methods["baseline"].summary["crosscheck"]["ok"] is True
+
+
+def test_a_method_with_only_its_slot_has_no_result_yet(tmp_path):
+    """A parallel sweep's method whose server is up (its slot recorded) but whose collector has not finished."""
+    from tests.bundles import make_run
+    run = make_run(tmp_path, "r")
+    update_manifest(run, methods={"eagle3": {"slot": {"cpuset": "1", "asked": "1"}}})
+    (failed,) = reader.load_run(run).failed
+    assert failed.name == "eagle3" and failed.error.startswith("no result yet: still running")

@@ -297,7 +297,10 @@ def load_run(run_dir: Path) -> RunData:
             warnings.append(f"{name}: the latest attempt failed ({entry.get('error')}); the report uses the "
                             f"earlier successful result in {name}/")
         elif not any(f.name == name for f in failed):
-            failed.append(FailedRun(name, None, entry.get("error") or f"status {entry.get('status')!r}"))
+            # A parallel sweep records a method's slot when its server is up, before its collector's status.
+            why = f"status {entry.get('status')!r}" if "status" in entry else \
+                "no result yet: still running, or stopped before its collector wrote one"
+            failed.append(FailedRun(name, None, entry.get("error") or why))
     failed_names = {f.name for f in failed if not f.superseded}
     for md in methods.values():
         if md.baseline and md.baseline not in methods:
