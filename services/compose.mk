@@ -33,8 +33,10 @@ CPUSET ?= 0-$(shell echo $$(( $$(nproc) - 1 )))
 # make sweep in parallel: the GPUs (gpu) or the CPU sets (cpu), comma-separated, one server on each at a time.
 GPUS ?=
 CPUSETS ?=
-# Set (by the parallel sweep) for one method of it: its slot's index; then its own target file and port.
+# Set (by the parallel sweep) for one method of it: its slot's index; then its own target file and port;
+# on GPU with CPUSETS, the cores of its server too.
 SLOT ?=
+GPU_CPUSET ?=
 comma := ,
 K ?=
 PREFIX_CACHING ?=
@@ -81,7 +83,7 @@ SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
 
 # Variables compose interpolates, set per command (never exported to the rest of the Makefile).
 COMPOSE_VARS = HF_TOKEN="$${HF_TOKEN:-}" SPECSTACK_UID="$$(id -u)" SPECSTACK_GID="$$(id -g)" \
-	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
+	SPECSTACK_GPU='$(GPU)' SPECSTACK_CPUSET='$(CPUSET)' SPECSTACK_GPU_CPUSET='$(GPU_CPUSET)' SPECSTACK_MODEL_SET='$(MODEL_SET)' \
 	SPECSTACK_SPEC_OVERRIDE='$(SPEC_OVERRIDE)' SPECSTACK_PREFIX_CACHING='$(PREFIX_CACHING)' \
 	SPECSTACK_START_PERIOD='$(WAIT_TIMEOUT)s' $(if $(SLOT),VLLM_PORT=$$(( $${VLLM_PORT:-8000} + $(SLOT) )))
 COMPOSE = $(COMPOSE_VARS) $(DOCKER) compose $(COMPOSE_FILES) --env-file $(IMAGES_LOCK) \
@@ -196,8 +198,10 @@ sweep: compose-prepare compose-check-slots
 	@failed=""; \
 	if [ -n '$(PARALLEL_SLOTS)' ]; then \
 	  $(CONTAINERS_PY) parallel --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' --run-id $(RUN_ID) \
-	    --results results --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' -- \
+	    --results results --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' \
+	    $(if $(filter gpu,$(PLATFORM)),--cpusets '$(CPUSETS)') -- \
 	    $(SUBMAKE) _compose-slot METHOD={method} SLOT={index} $(SLOT_VAR)={slot} RUN_ID=$(RUN_ID) \
+	    $(if $(filter gpu,$(PLATFORM)),GPU_CPUSET={cpuset}) \
 	    || failed=" (see the methods above)"; \
 	else for m in $(SWEEP_METHODS) $(SWEEP_MTP_METHODS); do \
 	  echo "=== sweep $(RUN_ID): $$m ==="; \
@@ -211,8 +215,9 @@ sweep: compose-prepare compose-check-slots
 # The slots of a parallel sweep, refused before anything starts when malformed or shared (one-line fix).
 compose-check-slots:
 	@[ -z '$(GPUS)' ] || [ "$(PLATFORM)" = gpu ] || { echo "GPUS is for PLATFORM=gpu; on the CPU platform give each server its cores: CPUSETS=0,1" >&2; exit 2; }
-	@[ -z '$(CPUSETS)' ] || [ "$(PLATFORM)" = cpu ] || { echo "CPUSETS is for PLATFORM=cpu; on the GPU platform give the GPUs: GPUS=0,1" >&2; exit 2; }
-	@[ -z '$(PARALLEL_SLOTS)' ] || $(CONTAINERS_PY) check-slots --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)'
+	@[ -z '$(CPUSETS)' ] || [ "$(PLATFORM)" = cpu ] || [ -n '$(GPUS)' ] || { echo "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too, GPUS=0,1 CPUSETS=0-15,16-31" >&2; exit 2; }
+	@[ -z '$(PARALLEL_SLOTS)' ] || $(CONTAINERS_PY) check-slots --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' \
+	  $(if $(filter gpu,$(PLATFORM)),--cpusets '$(CPUSETS)')
 
 # One method of a parallel sweep on its slot; on GPU the next method of this slot waits for its memory.
 # Its collector runs without the `collector` alias: Prometheus's one static target collector:9400 would reach

@@ -441,7 +441,7 @@ fcntl.flock(held, fcntl.LOCK_EX)
 with open(log, "a") as f:
     f.write(json.dumps(args) + "\n")
 with open(state / "slot-env.jsonl", "a") as f:
-    f.write(json.dumps([args, {k: os.environ.get(k) for k in ("SPECSTACK_GPU", "SPECSTACK_CPUSET", "VLLM_PORT")},
+    f.write(json.dumps([args, {k: os.environ.get(k) for k in ("SPECSTACK_GPU", "SPECSTACK_GPU_CPUSET", "VLLM_PORT")},
                         time.time()]) + "\n")
 with open(state / "overrides.jsonl", "a") as f:
     f.write(json.dumps([args, os.environ.get("SPECSTACK_SPEC_OVERRIDE")]) + "\n")
@@ -892,12 +892,14 @@ def test_an_unpinned_model_is_recorded_as_main_and_its_snapshot(fake_stack):
 
 
 def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack, raw):
-    """make sweep GPUS=0,1: two servers at once, each with device_ids of its own GPU (compose.yaml rendered with
-    the environment of each `up`) and its own host port; the third method waits for a free GPU; one run id, one
-    manifest with mode parallel and each method's GPU (index, UUID, name), one report at the end."""
+    """make sweep GPUS=0,1 CPUSETS=0,1: two servers at once, each with device_ids of its own GPU and the cores of
+    that GPU (compose.yaml rendered with the environment of each `up`) and its own host port; the third method
+    waits for a free GPU; one run id, one manifest with mode parallel and each method's GPU (index, UUID, name),
+    one report at the end."""
     fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "1"
-    _make(fake_stack, "sweep", "RUN_ID=p1", "GPU_FREE_POLL=0.05", "GPUS=0,1",
+    _make(fake_stack, "sweep", "RUN_ID=p1", "GPU_FREE_POLL=0.05", "GPUS=0,1", f"CPUSETS=0,{os.cpu_count() - 1}",
           "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=")
+    cores = {"0": "0", "1": str(os.cpu_count() - 1)}
     rows = [json.loads(x) for x in (fake_stack["state"] / "slot-env.jsonl").read_text().splitlines()]
     live, gpu_of, most = {}, {}, 0
     for args, env, _ in rows:
@@ -907,6 +909,7 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
             doc = interpolate(raw["services"][svc], {**lock_env(), **{k: v for k, v in env.items() if v}})
             (device,) = doc["deploy"]["resources"]["reservations"]["devices"]
             gpu_of[svc] = device["device_ids"]
+            assert doc["cpuset"] == cores[device["device_ids"][0]], (svc, doc["cpuset"])
             (port,) = doc["ports"]
             assert device["device_ids"] not in [g for g, _ in live.values()], (svc, live)
             assert port not in [p for _, p in live.values()], (svc, live)
@@ -918,11 +921,13 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
     assert {tuple(ids) for ids in gpu_of.values()} == {("0",), ("1",)}
     run_dir = fake_stack["dir"] / "results" / "p1"
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["mode"] == "parallel" and manifest["slots"] == [{"gpu": "0"}, {"gpu": "1"}]
+    assert manifest["mode"] == "parallel"
+    assert manifest["slots"] == [{"gpu": "0", "cpuset": cores["0"]}, {"gpu": "1", "cpuset": cores["1"]}]
     uuids = {"0": "GPU-abc", "1": "GPU-def"}
     for svc, (gpu,) in gpu_of.items():
         slot = manifest["methods"][svc[5:]]["slot"]
-        assert slot == {"asked": gpu, "gpu_index": gpu, "gpu_uuid": uuids[gpu], "gpu_name": "NVIDIA H100 80GB HBM3"}
+        assert slot == {"asked": gpu, "gpu_index": gpu, "gpu_uuid": uuids[gpu], "gpu_name": "NVIDIA H100 80GB HBM3",
+                        "cpuset": None}   # the stand-in docker's inspect has no HostConfig
         assert json.loads((run_dir / "host-provenance" / f"{svc[5:]}.json").read_text())["slot"] == slot
     # Each collector ran while its own server's target was in a file of its own; both servers' at one moment.
     seen = [json.loads(x) for x in (fake_stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
@@ -940,7 +945,9 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
 @pytest.mark.parametrize("args, message", [
     (("GPUS=0,0",), "a slot appears twice"),
     (("GPUS=0,first",), "is not a GPU index (0) or UUID"),
-    (("CPUSETS=0,1",), "CPUSETS is for PLATFORM=cpu"),
+    (("CPUSETS=0,1",), "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too"),
+    (("GPUS=0,1", "CPUSETS=0"), "give one CPU set per GPU (2), or none"),
+    (("GPUS=0,1", "PLATFORM=cpu"), "GPUS is for PLATFORM=gpu"),
 ])
 def test_bad_slots_are_refused_before_anything_starts(fake_stack, args, message):
     out = _make(fake_stack, "sweep", "RUN_ID=p2", *args, check=False)

@@ -13,14 +13,15 @@ from specstack.host.slots import parallel, parse_slots, run_queue
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("platform, text, cores, slots", [
-    ("gpu-container", "0,1,2,3", 1, ["0", "1", "2", "3"]),
-    ("gpu-container", "GPU-3f1a-77,1", 1, ["GPU-3f1a-77", "1"]),
-    ("cpu-container", "0,1", 2, ["0", "1"]),
-    ("cpu-container", "0-3, 4-7", 8, ["0-3", "4-7"]),
+@pytest.mark.parametrize("platform, text, cpusets, cores, slots", [
+    ("gpu-container", "0,1,2,3", "", 1, [("0", ""), ("1", ""), ("2", ""), ("3", "")]),
+    ("gpu-container", "GPU-3f1a-77,1", "", 1, [("GPU-3f1a-77", ""), ("1", "")]),
+    ("gpu-container", "2,3", "0-15,16-31", 32, [("2", "0-15"), ("3", "16-31")]),
+    ("cpu-container", "0,1", "", 2, [("0", "0"), ("1", "1")]),
+    ("cpu-container", "0-3, 4-7", "", 8, [("0-3", "0-3"), ("4-7", "4-7")]),
 ])
-def test_good_slots(platform, text, cores, slots):
-    assert parse_slots(platform, text, cores) == slots
+def test_good_slots(platform, text, cpusets, cores, slots):
+    assert parse_slots(platform, text, cores, cpusets) == [{"slot": s, "cpuset": c} for s, c in slots]
 
 
 @pytest.mark.parametrize("platform, text, cores, message", [
@@ -37,6 +38,13 @@ def test_bad_slots_name_the_fix(platform, text, cores, message):
         parse_slots(platform, text, cores)
 
 
+def test_gpu_cpusets_one_per_gpu_and_not_shared():
+    with pytest.raises(HostError, match=r"give one CPU set per GPU \(2\), or none"):
+        parse_slots("gpu-container", "0,1", 8, "0-3")
+    with pytest.raises(HostError, match="the CPU sets overlap"):
+        parse_slots("gpu-container", "0,1", 8, "0-3,3-7")
+
+
 def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
     """Real processes: never more than one per slot, both slots busy at once, a free slot takes the next
     method, a failed one is reported and the others still run."""
@@ -45,7 +53,8 @@ def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
               f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, slot, 'start', time.time()]) + '\\n'); f.flush(); "
               "time.sleep(0.4); f.write(json.dumps([m, slot, 'end', time.time()]) + '\\n'); f.flush(); "
               "print('measured', m); sys.exit(3 if m == 'c' else 0)")
-    failed = run_queue(["0", "1"], ["a", "b", "c", "d", "e"], [sys.executable, "-c", script, "{method}", "{slot}"])
+    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], ["a", "b", "c", "d", "e"],
+                       [sys.executable, "-c", script, "{method}", "{slot}"])
     assert failed == ["c"]
     events = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda e: e[3])
     running, most, slot_busy = set(), 0, {}
@@ -76,9 +85,11 @@ def test_parallel_marks_the_manifest_before_any_method(tmp_path):
 def test_a_slot_is_found_on_the_host_by_index_or_uuid_and_inside_its_container():
     gpus = [{"index": "0", "uuid": "GPU-a", "name": "A"}, {"index": "1", "uuid": "GPU-b", "name": "B"}]
     host = {"source": "host", "gpus": gpus}
-    assert slot_of(host, None, "1") == {"asked": "1", "gpu_index": "1", "gpu_uuid": "GPU-b", "gpu_name": "B"}
+    assert slot_of(host, None, "1", "8-15") == {"asked": "1", "gpu_index": "1", "gpu_uuid": "GPU-b", "gpu_name": "B",
+                                                "cpuset": "8-15"}
     assert slot_of(host, None, "GPU-a")["gpu_index"] == "0"
     assert "error" in slot_of(host, None, "2")
     inside = {"source": "container specstack-vllm-ngram-1", "gpus": [{**gpus[0], "uuid": "GPU-c"}]}
-    assert slot_of(inside, None, "3") == {"asked": "3", "gpu_index": "3", "gpu_uuid": "GPU-c", "gpu_name": "A"}
+    assert slot_of(inside, None, "3") == {"asked": "3", "gpu_index": "3", "gpu_uuid": "GPU-c", "gpu_name": "A",
+                                          "cpuset": None}
     assert slot_of(None, {"server_cpuset": "1"}, "1") == {"cpuset": "1", "asked": "1"}

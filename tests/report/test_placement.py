@@ -52,3 +52,11 @@ def test_a_serial_run_has_no_placement_section(tmp_path):
     assert _section(run) == ""
     _slots(run, "parallel", {})
     assert "## Parallel run: where each method ran" in render_markdown(sections.blocks(build.build(run, with_plots=False)))
+
+
+def test_a_gpu_slot_names_the_cores_its_server_was_pinned_to(tmp_path):
+    run = make_run(tmp_path, "r")
+    gpu = {"asked": "0", "gpu_index": "0", "gpu_uuid": "GPU-a", "gpu_name": H100, "cpuset": "0-15"}
+    _slots(run, "parallel", {"baseline": gpu, "ngram": {**gpu, "cpuset": "16-31"}})
+    assert f"| ngram | GPU 0 (GPU-a, {H100}, cores 16-31) | baseline | GPU 0 (GPU-a, {H100}, cores 0-15) | same |" \
+        in _section(run)

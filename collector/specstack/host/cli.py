@@ -56,14 +56,15 @@ def _wait_gpu_free(args: argparse.Namespace) -> int:
 
 def _parallel(args: argparse.Namespace) -> int:
     failed = parallel(platform=args.platform, slots_text=args.slots, cores=os.cpu_count() or 1,
-                      methods=args.methods.split(), command=args.command, run_dir=args.results / args.run_id)
+                      methods=args.methods.split(), command=args.command, run_dir=args.results / args.run_id,
+                      cpusets=args.cpusets)
     if failed:
         print(f"parallel sweep {args.run_id} failed: {' '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def _check_slots(args: argparse.Namespace) -> int:
-    parse_slots(args.platform, args.slots, os.cpu_count() or 1)
+    parse_slots(args.platform, args.slots, os.cpu_count() or 1, args.cpusets)
     return 0
 
 
@@ -144,6 +145,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pa = sub.add_parser("parallel", help="run a sweep's methods on several GPUs or CPU sets at once (a queue)")
     pa.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
     pa.add_argument("--slots", required=True, help="GPUS (0,1 or GPU-UUIDs) or CPUSETS (0,1 or 0-3,4-7)")
+    pa.add_argument("--cpusets", default="", help="GPU: one CPU set per GPU for its server (optional)")
     pa.add_argument("--methods", required=True, help="the methods, space-separated, in queue order")
     pa.add_argument("--run-id", required=True)
     pa.add_argument("--results", type=Path, default=Path("results"))
@@ -151,6 +153,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cs = sub.add_parser("check-slots", help="refuse a GPUS or CPUSETS value before anything starts")
     cs.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
     cs.add_argument("--slots", required=True)
+    cs.add_argument("--cpusets", default="")
     t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
     t.add_argument("--out", type=Path, required=True)
     g = t.add_mutually_exclusive_group(required=True)

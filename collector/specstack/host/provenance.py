@@ -66,19 +66,21 @@ def cpu_host() -> dict:
     return {"source": "host", "model": model, "cores": os.cpu_count()}
 
 
-def slot_of(gpu: dict | None, cpu: dict | None, slot: str) -> dict:
-    """The slot a parallel sweep gave the method: its GPU (index, UUID, name as nvidia-smi names them) or the
-    cpuset its server really got. Inside a container nvidia-smi sees the one GPU it was given (index 0 there)."""
+def slot_of(gpu: dict | None, cpu: dict | None, slot: str, server_cpuset: str | None = None) -> dict:
+    """The slot a parallel sweep gave the method: its GPU (index, UUID, name as nvidia-smi names them, and the
+    cores its server was pinned to, if any) or the cpuset its server really got. Inside a container nvidia-smi
+    sees the one GPU it was given (index 0 there)."""
     if cpu is not None:
         return {"cpuset": cpu.get("server_cpuset"), "asked": slot}
     gpus = (gpu or {}).get("gpus") or []
     inside = len(gpus) == 1 and not (gpu or {}).get("source", "").startswith("host")
     found = next((g for g in gpus if slot in (g.get("index"), g.get("uuid"))), gpus[0] if inside else None)
     if found is None:
-        return {"asked": slot, "error": f"nvidia-smi lists no GPU {slot}"}
+        return {"asked": slot, "error": f"nvidia-smi lists no GPU {slot}", "cpuset": server_cpuset}
     # The container's own index is 0 whatever the host's is: then the host index is the one asked for, if any.
     index = (slot if slot.isdigit() else None) if inside else found.get("index")
-    return {"asked": slot, "gpu_index": index, "gpu_uuid": found.get("uuid"), "gpu_name": found.get("name")}
+    return {"asked": slot, "gpu_index": index, "gpu_uuid": found.get("uuid"), "gpu_name": found.get("name"),
+            "cpuset": server_cpuset}
 
 
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
@@ -125,7 +127,7 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "server": models_in_container(client, vllm_name, method, services, platform),
     }
     if slot is not None:
-        doc["slot"] = slot_of(gpu, cpu, slot)
+        doc["slot"] = slot_of(gpu, cpu, slot, (vllm.get("HostConfig") or {}).get("CpusetCpus") or None)
         update_manifest(Path(results) / run_id, methods={method: {"slot": doc["slot"]}})
     path = Path(results) / run_id / "host-provenance" / f"{method}.json"
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")

@@ -10,21 +10,27 @@ if TYPE_CHECKING:
     from specstack.report.build import Report
 
 
+def _is_gpu(slot: dict) -> bool:
+    return "gpu_uuid" in slot or "error" in slot
+
+
 def slot_label(slot: dict | None) -> str:
-    """GPU 1 (GPU-..., NVIDIA H100 80GB HBM3), or cpuset 0-3; n/a when the method's slot was not recorded."""
+    """GPU 1 (GPU-..., NVIDIA H100 80GB HBM3[, cores 0-15]), or cpuset 0-3; n/a when no slot was recorded."""
     if not slot:
         return "n/a"
-    if "cpuset" in slot:
+    if not _is_gpu(slot):
         return f"cpuset {slot.get('cpuset') or slot.get('asked')}"
+    cores = f", cores {slot['cpuset']}" if slot.get("cpuset") else ""
     if slot.get("error"):
-        return f"GPU {slot.get('asked')} ({slot['error']})"
-    return f"GPU {slot.get('gpu_index') or slot.get('asked')} ({slot.get('gpu_uuid')}, {slot.get('gpu_name')})"
+        return f"GPU {slot.get('asked')} ({slot['error']}{cores})"
+    return f"GPU {slot.get('gpu_index') or slot.get('asked')} ({slot.get('gpu_uuid')}, {slot.get('gpu_name')}{cores})"
 
 
 def _identity(slot: dict | None):
+    """What makes two slots the same: the GPU (its UUID) on GPU, the cores on CPU."""
     if not slot:
         return None
-    return slot.get("cpuset") or slot.get("gpu_uuid") or slot.get("asked")
+    return (slot.get("gpu_uuid") or slot.get("asked")) if _is_gpu(slot) else slot.get("cpuset")
 
 
 def placement_rows(rep: Report) -> list[dict]:
