@@ -4,6 +4,7 @@
 #                                  Prometheus + Grafana, collector, report
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
 #   make sweep GPUS=0,1            the same methods in parallel, one server per GPU at a time (a queue);
+#                                  (CPUSETS=0-15,16-31: each GPU's server on its own cores);
 #                                  PLATFORM=cpu: CPUSETS=0,1 (one core or range of cores per server)
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
