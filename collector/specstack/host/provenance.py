@@ -65,8 +65,22 @@ def cpu_host() -> dict:
     return {"source": "host", "model": model, "cores": os.cpu_count()}
 
 
+def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
+    """Each image of the stack's lock file (the collector's too, which is not running yet when make records):
+    its reference, id and registry digests, what `make reproduce` pulls it by."""
+    out = {}
+    for key, ref in lock.items():
+        try:
+            image = client.image(ref)
+        except Exception as e:  # noqa: BLE001 - not on this engine (Grafana on CPU): said, not guessed
+            out[key] = {"ref": ref, "error": str(e)}
+            continue
+        out[key] = {"ref": ref, "id": image.get("Id"), "repo_digests": image.get("RepoDigests") or []}
+    return out
+
+
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
-           services: str = "/services", platform: str = "gpu-container") -> Path:
+           services: str = "/services", platform: str = "gpu-container", images: dict[str, str] | None = None) -> Path:
     """Write results/<run-id>/host-provenance/<method>.json while the method's server is running."""
     containers = client.project_containers(project)
     if not containers:
@@ -101,6 +115,7 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "compose_project": project,
         "docker_server": {k: server_version.get(k) for k in ("Version", "ApiVersion", "Os", "Arch")},
         "containers": sorted(records, key=lambda r: r["service"] or ""),
+        "images": lock_images(client, images) if images is not None else None,
         "vllm_container": vllm_name,
         "platform": platform,
         "gpu": gpu,
