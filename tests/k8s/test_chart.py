@@ -11,6 +11,7 @@ import shutil
 import kubernetes_validate
 import pytest
 
+from specstack.cli.main import main
 from specstack.config import methods as methods_config
 from specstack.k8s import chart
 
@@ -31,14 +32,22 @@ def _containers(job: dict) -> dict[str, dict]:
     return {c["name"]: c for c in spec.get("initContainers", []) + spec["containers"]}
 
 
-def test_generated_files_are_current_and_a_stale_one_is_named(tmp_path):
-    assert chart.check() == []
+def test_generated_files_are_current_and_a_stale_one_is_named(tmp_path, capsys):
+    assert main(["k8s", "generate", "--check"]) == 0
+    assert "k8s generate --check: OK" in capsys.readouterr().out
     copy = tmp_path / "chart"
     shutil.copytree(chart.CHART_DIR, copy)
     plans = copy / chart.PLANS_FILE
     plans.write_text(plans.read_text().replace("--max-num-seqs", "--max-num-seq", 1))
     (copy / "generated" / "dashboards" / "old.json").write_text("{}")
-    assert chart.check(copy) == [f"{plans} is stale", f"{copy / 'generated/dashboards/old.json'} is not generated any more"]
+    assert main(["k8s", "generate", "--check", "--chart", str(copy)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"k8s generate --check: {plans} is stale; run `specstack k8s generate`",
+        f"k8s generate --check: {copy / 'generated/dashboards/old.json'} is not generated any more; run `specstack k8s "
+        "generate`"]
+    assert main(["k8s", "generate", "--chart", str(copy)]) == 0
+    assert capsys.readouterr().out == f"wrote {plans}\nremoved {copy / 'generated/dashboards/old.json'}\n"
+    assert chart.check(copy) == [] and not (copy / "generated/dashboards/old.json").exists()
 
 
 def test_helm_lint_strict_passes():

@@ -21,7 +21,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             print(f"k8s generate --check: OK ({args.chart})")
         return 1 if problems else 0
     for path in chart.write(args.chart):
-        print(f"wrote {path}")
+        print(f"{'wrote' if path.exists() else 'removed'} {path}")
     return 0
 
 

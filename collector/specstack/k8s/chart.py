@@ -72,14 +72,25 @@ def outputs() -> dict[str, str]:
     return out
 
 
+def _leftovers(chart: Path, expected: dict[str, str]) -> list[Path]:
+    """Files under generated/ the generator does not produce (a dashboard removed from grafana/)."""
+    generated = chart / "generated"
+    files = sorted(p for p in generated.rglob("*") if p.is_file()) if generated.is_dir() else []
+    return [p for p in files if str(p.relative_to(chart)) not in expected]
+
+
 def write(chart: Path = CHART_DIR) -> list[Path]:
-    written = []
-    for rel, text in outputs().items():
+    """Write what differs and remove what is left over; the paths changed."""
+    expected, written = outputs(), []
+    for rel, text in expected.items():
         path = chart / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             written.append(path)
+    for path in _leftovers(chart, expected):
+        path.unlink()
+        written.append(path)
     return written
 
 
@@ -89,7 +100,4 @@ def check(chart: Path = CHART_DIR) -> list[str]:
     problems = [f"{chart / rel} is missing" if not (chart / rel).exists() else f"{chart / rel} is stale"
                 for rel, text in expected.items()
                 if not (chart / rel).exists() or (chart / rel).read_text(encoding="utf-8") != text]
-    generated = chart / "generated"
-    leftover = sorted(str(p.relative_to(chart)) for p in generated.rglob("*") if p.is_file()) if generated.is_dir() else []
-    problems += [f"{chart / rel} is not generated any more" for rel in leftover if rel not in expected]
-    return problems
+    return problems + [f"{p} is not generated any more" for p in _leftovers(chart, expected)]
