@@ -4,6 +4,7 @@
   fs/<pod>/<container>/<path>     each container's files (`cp -c C POD:/path DEST`, as kubectl cp: DEST becomes
                                   a copy of the folder; `exec POD -c C -- touch PATH` creates a file)
   logs/<pod>/<container>.log      `logs POD -c C`
+The namespace `forbidden` answers `get` as an API server refusing the user.
 Every call is appended to calls.log (one JSON argv per line). Errors are kubectl's: a message on stderr, exit 1."""
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def pods(namespace: str | None) -> list[dict]:
 
 
 def get(args: list[str], namespace: str | None) -> int:
+    if namespace == "forbidden":   # what an API server answers a user without the right to list pods
+        return fail('pods is forbidden: User "dev" cannot list resource "pods" in API group "" in the namespace '
+                    '"forbidden"')
     selector = option(args, "-l") or ""
     if args[:1] != ["pods"] or option(args, "-o") != "json":
         return fail(f"stand-in: unsupported get {args}")

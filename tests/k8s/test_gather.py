@@ -156,11 +156,15 @@ def test_an_ended_pod_without_a_claim_is_named_and_nothing_half_written(cluster,
     assert list(json.loads((run / "manifest.json").read_text())["methods"]) == ["baseline"]
 
 
-def test_no_pods_and_no_kubectl_are_refused_naming_the_fix(cluster, tmp_path, capsys, monkeypatch):
+def test_no_pods_no_access_and_no_kubectl_are_refused_naming_the_fix(cluster, tmp_path, capsys, monkeypatch):
     code = main(["k8s", "gather", "another-run", "--namespace", NAMESPACE, "--results", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and "no pod of run 'another-run' in namespace specstack; pass the run id the chart was " \
         "installed with (--set runId) and --namespace" in err
+    assert main(["k8s", "gather", RUN_ID, "--namespace", "forbidden", "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "get pods -l specstack.io/run-id=k8s-run-1 -o json` failed: error: pods is forbidden: User \"dev\" " \
+        "cannot list" in err and err.rstrip().endswith("check the kubectl context and namespace (--namespace)")
     monkeypatch.setenv("KUBECTL", "")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["k8s", "gather", RUN_ID, "--results", str(tmp_path / "r")]) == 2
