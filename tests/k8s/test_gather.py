@@ -119,6 +119,13 @@ def test_gather_builds_one_bundle_the_report_reads(cluster, tmp_path, capsys):
         assert (root / "fs" / name / "collector" / "results/jobs" / method / RUN_ID / ".gathered").exists()
     verbs = [c[2] for c in _calls(root)]
     assert verbs.index("exec") > verbs.index("cp")
+    # gathered again (say the first gather was interrupted before releasing): nothing copied, both released
+    markers = list(root.glob("fs/*/collector/results/jobs/*/*/.gathered"))
+    for marker in markers:
+        marker.unlink()
+    code, out, _ = _gather(capsys, tmp_path / "results")
+    assert code == 0 and out["copied"] == [] and out["already_there"] == ["baseline", "ngram"]
+    assert len(markers) == 2 and all(m.exists() for m in markers)
     assert main(["report", str(run)]) == 0
     report = (run / "report.md").read_text()
     assert "ngram" in report and "baseline" in report

@@ -156,6 +156,11 @@ def _keep_logs(kubectl: Kubectl, pod: dict, method: str, run_dir: Path) -> dict:
             "images": {c["name"]: c["image_id"] or c["image"] for c in record["containers"]}}
 
 
+def _release(kubectl: Kubectl, pod: str, method: str, run_id: str) -> None:
+    """Tell a collector holding its emptyDir that its tree is safely gathered (the chart waits for this file)."""
+    kubectl("exec", pod, "-c", COLLECTOR, "--", "touch", f"{JOB_RESULTS}/{method}/{run_id}/{GATHERED}", check=False)
+
+
 def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, release: str | None = None,
            kubectl: Kubectl | None = None) -> Gathered:
     kubectl = kubectl or Kubectl(kubectl_binary(), namespace)
@@ -172,6 +177,8 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
             name = pod["metadata"]["name"]
             if (run_dir / method).exists():
                 result.kept.append(method)
+                if access is None and _running(pod):   # gathered before: the held collector may end
+                    _release(kubectl, name, method, run_id)
                 continue
             if access is None and not _running(pod):
                 result.missing[method] = (f"pod {name} is {(pod.get('status') or {}).get('phase')}: its emptyDir is "
@@ -187,8 +194,7 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
             k8s["jobs"].setdefault(method, {}).update(_keep_logs(kubectl, pod, method, run_dir))
             result.copied.append(method)
             if access is None:   # safely here: the held collector may end
-                kubectl("exec", name, "-c", COLLECTOR, "--", "touch",
-                        f"{JOB_RESULTS}/{method}/{run_id}/{GATHERED}", check=False)
+                _release(kubectl, name, method, run_id)
     if result.copied:
         update_manifest(run_dir, k8s=k8s)
     return result
