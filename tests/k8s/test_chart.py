@@ -10,6 +10,7 @@ import shutil
 
 import kubernetes_validate
 import pytest
+import yaml
 
 from specstack.cli.main import main
 from specstack.config import methods as methods_config
@@ -50,9 +51,20 @@ def test_generated_files_are_current_and_a_stale_one_is_named(tmp_path, capsys):
     assert chart.check(copy) == [] and not (copy / "generated/dashboards/old.json").exists()
 
 
-def test_helm_lint_strict_passes():
-    proc = helm("lint", "--strict", str(chart.CHART_DIR), *sets({"runId": RUN_ID}))
+@pytest.mark.parametrize("values", [{}, {"results": {"existingClaim": "r", "holdSeconds": 0}, "prefixCaching": True,
+                                     "hfToken": {"secretName": "hf", "key": "token"}, "kueue": {"queueName": "q"}}])
+def test_helm_lint_strict_passes(values):
+    proc = helm("lint", "--strict", str(chart.CHART_DIR), *sets({"runId": RUN_ID, **values}))
     assert "1 chart(s) linted, 0 chart(s) failed" in proc.stdout
+
+
+def test_the_packaged_chart_renders_the_same_objects(rendered, tmp_path):
+    """helm package takes only files inside the chart folder: the generated copies travel, a symlink would not."""
+    helm("package", str(chart.CHART_DIR), "--destination", str(tmp_path))
+    (tgz,) = tmp_path.glob("specstack-*.tgz")
+    out = helm("template", RELEASE, str(tgz), "--namespace", NAMESPACE, "--kube-version", "1.35.0",
+               *sets({"runId": RUN_ID})).stdout
+    assert [d for d in yaml.safe_load_all(out) if d] == rendered
 
 
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
