@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from specstack.results.reader import load_run
 
 from tests.bundles import TEXTS, figures, manifest, write_method
 from tests.k8s.conftest import NAMESPACE, RUN_ID, of_kind, render
+from tests.k8s.tools import tools
+from tests.support import free_port
 
 pytestmark = pytest.mark.config
 
@@ -177,3 +180,24 @@ def test_no_pods_no_access_and_no_kubectl_are_refused_naming_the_fix(cluster, tm
     assert main(["k8s", "gather", RUN_ID, "--results", str(tmp_path / "r")]) == 2
     assert "kubectl not found: install it (or set KUBECTL=/path/to/kubectl)" in capsys.readouterr().err
     assert not (tmp_path / "r" / RUN_ID).exists()
+
+
+def test_every_kubectl_call_parses_with_the_real_kubectl(cluster, tmp_path, capsys):
+    """The argv gather gave the stand-in, replayed to the real kubectl v1.35.2 pointed at a closed port: each one
+    gets as far as connecting (its verbs, flags and POD:PATH form parse); a misspelt flag does not."""
+    root, _, _ = cluster
+    _gather(capsys, tmp_path / "results")
+    port = free_port()   # nothing listens there
+    calls = _calls(root)
+    assert {c[2] for c in calls} == {"get", "cp", "logs", "exec"}
+    env = {**os.environ, "KUBECONFIG": os.devnull}
+
+    def real(argv: list[str]) -> str:
+        proc = subprocess.run([str(tools()["kubectl"]), "--server", f"http://127.0.0.1:{port}",
+                               "--request-timeout", "2s", *argv], capture_output=True, text=True, timeout=30, env=env)
+        assert proc.returncode == 1
+        return proc.stderr
+
+    for argv in calls:
+        assert f"The connection to the server 127.0.0.1:{port} was refused" in real(argv), argv
+    assert "unknown flag: --containr" in real([a.replace("-c", "--containr") if a == "-c" else a for a in calls[1]])
