@@ -63,6 +63,12 @@ dashboards: venv
 dashboards-check: venv
 	$(PY) grafana/generate.py --check
 
+## make chart: regenerate deploy/helm/specstack/generated/ and values.schema.json from services/methods.toml and
+## grafana/dashboards (tests/k8s checks they are current); docs/kubernetes.md
+.PHONY: chart
+chart: venv
+	$(SPECSTACK) k8s generate
+
 ## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale);
 ## collector/selfbench/, benchmarks of the harness itself, not part of the collector image
 .PHONY: bench-harness bench-load
