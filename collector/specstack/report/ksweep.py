@@ -201,3 +201,15 @@ def _schedule_sentence(r: dict) -> str:
         return (f"{what}: vLLM 0.32.0 accepts it (speculative config); not run here — `specstack sweep-k "
                 f"--k-per-load` runs it, or `--spec-override '{override}'`.")
     return f"{what}: {r['schedule_verdict']}, nothing to run."
+
+
+def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
+    """The schedule of one family over the whole workload (the tasks pooled when the run has several), and what
+    it means; what `sweep-k --k-per-load` runs."""
+    from specstack.results.reader import load_run
+    run = load_run(run_dir)
+    task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks or [None])[0]
+    row = next((r for r in k_per_load_rows(run) if r["family"] == family and r["task"] == task), None)
+    if row is None:
+        return None, f"no K sweep of {family} with its baseline in {run_dir}"
+    return (json.loads(row["schedule"]) if row["schedule"] else None), row["schedule_verdict"]
