@@ -122,10 +122,11 @@ def _task_cells(md: MethodData, k: int, task: str, tasks: list[str]) -> list[dic
     return _pooled([_cells(md, t, k) for t in tasks]) if task == ALL_TASKS else _cells(md, task, k)
 
 
-def k_per_load_rows(run: RunData) -> list[dict]:
+def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict]:
     """Per method family and task (and, with several tasks, the tasks pooled: "all tasks", the workload a
     schedule run serves): the best K per concurrency band with its evidence, the schedule, the best fixed K, and
-    the schedule's own run when the run holds one."""
+    the schedule's own run when the run holds one. A family with one K and no schedule run is a method of a
+    sweep, not a K sweep: left out unless `every_family`."""
     rows = []
     tasks = run.tasks
     for fam, by_k in sorted(k_families(run).items()):
@@ -133,6 +134,8 @@ def k_per_load_rows(run: RunData) -> list[dict]:
         if base is None:
             continue
         runs = [md for md in run.methods.values() if schedule_of(md) and k_family(md) == fam]
+        if len(by_k) < 2 and not runs and not every_family:
+            continue
         for task in tasks + ([ALL_TASKS] if len(tasks) > 1 else []):
             cells = [c for k, md in [(0, base), *sorted(by_k.items())] for c in _task_cells(md, k, task, tasks)]
             rows += _family_rows(fam, task, cells, runs, lambda md: _task_cells(md, -1, task, tasks))
@@ -171,10 +174,11 @@ def k_per_load_section(rep) -> list[tuple]:
     rows = rep.k_per_load
     if not rows:
         return []
-    out: list[tuple] = [("h3", "K per load"), ("table", [
+    heading = "h3" if rep.ksweep else "h2"    # under the K sweep's table, or alone when one K was swept
+    out: list[tuple] = [(heading, "K per load"), ("table", [
         "method family", "task", "batch sizes", "best K", "ties", "tok/s", "vs baseline", "rel. MAD",
         "candidates (K: median tok/s, speedup, relative MAD, gate)", "best fixed K", "schedule run"],
-        [[r["family"], r["task"], r["band"], num(r["k"]) if r["k"] is not None else f"n/a ({r['why_no_k']})",
+        [[r["family"], r["task"], r["band"], num(r["k"]) if r["k"] is not None else f"n/a: {r['why_no_k']}",
           r["ties"] or "", num(r["median_tok_s"]), times(r["speedup"]), pct(r["relative_mad"]), r["candidates"],
           f"K={r['best_fixed_k']} {times(r['best_fixed_k_speedup'])}" if r["best_fixed_k"] else "n/a",
           f"{r['schedule_method']} {times(r['schedule_speedup'])}" if r["schedule_method"] else "not run"]
@@ -209,7 +213,8 @@ def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
     from specstack.results.reader import load_run
     run = load_run(run_dir)
     task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks or [None])[0]
-    row = next((r for r in k_per_load_rows(run) if r["family"] == family and r["task"] == task), None)
+    rows = k_per_load_rows(run, every_family=True)
+    row = next((r for r in rows if r["family"] == family and r["task"] == task), None)
     if row is None:
         return None, f"no K sweep of {family} with its baseline in {run_dir}"
     return (json.loads(row["schedule"]) if row["schedule"] else None), row["schedule_verdict"]

@@ -343,8 +343,8 @@ def k_sweep(rep: Report) -> list[tuple]:
                       num(r["baseline_tpot_p50_ms"]), times(r["tpot_speedup"]), num(r["bench_acceptance_length"]),
                       num(r["acceptance_phase_mean_length"]), num(r["gain_stops_at_k"]), r["gain_note"]]
                      for r in rep.ksweep]))
-        out += images(rep, "k_sweep_") + k_per_load_section(rep)
-    return out
+        out += images(rep, "k_sweep_")
+    return out + k_per_load_section(rep)
 
 
 def acceptance_plots(rep: Report) -> list[tuple]:
