@@ -9,7 +9,7 @@ import pytest
 
 from specstack.report import build, k_per_load as kpl, render, sections
 
-from tests.bundles import write_method
+from tests.bundles import write_k_sweep, write_method
 
 pytestmark = pytest.mark.unit
 
@@ -115,13 +115,13 @@ def test_no_schedule_without_concurrency_1_or_with_other_ks_per_concurrency():
 
 # --- the report on a constructed bundle -----------------------------------------------------------------------
 
-def _tput(tput: float) -> tuple:
-    return (10.0, tput, {})
+# K -> concurrency -> tok/s: K=4 pays most alone, K=2 at c=4
+SWEEP = {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 160, 4: 270}}
 
 
 def _schedule_run(run_dir, sched: list, tputs: dict) -> None:
     d = write_method(run_dir, "ngram-kload", baseline="baseline", k=max(k for *_, k in sched),
-                     cells={("code", c): [_tput(v)] * 3 for c, v in tputs.items()},
+                     cells={("code", c): [(10.0, v, {})] * 3 for c, v in tputs.items()},
                      texts={"code": {"a": ("t", "stop")}}, base_method="ngram",
                      spec_override=kpl.spec_override(sched))
     s = json.loads((d / "summary.json").read_text())
@@ -131,14 +131,7 @@ def _schedule_run(run_dir, sched: list, tputs: dict) -> None:
 
 def test_the_report_shows_k_per_load_with_the_schedule_run_beside_the_best_fixed_k(tmp_path):
     run_dir = tmp_path / "kl"
-    run_dir.mkdir()
-    texts = {"code": {"a": ("t", "stop")}}
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
-                 cells={("code", 1): [_tput(100)] * 3, ("code", 4): [_tput(300)] * 3})
-    for k, t1, t4 in ((2, 140, 320), (4, 160, 270)):
-        write_method(run_dir, f"ngram-k{k}", baseline="baseline", k=k, texts=texts, base_method="ngram",
-                     spec_override={"num_speculative_tokens": k},
-                     cells={("code", 1): [_tput(t1)] * 3, ("code", 4): [_tput(t4)] * 3})
+    write_k_sweep(run_dir, SWEEP)
     _schedule_run(run_dir, [[1, 3, 4], [4, 4, 2]], {1: 158, 4: 318})
     rep = build.build(run_dir, with_plots=False)
     assert sorted({r["method"] for r in rep.ksweep}) == ["ngram-k2", "ngram-k4"]   # the schedule is no K of its own
@@ -156,13 +149,7 @@ def test_the_report_shows_k_per_load_with_the_schedule_run_beside_the_best_fixed
 
 def test_an_unrun_schedule_is_a_recommendation_naming_the_override(tmp_path):
     run_dir = tmp_path / "kr"
-    run_dir.mkdir()
-    texts = {"code": {"a": ("t", "stop")}}
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
-                 cells={("code", 1): [_tput(100)] * 3, ("code", 4): [_tput(300)] * 3})
-    for k, t1, t4 in ((2, 140, 320), (4, 160, 270)):
-        write_method(run_dir, f"ngram-k{k}", baseline="baseline", k=k, texts=texts, base_method="ngram",
-                     cells={("code", 1): [_tput(t1)] * 3, ("code", 4): [_tput(t4)] * 3})
+    write_k_sweep(run_dir, SWEEP)
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown([b for f in sections.SECTIONS for b in f(rep)])
     assert "vLLM 0.32.0 accepts it" in md and "--k-per-load" in md

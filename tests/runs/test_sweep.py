@@ -7,6 +7,8 @@ from specstack.errors import UserError
 from specstack.runs import sweep
 from specstack.runs.options import Options
 
+from tests.bundles import write_k_sweep
+
 pytestmark = pytest.mark.unit
 
 
@@ -94,23 +96,13 @@ def test_k_per_load_is_refused_before_any_server_without_its_repeats_or_loads(tm
     assert not (tmp_path / "x").exists()
 
 
-def _k_sweep_bundle(run_dir, by_k: dict) -> None:
-    """baseline + ngram-k<K> folders; by_k: {K: (tok/s at c=1, tok/s at c=4)}, 3 equal repeats each."""
-    from tests.bundles import write_method
-    texts = {"code": {"a": ("t", "stop")}}
-    for k, (t1, t4) in by_k.items():
-        write_method(run_dir, "baseline" if k == 0 else f"ngram-k{k}", baseline=None if k == 0 else "baseline",
-                     k=k or None, texts=texts, base_method=None if k == 0 else "ngram",
-                     cells={("code", 1): [(10.0, t1, {})] * 3, ("code", 4): [(10.0, t4, {})] * 3})
-
-
 def test_k_per_load_runs_its_schedule_as_one_more_folder(monkeypatch, tmp_path):
     planned = []
     monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True, port_may_be_held=False:
                         planned.extend(entries) or [])
     opts = Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(1, 4), repeats=3,
                    spec_override={"prompt_lookup_max": 3})
-    _k_sweep_bundle(tmp_path / "x", {0: (100, 300), 2: (140, 320), 4: (160, 270)})
+    write_k_sweep(tmp_path / "x", {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 160, 4: 270}})
     sweep.sweep_k(opts, [2, 4], per_load=True)
     name, one = planned[-1]
     assert name == one.bundle_name == "ngram-kload"
@@ -123,6 +115,6 @@ def test_k_per_load_runs_nothing_more_when_one_k_serves_every_load(monkeypatch, 
     monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True, port_may_be_held=False:
                         planned.append([n for n, _ in entries]) or [])
     opts = Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(1, 4), repeats=3)
-    _k_sweep_bundle(tmp_path / "x", {0: (100, 300), 2: (140, 320), 4: (130, 290)})
+    write_k_sweep(tmp_path / "x", {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 130, 4: 290}})
     sweep.sweep_k(opts, [2, 4], per_load=True)
     assert planned == [["baseline", "ngram-k2", "ngram-k4"], []]   # the schedule is K=2 everywhere
