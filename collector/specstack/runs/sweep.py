@@ -168,6 +168,6 @@ def run_schedule(opts: Options, *, report: bool) -> list[dict]:
     else:
         name = schedule_name(opts.method)
         console.print(f"K per load: num_speculative_tokens_per_batch_size={sched}, run as {name}")
-        entries = [(name, dataclasses.replace(opts, bundle_name=name,
-                                              spec_override={**(opts.spec_override or {}), **kpl.spec_override(sched)}))]
+        override = {**(opts.spec_override or {}), **kpl.spec_override(sched)}
+        entries = [(name, dataclasses.replace(opts, bundle_name=name, spec_override=override))]
     return run_all(opts, entries, report=report, port_may_be_held=True)
