@@ -37,11 +37,24 @@ compare: venv
 	@test -n "$(A)" -a -n "$(B)" || { echo "make compare needs A=<run folder or id> B=<run folder or id>"; exit 2; }
 	$(SPECSTACK) compare "$(A)" "$(B)" $(if $(FAIL_ON),--fail-on "$(FAIL_ON)")
 
-## make reproduce RUN=results/<run> [ALLOW_DRIFT=1]: the recorded run again on this machine, compared with it
+## make reproduce RUN=results/<run> [ALLOW_DRIFT=1] [METHODS="ngram suffix"] [SPEED_TOLERANCE=20%]: the recorded run again on this
+## machine, compared with it. A native run: the venv's `specstack reproduce`. A compose run: its images pulled by
+## their recorded digests, its methods served and measured again on a fresh stack (services/compose.mk).
 .PHONY: reproduce
-reproduce: venv
+REPRO_ID ?= $(notdir $(patsubst %/,%,$(RUN)))-repro-$(RUN_ID)
+reproduce:
 	@test -n "$(RUN)" || { echo "make reproduce needs RUN=<run folder or id>"; exit 2; }
-	$(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift)
+	@rc=0; $(CONTAINERS_DOCKER) reproduce-plan --run '$(RUN)' --run-id '$(REPRO_ID)' \
+	  $(if $(METHODS),--methods '$(METHODS)') $(if $(ALLOW_DRIFT),--allow-drift) || rc=$$?; \
+	case $$rc in \
+	  0) . .specstack/reproduce/$(REPRO_ID).plan; \
+	     $(SUBMAKE) _compose-reproduce PLATFORM=$$platform MODEL_SET=$$model_set PREFIX_CACHING=$$prefix_caching \
+	       IMAGES_LOCK=$$images_lock REPRODUCE_OF=$$original REPRO_METHODS="$$methods" RUN_ID='$(REPRO_ID)' \
+	       SPEED_TOLERANCE='$(SPEED_TOLERANCE)';; \
+	  3) $(SUBMAKE) venv && $(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift) \
+	       $(if $(SPEED_TOLERANCE),--speed-tolerance $(SPEED_TOLERANCE)) \
+	       $(if $(METHODS),--methods "$$(echo $(METHODS) | tr ' ' ,)");; \
+	  *) exit $$rc;; esac
 
 ## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
 .PHONY: dashboards dashboards-check
@@ -49,6 +62,12 @@ dashboards: venv
 	$(PY) grafana/generate.py
 dashboards-check: venv
 	$(PY) grafana/generate.py --check
+
+## make chart: regenerate deploy/helm/specstack/generated/ and values.schema.json from services/methods.toml and
+## grafana/dashboards (tests/k8s checks they are current); docs/kubernetes.md
+.PHONY: chart
+chart: venv
+	$(SPECSTACK) k8s generate
 
 ## make bench-harness: what measuring costs (monitoring CPU, harness overhead, start-up, collector scale);
 ## collector/selfbench/, benchmarks of the harness itself, not part of the collector image

@@ -8,6 +8,8 @@
 #                                  PLATFORM=cpu: CPUSETS=0,1 (one core or range of cores per server)
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
+#   make reproduce RUN=results/<r> a compose run again from its bundle: images pulled by recorded digest, each
+#                                  method served and measured again, compared with the original (Makefile)
 #   make logs [SERVICE=vllm-ngram] / make status
 #
 # PLATFORM=gpu (default): compose.yaml + images.lock, one NVIDIA GPU. PLATFORM=cpu: compose.yaml +
@@ -105,7 +107,7 @@ CONTAINERS_DOCKER = DOCKER='$(DOCKER)' $(CONTAINERS_PY)
 include images/images.mk
 
 .PHONY: run sweep down lock logs status compose-prepare compose-check-method compose-stack-up compose-images \
-	compose-models compose-check-slots _compose-method _compose-slot _compose-report
+	compose-models compose-check-slots _compose-method _compose-slot _compose-report _compose-reproduce
 
 compose-check-method:
 	@if [ -z "$(METHOD)" ]; then echo "make run: set METHOD, one of: $(SPECSTACK_METHODS)" >&2; exit 2; fi
@@ -270,13 +272,44 @@ _compose-method:
 	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
 	savelog; \
 	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
-	  --results results $(if $(SLOT),--slot '$($(SLOT_VAR))') \
+	  --results results --images-lock $(IMAGES_LOCK) $(if $(SLOT),--slot '$($(SLOT_VAR))') \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
 	echo "--- $(METHOD): collector"; \
-	$(COMPOSE) run --rm $(if $(SLOT),,--use-aliases) collector run --runtime url --url http://$$svc:8000 \
+	$(COMPOSE) run --rm $(if $(SLOT),,--use-aliases) collector $(COLLECTOR_ARGS)
+
+# What the collector does with the method's server: a run (make run / sweep), or the recorded run measured
+# again (make reproduce: the original's recipe and inputs, checked by sha256).
+ifdef REPRODUCE_OF
+COLLECTOR_ARGS = reproduce /results/$(REPRODUCE_OF) --url http://$$svc:8000 --methods $(METHOD) --run-id $(RUN_ID) \
+	--results /results --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(ALLOW_DRIFT),--allow-drift)
+else
+COLLECTOR_ARGS = run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
 	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) \
 	  $(if $(filter 1,$(PREFIX_CACHING)),--prefix-caching) $(RUN_ARGS)
+endif
+
+## make reproduce RUN=results/<run> on a compose run (the top-level Makefile dispatches): the images pulled by
+## their recorded digests, each recorded method served and measured again, then compared with the original.
+## Set by that dispatch: PLATFORM, MODEL_SET, PREFIX_CACHING, IMAGES_LOCK (the digests), REPRODUCE_OF, REPRO_METHODS.
+_compose-reproduce: compose-prepare
+	@$(SUBMAKE) compose-check-method METHOD=baseline
+	@echo "--- images by digest, from their registry (none from a local tag)"; \
+	for ref in $$(sed -n 's/^[A-Z_]*_IMAGE=\(.*@sha256:.*\)$$/\1/p' $(IMAGES_LOCK)); do \
+	  echo "pull $$ref"; $(DOCKER) pull -q "$$ref" >/dev/null || { echo "cannot pull $$ref: the registry that held it at run time must be reachable (docs/reproduce.md)" >&2; exit 2; }; done
+	@$(SUBMAKE) compose-stack-up
+	@$(SUBMAKE) compose-models
+	@failed=""; \
+	for mk in $(REPRO_METHODS); do m=$${mk%%:*}; k=$${mk#*:}; \
+	  echo "=== reproduce $(REPRODUCE_OF) as $(RUN_ID): $$m ==="; \
+	  $(SUBMAKE) _compose-method METHOD=$$m K=$$k RUN_ID=$(RUN_ID) || failed="$$failed $$m"; \
+	  $(BETWEEN_METHODS); \
+	done; \
+	$(SUBMAKE) _compose-report RUN_ID=$(RUN_ID) || failed="$$failed report"; \
+	rc=0; $(COMPOSE) run --rm collector reproduce /results/$(REPRODUCE_OF) --measured $(RUN_ID) --results /results \
+	  $(if $(SPEED_TOLERANCE),--speed-tolerance $(SPEED_TOLERANCE)) || rc=$$?; \
+	echo "results: results/$(RUN_ID)/   compare: results/compare-$(REPRODUCE_OF)-vs-$(RUN_ID)/"; \
+	if [ -n "$$failed" ]; then echo "reproduce $(RUN_ID) failed:$$failed" >&2; exit 1; fi; exit $$rc
 
 _compose-report:
 	$(COMPOSE) run --rm collector report $(REPORT_ARGS)

@@ -187,3 +187,14 @@ def perturb(src: Path, dst: Path, method: str = "ngram", factor: float = 0.8) ->
             f["mean_acceptance_length"] = 1 + f["num_accepted_draft_tokens"] / f["num_spec_steps"]
     path.write_text(json.dumps(s))
     return dst
+
+
+def write_k_sweep(run_dir: Path, by_k: dict[int, dict[int, float]], repeats: int = 3) -> None:
+    """A `sweep-k` run on the code task: `baseline` (K=0) and `ngram-k<K>` folders; by_k: {K: {concurrency:
+    output tok/s}}, the same figure in every repeat."""
+    texts = {"code": {"a": ("t", "stop")}}
+    for k, tputs in by_k.items():
+        write_method(run_dir, "baseline" if k == 0 else f"ngram-k{k}", baseline=None if k == 0 else "baseline",
+                     k=k or None, texts=texts, base_method=None if k == 0 else "ngram",
+                     spec_override={"num_speculative_tokens": k} if k else None,
+                     cells={("code", c): [(10.0, t, {})] * repeats for c, t in tputs.items()})

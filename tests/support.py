@@ -3,7 +3,11 @@ harness benchmarks), the `specstack` command line run in-process, and reading JS
 never skipped (a skip would stand in for a component the test exists to exercise)."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,8 +15,8 @@ import pytest
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 
-__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "Result", "binary", "free_port", "read_jsonl", "run_main",
-           "serve_http"]
+__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "Result", "binary", "free_port", "npm_installed", "read_jsonl",
+           "run_main", "serve_http"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
@@ -91,3 +95,21 @@ def serve_http(handler) -> tuple:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@functools.cache
+def npm_installed(folder: Path) -> str:
+    """node, with folder/node_modules installed by `npm ci` from the committed package-lock.json (again whenever
+    the lockfile changes; a stamp in node_modules holds the hash installed). Called from the tests rather than a
+    fixture, so that missing node/npm is a test failure naming the install, not a setup error."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pytest.fail("node and npm are needed for the schema checks of npm packages: apt-get install nodejs npm")
+    stamp = folder / "node_modules" / ".specstack-lock.sha256"
+    lock_hash = hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
+    if not stamp.is_file() or stamp.read_text().strip() != lock_hash:
+        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=folder,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stdout}\n{proc.stderr}"
+        stamp.write_text(lock_hash + "\n")
+    return node

@@ -19,7 +19,8 @@ def parse(module, argv: list[str]) -> argparse.Namespace:
 
 def test_sweep_k_command_line():
     args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "1,2,3"])
-    assert args.ks == "1,2,3" and args.concurrency == (1,) and not args.no_baseline
+    assert args.ks == "1,2,3" and args.concurrency == (1,) and not args.no_baseline and not args.k_per_load
+    assert parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "1,2", "--k-per-load"]).k_per_load
     args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--concurrency", "4"])
     assert args.concurrency == (4,)
     # its --k is the list of K, never the single-K shorthand of `run`

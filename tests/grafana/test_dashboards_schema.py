@@ -8,44 +8,24 @@ package-lock.json changes), later runs take a few seconds.
 from __future__ import annotations
 
 import copy
-import functools
-import hashlib
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support import npm_installed
 
 pytestmark = pytest.mark.config
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK_DIR = REPO / "grafana" / "schema-check"
 DASHBOARDS = REPO / "grafana" / "dashboards"
-STAMP = CHECK_DIR / "node_modules" / ".specstack-lock.sha256"   # hash of the package-lock.json installed
 
 
-def _tools() -> tuple[str, str]:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.fail("node and npm are needed to type-check the dashboards against @grafana/schema: "
-                    "apt-get install nodejs npm")
-    return node, npm
-
-
-@functools.cache
 def installed_node() -> str:
-    """node, with grafana/schema-check/node_modules installed from the committed lockfile.
-
-    Called from the tests rather than a fixture, so that missing node/npm is a test failure, not a setup error."""
-    node, npm = _tools()
-    lock_hash = hashlib.sha256((CHECK_DIR / "package-lock.json").read_bytes()).hexdigest()
-    if not STAMP.is_file() or STAMP.read_text().strip() != lock_hash:
-        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=CHECK_DIR,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"npm ci failed:\n{proc.stdout}\n{proc.stderr}"
-        STAMP.write_text(lock_hash + "\n")
-    return node
+    """node, with grafana/schema-check/node_modules installed from the committed lockfile."""
+    return npm_installed(CHECK_DIR)
 
 
 def run_check(node: str, *args: str | Path) -> subprocess.CompletedProcess:

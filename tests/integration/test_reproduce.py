@@ -1,6 +1,7 @@
-"""`specstack reproduce` on a real run (real vLLM on the CPU, tiny models): baseline, ngram (drafts every step)
-and suffix (drafts a variable number of tokens). On the same machine the exact-by-design figures must come back
-identical; a changed environment must be refused, named, before any server starts."""
+"""`specstack reproduce` on a real run (real vLLM on the CPU, tiny models): baseline and ngram. On the same
+machine the exact-by-design figures must come back identical; a changed environment must be refused, named,
+before any server starts. (Every method, suffix's variable drafts included, was measured the same way on two
+reproductions of `make demo`: docs/reproduce.md; CI keeps two server starts per run, not seven.)"""
 from __future__ import annotations
 
 import json
@@ -17,14 +18,14 @@ pytestmark = pytest.mark.integration
 
 SMALL = dict(tasks=("code",), num_prompts=4, perf_output_len=32, acceptance_max_tokens=48, concurrencies=(1,),
              repeats=2, warmup_requests=1)
-METHODS = ["baseline", "ngram", "suffix"]
+METHODS = ["baseline", "ngram"]
 
 
 @pytest.fixture(scope="module")
 def original(models_dir, tmp_path_factory):
     results = tmp_path_factory.mktemp("reproduce")
     summaries = sweep(sweep_options(models_dir, results, "orig", **SMALL), METHODS, report=False)
-    assert [s["status"] for s in summaries] == ["ok"] * 3, [s["error"] for s in summaries]
+    assert [s["status"] for s in summaries] == ["ok"] * len(METHODS), [s["error"] for s in summaries]
     return results / "orig"
 
 
@@ -41,12 +42,12 @@ def test_a_real_run_reproduces_its_exact_figures_on_the_same_machine(original, c
     verdict = json.loads((original.parent / "compare-orig-vs-again" / "reproduce.json").read_text())
     assert verdict["drift"] == [] and verdict["failed"] == [] and verdict["exact_ok"]
     figures = {r["figure"] for r in verdict["exact"]}
-    for m in ("ngram", "suffix"):
+    for m in ("ngram",):
         assert {f"{m} code acceptance_length", f"{m} code greedy outputs", f"{m} code c=1 bench_acceptance_length",
                 f"{m} code histogram 0", f"{m} code per_position 0"} <= figures, figures
     assert "baseline code greedy outputs" in figures
     # independently of compare: the acceptance sums of each method are the original's, count for count
-    for m in ("ngram", "suffix"):
+    for m in ("ngram",):
         a, b = _summary(original, m)["tasks"]["code"], _summary(again, m)["tasks"]["code"]
         for key in ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "histogram"):
             assert a[key] == b[key], (m, key)

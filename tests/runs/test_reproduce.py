@@ -139,3 +139,46 @@ def test_a_reproduction_never_writes_into_an_existing_run(tmp_path):
     with pytest.raises(UserError, match="taken exists; pick a new --run-id"):
         reproduce.run(reproduce.plan(run, run_id="taken", results_dir=tmp_path), allow_drift=False, env=same_host)
     assert (tmp_path / "taken" / "manifest.json").read_text() == "{}"
+
+
+def test_a_compose_run_is_reproduced_one_server_at_a_time_into_one_run(tmp_path, monkeypatch):
+    """`make reproduce` measures each method against the server it started (--url), into one reproduction,
+    then compares once (--measured)."""
+    run = _with_inputs(make_run(tmp_path, "orig"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["recipe"] = {"runtime": "url", "url": "http://vllm-ngram:8000", "tasks": ["code", "chat"]}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="make reproduce RUN=results/orig"):
+        reproduce.plan(run, run_id="again", results_dir=tmp_path)
+    measured = []
+
+    def fake_run_all(opts, entries, **kw):   # the server's measurement itself: tests/compose/test_reproduce.py
+        for name, one in entries:
+            measured.append((name, one.runtime, one.url, one.prometheus_url))
+            shutil.copytree(run / name, tmp_path / "again" / name)
+        return [{"method": n, "status": "ok"} for n, _ in entries]
+
+    monkeypatch.setattr(reproduce, "run_all", fake_run_all)
+    same = drift.Environment(commit=None, locks={}, packages=[], host={"machine": "x86_64", "platform": "Linux"})
+    for name in ("baseline", "ngram"):
+        p = reproduce.plan(run, run_id="again", results_dir=tmp_path, methods=[name], url=f"http://vllm-{name}:8000",
+                           watch={"prometheus_url": "http://prometheus:9090"})
+        out = reproduce.run(p, allow_drift=False, env=same)
+        assert out["verdict"] is None and out["failed"] == []
+    assert measured == [("baseline", "url", "http://vllm-baseline:8000", "http://prometheus:9090"),
+                        ("ngram", "url", "http://vllm-ngram:8000", "http://prometheus:9090")]
+    again = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert again["reproduction_of"]["folder"] == "orig"
+    m = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    m["methods"] = {"baseline": {"status": "ok", "dir": "baseline"}, "ngram": {"status": "ok", "dir": "ngram"}}
+    (tmp_path / "again" / "manifest.json").write_text(json.dumps(m))
+    v = reproduce.conclude(run, tmp_path / "again")["verdict"]
+    assert v["reproduced"] and v["exact_ok"] and v["failed"] == []
+    with pytest.raises(UserError, match="orig is not a reproduction of again"):
+        reproduce.conclude(tmp_path / "again", run)
+
+
+def test_a_native_run_is_not_reproduced_against_someone_elses_server(tmp_path):
+    run = make_run(tmp_path, "orig")
+    with pytest.raises(UserError, match="orig ran natively: reproduce it without --url"):
+        reproduce.plan(run, run_id="again", results_dir=tmp_path, url="http://127.0.0.1:9")

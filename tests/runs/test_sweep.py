@@ -7,6 +7,8 @@ from specstack.errors import UserError
 from specstack.runs import sweep
 from specstack.runs.options import Options
 
+from tests.bundles import write_k_sweep
+
 pytestmark = pytest.mark.unit
 
 
@@ -82,3 +84,37 @@ def test_an_unknown_design_and_sessions_in_sweep_k_are_refused(tmp_path):
         Options(method="ngram", run_id="x", replicate="session").validate()
     with pytest.raises(UserError, match="--replicate sessions is for sweep"):
         sweep.sweep_k(Options(method="ngram", run_id="x", results_dir=tmp_path, replicate="sessions"), [1, 2])
+
+
+def test_k_per_load_is_refused_before_any_server_without_its_repeats_or_loads(tmp_path):
+    with pytest.raises(UserError, match="--k-per-load needs --repeats 3 or more"):
+        sweep.sweep_k(Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(1, 4)), [1, 2],
+                      per_load=True)
+    with pytest.raises(UserError, match=r"--k-per-load needs --concurrency 1 and at least one more.*\[2, 4\]"):
+        sweep.sweep_k(Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(2, 4), repeats=3),
+                      [1, 2], per_load=True)
+    assert not (tmp_path / "x").exists()
+
+
+def test_k_per_load_runs_its_schedule_as_one_more_folder(monkeypatch, tmp_path):
+    planned = []
+    monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True, port_may_be_held=False:
+                        planned.extend(entries) or [])
+    opts = Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(1, 4), repeats=3,
+                   spec_override={"prompt_lookup_max": 3})
+    write_k_sweep(tmp_path / "x", {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 160, 4: 270}})
+    sweep.sweep_k(opts, [2, 4], per_load=True)
+    name, one = planned[-1]
+    assert name == one.bundle_name == "ngram-kload"
+    assert one.spec_override == {"prompt_lookup_max": 3, "num_speculative_tokens": 4,
+                                 "num_speculative_tokens_per_batch_size": [[1, 3, 4], [4, 4, 2]]}
+
+
+def test_k_per_load_runs_nothing_more_when_one_k_serves_every_load(monkeypatch, tmp_path):
+    planned = []
+    monkeypatch.setattr(sweep, "run_all", lambda opts, entries, report=True, port_may_be_held=False:
+                        planned.append([n for n, _ in entries]) or [])
+    opts = Options(method="ngram", run_id="x", results_dir=tmp_path, concurrencies=(1, 4), repeats=3)
+    write_k_sweep(tmp_path / "x", {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 130, 4: 290}})
+    sweep.sweep_k(opts, [2, 4], per_load=True)
+    assert planned == [["baseline", "ngram-k2", "ngram-k4"], []]   # the schedule is K=2 everywhere

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from specstack.cli import (archive, compare, datasets, demo, preflight, report, reproduce, run, sweep_k,
+from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, report, reproduce, run, sweep_k,
                            tiny_models, workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
@@ -26,6 +26,7 @@ COMMANDS = (
     reproduce,    # reproduce
     archive,      # pack, verify
     sweep_k,      # sweep-k
+    k8s,          # k8s generate, k8s gather (deploy/helm/specstack)
     host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
 )
 

@@ -24,20 +24,7 @@ def _tolerance(text: str) -> float:
     return value / 100
 
 
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    original = resolve_run_dir(args.run, args.results_dir).resolve()
-    results = Path(args.results_dir) if args.results_dir else original.parent
-    run_id = args.run_id or f"{original.name}-repro-{default_run_id()}"
-    methods = [m for m in args.methods.split(",") if m] if args.methods else None
-    p = reproduce.plan(original, run_id=run_id, results_dir=results, methods=methods,
-                       models_dir=args.models_dir, port=args.port)
-    if p.not_recorded:
-        console.print(f"[yellow]{original.name} does not record {', '.join(p.not_recorded)}: specstack's "
-                      "defaults are used for those[/]")
-    for note in p.skipped:
-        console.print(f"[yellow]not reproduced: {note}[/]")
-    with progress.live(console):
-        out = reproduce.run(p, allow_drift=args.allow_drift, tolerance=args.speed_tolerance)
+def _print_verdict(out: dict) -> int:
     v = out["verdict"]
     for r in v["exact"] + v["speed"]:
         if r["ok"] is False:
@@ -51,6 +38,32 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                                f"{sum(r['ok'] is None for r in v['speed'])} not judged (busy host, degenerate TPOT)",
                       "compare_md": str(out["files"]["md"]), "verdict": str(out["files"]["verdict"])}))
     return 0 if v["reproduced"] else 1
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    original = resolve_run_dir(args.run, args.results_dir).resolve()
+    results = Path(args.results_dir) if args.results_dir else original.parent
+    if args.measured:
+        return _print_verdict(reproduce.conclude(original, resolve_run_dir(args.measured, results).resolve(),
+                                                 args.speed_tolerance))
+    run_id = args.run_id or f"{original.name}-repro-{default_run_id()}"
+    methods = [m for m in args.methods.split(",") if m] if args.methods else None
+    watch = {k: v for k, v in (("prometheus_url", args.prometheus_url), ("windows_port", args.windows_port))
+             if v is not None}
+    p = reproduce.plan(original, run_id=run_id, results_dir=results, methods=methods,
+                       models_dir=args.models_dir, port=args.port, url=args.url, watch=watch)
+    if p.not_recorded:
+        console.print(f"[yellow]{original.name} does not record {', '.join(p.not_recorded)}: specstack's "
+                      "defaults are used for those[/]")
+    for note in p.skipped:
+        console.print(f"[yellow]not reproduced: {note}[/]")
+    with progress.live(console):
+        out = reproduce.run(p, allow_drift=args.allow_drift, tolerance=args.speed_tolerance)
+    if out["verdict"] is None:   # one server of a compose reproduction: measured; make compares at the end
+        print(json.dumps({"measured": [n for n, _ in p.entries], "run": str(out["run_dir"]),
+                          "failed": out["failed"]}))
+        return 1 if out["failed"] else 0
+    return _print_verdict(out)
 
 
 def register(sub) -> None:
@@ -69,5 +82,13 @@ def register(sub) -> None:
                    help="where the run's local models are on this machine ({models} in methods.toml; default: "
                         "as recorded)")
     p.add_argument("--port", type=int, default=None, help="native server port (default: as recorded)")
+    # The compose form (`make reproduce` drives these; docs/reproduce.md): one server per method, then the verdict.
+    p.add_argument("--url", default=None,
+                   help="compose reproduction: measure the server at URL (started by make from the recorded "
+                        "images) for the method(s) of --methods into --run-id; no compare until --measured")
+    p.add_argument("--measured", metavar="RUN", default=None,
+                   help="compare RUN, a reproduction already measured (make reproduce), with the original and judge it")
+    p.add_argument("--windows-port", type=int, default=None, help="serve run-window gauges for Prometheus")
+    p.add_argument("--prometheus-url", default=None, help="also keep Prometheus's view (as `specstack run`)")
     p.set_defaults(func=_cmd_reproduce)
 

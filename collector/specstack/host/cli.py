@@ -11,10 +11,11 @@ from pathlib import Path
 import specstack.host
 from specstack.host import HostError, buildx
 from specstack.host.engine import PROJECT, docker_client
-from specstack.host.gpu import gpu_host_problems, wait_gpu_free
+from specstack.host.gpu import gpu_host_problems, nvidia_smi_host, wait_gpu_free
 from specstack.host.image_lock import lock, read_lock
 from specstack.host.image_ref import pin_problem
-from specstack.host.provenance import record
+from specstack.host.provenance import cpu_host, record
+from specstack.host import reproduction
 from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots
 from specstack.host.targets import write_targets
@@ -22,7 +23,8 @@ from specstack.host.targets import write_targets
 
 def _record(args: argparse.Namespace) -> int:
     path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
-                  results=args.results, project=args.project, platform=args.platform, slot=args.slot)
+                  results=args.results, project=args.project, platform=args.platform, slot=args.slot,
+                  images=read_lock(args.images_lock) if args.images_lock else None)
     print(f"host provenance: {path}")
     return 0
 
@@ -85,10 +87,36 @@ def _check_lock(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _reproduce_plan(args: argparse.Namespace) -> int:
+    """Exit NATIVE (3) for a native run; 0 with the plan written; 2 with the reason."""
+    results = args.results.resolve()
+    run = args.run if args.run.is_dir() or "/" in str(args.run) else results / args.run
+    if not run.is_dir():
+        raise HostError(f"no run folder {run}: name a folder under {args.results}/ (RUN=results/<run-id>)")
+    if not reproduction.is_compose_run(run):
+        return reproduction.NATIVE
+    if run.resolve().parent != results:
+        raise HostError(f"{run} is not a folder of {args.results}/: the collector container sees only that folder; "
+                        f"copy or unpack the bundle there (e.g. {args.results}/{run.name})")
+    methods = [m for m in (args.methods or "").replace(",", " ").split() if m] or None
+    p = reproduction.plan(run, here_cpu=cpu_host(), here_gpu=nvidia_smi_host(), methods=methods)
+    for note in p.skipped:
+        print(f"not reproduced: {note}")
+    if p.drift and not args.allow_drift:
+        raise HostError(f"this machine differs from the one {p.original} ran on: " + "; ".join(p.drift)
+                        + "; use a machine like it, or ALLOW_DRIFT=1 to run anyway (recorded in the reproduction)")
+    for d in p.drift:
+        print(f"ran despite drift: {d}")
+    lock, _ = reproduction.write(p, args.out, args.run_id)
+    print(f"reproduce {p.original} as {args.run_id}: {', '.join(m for m, _ in p.methods)} on PLATFORM={p.platform} "
+          f"MODEL_SET={p.model_set}, images by digest in {lock}")
+    return 0
+
+
 ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
            "check-buildx": _check_buildx,
-           "wait-gpu-free": _wait_gpu_free, "parallel": _parallel,
-           "check-slots": _check_slots, "targets": _targets, "lock": _lock, "check-lock": _check_lock}
+           "wait-gpu-free": _wait_gpu_free, "parallel": _parallel, "check-slots": _check_slots,
+           "targets": _targets, "lock": _lock, "check-lock": _check_lock, "reproduce-plan": _reproduce_plan}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +155,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
                    help="the serve platform of the containers (methods.toml): GPU or CPU facts")
     r.add_argument("--slot", default=None, help="parallel sweep: the method's GPU or CPU set (into the manifest)")
+    r.add_argument("--images-lock", type=Path, default=None,
+                   help="the lock file the stack runs from: each image's id and registry digests are recorded "
+                        "(make reproduce pulls them by digest)")
     sl = sub.add_parser("save-log", help="write results/<run-id>/host-provenance/<method>.server.log "
                                          "(this start's lines of the method's server container)")
     _method_options(sl)
@@ -163,6 +194,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lk = sub.add_parser("lock", help="resolve every image tag of a lock file to its digest")
     lk.add_argument("--file", type=Path, default=Path("images.lock"))
     lk.add_argument("--keys", nargs="*", metavar="NAME_IMAGE", help="pin only these lines (default: all)")
+    rp = sub.add_parser("reproduce-plan", help="make reproduce: the recorded methods, K and images (by digest) of "
+                                               "a compose run; exit 3 for a native run")
+    rp.add_argument("--run", type=Path, required=True, help="the run folder (under --results) or its id")
+    rp.add_argument("--run-id", required=True, help="the reproduction's run id")
+    rp.add_argument("--results", type=Path, default=Path("results"))
+    rp.add_argument("--out", type=Path, default=Path(".specstack/reproduce"))
+    rp.add_argument("--methods", default=None, help="a subset of the run's methods (space or comma separated)")
+    rp.add_argument("--allow-drift", action="store_true")
     ck = sub.add_parser("check-lock", help="fail if an image of the lock file is not pinned")
     ck.add_argument("--file", type=Path, default=Path("images.lock"))
 

@@ -83,8 +83,23 @@ def slot_of(gpu: dict | None, cpu: dict | None, slot: str, server_cpuset: str | 
             "cpuset": server_cpuset}
 
 
+def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
+    """Each image of the stack's lock file (the collector's too, which is not running yet when make records):
+    its reference, id and registry digests, what `make reproduce` pulls it by."""
+    out = {}
+    for key, ref in lock.items():
+        try:
+            image = client.image(ref)
+        except Exception as e:  # noqa: BLE001 - not on this engine (Grafana on CPU): said, not guessed
+            out[key] = {"ref": ref, "error": str(e)}
+            continue
+        out[key] = {"ref": ref, "id": image.get("Id"), "repo_digests": image.get("RepoDigests") or []}
+    return out
+
+
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
-           services: str = "/services", platform: str = "gpu-container", slot: str | None = None) -> Path:
+           services: str = "/services", platform: str = "gpu-container", images: dict[str, str] | None = None,
+           slot: str | None = None) -> Path:
     """Write results/<run-id>/host-provenance/<method>.json while the method's server is running; in a
     parallel sweep (`slot`), the method's slot also goes into the run's manifest beside its status."""
     containers = client.project_containers(project)
@@ -120,6 +135,7 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "compose_project": project,
         "docker_server": {k: server_version.get(k) for k in ("Version", "ApiVersion", "Os", "Arch")},
         "containers": sorted(records, key=lambda r: r["service"] or ""),
+        "images": lock_images(client, images) if images is not None else None,
         "vllm_container": vllm_name,
         "platform": platform,
         "gpu": gpu,

@@ -25,7 +25,7 @@ from specstack.report.acceptance import acceptance_rows, category_rows, sampled_
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.equality import Tokenizers, equality_rows
-from specstack.report.ksweep import ksweep_rows
+from specstack.report.ksweep import k_per_load_rows, ksweep_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
@@ -51,6 +51,7 @@ class Report:
     categories: list[dict] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
     prefix_cache: list[dict] = field(default_factory=list)  # hit rate per method × task × phase (--prefix-caching)
     turns: list[dict] = field(default_factory=list)   # acceptance per turn (--turns 2)
+    k_per_load: list[dict] = field(default_factory=list)  # the best K per concurrency band (report/k_per_load.py)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -61,7 +62,7 @@ class Report:
                 "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
                 "lossless": self.lossless, "acceptance_by_category": self.categories,
                 "prefix_cache": self.prefix_cache,
-                "acceptance_by_turn": self.turns}
+                "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load}
 
 
 def method_rows(run: RunData) -> list[dict]:
@@ -108,7 +109,8 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
                     ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run),
-                    categories=category_rows(run), prefix_cache=prefix_cache_rows(run), turns=turn_rows(run))
+                    categories=category_rows(run), prefix_cache=prefix_cache_rows(run), turns=turn_rows(run),
+                    k_per_load=k_per_load_rows(run))
     if with_plots:
         plots.make_all(report)
     return report

@@ -1,12 +1,16 @@
-"""The K sweep section: the variants `<method>-k<K>` of one method family side by side, and the smallest K
-beyond which TPOT stops improving."""
+"""The K sweep section: the variants `<method>-k<K>` of one method family side by side, the smallest K
+beyond which TPOT stops improving, and the best K per load (report/k_per_load.py) with the run of its schedule
+(`<method>-kload`, sweep-k --k-per-load) beside the best fixed K and the baseline."""
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
 
+from specstack.report import k_per_load as kpl
 from specstack.report import stats as st
+from specstack.report.format import num, pct, times
+from specstack.report.speed import bench_cells
 from specstack.results.reader import MethodData, RunData
 
 _K_SUFFIX = re.compile(r"^(?P<base>.+)-k(?P<k>\d+)$")
@@ -21,14 +25,25 @@ def k_family(md: MethodData) -> str:
     return m.group("base") if m else md.name
 
 
-def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
+def schedule_of(md: MethodData) -> list | None:
+    """The per-batch-size K schedule a method ran with (sweep-k --k-per-load's `<method>-kload`), else None."""
+    return (md.summary.get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size")
+
+
+def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
+    """family -> K -> its folder, for the fixed-K variants (a schedule's run is no K of its own)."""
     families: dict[str, dict[int, MethodData]] = {}
     for md in run.methods.values():
-        if not md.speculative or md.k is None:
+        if not md.speculative or md.k is None or schedule_of(md):
             continue
         fam = families.setdefault(k_family(md), {})
         if md.k not in fam or _K_SUFFIX.match(md.name):   # prefer the explicit <method>-k<K> folder
             fam[md.k] = md
+    return families
+
+
+def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
+    families = k_families(run)
     rows = []
     for fam, by_k in sorted(families.items()):
         if len(by_k) < 2:
@@ -75,3 +90,131 @@ def gain_summary(run_dir: Path) -> list[dict]:
             out.append({"method": r["family"], "task": r["task"], "concurrency": r["concurrency"],
                         "gain_stops_at_k": r["gain_stops_at_k"]})
     return out
+
+
+# --- K per load ----------------------------------------------------------------------------------------
+
+ALL_TASKS = "all tasks"
+
+
+def _cells(md: MethodData, task: str, k: int) -> list[dict]:
+    return [{"k": k, "concurrency": c["concurrency"], "repeat": c["repeat"], "tokens": c["total_output_tokens"],
+             "duration": c["duration_s"], "output_throughput": c["output_throughput"],
+             "ok": c["status"] == "ok" and not c["failed"]} for c in bench_cells(md, task)]
+
+
+def _pooled(per_task: list[list[dict]]) -> list[dict]:
+    """The run's tasks as one workload (what one schedule serves): per (K, concurrency, repeat), the output
+    tokens of every task's cell over their summed bench durations; a repeat missing or failed in any task fails."""
+    groups: dict[tuple, list[dict]] = {}
+    for cells in per_task:
+        for c in cells:
+            groups.setdefault((c["k"], c["concurrency"], c["repeat"]), []).append(c)
+    out = []
+    for (k, conc, r), g in sorted(groups.items()):
+        ok = len(g) == len(per_task) and all(x["ok"] and x["tokens"] and x["duration"] for x in g)
+        out.append({"k": k, "concurrency": conc, "repeat": r, "ok": ok, "output_throughput":
+                    sum(x["tokens"] for x in g) / sum(x["duration"] for x in g) if ok else None})
+    return out
+
+
+def _task_cells(md: MethodData, k: int, task: str, tasks: list[str]) -> list[dict]:
+    return _pooled([_cells(md, t, k) for t in tasks]) if task == ALL_TASKS else _cells(md, task, k)
+
+
+def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict]:
+    """Per method family and task (and, with several tasks, the tasks pooled: "all tasks", the workload a
+    schedule run serves): the best K per concurrency band with its evidence, the schedule, the best fixed K, and
+    the schedule's own run when the run holds one. A family with one K and no schedule run is a method of a
+    sweep, not a K sweep: left out unless `every_family`."""
+    rows = []
+    tasks = run.tasks
+    for fam, by_k in sorted(k_families(run).items()):
+        base = run.methods.get(next(iter(by_k.values())).baseline or "")
+        if base is None:
+            continue
+        runs = [md for md in run.methods.values() if schedule_of(md) and k_family(md) == fam]
+        if len(by_k) < 2 and not runs and not every_family:
+            continue
+        for task in tasks + ([ALL_TASKS] if len(tasks) > 1 else []):
+            cells = [c for k, md in [(0, base), *sorted(by_k.items())] for c in _task_cells(md, k, task, tasks)]
+            rows += _family_rows(fam, task, cells, runs, lambda md: _task_cells(md, -1, task, tasks))
+    return rows
+
+
+def _family_rows(fam: str, task: str, cells: list[dict], runs: list[MethodData], cells_of) -> list[dict]:
+    bands = kpl.bands(cells)
+    sched, why = kpl.schedule(bands)
+    fixed = kpl.best_fixed_k(bands)
+    ran = next((md for md in runs if schedule_of(md) == sched), runs[0] if runs else None)
+    ran_by_c = {c: by_k[-1] for c, by_k in kpl.candidates(cells_of(ran)).items()} if ran else {}
+    rows = []
+    for b in bands:
+        base = next((x for x in b["candidates"] if x["k"] == 0), None)
+        fixed_cell = next((x for x in b["candidates"] if x["k"] == fixed), None)
+        mine = ran_by_c.get(b["concurrency"])
+        rows.append({
+            "family": fam, "task": task, "concurrency": b["concurrency"], "band": f"{b['band'][0]}–{b['band'][1]}",
+            "k": b["k"], "ties": ", ".join(map(str, b["ties"])) or None, "why_no_k": b["why_none"],
+            "median_tok_s": b["median_tok_s"], "speedup": b["speedup"], "relative_mad": b["relative_mad"],
+            "candidates": "; ".join(f"K={x['k']} {num(x['median_tok_s'])} tok/s {times(x['speedup'])} "
+                                    f"MAD {pct(x['relative_mad'])} {x['gate']}" for x in b["candidates"]),
+            "schedule": json.dumps(sched) if sched else None, "schedule_verdict": why or kpl.verdict(sched),
+            "best_fixed_k": fixed, "best_fixed_k_speedup": fixed_cell["speedup"] if fixed_cell else None,
+            "schedule_method": ran.name if ran else None, "schedule_ran": json.dumps(schedule_of(ran)) if ran else None,
+            "schedule_tok_s": mine.median if mine else None,
+            "schedule_speedup": mine.median / base["median_tok_s"] if mine and base and base["median_tok_s"]
+            else None})
+    return rows
+
+
+def k_per_load_section(rep) -> list[tuple]:
+    """The "K per load" table under the K sweep, and one sentence per family and task saying what became of
+    the schedule: run, worth running, or nothing to run."""
+    rows = rep.k_per_load
+    if not rows:
+        return []
+    heading = "h3" if rep.ksweep else "h2"    # under the K sweep's table, or alone when one K was swept
+    out: list[tuple] = [(heading, "K per load"), ("table", [
+        "method family", "task", "batch sizes", "best K", "ties", "tok/s", "vs baseline", "rel. MAD",
+        "candidates (K: median tok/s, speedup, relative MAD, gate)", "best fixed K", "schedule run"],
+        [[r["family"], r["task"], r["band"], num(r["k"]) if r["k"] is not None else f"n/a: {r['why_no_k']}",
+          r["ties"] or "", num(r["median_tok_s"]), times(r["speedup"]), pct(r["relative_mad"]), r["candidates"],
+          f"K={r['best_fixed_k']} {times(r['best_fixed_k_speedup'])}" if r["best_fixed_k"] else "n/a",
+          f"{r['schedule_method']} {times(r['schedule_speedup'])}" if r["schedule_method"] else "not run"]
+         for r in rows])]
+    seen = {}
+    for r in rows:
+        seen.setdefault((r["family"], r["task"]), r)
+    out.append(("ul", [f"{fam}, {task}: {_schedule_sentence(r)}" for (fam, task), r in seen.items()]))
+    return out
+
+
+def _schedule_sentence(r: dict) -> str:
+    ran = (f" The run's schedule {r['schedule_ran']} ran on vLLM 0.32.0 as {r['schedule_method']}: its speedup "
+           f"per band is in the table beside the best fixed K's and the baseline's.") if r["schedule_method"] else ""
+    if not r["schedule"]:
+        return f"no schedule: {r['schedule_verdict']}.{ran}"
+    sched = json.loads(r["schedule"])
+    what = f"schedule num_speculative_tokens_per_batch_size={r['schedule']}"
+    if r["schedule_method"]:
+        same = "this schedule" if r["schedule_ran"] == r["schedule"] else "another schedule"
+        return f"{what} ({same} ran).{ran}"
+    if kpl.runnable(sched):
+        override = json.dumps(kpl.spec_override(sched))
+        return (f"{what}: vLLM 0.32.0 accepts it (speculative config); not run here — `specstack sweep-k "
+                f"--k-per-load` runs it, or `--spec-override '{override}'`.")
+    return f"{what}: {r['schedule_verdict']}, nothing to run."
+
+
+def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
+    """The schedule of one family over the whole workload (the tasks pooled when the run has several), and what
+    it means; what `sweep-k --k-per-load` runs."""
+    from specstack.results.reader import load_run
+    run = load_run(run_dir)
+    task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks or [None])[0]
+    rows = k_per_load_rows(run, every_family=True)
+    row = next((r for r in rows if r["family"] == family and r["task"] == task), None)
+    if row is None:
+        return None, f"no K sweep of {family} with its baseline in {run_dir}"
+    return (json.loads(row["schedule"]) if row["schedule"] else None), row["schedule_verdict"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
 from specstack.report.goodput import goodput_table
+from specstack.report.ksweep import k_per_load_section
 from specstack.report.placement import placement
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
@@ -344,7 +345,7 @@ def k_sweep(rep: Report) -> list[tuple]:
                       num(r["acceptance_phase_mean_length"]), num(r["gain_stops_at_k"]), r["gain_note"]]
                      for r in rep.ksweep]))
         out += images(rep, "k_sweep_")
-    return out
+    return out + k_per_load_section(rep)
 
 
 def acceptance_plots(rep: Report) -> list[tuple]:

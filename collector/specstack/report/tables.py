@@ -77,6 +77,9 @@ COLUMNS: dict[str, list[str]] = {
     "ksweep": ["family", "task", "concurrency", "k", "method", "tpot_p50_ms", "baseline_tpot_p50_ms", "tpot_speedup",
                "output_throughput", "bench_acceptance_length", "acceptance_phase_mean_length", "spec_override",
                "gain_stops_at_k", "gain_note"],
+    "k_per_load": ["family", "task", "concurrency", "band", "k", "ties", "why_no_k", "median_tok_s", "speedup",
+                   "relative_mad", "candidates", "schedule", "schedule_verdict", "best_fixed_k",
+                   "best_fixed_k_speedup", "schedule_method", "schedule_ran", "schedule_tok_s", "schedule_speedup"],
 }
 
 

@@ -53,15 +53,23 @@ class Plan:
 
 
 def plan(original: Path, *, run_id: str, results_dir: Path, methods: list[str] | None = None,
-         models_dir: str | None = None, port: int | None = None) -> Plan:
+         models_dir: str | None = None, port: int | None = None, url: str | None = None,
+         watch: dict | None = None) -> Plan:
+    """`url`: a compose reproduction, one method per server that `make reproduce` started from the recorded
+    images (the run must have measured such a server); `watch`: how it is watched (Prometheus, window gauges),
+    never part of the recipe."""
     manifest = read_manifest(original)
     rec, missing = recipe.from_manifest(manifest)
-    if rec.get("runtime", "native") != "native":
-        raise UserError(f"{original.name} measured a server specstack did not start (runtime "
-                        f"{rec.get('runtime')!r}); reproduce re-runs native runs only. Re-run a compose run with "
-                        "`make sweep` and compare the two runs with `specstack compare`")
+    runtime = rec.get("runtime", "native")
+    if runtime != "native" and url is None:
+        raise UserError(f"{original.name} measured a server specstack did not start (runtime {runtime!r}); "
+                        "`specstack reproduce` re-runs native runs only. A compose run is reproduced from the "
+                        f"repository with `make reproduce RUN=results/{original.name}` (the recorded images, by "
+                        "digest, on a fresh stack); else compare two runs with `specstack compare`")
+    if runtime == "native" and url is not None:
+        raise UserError(f"{original.name} ran natively: reproduce it without --url (specstack starts its servers)")
     base = recipe.options(rec, run_id=run_id, results_dir=results_dir, run_dir=original,
-                          models_dir=models_dir, port=port)
+                          models_dir=models_dir, port=port, url=url, **(watch or {}))
     entries, summaries, skipped = [], {}, []
     for name, entry in (manifest.get("methods") or {}).items():
         if methods is not None and name not in methods:
@@ -170,9 +178,21 @@ def _judge_speed(r: dict, tolerance: float) -> dict:
             f"moved {100 * r['relative']:+.1f} % (beyond ±{100 * tolerance:g} %)"}
 
 
+def _continues(p: Plan, run_dir: Path) -> bool:
+    """A compose reproduction measures one method per server into one run: a later method continues the run
+    its first method began (same original), never another run."""
+    if not (run_dir / "manifest.json").exists():
+        return False
+    began = read_manifest(run_dir).get("reproduction_of") or {}
+    if p.entries[0][1].runtime == "url" and began.get("folder") == p.original.name:
+        return True
+    raise UserError(f"{run_dir} exists; pick a new --run-id (a reproduction never writes into another run)")
+
+
 def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
         env: drift.Environment | None = None) -> dict:
-    """Check, run, compare, judge. Refuses (UserError) before anything starts when the environment drifted."""
+    """Check, run, compare, judge. Refuses (UserError) before anything starts when the environment drifted.
+    A compose reproduction (url runtime) measures and stops: `make reproduce` compares once every method ran."""
     found, unknown = drifts(p, env)
     if found and not allow_drift:
         raise UserError(f"this machine differs from the one {p.original.name} ran on:\n  - "
@@ -181,21 +201,36 @@ def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
                           "differences are recorded in the reproduction's manifest)")
     opts = p.entries[0][1]
     run_dir = Path(opts.results_dir) / opts.run_id
-    if (run_dir / "manifest.json").exists():
-        raise UserError(f"{run_dir} exists; pick a new --run-id (a reproduction never writes into another run)")
-    run_dir.mkdir(parents=True)
+    continuing = _continues(p, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     copy_inputs(p, run_dir)
-    update_manifest(run_dir, reproduction_of={
-        "run_id": p.manifest.get("run_id") or p.original.name, "folder": p.original.name,
-        "drift": [d.to_dict() for d in found], "drift_allowed": bool(found), "not_checked": unknown,
-        "not_recorded": p.not_recorded, "skipped": p.skipped, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    summaries = run_all(opts, p.entries, port_may_be_held=True)
-    cmp = compare(p.original, run_dir)
-    out = default_out(p.original, run_dir)
+    if not continuing:
+        update_manifest(run_dir, reproduction_of={
+            "run_id": p.manifest.get("run_id") or p.original.name, "folder": p.original.name,
+            "drift": [d.to_dict() for d in found], "drift_allowed": bool(found), "not_checked": unknown,
+            "not_recorded": p.not_recorded, "skipped": p.skipped, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    summaries = run_all(opts, p.entries, port_may_be_held=True, report=opts.runtime != "url")
+    if opts.runtime == "url":
+        return {"verdict": None, "files": {}, "run_dir": run_dir,
+                "failed": [s["method"] for s in summaries if s["status"] != "ok"]}
+    return conclude(p.original, run_dir, tolerance)
+
+
+def conclude(original: Path, run_dir: Path, tolerance: float = SPEED_TOLERANCE) -> dict:
+    """Compare original → reproduction and judge it; the reproduction's manifest says what drifted and which
+    methods were skipped, its methods which failed."""
+    manifest = read_manifest(run_dir)
+    began = manifest.get("reproduction_of") or {}
+    if began.get("folder") != original.name:
+        raise UserError(f"{run_dir.name} is not a reproduction of {original.name} (its manifest says "
+                        f"{began.get('folder') or 'it is no reproduction'}); name the run `make reproduce` wrote")
+    cmp = compare(original, run_dir)
+    out = default_out(original, run_dir)
     files = write(cmp, out)
-    verdict = {"original": p.original.name, "reproduction": run_dir.name, "drift": [d.to_dict() for d in found],
-               "not_checked": unknown, "skipped": p.skipped,
-               "failed": [s["method"] for s in summaries if s["status"] != "ok"], **judge(cmp, tolerance)}
+    failed = [name for name, entry in (manifest.get("methods") or {}).items() if entry.get("status") != "ok"]
+    verdict = {"original": original.name, "reproduction": run_dir.name, "drift": began.get("drift") or [],
+               "not_checked": began.get("not_checked") or [], "skipped": began.get("skipped") or [],
+               "failed": failed, **judge(cmp, tolerance)}
     verdict["reproduced"] = verdict["reproduced"] and not verdict["failed"]
     files["verdict"] = atomic_write_json(out / "reproduce.json", verdict)
     return {"verdict": verdict, "files": files, "run_dir": run_dir}

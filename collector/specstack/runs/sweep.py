@@ -116,9 +116,14 @@ def plan_runs(opts: Options, ks: list[int]) -> list[tuple[str, dict]]:
     return [(bundle_name(opts.method, k), {**(opts.spec_override or {}), "num_speculative_tokens": k}) for k in ks]
 
 
-def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report: bool = True) -> list[dict]:
+def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report: bool = True,
+            per_load: bool = False) -> list[dict]:
     """The method's baseline (unless present or disabled), then every K variant; the report's "K sweep"
-    section plots TPOT and mean acceptance length against K and marks where the gain stops."""
+    section plots TPOT and mean acceptance length against K and marks where the gain stops. `per_load`
+    (--k-per-load): then the best K per concurrency band, derived from these cells (report/k_per_load.py), run
+    as one more folder `<method>-kload` when it differs between bands."""
+    if per_load:
+        check_per_load(opts)
     if not methods.is_speculative(opts.method):
         raise UserError(f"{opts.method!r} has no speculative config; sweep-k needs a speculative method")
     if opts.replicate != "repeats":
@@ -131,4 +136,38 @@ def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report:
         entries.append((base, dataclasses.replace(opts, method=base, spec_override=None)))
     entries += [(name, dataclasses.replace(opts, spec_override=override, bundle_name=name))
                 for name, override in plan_runs(opts, ks)]
-    return run_all(opts, entries, report=report)
+    results = run_all(opts, entries, report=report and not per_load)
+    return results + (run_schedule(opts, report=report) if per_load else [])
+
+
+def schedule_name(method: str) -> str:
+    return f"{method}-kload"
+
+
+def check_per_load(opts: Options) -> None:
+    from specstack.report.k_per_load import MIN_RUNS
+    if opts.repeats < MIN_RUNS:
+        raise UserError(f"--k-per-load needs --repeats {MIN_RUNS} or more: its stability gate reads the spread "
+                        f"of the repeats (vLLM tune_speculative_k's --min-runs), got --repeats {opts.repeats}")
+    if 1 not in opts.concurrencies or len(set(opts.concurrencies)) < 2:
+        raise UserError("--k-per-load needs --concurrency 1 and at least one more (e.g. --concurrency 1,4): a "
+                        f"schedule starts at batch size 1 and picks a K per load, got {list(opts.concurrencies)}")
+
+
+def run_schedule(opts: Options, *, report: bool) -> list[dict]:
+    """The schedule derived from the run's own cells, run as `<method>-kload` (vLLM 0.32.0's speculative config
+    `num_speculative_tokens_per_batch_size`) unless it is one K at every load; then the report."""
+    from specstack.report import k_per_load as kpl
+    from specstack.report.ksweep import schedule_for
+    run_dir = Path(opts.results_dir) / opts.run_id
+    sched, verdict = schedule_for(run_dir, opts.method)
+    events.emit("k_per_load.schedule", method=opts.method, schedule=sched, verdict=verdict)
+    if not kpl.runnable(sched):
+        console.print(f"K per load: {verdict}; no schedule run")
+        entries = []
+    else:
+        name = schedule_name(opts.method)
+        console.print(f"K per load: num_speculative_tokens_per_batch_size={sched}, run as {name}")
+        override = {**(opts.spec_override or {}), **kpl.spec_override(sched)}
+        entries = [(name, dataclasses.replace(opts, bundle_name=name, spec_override=override))]
+    return run_all(opts, entries, report=report, port_may_be_held=True)
