@@ -656,7 +656,7 @@ def test_goodput_is_a_table_per_task_beside_bench_own_figure(bundle):
     md = render.render_markdown(sections.blocks(rep))
     assert md.count("Goodput under the SLO (ttft ≤ 500 ms, tpot ≤ 50 ms, per request)") == 1   # code only
     table = md.split("Goodput under the SLO", 1)[1].split("###", 1)[0]
-    assert "| ngram | 1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table
+    assert "| ngram | c=1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table
 
 
 def test_acceptance_per_turn_is_a_table_of_turn_1_beside_turn_2(bundle):

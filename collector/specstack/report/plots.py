@@ -108,7 +108,8 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     return _png(fig)
 
 
-def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]]) -> bytes:
+def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
+                           xlabel: str = "concurrency (max in-flight requests)") -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
     `series[method][metric]` = [(concurrency, point, low, high[, basis]), ...] with metric in {"tpot",
@@ -158,9 +159,9 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]])
         if concurrencies:
             if len(concurrencies) > 1:
                 ax.set_xscale("log", base=2)
-            ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+            ax.set_xticks(concurrencies, [f"{c:g}" for c in concurrencies])
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_xlabel("concurrency (max in-flight requests)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("speedup × (log scale)")
         ax.legend(fontsize=7)
     return _png(fig)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
 from specstack.report.goodput import goodput_table
+from specstack.report.load_view import load_section
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
 from specstack.results.reader import REPORT_DIR
@@ -415,7 +416,7 @@ def how_to_read(rep: Report) -> list[tuple]:
 
 
 # The report, top to bottom.
-SECTIONS = (header, verdict, methods_table, tasks, k_sweep, acceptance_plots, how_to_read)
+SECTIONS = (header, verdict, methods_table, tasks, load_section, k_sweep, acceptance_plots, how_to_read)
 
 
 def blocks(rep: Report) -> list[tuple]:
