@@ -3,10 +3,10 @@ crossover in rate, the capacity at the SLO (--capacity, runs/capacity.py), and t
 against system throughput over every cell, closed and open loop.
 
 Frontier point (one per method × task × cell, medians over repeats): system tok/s = bench's output throughput;
-per-user tok/s = 1000 ÷ TPOT p50, or 1000 ÷ ITL p50 where TPOT is degenerate (answers read in a burst) and ITL is
-not, or the answer's tokens ÷ E2EL p50 where both are (basis column). "System throughput at equal per-user speed"
-= the method's system tok/s ÷ the baseline's frontier interpolated (piecewise linear, same basis) at the method's
-per-user speed; no extrapolation outside the baseline's measured range.
+per-user tok/s = 1000 ÷ TPOT p50, or, on a task where any cell's TPOT is degenerate (answers read in a burst), the
+answer's tokens ÷ E2EL p50 for every cell of the task (one basis per task, so the points compare). "System
+throughput at equal per-user speed" = the method's system tok/s ÷ the baseline's frontier (its Pareto points: no other cell
+faster on both axes) interpolated linearly at the method's per-user speed; no extrapolation outside its range.
 
 Validity flags name points that measure queueing rather than decoding:
 - queueing: TTFT p50 above TTFT_QUEUE_FACTOR × the lowest TTFT p50 of the method's cells on the task;
@@ -48,17 +48,23 @@ def rate_crossover_rows(rates: list[dict]) -> list[dict]:
     return rows
 
 
-def _per_user(row: dict) -> tuple[float | None, str | None]:
-    """(per-user tok/s, basis): 1000 / TPOT p50, else 1000 / ITL p50, else tokens per answer / E2EL p50."""
-    tpot, itl, e2el, n = (row.get("tpot_p50_ms"), row.get("itl_p50_ms"), row.get("e2el_p50_ms"),
-                          row.get("tokens_per_request"))
-    if tpot and not row.get("tpot_degenerate"):
-        return 1000 / tpot, "TPOT"
-    if itl and not row.get("itl_degenerate"):
-        return 1000 / itl, "ITL"
-    if e2el and n:
-        return n * 1000 / e2el, "E2EL"
-    return None, None
+def _tpot_usable(row: dict) -> bool:
+    return bool(row.get("tpot_p50_ms")) and not row.get("tpot_degenerate")
+
+
+def _per_user(row: dict, basis: str) -> float | None:
+    """Per-user tok/s on the task's basis: 1000 / TPOT p50, or tokens per answer / E2EL p50 (TTFT included)."""
+    if basis == "TPOT":
+        return 1000 / row["tpot_p50_ms"]
+    e2el, n = row.get("e2el_p50_ms"), row.get("tokens_per_request")
+    return n * 1000 / e2el if e2el and n else None
+
+
+def _basis(rows: list[dict]) -> str:
+    """One basis per task, so every point of its frontier is comparable: TPOT when every cell has a usable one;
+    else E2EL (answers read in a burst leave TPOT ~0; ITL is per streamed chunk for a speculative method, not
+    per token, so it cannot stand in)."""
+    return "TPOT" if all(_tpot_usable(r) for r in rows) else "E2EL"
 
 
 def _flags(row: dict, lowest_ttft: float | None) -> list[str]:
@@ -71,7 +77,8 @@ def _flags(row: dict, lowest_ttft: float | None) -> list[str]:
         return flags
     if row["load"] == "rate":
         if served < (1 - LITTLE_TOLERANCE) * row["request_rate"]:
-            flags.append(f"fell behind: served {served:.2f} of {row['request_rate']:g} req/s offered (a queue grew)")
+            flags.append(f"fell behind: served {served:.2f} of {row['request_rate']:g} req/s offered (a queue grew, "
+                         "or the window is too short for the last answers' drain to vanish)")
     elif e2el is not None and row.get("concurrency"):
         in_flight = served * e2el / 1000
         if abs(in_flight / row["concurrency"] - 1) > LITTLE_TOLERANCE:
@@ -89,35 +96,53 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
         if r.get("ttft_p50_ms"):
             key = (r["method"], r["task"])
             lowest[key] = min(lowest.get(key, r["ttft_p50_ms"]), r["ttft_p50_ms"])
+    basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
     rows = []
     for r in cells:
-        per_user, basis = _per_user(r)
+        per_user = _per_user(r, basis[r["task"]])
         served, e2el = r.get("request_throughput"), r.get("e2el_mean_ms")
         rows.append({"method": r["method"], "label": r["label"], "baseline": r["baseline"], "task": r["task"],
                      "role": r["role"], "load": r["load"], "offered": load_text(r), "concurrency": r["concurrency"],
                      "request_rate": r["request_rate"], "repeats": r["repeats"],
-                     "system_tok_s": r["output_throughput"], "per_user_tok_s": per_user, "per_user_basis": basis,
+                     "system_tok_s": r["output_throughput"], "per_user_tok_s": per_user,
+                     "per_user_basis": basis[r["task"]],
                      "ttft_p50_ms": r.get("ttft_p50_ms"), "served_req_s": served,
                      "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
                      "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])))) or None})
+    def measured(method: str, task: str) -> list[dict]:
+        return [p for p in rows if p["method"] == method and p["task"] == task and p["per_user_tok_s"] is not None
+                and p["system_tok_s"] is not None]
+
     for r in rows:
-        base = [b for b in rows if b["method"] == r["baseline"] and b["task"] == r["task"]
-                and b["per_user_basis"] == r["per_user_basis"] and b["per_user_tok_s"] is not None]
-        at = _interpolate(base, r["per_user_tok_s"]) if r["role"] == "spec" else None
+        front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(r["method"], r["task"])])
+        r["on_frontier"] = (r["per_user_tok_s"], r["system_tok_s"]) in front
+        at = _interpolate(measured(r["baseline"], r["task"]), r["per_user_tok_s"]) if r["role"] == "spec" else None
         r["baseline_system_at_equal_per_user"] = at
         r["system_at_equal_per_user"] = None if not at or r["system_tok_s"] is None else r["system_tok_s"] / at
     return sorted(rows, key=lambda r: (r["task"], r["method"], r["per_user_tok_s"] or 0))
 
 
+def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The frontier of (per-user, system) points: those no other point beats on both, sorted by per-user speed.
+    A lightly loaded cell (fast per user, little system throughput) under another that is faster on both is
+    not on it."""
+    front, best = [], float("-inf")
+    for x, y in sorted(points, key=lambda p: (-p[0], -p[1])):
+        if y > best:
+            front.append((x, y))
+            best = y
+    return front[::-1]
+
+
 def _interpolate(points: list[dict], per_user: float | None) -> float | None:
-    """The baseline's system tok/s at `per_user` on its frontier (piecewise linear between its points sorted by
-    per-user speed); None outside the measured range or with fewer than one point at that speed."""
+    """The baseline's system tok/s at `per_user` on its frontier (piecewise linear between its Pareto points);
+    None outside the measured range."""
     if per_user is None:
         return None
-    pts = sorted((p["per_user_tok_s"], p["system_tok_s"]) for p in points if p["system_tok_s"] is not None)
+    pts = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in points])
     for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
         if x0 <= per_user <= x1:
-            return y0 if x1 == x0 else y0 + (y1 - y0) * (per_user - x0) / (x1 - x0)
+            return y0 + (y1 - y0) * (per_user - x0) / (x1 - x0)
     return next((y for x, y in pts if x == per_user), None)
 
 

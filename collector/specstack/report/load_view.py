@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 
 def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str]) -> bytes:
-    """System output tok/s against per-user tok/s, one line per method through its cells (closed loop ●, open
-    loop ▲); baselines dashed; a flagged point (queueing, Little's law) hollow."""
+    """System output tok/s against per-user tok/s: every cell a marker (closed loop ●, open loop ▲), one line per
+    method through its frontier (the cells no other of its cells beats on both); baselines dashed; a flagged
+    point (queueing, Little's law) hollow."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (method, pts) in enumerate(points.items()):
@@ -27,7 +28,8 @@ def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str])
         if not pts:
             continue
         color = "black" if method in baselines else palette[i % len(palette)]
-        ax.plot([p["per_user_tok_s"] for p in pts], [p["system_tok_s"] for p in pts], color=color, linewidth=1,
+        front = [p for p in pts if p["on_frontier"]]   # the line: the method's Pareto frontier
+        ax.plot([p["per_user_tok_s"] for p in front], [p["system_tok_s"] for p in front], color=color, linewidth=1,
                 linestyle="--" if method in baselines else "-", label=method)
         for p in pts:
             ax.plot([p["per_user_tok_s"]], [p["system_tok_s"]], "^" if p["load"] == "rate" else "o", color=color,
@@ -35,7 +37,8 @@ def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str])
             ax.annotate(p["offered"], (p["per_user_tok_s"], p["system_tok_s"]), fontsize=6, color=color,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_title(f"{task}: system vs per-user speed (● concurrency, ▲ rate; hollow = flagged)", fontsize=9)
-    ax.set_xlabel("per-user output tok/s (1000 / TPOT p50; see basis)")
+    basis = next((p["per_user_basis"] for pts in points.values() for p in pts), "TPOT")
+    ax.set_xlabel("per-user output tok/s (" + ("1000 / TPOT p50)" if basis == "TPOT" else "tokens / E2EL p50)"))
     ax.set_ylabel("system output tok/s")
     if ax.lines:
         ax.legend(fontsize=7)
@@ -139,10 +142,10 @@ def _frontier(rep: Report, task: str) -> list[tuple]:
     if not rows or not rep.rates:
         return []
     return [("h3", f"{task}: per-user vs system speed"),
-            ("table", ["method", "load", "per-user tok/s", "basis", "system tok/s", "mean in flight",
+            ("table", ["method", "load", "per-user tok/s", "basis", "system tok/s", "on frontier", "mean in flight",
                        "system × at equal per-user speed", "flags"],
              [[_label(r), r["offered"], num(r["per_user_tok_s"], 1), r["per_user_basis"] or "n/a",
-               num(r["system_tok_s"], 1), num(r["mean_in_flight"]),
+               num(r["system_tok_s"], 1), num(r["on_frontier"]), num(r["mean_in_flight"]),
                "—" if r["role"] != "spec" else times(r["system_at_equal_per_user"]), r["flags"] or ""]
               for r in rows]),
             *[("img", n, c) for n, c in rep.plot_captions.items()
@@ -159,10 +162,11 @@ def _definitions() -> list[str]:
         "until they are within the stated resolution or the probes run out. It is a bracket: the capacity lies "
         "between the passing and the failing rate, so the ratio's bracket is [method pass ÷ baseline fail, method "
         "fail ÷ baseline pass].",
-        "Per-user tok/s = 1000 ÷ TPOT p50 (basis TPOT); where TPOT is degenerate 1000 ÷ ITL p50 (ITL), else the "
-        "answer's tokens ÷ E2EL p50 (E2EL, TTFT included). System tok/s = bench's output throughput. System × "
-        "at equal per-user speed = the method's system tok/s ÷ the baseline's frontier (same basis) interpolated "
-        "at the method's per-user speed; n/a outside the baseline's measured range.",
+        "Per-user tok/s = 1000 ÷ TPOT p50 (basis TPOT); on a task where any cell's TPOT is degenerate (answers "
+        "read in a burst), the answer's tokens ÷ E2EL p50 for every cell of the task (basis E2EL, TTFT included; "
+        "ITL cannot stand in: a speculative step streams its accepted tokens as one chunk). System tok/s = bench's "
+        "output throughput. System × at equal per-user speed = the method's system tok/s ÷ the baseline's "
+        "frontier interpolated at the method's per-user speed; n/a outside the baseline's measured range.",
         f"Flags: queueing = TTFT p50 above {TTFT_QUEUE_FACTOR:g}× the lowest TTFT p50 of the method's cells on the "
         f"task; Little's law = mean in flight (served req/s × mean E2EL) off the concurrency by more than "
         f"{LITTLE_TOLERANCE:.0%} (closed loop), or served req/s more than {LITTLE_TOLERANCE:.0%} below the offered "

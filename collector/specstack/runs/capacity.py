@@ -3,7 +3,7 @@
 A rate *passes* when the median over its repeats of the SLO share (requests meeting every --slo target ÷ requests
 completed, measure/goodput.py) is at least the asked share. The search starts from the rates already measured
 (the run's rate cells), takes the highest passing rate below the lowest failing one as the bracket, and bisects it
-with at most `max_probes` more rates, until the failing rate is within `resolution` (relative) of the passing one.
+geometrically (at √(pass × fail)) with at most `max_probes` more rates, until the failing rate is within `resolution` (relative) of the passing one.
 With no failing rate it doubles upward; with no passing rate it halves downward; both within the same budget.
 The answer is a bracket, never a point pretending to be exact: capacity ≥ `rate` (passed), < `bound` (failed).
 """
@@ -38,7 +38,7 @@ def _next_rate(low: float | None, high: float | None) -> float:
         return rounded(high / 2)
     if high is None:
         return rounded(low * 2)
-    return rounded((low + high) / 2)
+    return rounded(math.sqrt(low * high))   # geometric: rates span orders of magnitude, the resolution is relative
 
 
 def resolved(low: float | None, high: float | None, resolution: float) -> bool:

@@ -160,8 +160,8 @@ class Options:
         if not self.slo or not self.open_loop:
             raise UserError("--capacity searches the highest rate meeting the SLO: it needs --slo (the targets) "
                             "and --rates (the rates it starts from)")
-        if self.capacity_probes < 0 or not 0 < self.capacity_resolution < 1:
-            raise UserError(f"--capacity-probes must be >= 0 and --capacity-resolution in (0, 1), got "
+        if self.capacity_probes < 0 or not 0 < self.capacity_resolution < float("inf"):
+            raise UserError(f"--capacity-probes must be >= 0 and --capacity-resolution > 0 (0.25: within 25 %), got "
                             f"{self.capacity_probes} and {self.capacity_resolution:g}")
 
     @property
