@@ -25,7 +25,7 @@ AUTO_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 def check_rates_known(run) -> None:
     """A method that reuses its baseline's auto rates fails before its server starts when they are missing."""
-    if run.opts.rates_auto and run.plan["baseline"] and not run.opts.skip_bench:
+    if run.opts.rates_auto and run.plan["baseline"]:
         for task in run.tasks:
             _recorded(run, task)
 
