@@ -68,8 +68,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
             load, rate = c if isinstance(c, tuple) else ("concurrency", None)
             conc = None if rate is not None else c
             for r, (tpot, tput, extra) in enumerate(reps):
-                name = f"{task}-c{c}-r{r}" if rate is None else f"{task}-{load}{rate:g}-r{r}"
-                f = f"bench/{name}.json"
+                cell = f"{task}-c{c}-r{r}" if rate is None else f"{task}-{load}{rate:g}-r{r}"
+                f = f"bench/{cell}.json"
                 data = bench_json(tpot, tput, c=conc, **extra)
                 (d / "bench").mkdir(parents=True, exist_ok=True)
                 (d / f).write_text(json.dumps(data))
@@ -77,7 +77,7 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                               "file": f, "output_throughput": data["output_throughput"],
                               "completed": data["completed"]})
                 pre = (preemptions or {}).get((task, c, r), 0.0)
-                windows.append({"name": f"bench/{name}", "phase": "bench", "task": task, "concurrency": conc,
+                windows.append({"name": f"bench/{cell}", "phase": "bench", "task": task, "concurrency": conc,
                                 "request_rate": rate, "load": load, "repeat": r, "status": "ok", "checks": [],
                                 "counters": {"counters": {"vllm:num_preemptions": pre}, "split": {}}})
         acc = (acceptance or {}).get(task) or {}

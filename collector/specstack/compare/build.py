@@ -111,7 +111,8 @@ def to_json(cmp: Comparison) -> dict:
                    "differences": [{"fact": d.fact, "a": d.a, "b": d.b, "rules_out": list(d.rules_out)}
                                    for d in p.differences], "unknown": p.unknown} for p in cmp.pairs],
         "unmatched": cmp.unmatched, "acceptance": cmp.acceptance, "positions": cmp.positions,
-        "histogram": cmp.histogram, "speed": cmp.speed, "capacity": cmp.capacity, "outputs": cmp.outputs, "outputs_summary": cmp.outputs_summary,
+        "histogram": cmp.histogram, "speed": cmp.speed, "capacity": cmp.capacity, "outputs": cmp.outputs,
+        "outputs_summary": cmp.outputs_summary,
         "fail_on": [asdict(t) for t in cmp.thresholds], "gate": cmp.gate, "gate_failed": cmp.failed,
         "changed": cmp.changed()})
 

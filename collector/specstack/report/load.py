@@ -5,8 +5,8 @@ against system throughput over every cell, closed and open loop.
 Frontier point (one per method × task × cell, medians over repeats): system tok/s = bench's output throughput;
 per-user tok/s = 1000 ÷ TPOT p50, or, on a task where any cell's TPOT is degenerate (answers read in a burst), the
 answer's tokens ÷ E2EL p50 for every cell of the task (one basis per task, so the points compare). "System
-throughput at equal per-user speed" = the method's system tok/s ÷ the baseline's frontier (its Pareto points: no other cell
-faster on both axes) interpolated linearly at the method's per-user speed; no extrapolation outside its range.
+throughput at equal per-user speed" = the method's system tok/s ÷ the baseline's frontier (its Pareto points: no
+other cell faster on both axes) interpolated linearly at the method's per-user speed; no extrapolation outside it.
 
 Validity flags name points that measure queueing rather than decoding:
 - queueing: TTFT p50 above TTFT_QUEUE_FACTOR × the lowest TTFT p50 of the method's cells on the task;
@@ -37,10 +37,9 @@ def rate_crossover_rows(rates: list[dict]) -> list[dict]:
     rows = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
         mine = [r for r in rates if r["method"] == method and r["task"] == task]
-        tput = st.crossover({r["request_rate"]: r["throughput_speedup"] for r in mine},
-                            {r["request_rate"]: r["throughput_speedup_low"] for r in mine}, unit="rate", suffix=" req/s")
-        lat = st.crossover({r["request_rate"]: r["latency_speedup"] for r in mine},
-                           {r["request_rate"]: r["latency_speedup_low"] for r in mine}, unit="rate", suffix=" req/s")
+        tput, lat = (st.crossover({r["request_rate"]: r[key] for r in mine},
+                                  {r["request_rate"]: r[f"{key}_low"] for r in mine}, unit="rate", suffix=" req/s")
+                     for key in ("throughput_speedup", "latency_speedup"))
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "latency_kind": lat["kind"], "latency_crossover_rate": lat["concurrency"],
                      "latency_text": lat["text"], "throughput_kind": tput["kind"],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from specstack.report import stats as st
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
-from specstack.report.plots import _png, plt, safe_name, speedup_vs_concurrency
+from specstack.report.plots import _png, plt, safe_name, speedup_series, speedup_vs_concurrency
 from specstack.report.verdicts import label as _label
 from specstack.results.reader import REPORT_DIR
 
@@ -47,13 +47,7 @@ def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str])
 
 def make_plots(rep: Report) -> None:
     for t in rep.run.tasks:
-        series: dict[str, dict[str, list[tuple]]] = {}
-        for r in (r for r in rep.rates if r["task"] == t and r["role"] == "spec"):
-            s = series.setdefault(r["method"], {"tpot": [], "throughput": []})
-            s["tpot"].append((r["request_rate"], r["latency_speedup"], r["latency_speedup_low"],
-                              r["latency_speedup_high"], r["latency_basis"]))
-            s["throughput"].append((r["request_rate"], r["throughput_speedup"], r["throughput_speedup_low"],
-                                    r["throughput_speedup_high"]))
+        series = speedup_series(rep.rates, t, "request_rate")
         if series:
             name = f"{REPORT_DIR}/speedup_vs_rate_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series, xlabel="offered rate (requests/s, open loop)")

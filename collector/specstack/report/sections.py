@@ -55,6 +55,14 @@ def _replication(workload: dict) -> str:
     return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
 
 
+def _open_loop(workload: dict) -> str:
+    rates = workload.get("rates")
+    if not rates:
+        return ""
+    return "; open-loop rates " + ("auto (the Load section says how)" if rates == "auto" else
+                                   ", ".join(f"{r:g}" for r in rates) + " req/s")
+
+
 def header(rep: Report) -> list[tuple]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
     run = rep.run
@@ -69,7 +77,8 @@ def header(rep: Report) -> list[tuple]:
                      f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
                      f"{wl.get('acceptance_max_tokens', 'n/a')} tokens, no stop strings (how the answers ended is "
                      f"in each acceptance table); concurrencies "
-                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; {_replication(wl)}."))
+                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}{_open_loop(wl)}; "
+                     f"{_replication(wl)}."))
     return out
 
 

@@ -3,7 +3,8 @@
 A rate *passes* when the median over its repeats of the SLO share (requests meeting every --slo target ÷ requests
 completed, measure/goodput.py) is at least the asked share. The search starts from the rates already measured
 (the run's rate cells), takes the highest passing rate below the lowest failing one as the bracket, and bisects it
-geometrically (at √(pass × fail)) with at most `max_probes` more rates, until the failing rate is within `resolution` (relative) of the passing one.
+geometrically (at √(pass × fail)) with at most `max_probes` more rates, until the failing rate is within
+`resolution` (relative) of the passing one.
 With no failing rate it doubles upward; with no passing rate it halves downward; both within the same budget.
 The answer is a bracket, never a point pretending to be exact: capacity ≥ `rate` (passed), < `bound` (failed).
 """
