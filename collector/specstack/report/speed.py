@@ -25,12 +25,14 @@ LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open
 
 
 def _window(cell: dict) -> str | None:
-    return cell["file"].removesuffix(".json") if cell.get("file") else None
+    """The cell's window name, `bench/<cell>` (a merged session's file is `../<method>-s<i>/bench/<cell>.json`)."""
+    return "bench/" + cell["file"].rsplit("bench/", 1)[-1].removesuffix(".json") if cell.get("file") else None
 
 
-def _counter(summary: dict, window: str | None, name: str) -> float | None:
+def _counter(summary: dict, cell: dict, name: str) -> float | None:
     for w in summary.get("windows") or []:
-        if w.get("name") == window:
+        # sessions share window names: the repeat (a merged session's index) tells them apart
+        if w.get("name") == _window(cell) and w.get("repeat") == cell.get("repeat"):
             return ((w.get("counters") or {}).get("counters") or {}).get(name)
     return None
 
@@ -71,7 +73,7 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                                                            row["spec_decode_accepted_tokens"])
         row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
                                                   row["spec_decode_accepted_tokens"])
-        row["preemptions"] = _counter(md.summary, _window(cell), PREEMPTIONS)
+        row["preemptions"] = _counter(md.summary, cell, PREEMPTIONS)
         row["tpot_degenerate"] = tpot_degenerate(row)
         row.update(_goodput(cell.get("goodput")))
         rows.append(row)
