@@ -105,6 +105,8 @@ def test_throughput_at_equal_per_user_speed_interpolates_the_baseline_frontier(r
     assert ngram_c4["system_at_equal_per_user"] == pytest.approx(330.0 / at)
     faster = next(p for p in rep.frontier if p["method"] == "ngram" and p["offered"] == "c=1")
     assert faster["per_user_tok_s"] == 125.0 and faster["system_at_equal_per_user"] is None   # beyond the baseline
+    md = render.render_markdown(sections.blocks(rep))
+    assert f"ngram: system throughput at equal per-user speed {330.0 / at:.2f}× at 67 tok/s per user (c=4)" in md
 
 
 def test_capacity_rows_state_the_bracket_and_a_method_that_never_meets_the_slo(run):

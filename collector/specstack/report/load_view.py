@@ -142,8 +142,23 @@ def _frontier(rep: Report, task: str) -> list[tuple]:
                num(r["system_tok_s"], 1), num(r["on_frontier"]), num(r["mean_in_flight"]),
                "—" if r["role"] != "spec" else times(r["system_at_equal_per_user"]), r["flags"] or ""]
               for r in rows]),
+            *_equal_speed(rows),
             *[("img", n, c) for n, c in rep.plot_captions.items()
               if n.startswith(f"{REPORT_DIR}/frontier_{safe_name(task)}.")]]
+
+
+def _equal_speed(rows: list[dict]) -> list[tuple]:
+    """One line per speculative method: its frontier's system throughput against the baseline's at equal
+    per-user speed, point by point (only where the baseline's frontier reaches that speed)."""
+    lines = []
+    for method in dict.fromkeys(r["method"] for r in rows if r["role"] == "spec"):
+        pts = [r for r in rows if r["method"] == method and r["on_frontier"]]
+        said = [f"{times(r['system_at_equal_per_user'])} at {r['per_user_tok_s']:.0f} tok/s per user ({r['offered']})"
+                for r in pts if r["system_at_equal_per_user"] is not None]
+        lines.append(f"{_label(pts[0]) if pts else method}: system throughput at equal per-user speed "
+                     f"{'; '.join(said) if said else 'n/a (its frontier lies outside the baseline measured range)'}")
+    return [("p", "System throughput at equal per-user speed (vs the baseline's frontier):"), ("ul", lines)] \
+        if lines else []
 
 
 def _definitions() -> list[str]:
