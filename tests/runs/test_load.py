@@ -112,6 +112,8 @@ def test_capacity_search_runs_probes_as_cells_and_records_the_bracket(tmp_path):
     (dict(rates=(1.0, 1.0)), "--rates lists a rate twice"),
     (dict(burstiness=0.5), "--burstiness shapes the arrivals of open-loop cells; add --rates"),
     (dict(rates=(1.0,), burstiness=0.0), "--burstiness must be > 0"),
+    (dict(rates_max_concurrency=4), "--rates-max-concurrency caps the requests in flight of open-loop cells"),
+    (dict(rates=(1.0,), rates_max_concurrency=0), "it needs --rates and a value > 0, got 0"),
     (dict(rates=(1.0,), capacity_share=0.9), "--capacity searches the highest rate meeting the SLO: it needs --slo"),
     (dict(capacity_share=0.9, slo=SLO), r"it needs --slo \(the targets\) and --rates"),
     (dict(rates=(1.0,), slo=SLO, capacity_share=1.5), r"--capacity is the share of requests .* in \(0, 1\]"),
@@ -126,8 +128,35 @@ def test_the_command_line_reads_rates_and_auto(tmp_path):
     p = argparse.ArgumentParser()
     add_run_options(p)
     opts = options_from_args(p.parse_args(["--rates", "0.5,2", "--burstiness", "0.5", "--slo", "ttft:100",
-                                           "--capacity", "0.9"]), "ngram")
-    assert (opts.rates, opts.rates_auto, opts.burstiness, opts.capacity_share) == ((0.5, 2.0), False, 0.5, 0.9)
+                                           "--capacity", "0.9", "--rates-max-concurrency", "8"]), "ngram")
+    assert (opts.rates, opts.rates_auto, opts.burstiness, opts.capacity_share, opts.rates_max_concurrency) == \
+        ((0.5, 2.0), False, 0.5, 0.9, 8)
+    opts.validate()
     assert options_from_args(p.parse_args(["--rates", "auto"]), "ngram").rates_auto
     with pytest.raises(SystemExit):
         p.parse_args(["--rates", "fast"])
+
+
+def test_a_method_run_caps_open_loop_cells_only_when_asked(tmp_path, monkeypatch):
+    from specstack.runs.method_run import MethodRun
+
+    monkeypatch.setattr(bench, "run_bench", lambda argv, *a: argv)   # the cell's argv instead of a bench run
+    fake = SimpleNamespace(
+        server=Server("http://127.0.0.1:1", "spec-demo", "url"), plan={"target": "tok"},
+        bundle=SimpleNamespace(path=lambda rel: tmp_path / rel),
+        windows=SimpleNamespace(run=lambda window, total, body: (window, body())))
+
+    def flag(argv, name):
+        return argv[argv.index(name) + 1] if name in argv else None
+
+    for cap in (None, 3):
+        fake.opts = Options(method="baseline", run_id="r", results_dir=tmp_path, rates=(2.0,), request_rate=9.0,
+                            rates_max_concurrency=cap)
+        window, argv = MethodRun.bench_cell(fake, _task(tmp_path), 1, rate=2.0)
+        assert (window.name, window.load, window.request_rate, window.concurrency) == \
+            ("bench/code-rate2-r1", "rate", 2.0, cap)
+        assert flag(argv, "--request-rate") == "2.0" and flag(argv, "--max-concurrency") == (cap and str(cap))
+    window, argv = MethodRun.bench_cell(fake, _task(tmp_path), 0, concurrency=4)
+    assert (window.name, window.load, window.request_rate, window.concurrency) == \
+        ("bench/code-c4-r0", "concurrency", None, 4)
+    assert flag(argv, "--request-rate") == "9.0" and flag(argv, "--max-concurrency") == "4"   # --request-rate

@@ -129,6 +129,8 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
                         "measured capacity (its req/s at the highest --concurrency), reused by the run's other methods")
     p.add_argument("--burstiness", type=float, default=1.0,
                    help="open-loop arrivals: 1 Poisson (default), < 1 burstier, > 1 more regular (Gamma, as bench's)")
+    p.add_argument("--rates-max-concurrency", type=int, default=None, metavar="N",
+                   help="open-loop cells: at most N requests in flight (as a gateway would cap them); default none")
     p.add_argument("--capacity", dest="capacity_share", type=float, default=None, metavar="SHARE",
                    help="with --slo and --rates: search, per task, the highest rate at which at least SHARE (e.g. "
                         "0.9) of the requests meet every target (bisection from the rate cells, docs/figures.md)")
@@ -198,7 +200,8 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
                    concurrencies=args.concurrency, request_rate=args.request_rate, slo=args.slo,
                    rates=() if args.rates == "auto" else args.rates, rates_auto=args.rates == "auto",
-                   burstiness=args.burstiness, capacity_share=args.capacity_share,
+                   burstiness=args.burstiness, rates_max_concurrency=args.rates_max_concurrency,
+                   capacity_share=args.capacity_share,
                    capacity_probes=args.capacity_probes, capacity_resolution=args.capacity_resolution,
                    repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,

@@ -113,9 +113,11 @@ def _how_offered(rep: Report) -> str:
                   for entry in ((md.summary.get("load") or {}).get("tasks") or {}).values()})
     burst = {(md.summary.get("load") or {}).get("burstiness") for md in rep.run.methods.values()} - {None}
     shape = ", ".join("Poisson arrivals" if b == 1 else f"Gamma arrivals, burstiness {b:g}" for b in sorted(burst))
-    return (f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with no cap on "
-            f"requests in flight, the same number of prompts and cross-checks as every bench cell. Rates: "
-            f"{'; '.join(how) or 'n/a'}.")
+    caps = {(md.summary.get("load") or {}).get("max_concurrency") for md in rep.run.methods.values()} - {None}
+    cap = f"at most {', '.join(str(c) for c in sorted(caps))} requests in flight (--rates-max-concurrency)" if caps \
+        else "no cap on requests in flight"
+    return (f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with {cap}, the "
+            f"same number of prompts and cross-checks as every bench cell. Rates: {'; '.join(how) or 'n/a'}.")
 
 
 def _capacity(rep: Report, task: str) -> list[tuple]:

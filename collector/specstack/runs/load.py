@@ -82,7 +82,8 @@ def run_open_loop(run, task) -> None:
     if not opts.open_loop:
         return
     rates, how = rates_for(run, task.name)
-    load = run.summary.setdefault("load", {"burstiness": opts.burstiness, "tasks": {}})
+    load = run.summary.setdefault("load", {"burstiness": opts.burstiness,
+                                           "max_concurrency": opts.rates_max_concurrency, "tasks": {}})
     load["tasks"][task.name] = {"rates": rates, "rates_from": how}
     shares: dict[float, bool] = {}
     for rate in rates:

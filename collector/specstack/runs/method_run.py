@@ -150,7 +150,8 @@ class MethodRun:
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
                                   "slo": opts.slo, "rates": list(opts.rates) or ("auto" if opts.rates_auto else None),
-                                  "burstiness": opts.burstiness, "capacity_share": opts.capacity_share,
+                                  "burstiness": opts.burstiness, "rates_max_concurrency": opts.rates_max_concurrency,
+                                  "capacity_share": opts.capacity_share,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
                                   "sessions": opts.sessions,
                                   "session_order": SESSION_ORDER if opts.replicate == "sessions" else None},
@@ -319,13 +320,14 @@ class MethodRun:
         """One bench window: closed loop at `concurrency` (at --request-rate), or open loop at `rate` (no cap)."""
         opts, server, bundle = self.opts, self.server, self.bundle
         cell = bench.cell_name(task.name, repeat, concurrency=concurrency, rate=rate, probe=probe)
-        argv = bench.bench_command(server, task, concurrency=concurrency, num_prompts=opts.num_prompts,
+        cap = concurrency if rate is None else opts.rates_max_concurrency   # open loop: uncapped unless asked
+        argv = bench.bench_command(server, task, concurrency=cap, num_prompts=opts.num_prompts,
                                    output_len=opts.perf_output_len,
                                    request_rate=opts.request_rate if rate is None else rate,
                                    burstiness=1.0 if rate is None else opts.burstiness,
                                    tokenizer=server.root_model or self.plan["target"],
                                    result_dir=bundle.path("bench"), result_name=f"{cell}.json", slo=opts.slo)
-        window = Window(f"bench/{cell}", "bench", task=task.name, concurrency=concurrency, repeat=repeat,
+        window = Window(f"bench/{cell}", "bench", task=task.name, concurrency=cap, repeat=repeat,
                         request_rate=rate, load="probe" if probe else "rate" if rate is not None else "concurrency")
         return self.windows.run(window, total=opts.num_prompts, body=lambda: bench.run_bench(
             argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"), opts.slo))

@@ -46,6 +46,7 @@ class Options:
     rates: tuple[float, ...] = ()
     rates_auto: bool = False
     burstiness: float = 1.0         # 1: Poisson arrivals; < 1 burstier, > 1 more regular (Gamma, as bench's)
+    rates_max_concurrency: int | None = None   # open loop: a cap on requests in flight (a gateway's); None: none
     # capacity at the SLO (runs/capacity.py): the highest rate whose share of requests meeting every --slo target
     # is at least capacity_share, bisected between the rate cells with at most capacity_probes more rates, until
     # the failing rate is within capacity_resolution (relative) of the passing one
@@ -150,6 +151,9 @@ class Options:
             raise UserError("--rates is either a list of rates or auto, not both")
         if not 0 < self.burstiness < float("inf"):
             raise UserError(f"--burstiness must be > 0 (1 = Poisson), got {self.burstiness:g}")
+        if self.rates_max_concurrency is not None and (self.rates_max_concurrency <= 0 or not self.open_loop):
+            raise UserError(f"--rates-max-concurrency caps the requests in flight of open-loop cells: it needs "
+                            f"--rates and a value > 0, got {self.rates_max_concurrency}")
         if self.burstiness != 1.0 and not self.open_loop:
             raise UserError("--burstiness shapes the arrivals of open-loop cells; add --rates (e.g. --rates auto)")
         if self.capacity_share is None:

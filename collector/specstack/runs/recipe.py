@@ -27,7 +27,8 @@ _TUPLES = ("tasks", "datasets", "concurrencies", "temperatures", "rates")
 FIELDS += ("prefix_caching",)
 # open-loop cells and the capacity search (runs/load.py). The rates --rates auto derived are in the manifest's
 # `load` (the baseline's own capacity on this machine): a reproduction derives its own, as the original did.
-FIELDS += ("rates", "rates_auto", "burstiness", "capacity_share", "capacity_probes", "capacity_resolution")
+FIELDS += ("rates", "rates_auto", "burstiness", "rates_max_concurrency", "capacity_share", "capacity_probes",
+           "capacity_resolution")
 
 
 def _portable(path: Path, run_dir: Path) -> str:
