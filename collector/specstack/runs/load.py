@@ -85,11 +85,9 @@ def run_open_loop(run, task) -> None:
     load = run.summary.setdefault("load", {"burstiness": opts.burstiness,
                                            "max_concurrency": opts.rates_max_concurrency, "tasks": {}})
     load["tasks"][task.name] = {"rates": rates, "rates_from": how}
-    shares: dict[float, bool] = {}
-    for rate in rates:
-        shares[rate] = _measure_rate(run, task, rate, probe=False)
+    passed = {rate: _measure_rate(run, task, rate, probe=False) for rate in rates}
     if opts.capacity_share is not None:
-        result = capacity.search(lambda rate: _measure_rate(run, task, rate, probe=True), shares,
+        result = capacity.search(lambda rate: _measure_rate(run, task, rate, probe=True), passed,
                                  max_probes=opts.capacity_probes, resolution=opts.capacity_resolution)
         load["tasks"][task.name]["capacity"] = {"share": opts.capacity_share, "slo": opts.slo, **result}
 
