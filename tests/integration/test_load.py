@@ -1,6 +1,10 @@
 """Open-loop cells and the capacity at an SLO on real vLLM (CPU, tiny models): baseline and ngram, one task, two
-offered rates (8 req/s: requests mostly alone; 2048 req/s: all 32 at once, so at least 16 wait for one of the
-16 sequence slots, --max-num-seqs, while the first answers decode 48 tokens) and a bounded capacity search.
+offered rates and a bounded capacity search. The SLO is built to fail for structural reasons at the top rate and
+to pass at the bottom one whatever else runs on the machine: at 2048 req/s all 32 requests arrive together and 16
+of them wait for one of the 16 sequence slots (--max-num-seqs) while the first 16 answers decode 256 tokens (TTFT
+≥ 256 decode steps of a 16-batch, > 300 ms even on an idle machine), so at most half can meet ttft ≤ 250 ms, under
+the 60 % asked; at 16 req/s a handful are in flight and most are prefilled within milliseconds (a starved bench
+client delays some first tokens by a few hundred ms on two busy cores: hence 60 %, not 90 %).
 Every cell, closed loop, open loop and probe alike, carries bench's goodput equal to ours; each method's
 capacity is bracketed within the stated resolution; the report has the Load section and its frontier plot."""
 from __future__ import annotations
@@ -18,10 +22,10 @@ from .conftest import sweep_options
 
 pytestmark = pytest.mark.integration
 
-SLO = {"ttft": 50.0}
-SHARE, PROBES, RESOLUTION = 0.75, 4, 0.5
-RATES = (8.0, 2048.0)
-SMALL = dict(tasks=("code",), num_prompts=32, perf_output_len=48, acceptance_max_tokens=16, concurrencies=(1,),
+SLO = {"ttft": 250.0}
+SHARE, PROBES, RESOLUTION = 0.6, 4, 0.5
+RATES = (16.0, 2048.0)
+SMALL = dict(tasks=("code",), num_prompts=32, perf_output_len=256, acceptance_max_tokens=16, concurrencies=(16,),
              warmup_requests=1, rates=RATES, slo=SLO, capacity_share=SHARE, capacity_probes=PROBES,
              capacity_resolution=RESOLUTION)
 
@@ -45,7 +49,7 @@ def test_every_cell_has_bench_goodput_equal_to_ours_and_rate_cells_send_at_their
             assert g["goodput"] == g["bench_request_goodput"] and g["slo"] == SLO, (name, c["file"])
             argv = shlex.split((run_dir / name / c["file"]).with_suffix(".cmd").read_text())
             if c["load"] == "concurrency":
-                assert argv[argv.index("--max-concurrency") + 1] == "1"
+                assert argv[argv.index("--max-concurrency") + 1] == "16"
             else:
                 assert "--max-concurrency" not in argv and float(argv[argv.index("--request-rate") + 1]) == \
                     c["request_rate"]
@@ -66,7 +70,7 @@ def test_each_method_capacity_is_bracketed_within_the_resolution_by_its_own_cell
         assert [p["rate"] for p in cap["probes"]] == sorted(set(shares) - set(RATES), key=[
             p["rate"] for p in cap["probes"]].index) and len(cap["probes"]) <= PROBES, name
         assert (cap["rate"], cap["bound"]) == capacity.bracket(verdicts), name
-        assert not verdicts[2048.0], f"{name}: all 32 requests at once cannot meet ttft ≤ 50 ms for 75 %"
+        assert not verdicts[2048.0], f"{name}: 32 requests at once, 16 slots: half wait a whole answer ({shares})"
         assert cap["kind"] == "found", (name, cap["text"], shares)
         assert cap["bound"] <= cap["rate"] * (1 + RESOLUTION), name
 
