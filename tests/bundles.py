@@ -9,12 +9,14 @@ from pathlib import Path
 
 
 def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
-               acc_len: float | None = None, c: int = 1, drafts: int = 10, accepted: int = 20) -> dict:
+               acc_len: float | None = None, c: int | None = 1, drafts: int = 10, accepted: int = 20,
+               ttft: float = 40.0, e2el: float = 100.0) -> dict:
     d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
          "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
          "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
-         "output_throughput": tput, "latencies": [0.1] * completed, "queue_times": [0.0] * completed}
-    for m, base in (("ttft", 40.0), ("tpot", tpot), ("itl", tpot * 2), ("e2el", 100.0)):
+         "output_throughput": tput, "request_throughput": completed * tput / out_tokens,
+         "latencies": [0.1] * completed, "queue_times": [0.0] * completed}
+    for m, base in (("ttft", ttft), ("tpot", tpot), ("itl", tpot * 2), ("e2el", e2el)):
         d.update({f"mean_{m}_ms": base, f"median_{m}_ms": base, f"std_{m}_ms": 1.0, f"p50_{m}_ms": base,
                   f"p95_{m}_ms": base * 1.5, f"p99_{m}_ms": base * 2})
     if acc_len is not None:
@@ -23,6 +25,11 @@ def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0,
                  spec_decode_accepted_tokens=accepted,
                  spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
     return d
+
+
+def _cell_order(item) -> tuple:
+    (task, c), _ = item
+    return (task, 1, c[0], c[1]) if isinstance(c, tuple) else (task, 0, "", c)
 
 
 def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", spec: dict | None = None,
@@ -54,19 +61,24 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
     windows = []
     for task in sorted({t for t, _ in cells} | set(texts)):
         bench = []
-        for (t, c), reps in sorted(cells.items()):
+        for (t, c), reps in sorted(cells.items(), key=_cell_order):
             if t != task:
                 continue
+            # c: a concurrency, or ("rate", R) / ("probe", R) for an open-loop cell at R requests/s
+            load, rate = c if isinstance(c, tuple) else ("concurrency", None)
+            conc = None if rate is not None else c
             for r, (tpot, tput, extra) in enumerate(reps):
-                f = f"bench/{task}-c{c}-r{r}.json"
-                data = bench_json(tpot, tput, c=c, **extra)
+                cell = f"{task}-c{c}-r{r}" if rate is None else f"{task}-{load}{rate:g}-r{r}"
+                f = f"bench/{cell}.json"
+                data = bench_json(tpot, tput, c=conc, **extra)
                 (d / "bench").mkdir(parents=True, exist_ok=True)
                 (d / f).write_text(json.dumps(data))
-                bench.append({"concurrency": c, "repeat": r, "status": "ok", "file": f,
-                              "output_throughput": data["output_throughput"], "completed": data["completed"]})
+                bench.append({"concurrency": conc, "request_rate": rate, "load": load, "repeat": r, "status": "ok",
+                              "file": f, "output_throughput": data["output_throughput"],
+                              "completed": data["completed"]})
                 pre = (preemptions or {}).get((task, c, r), 0.0)
-                windows.append({"name": f"bench/{task}-c{c}-r{r}", "phase": "bench", "task": task, "concurrency": c,
-                                "repeat": r, "status": "ok", "checks": [],
+                windows.append({"name": f"bench/{cell}", "phase": "bench", "task": task, "concurrency": conc,
+                                "request_rate": rate, "load": load, "repeat": r, "status": "ok", "checks": [],
                                 "counters": {"counters": {"vllm:num_preemptions": pre}, "split": {}}})
         acc = (acceptance or {}).get(task) or {}
         tasks[task] = {"acceptance_rate": acc.get("acceptance_rate"),

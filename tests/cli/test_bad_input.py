@@ -183,6 +183,17 @@ ROWS = [
      lambda c: ["--turns", "2", "--workload", c.workload(b'{"prompt": "a", "turn2": "b"}\n')], 1,
      ["ngram FAILED", "--turns 2: inputs/code.turn2.baseline.jsonl is missing", "Run baseline first in the same "
       "run id", "or use specstack sweep, which runs baselines first"]),
+    ("rates-not-numbers", "baseline", lambda c: ["--rates", "fast"], 2,
+     ["argument --rates: expected comma-separated requests per second (e.g. 0.5,1,2) or auto, got 'fast'"]),
+    ("rates-not-positive", "baseline", lambda c: ["--rates", "0,2"], 2,
+     ["--rates must be positive, finite requests per second (e.g. --rates 0.5,1,2 or --rates auto), got 0"]),
+    ("burstiness-without-rates", "baseline", lambda c: ["--burstiness", "0.5"], 2,
+     ["--burstiness shapes the arrivals of open-loop cells; add --rates (e.g. --rates auto)"]),
+    ("capacity-without-slo", "baseline", lambda c: ["--rates", "1,2", "--capacity", "0.9"], 2,
+     ["--capacity searches the highest rate meeting the SLO: it needs --slo (the targets) and --rates"]),
+    ("rates-auto-before-the-baseline", "ngram", lambda c: ["--rates", "auto"], 2,
+     ["--rates auto: run", "has no rates from its baseline 'baseline' for task 'code'; run baseline first in this "
+      "run (a sweep does), or give the rates (--rates 1,2)"]),
     ("concurrency-zero", "baseline", lambda c: ["--concurrency", "0"], 2, ["concurrency must be > 0, got [0]"]),
     ("concurrency-negative", "baseline", lambda c: ["--concurrency=4,-1"], 2,
      ["concurrency must be > 0, got [4, -1]"]),

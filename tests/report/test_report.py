@@ -441,8 +441,10 @@ def test_sessions_are_resampled_as_pairs_and_the_design_is_named(tmp_path):
                      texts={"code": {"a": ("t", "stop")}}, replication={**rep, "of": "baseline"})
         write_method(run_dir, f"ngram-s{s}", baseline="baseline", cells={("code", 1): [(tpot / 1.25, 130.0 / s,
                                                                                           {"acc_len": 2.0})]},
-                     texts={"code": {"a": ("t", "stop")}}, acceptance={"code": ACC}, replication={**rep, "of": "ngram"})
+                     texts={"code": {"a": ("t", "stop")}}, acceptance={"code": ACC}, replication={**rep, "of": "ngram"},
+                     preemptions={("code", 1, 0): float(s)})   # each session's own window (all named alike)
     report = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
+    assert [c["preemptions"] for c in report.cells if c["method"] == "ngram"] == [1.0, 2.0, 3.0]
     r = _row(report.speed, method="ngram", concurrency=1)
     assert r["design"] == "3 server sessions paired with the baseline's" and r["repeats"] == 3
     assert (r["tpot_speedup"], r["tpot_speedup_low"], r["tpot_speedup_high"]) == pytest.approx((1.25, 1.25, 1.25))
@@ -656,7 +658,7 @@ def test_goodput_is_a_table_per_task_beside_bench_own_figure(bundle):
     md = render.render_markdown(sections.blocks(rep))
     assert md.count("Goodput under the SLO (ttft ≤ 500 ms, tpot ≤ 50 ms, per request)") == 1   # code only
     table = md.split("Goodput under the SLO", 1)[1].split("###", 1)[0]
-    assert "| ngram | 1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table
+    assert "| ngram | c=1 | 0 | 6 / 8 | 75.0 % | 0.600 | 0.600 |" in table
 
 
 def test_acceptance_per_turn_is_a_table_of_turn_1_beside_turn_2(bundle):

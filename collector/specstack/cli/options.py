@@ -33,6 +33,16 @@ def _floats(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def _rates(text: str) -> tuple[float, ...] | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _floats(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated requests per second (e.g. 0.5,1,2) or auto, "
+                                         f"got {text!r}") from None
+
+
 def _slo(text: str) -> dict[str, float]:
     try:
         return parse_slo(text)
@@ -113,6 +123,20 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
     p.add_argument("--concurrency", type=_ints, default=(1, 8), help="bench cells, e.g. 1,8")
     p.add_argument("--request-rate", type=float, default=None, help="finite request rate for bench (default inf)")
+    p.add_argument("--rates", type=_rates, default=(), metavar="R[,R...]|auto",
+                   help="open-loop bench cells beside the concurrency ones: requests arrive at each rate (req/s, "
+                        "Poisson) with no cap on in-flight requests; auto: 0.25, 0.5, 0.75 and 1 × the baseline's "
+                        "measured capacity (its req/s at the highest --concurrency), reused by the run's other methods")
+    p.add_argument("--burstiness", type=float, default=1.0,
+                   help="open-loop arrivals: 1 Poisson (default), < 1 burstier, > 1 more regular (Gamma, as bench's)")
+    p.add_argument("--rates-max-concurrency", type=int, default=None, metavar="N",
+                   help="open-loop cells: at most N requests in flight (as a gateway would cap them); default none")
+    p.add_argument("--capacity", dest="capacity_share", type=float, default=None, metavar="SHARE",
+                   help="with --slo and --rates: search, per task, the highest rate at which at least SHARE (e.g. "
+                        "0.9) of the requests meet every target (bisection from the rate cells, docs/figures.md)")
+    p.add_argument("--capacity-probes", type=int, default=3, help="--capacity: at most this many more rates per task")
+    p.add_argument("--capacity-resolution", type=float, default=0.25,
+                   help="--capacity: stop when the failing rate is within this fraction of the passing one")
     p.add_argument("--slo", type=_slo, default=None, metavar="KEY:MS[,KEY:MS...]",
                    help="per-request targets for goodput, keys ttft, tpot, e2el in ms, e.g. ttft:500,tpot:50: each "
                         "bench cell's share of requests meeting all of them and their rate (docs/figures.md)")
@@ -174,7 +198,12 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
                    tasks=tasks, datasets=tuple(args.datasets), workload_files=workload_files,
                    num_prompts=args.num_prompts,
                    perf_output_len=args.perf_output_len, acceptance_max_tokens=args.acceptance_max_tokens,
-                   concurrencies=args.concurrency, request_rate=args.request_rate, slo=args.slo, repeats=args.repeats,
+                   concurrencies=args.concurrency, request_rate=args.request_rate, slo=args.slo,
+                   rates=() if args.rates == "auto" else args.rates, rates_auto=args.rates == "auto",
+                   burstiness=args.burstiness, rates_max_concurrency=args.rates_max_concurrency,
+                   capacity_share=args.capacity_share,
+                   capacity_probes=args.capacity_probes, capacity_resolution=args.capacity_resolution,
+                   repeats=args.repeats,
                    warmup_requests=args.warmup_requests, acceptance_concurrency=args.acceptance_concurrency,
                    temperatures=args.temperatures, samples_per_prompt=args.samples_per_prompt, turns=args.turns,
                    spec_override=override or None, allow_mismatch=args.allow_mismatch, force=args.force,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from specstack.compare import gate, pairing, plots, sections
 from specstack.compare.acceptance import acceptance_rows
+from specstack.compare.capacity import capacity_rows
 from specstack.compare.outputs import output_rows
 from specstack.compare.speed import speed_rows
 from specstack.report.equality import Tokenizers
@@ -33,6 +34,7 @@ class Comparison:
     outputs_summary: list[dict]
     thresholds: list[gate.Threshold]
     gate: list[dict]
+    capacity: list[dict] = field(default_factory=list)   # capacity at the SLO, A vs B (compare/capacity.py)
     plots: dict[str, bytes] = field(default_factory=dict)
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -46,6 +48,8 @@ class Comparison:
                for r in self.acceptance + self.positions + self.histogram if r["verdict"] == "changed"]
         out += [f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
                 for r in self.speed if r["verdict"].startswith("changed")]
+        out += [f"{r['method']} {r['task']} capacity at the SLO ({r['verdict']})" for r in self.capacity
+                if r["verdict"].startswith("changed")]
         out += [f"{s['method']} {s['task']} greedy outputs ({s['verdict']})" for s in self.outputs_summary
                 if s["verdict"].startswith("changed")]
         return out
@@ -64,7 +68,8 @@ def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None
     out_rows, out_summary = output_rows(prs, tokenizers, tokenizer)
     thresholds = thresholds or []
     cmp = Comparison(run_a, run_b, prs, pairing.unmatched(run_a, run_b) + speed_notes, acc, pos, hist, speed,
-                     out_rows, out_summary, thresholds, gate.evaluate(thresholds, acc, pos, speed))
+                     out_rows, out_summary, thresholds, gate.evaluate(thresholds, acc, pos, speed),
+                     capacity=capacity_rows(prs))
     if with_plots:
         _plots(cmp)
     return cmp
@@ -106,7 +111,8 @@ def to_json(cmp: Comparison) -> dict:
                    "differences": [{"fact": d.fact, "a": d.a, "b": d.b, "rules_out": list(d.rules_out)}
                                    for d in p.differences], "unknown": p.unknown} for p in cmp.pairs],
         "unmatched": cmp.unmatched, "acceptance": cmp.acceptance, "positions": cmp.positions,
-        "histogram": cmp.histogram, "speed": cmp.speed, "outputs": cmp.outputs, "outputs_summary": cmp.outputs_summary,
+        "histogram": cmp.histogram, "speed": cmp.speed, "capacity": cmp.capacity, "outputs": cmp.outputs,
+        "outputs_summary": cmp.outputs_summary,
         "fail_on": [asdict(t) for t in cmp.thresholds], "gate": cmp.gate, "gate_failed": cmp.failed,
         "changed": cmp.changed()})
 

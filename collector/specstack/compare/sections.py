@@ -142,6 +142,13 @@ HOW_TO_READ = [
 ]
 
 
+def _capacity_ratio(r: dict) -> str:
+    if r["ratio"] is None:
+        return "n/a"
+    high = "∞" if r["ratio_high"] == float("inf") else f"{r['ratio_high']:.2f}"
+    return f"{r['ratio']:.2f}× [{r['ratio_low']:.2f}–{high}]"
+
+
 def blocks(cmp: Comparison) -> list[tuple]:
     from specstack.compare.build import run_id
     a, b = run_id(cmp.run_a), run_id(cmp.run_b)
@@ -164,6 +171,11 @@ def blocks(cmp: Comparison) -> list[tuple]:
     for name, caption in cmp.plot_captions.items():
         bl.append(("img", name, caption))
     bl += [("h2", "Speed (bench cells)")] + _speed_table(cmp.speed)
+    if cmp.capacity:
+        bl += [("h2", "Capacity at the SLO (open loop, --capacity)"),
+               ("table", ["method", "task", "A", "B", "B / A [bracket]", "verdict"],
+                [[r["label"], r["task"], r["a"] or "—", r["b"] or "—", _capacity_ratio(r), r["verdict"]]
+                 for r in cmp.capacity])]
     bl += [("h2", "Greedy outputs")] + _outputs(cmp)
     bl += [("h2", "How to read this"), ("ul", HOW_TO_READ)]
     return bl

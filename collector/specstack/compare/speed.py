@@ -24,7 +24,7 @@ FIGURES = {
 def _by_concurrency(md, task: str) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for cell in bench_cells(md, task):
-        if cell["status"] == "ok":
+        if cell["status"] == "ok" and cell["load"] == "concurrency":   # open-loop cells: compare/capacity.py
             out.setdefault(cell["concurrency"], []).append(cell)
     return out
 
@@ -59,7 +59,7 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
         blocked = pair.not_comparable(SPEED)
         for c in sorted(set(ca) & set(cb)):
             degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
-            loads = [host_load(md.summary, pair.task, c) for md in (pair.a, pair.b)]
+            loads = [host_load(md.summary, cells) for md, cells in ((pair.a, ca[c]), (pair.b, cb[c]))]
             busy = st.host_busy(*loads)
             for figure, (key, higher) in FIGURES.items():
                 va = [x[key] for x in ca[c] if x.get(key) is not None]

@@ -20,9 +20,23 @@ from specstack.measure.windows import Outcome
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, vllm_executable
 
-def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: int, output_len: int,
+def cell_name(task: str, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
+              probe: bool = False) -> str:
+    """A bench cell's name (its window is `bench/<name>`, its files `bench/<name>.json|.log|.cmd`): closed loop
+    `code-c4-r0` (concurrency 4, repeat 0), open loop `code-rate0.5-r0` (0.5 requests/s), a capacity-search
+    probe `code-probe0.75-r0`. The words keep the kinds apart: no name of one kind parses as another."""
+    if rate is None:
+        return f"{task}-c{concurrency}-r{repeat}"
+    return f"{task}-{'probe' if probe else 'rate'}{rate:g}-r{repeat}"
+
+
+def bench_command(server: Server, task: Task, *, concurrency: int | None, num_prompts: int, output_len: int,
                   request_rate: float | None, tokenizer: str, result_dir: Path, result_name: str,
-                  slo: dict[str, float] | None = None) -> list[str]:
+                  slo: dict[str, float] | None = None, burstiness: float = 1.0) -> list[str]:
+    """Closed loop: `concurrency` requests in flight (at `request_rate` when finite). Open loop (concurrency
+    None): arrivals at `request_rate` (Poisson, or Gamma with `burstiness` != 1), no cap on in-flight requests."""
+    cap = [] if concurrency is None else ["--max-concurrency", str(concurrency)]
+    shape = [] if burstiness == 1.0 else ["--burstiness", str(burstiness)]
     return [
         vllm_executable(), "bench", "serve",
         "--backend", "openai", "--base-url", server.base_url, "--endpoint", "/v1/completions",
@@ -31,8 +45,7 @@ def bench_command(server: Server, task: Task, *, concurrency: int, num_prompts: 
         "--chat-template-kwargs", json.dumps(CHAT_TEMPLATE_KWARGS),
         "--custom-output-len", str(output_len), "--num-prompts", str(num_prompts),
         "--num-warmups", "0",  # the collector's own warm-up ran already, outside every window
-        "--max-concurrency", str(concurrency),
-        "--request-rate", "inf" if request_rate is None else str(request_rate),
+        *cap, "--request-rate", "inf" if request_rate is None else str(request_rate), *shape,
         "--temperature", "0", "--top-p", "1", "--ignore-eos", "--seed", str(SEED),
         "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,95,99",
         "--save-result", "--result-dir", str(result_dir), "--result-filename", result_name,

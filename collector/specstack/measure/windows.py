@@ -29,6 +29,8 @@ class Window:
     task: str | None = None
     concurrency: int | None = None
     repeat: int | None = None
+    request_rate: float | None = None   # bench open loop: arrivals per second (concurrency None: no cap)
+    load: str | None = None             # bench: "concurrency" (closed loop), "rate" (open loop) or "probe" (capacity)
     start: float | None = None
     end: float | None = None
     status: str = "ok"              # ok | failed (the phase broke) | invalid (counters unusable)

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specstack.report import plots, sections
+from specstack.report import load, load_view, plots, sections
 from specstack.report import stats as st
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
@@ -52,6 +52,10 @@ class Report:
     prefix_cache: list[dict] = field(default_factory=list)  # hit rate per method × task × phase (--prefix-caching)
     turns: list[dict] = field(default_factory=list)   # acceptance per turn (--turns 2)
     k_per_load: list[dict] = field(default_factory=list)  # the best K per concurrency band (report/k_per_load.py)
+    rates: list[dict] = field(default_factory=list)   # speed rows of the open-loop cells (--rates, report/load.py)
+    rate_crossover: list[dict] = field(default_factory=list)
+    frontier: list[dict] = field(default_factory=list)  # per-user vs system speed, every cell
+    capacity: list[dict] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -62,7 +66,8 @@ class Report:
                 "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
                 "lossless": self.lossless, "acceptance_by_category": self.categories,
                 "prefix_cache": self.prefix_cache,
-                "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load}
+                "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load, "load_speed": self.rates,
+                "load_crossover": self.rate_crossover, "frontier": self.frontier, "capacity": self.capacity}
 
 
 def method_rows(run: RunData) -> list[dict]:
@@ -111,8 +116,13 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
                     ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run),
                     categories=category_rows(run), prefix_cache=prefix_cache_rows(run), turns=turn_rows(run),
                     k_per_load=k_per_load_rows(run))
+    report.rates = load.rate_rows(run)
+    report.rate_crossover = load.rate_crossover_rows(report.rates)
+    report.frontier = load.frontier_rows(speed, report.rates)
+    report.capacity = load.capacity_rows(run)
     if with_plots:
         plots.make_all(report)
+        load_view.make_plots(report)
     return report
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from specstack.report import prefix_cache
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
-from specstack.results.reader import display_name, load_run
+from specstack.results.reader import closed_loop, display_name, load_run
 
 
 def summaries_of(run) -> tuple[dict[str, dict], list]:
@@ -33,14 +33,14 @@ def _throughput(summary: dict, task: str) -> dict[int, float]:
     """Output tokens/s per concurrency (median over repeats)."""
     by_c: dict[int, list[float]] = {}
     for cell in summary["tasks"].get(task, {}).get("bench", []):
-        if cell.get("output_throughput") is not None:
+        if cell.get("output_throughput") is not None and closed_loop(cell):   # open-loop cells: the report
             by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
 
 
 def _cells_by_concurrency(task: dict) -> dict[int, list]:
     by_c: dict[int, list] = {}
-    for cell in task.get("bench") or []:
+    for cell in filter(closed_loop, task.get("bench") or []):
         by_c.setdefault(cell.get("concurrency"), []).append(cell)
     return by_c
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from specstack.report.format import num, pct
 from specstack.report.verdicts import label as _label
+from specstack.results.reader import load_text
 
 if TYPE_CHECKING:
     from specstack.report.build import Report
@@ -23,9 +24,9 @@ def goodput_table(rep: Report, task: str) -> list[tuple]:
         return []
     labels = {r["method"]: _label(r) for r in rep.speed}
     return [("h3", f"Goodput under the SLO ({_slo_text(cells[0]['slo'])}, per request)"),
-            ("table", ["method", "c", "repeat", "good / completed", "share meeting the SLO", "goodput req/s",
+            ("table", ["method", "load", "repeat", "good / completed", "share meeting the SLO", "goodput req/s",
                        "bench's request_goodput"],
-             [[labels.get(c["method"], c["method"]), c["concurrency"], c["repeat"],
+             [[labels.get(c["method"], c["method"]), load_text(c), c["repeat"],
                f"{num(c['good_requests'], 0)} / {num(c['completed'], 0)}", pct(c["goodput_share"]),
                num(c["request_goodput"], 3), num(c["bench_request_goodput"], 3)] for c in cells]),
             ("p", "A request is good when its TTFT, TPOT ((E2EL − TTFT) ÷ (tokens − 1)) and E2EL each meet their "

@@ -108,7 +108,24 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     return _png(fig)
 
 
-def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]]) -> bytes:
+def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, list[tuple]]]:
+    """The speedup_vs_concurrency series of one task's speed rows, `x` their load ("concurrency", "request_rate")."""
+    series: dict[str, dict[str, list[tuple]]] = {}
+    for r in rows:
+        if r["task"] != task or r["role"] != "spec":
+            continue
+        label = r["method"] + ("" if r["comparable"] else " (not comparable)")
+        s = series.setdefault(label, {"tpot": [], "throughput": []})
+        # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0)
+        s["tpot"].append((r[x], r["latency_speedup"], r["latency_speedup_low"], r["latency_speedup_high"],
+                          r["latency_basis"]))
+        s["throughput"].append((r[x], r["throughput_speedup"], r["throughput_speedup_low"],
+                                r["throughput_speedup_high"]))
+    return series
+
+
+def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
+                           xlabel: str = "concurrency (max in-flight requests)") -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
     `series[method][metric]` = [(concurrency, point, low, high[, basis]), ...] with metric in {"tpot",
@@ -158,9 +175,9 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]])
         if concurrencies:
             if len(concurrencies) > 1:
                 ax.set_xscale("log", base=2)
-            ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+            ax.set_xticks(concurrencies, [f"{c:g}" for c in concurrencies])
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_xlabel("concurrency (max in-flight requests)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("speedup × (log scale)")
         ax.legend(fontsize=7)
     return _png(fig)
@@ -234,17 +251,7 @@ def make_all(rep: Report) -> None:
             rep.plots[name] = histogram(md.name, t, f.get("histogram") if f.get("num_draft_tokens") else None)
             rep.plot_captions[name] = f"Accepted drafts per verify step, {md.name}, {t} (pooled over requests)"
     for t in run.tasks:
-        series: dict[str, dict[str, list[tuple]]] = {}
-        for r in rep.speed:
-            if r["task"] != t or r["role"] != "spec":
-                continue
-            label = r["method"] + ("" if r["comparable"] else " (not comparable)")
-            s = series.setdefault(label, {"tpot": [], "throughput": []})
-            # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0)
-            s["tpot"].append((r["concurrency"], r["latency_speedup"], r["latency_speedup_low"],
-                              r["latency_speedup_high"], r["latency_basis"]))
-            s["throughput"].append((r["concurrency"], r["throughput_speedup"], r["throughput_speedup_low"],
-                                    r["throughput_speedup_high"]))
+        series = speedup_series(rep.speed, t, "concurrency")
         if series:
             name = f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from specstack.report.format import num, pct
-from specstack.results.reader import RunData
+from specstack.results.reader import RunData, closed_loop, load_text
 from specstack.runs.prefix_cache import enabled, pooled
 
 if TYPE_CHECKING:
@@ -34,9 +34,12 @@ def prefix_cache_rows(run: RunData) -> list[dict]:
                 rows.append(_row(md, task, f"t{s['temperature']:g}", s.get("prefix_cache") or UNKNOWN,
                                  temperature=s["temperature"]))
             by_c: dict = {}
-            for cell in f.get("bench") or []:
-                by_c.setdefault(cell.get("concurrency"), []).append(cell.get("prefix_cache") or UNKNOWN)
-            rows += [_row(md, task, "bench", pooled(parts), concurrency=c) for c, parts in sorted(by_c.items())]
+            for cell in f.get("bench") or []:   # closed loop by concurrency, then open loop by rate
+                key = (0, cell.get("concurrency"), "bench") if closed_loop(cell) else \
+                    (1, cell.get("request_rate"), f"bench {load_text(cell)}")
+                by_c.setdefault(key, []).append(cell.get("prefix_cache") or UNKNOWN)
+            rows += [_row(md, task, phase, pooled(parts), concurrency=c if not kind else None)
+                     for (kind, c, phase), parts in sorted(by_c.items())]
     return rows
 
 

@@ -10,6 +10,7 @@ from specstack.report.format import interval, num, pct, times
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.placement import placement
+from specstack.report.load_view import load_section
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
 from specstack.results.reader import REPORT_DIR
@@ -56,6 +57,14 @@ def _replication(workload: dict) -> str:
     return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
 
 
+def _open_loop(workload: dict) -> str:
+    rates = workload.get("rates")
+    if not rates:
+        return ""
+    return "; open-loop rates " + ("auto (the Load section says how)" if rates == "auto" else
+                                   ", ".join(f"{r:g}" for r in rates) + " req/s")
+
+
 def header(rep: Report) -> list[tuple]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
     run = rep.run
@@ -70,7 +79,8 @@ def header(rep: Report) -> list[tuple]:
                      f"cell at fixed output length {wl.get('perf_output_len', 'n/a')}; acceptance phase up to "
                      f"{wl.get('acceptance_max_tokens', 'n/a')} tokens, no stop strings (how the answers ended is "
                      f"in each acceptance table); concurrencies "
-                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}; {_replication(wl)}."))
+                     f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}{_open_loop(wl)}; "
+                     f"{_replication(wl)}."))
     return out
 
 
@@ -417,7 +427,7 @@ def how_to_read(rep: Report) -> list[tuple]:
 
 
 # The report, top to bottom.
-SECTIONS = (header, verdict, methods_table, placement, tasks, k_sweep, acceptance_plots, how_to_read)
+SECTIONS = (header, verdict, methods_table, placement, tasks, load_section, k_sweep, acceptance_plots, how_to_read)
 
 
 def blocks(rep: Report) -> list[tuple]:

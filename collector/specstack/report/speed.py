@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from specstack.report import stats as st
-from specstack.results.reader import MethodData, RunData
+from specstack.results.reader import MethodData, RunData, load_text
 
 METRICS = ("tpot", "itl", "ttft", "e2el")
 PERCENTILES = (50, 95, 99)
@@ -21,10 +21,18 @@ def _load_json(path: Path) -> dict | None:
         return None
 
 
-def _counter(summary: dict, task: str, concurrency: int, repeat: int, name: str) -> float | None:
+LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open-loop ones by request rate
+
+
+def _window(cell: dict) -> str | None:
+    """The cell's window name, `bench/<cell>` (a merged session's file is `../<method>-s<i>/bench/<cell>.json`)."""
+    return "bench/" + cell["file"].rsplit("bench/", 1)[-1].removesuffix(".json") if cell.get("file") else None
+
+
+def _counter(summary: dict, cell: dict, name: str) -> float | None:
     for w in summary.get("windows") or []:
-        if w.get("phase") == "bench" and w.get("task") == task and w.get("concurrency") == concurrency \
-                and w.get("repeat") == repeat:
+        # sessions share window names: the repeat (a merged session's index) tells them apart
+        if w.get("name") == _window(cell) and w.get("repeat") == cell.get("repeat"):
             return ((w.get("counters") or {}).get("counters") or {}).get(name)
     return None
 
@@ -36,12 +44,14 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         raw = _load_json(md.path / cell["file"]) if cell.get("file") else None
         src = raw if raw is not None else cell
         c, r = cell.get("concurrency"), cell.get("repeat")
-        row = {"method": md.name, "task": task, "concurrency": c, "repeat": r, "session": cell.get("session"),
+        row = {"method": md.name, "task": task, "load": cell.get("load") or "concurrency", "concurrency": c,
+               "request_rate": cell.get("request_rate"), "repeat": r, "session": cell.get("session"),
                "status": cell.get("status"),
                "file": cell.get("file"), "source": "bench json" if raw is not None else "summary",
                "completed": src.get("completed"), "failed": src.get("failed"),
                "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
-               "output_throughput": src.get("output_throughput")}
+               "output_throughput": src.get("output_throughput"),
+               "request_throughput": src.get("request_throughput")}
         for m in METRICS:
             row[f"mean_{m}_ms"] = src.get(f"mean_{m}_ms")
             for p in PERCENTILES:
@@ -63,7 +73,7 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                                                            row["spec_decode_accepted_tokens"])
         row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
                                                   row["spec_decode_accepted_tokens"])
-        row["preemptions"] = _counter(md.summary, task, c, r, PREEMPTIONS)
+        row["preemptions"] = _counter(md.summary, cell, PREEMPTIONS)
         row["tpot_degenerate"] = tpot_degenerate(row)
         row.update(_goodput(cell.get("goodput")))
         rows.append(row)
@@ -79,10 +89,12 @@ def _goodput(g: dict | None) -> dict:
             "bench_request_goodput": g.get("bench_request_goodput")}
 
 
-def _by_concurrency(cells: list[dict]) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
+def _by_load(cells: list[dict], load: str) -> dict[float, list[dict]]:
+    """The cells of one kind of load, by their concurrency or their request rate (capacity probes are neither)."""
+    out: dict[float, list[dict]] = {}
     for cell in cells:
-        out.setdefault(cell["concurrency"], []).append(cell)
+        if cell["load"] == load:
+            out.setdefault(cell["concurrency" if load == "concurrency" else "request_rate"], []).append(cell)
     return out
 
 
@@ -174,47 +186,55 @@ def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
     return "faster per token only"
 
 
-def _host_load(summary: dict, task: str, concurrency: int) -> float | None:
+def _host_load(summary: dict, cells: list[dict]) -> float | None:
     """Highest 1-minute load average per core seen at the bench windows of the cell (None: not recorded)."""
-    loads = []
+    loads, names = [], {_window(c) for c in cells}
     for w in summary.get("windows") or []:
         load = w.get("host_load") or {}
-        if w.get("phase") == "bench" and w.get("task") == task and w.get("concurrency") == concurrency \
-                and load.get("cores"):
+        if w.get("name") in names and load.get("cores"):
             loads += [v / load["cores"] for v in (load.get("open"), load.get("close")) if v is not None]
     return max(loads, default=None)
 
 
-def speed_rows(run: RunData) -> list[dict]:
-    """One row per method x task x concurrency: medians over its repeats and, for a speculative method, the
-    speedups against the baseline cell of the same target, task and concurrency."""
+def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
+    """One row per method x task x concurrency (load "rate": x request rate, the open-loop cells): medians over
+    its repeats and, for a speculative method, the speedups against the baseline cell of the same target, task
+    and load."""
     rows = []
     for md in run.methods.values():
         base = run.methods.get(md.baseline or "")
         for task in run.tasks:
-            mine = _by_concurrency(bench_cells(md, task))
-            theirs = _by_concurrency(bench_cells(base, task)) if base else {}
-            for c in sorted(mine):
-                rows.append(_cell_row(md, base, task, c, mine[c], theirs.get(c, [])))
+            mine = _by_load(bench_cells(md, task), load)
+            theirs = _by_load(bench_cells(base, task), load) if base else {}
+            for point in sorted(mine):
+                rows.append(_cell_row(md, base, task, (load, point), mine[point], theirs.get(point, [])))
     return rows
 
 
-def _cell_row(md: MethodData, base: MethodData | None, task: str, c: int, cells: list[dict],
+def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict],
               base_cells: list[dict]) -> dict:
     """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
     ok, bok = _ok(cells), _ok(base_cells)
-    row = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task, "concurrency": c,
+    load, point = at
+    row = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
+           "concurrency": point if load == "concurrency" else None,
+           "request_rate": point if load == "rate" else None, "load": load,
            "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
            "server_contradicted": bool(md.server_contradictions),
            "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(cells) - len(ok),
            "output_throughput": st.median(_vals(ok, "output_throughput")),
+           # the frontier and Little's law (report/load.py): served requests/s, mean E2EL, tokens per answer
+           "request_throughput": st.median(_vals(ok, "request_throughput")),
+           "e2el_mean_ms": st.median(_vals(ok, "mean_e2el_ms")),
+           "tokens_per_request": st.median([c_["total_output_tokens"] / c_["completed"] for c_ in ok
+                                            if c_.get("total_output_tokens") and c_.get("completed")]),
            "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
            "design": design(md, base if md.baseline else None, len(ok))}
     note: list[str] = []
     _percentiles(row, ok, bok)
     tpot, e2el, tput = _speedups(row, md, base, ok, bok, note)
     latency = _latency_verdict(row, md, ok, bok, tpot, e2el, tput)
-    _host_load_gate(row, md, base, task, c)
+    _host_load_gate(row, md, base, cells, base_cells)
     _efficiency(row, md, ok, tpot, note)
     _kv_and_failures(row, md, base, cells)
     if not md.comparable:
@@ -256,7 +276,7 @@ def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict]
         if base is None:
             note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
         elif not bok:
-            note.append(f"baseline has no concurrency-{row['concurrency']} cell")
+            note.append(f"baseline has no {load_text(row)} cell")
     else:
         tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
     row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
@@ -284,11 +304,12 @@ def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict],
     return latency
 
 
-def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, task: str, c: int) -> None:
+def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, cells: list[dict],
+                    base_cells: list[dict]) -> None:
     """The busiest host seen at the cell's bench windows, on both sides: a verdict measured while something
     else competed for the CPU is marked, never silently trusted (None: not recorded, not 0)."""
-    row["host_load_per_core"] = _host_load(md.summary, task, c)
-    row["baseline_host_load_per_core"] = _host_load(base.summary, task, c) if md.baseline and base else None
+    row["host_load_per_core"] = _host_load(md.summary, cells)
+    row["baseline_host_load_per_core"] = _host_load(base.summary, base_cells) if md.baseline and base else None
     row["host_busy"] = st.host_busy(row["host_load_per_core"], row["baseline_host_load_per_core"])
 
 

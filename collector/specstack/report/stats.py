@@ -209,7 +209,8 @@ def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | N
     return 1 - method_tokens / baseline_tokens
 
 
-def crossover(points: dict[int, float | None], lows: dict[int, float | None] | None = None) -> dict:
+def crossover(points: dict[float, float | None], lows: dict[float, float | None] | None = None, *,
+              unit: str = "concurrency", suffix: str = "") -> dict:
     """Where a method stops beating the baseline as concurrency grows.
 
     `points`: concurrency -> speedup (> 1.0 = method better); `lows`: the lower ends of their 95 % intervals,
@@ -217,8 +218,15 @@ def crossover(points: dict[int, float | None], lows: dict[int, float | None] | N
     baseline when its interval lies above 1.0x (low > 1.0); when any cell lacks one, every cell is judged by its
     point estimate (> 1.0x) and the text says so. Returns {"kind": always|never|crossover|mixed|n/a,
     "concurrency": the first non-winning concurrency after a win (crossover) or None, "last_win": the winning
-    concurrency before it, "by": "interval"|"point", "text": one plain sentence}.
+    concurrency before it, "by": "interval"|"point", "text": one plain sentence}. `unit` and `suffix` name the
+    load in the text (the open-loop rows: unit "rate", suffix " req/s"); the keys stay "concurrency".
     """
+    def at(c) -> str:
+        return f"{c:g}{suffix}"
+
+    def listed(values) -> str:
+        return ", ".join(at(c) for c in values)
+
     lows = lows or {}
     cs = sorted(c for c, v in points.items() if v is not None)
     if not cs:
@@ -231,24 +239,20 @@ def crossover(points: dict[int, float | None], lows: dict[int, float | None] | N
     out = {"by": "interval" if by_interval else "point"}
     if all(wins):
         return {**out, "kind": "always", "concurrency": None, "last_win": cs[-1],
-                "text": f"{clearly}beats the baseline at every tested concurrency ({_list(cs)}){said}"}
+                "text": f"{clearly}beats the baseline at every tested {unit} ({listed(cs)}){said}"}
     if not any(wins):
         return {**out, "kind": "never", "concurrency": None, "last_win": None,
-                "text": f"never {clearly}beats the baseline (tested {_list(cs)}){said}"}
+                "text": f"never {clearly}beats the baseline (tested {listed(cs)}){said}"}
     if wins[0]:
         i = wins.index(False)
         rest = wins[i:]
-        tail = "" if not any(rest) else f"; wins again at {_list([c for c, w in zip(cs[i:], rest) if w])}"
+        tail = "" if not any(rest) else f"; wins again at {listed([c for c, w in zip(cs[i:], rest) if w])}"
         return {**out, "kind": "crossover", "concurrency": cs[i], "last_win": cs[i - 1],
-                "text": f"stops {clearly}beating the baseline at concurrency {cs[i]} (last win at {cs[i - 1]})"
+                "text": f"stops {clearly}beating the baseline at {unit} {at(cs[i])} (last win at {at(cs[i - 1])})"
                         f"{tail}{said}"}
     won = [c for c, w in zip(cs, wins) if w]
     return {**out, "kind": "mixed", "concurrency": None, "last_win": None,
-            "text": f"does not {clearly}beat the baseline at concurrency {cs[0]}, wins at {_list(won)}{said}"}
-
-
-def _list(cs: Sequence[int]) -> str:
-    return ", ".join(str(c) for c in cs)
+            "text": f"does not {clearly}beat the baseline at {unit} {at(cs[0])}, wins at {listed(won)}{said}"}
 
 
 def first_divergence(a: Sequence, b: Sequence) -> int | None:

@@ -31,7 +31,8 @@ def window_rows(summary: dict) -> list[dict]:
     for w in summary.get("windows", []):
         counted = w.get("from_counters") or {}
         rows.append({"method": summary["method"], "window": w["name"], "phase": w["phase"], "task": w["task"],
-                     "concurrency": w["concurrency"], "repeat": w["repeat"], "start": w["start"], "end": w["end"],
+                     "concurrency": w["concurrency"], "request_rate": w.get("request_rate"), "load": w.get("load"),
+                     "repeat": w["repeat"], "start": w["start"], "end": w["end"],
                      "status": w["status"], "reason": w["reason"], "checks_ok": w["checks_ok"],
                      "num_drafts": counted.get("steps"), "num_draft_tokens": counted.get("draft_tokens"),
                      "num_accepted_tokens": counted.get("accepted"),

@@ -88,6 +88,19 @@ def read_summary(method_dir: Path) -> dict | None:
     return migrate(summary, path)
 
 
+def closed_loop(cell: dict) -> bool:
+    """A closed-loop bench cell (a fixed concurrency, keyed by it); open-loop cells ("rate", and the capacity
+    search's "probe") are keyed by their request rate. A summary older than open-loop cells has only closed ones."""
+    return (cell.get("load") or "concurrency") == "concurrency"
+
+
+def load_text(cell: dict) -> str:
+    """A bench cell's load in a few characters: "c=4", "0.5 req/s", "0.5 req/s probe"."""
+    if closed_loop(cell):
+        return f"c={cell.get('concurrency')}"
+    return f"{cell['request_rate']:g} req/s" + (" probe" if cell.get("load") == "probe" else "")
+
+
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
     if not path.exists():

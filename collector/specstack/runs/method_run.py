@@ -21,14 +21,14 @@ from specstack.config.workloads import Task
 from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
 from specstack.measure import bench, chat
-from specstack.measure.windows import Window, Windows
+from specstack.measure.windows import Outcome, Window, Windows
 from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import prefix_cache, recipe, turns
+from specstack.runs import load, prefix_cache, recipe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
@@ -91,6 +91,8 @@ def check(opts: Options) -> dict:
 class MethodRun:
     """The steps of one method run, sharing its plan, bundle, summary and server."""
 
+    console = console
+
     def __init__(self, opts: Options, plan: dict, monitoring: Monitoring):
         self.opts, self.plan, self.monitoring = opts, plan, monitoring
         self.name = opts.bundle_name or plan["method"]  # folder and summary "method" (sweep-k: <method>-k<K>)
@@ -102,6 +104,7 @@ class MethodRun:
             # bad workload files fail here, before any result folder
             self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / "inputs")
             self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
+            load.check_rates_known(self)   # --rates auto: the baseline's rates exist before this server starts
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
             self._record_run_in_manifest()
         self.summary = self._new_summary()
@@ -146,7 +149,9 @@ class MethodRun:
                                   "perf_output_len": opts.perf_output_len,
                                   "acceptance_max_tokens": opts.acceptance_max_tokens,
                                   "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
-                                  "slo": opts.slo,
+                                  "slo": opts.slo, "rates": list(opts.rates) or ("auto" if opts.rates_auto else None),
+                                  "burstiness": opts.burstiness, "rates_max_concurrency": opts.rates_max_concurrency,
+                                  "capacity_share": opts.capacity_share,
                                   "repeats": opts.repeats, "replicate": opts.replicate,
                                   "sessions": opts.sessions,
                                   "session_order": SESSION_ORDER if opts.replicate == "sessions" else None},
@@ -306,19 +311,29 @@ class MethodRun:
                 for c in opts.concurrencies:
                     for r in range(opts.repeats):
                         console.print(f"  performance phase: {name} concurrency {c} repeat {r + 1}/{opts.repeats}")
-                        self._bench_cell(task, c, r)
+                        self.bench_cell(task, r, concurrency=c)
+                load.run_open_loop(self, task)   # --rates: open-loop cells, then the --capacity search
         self.windows.finish()
 
-    def _bench_cell(self, task: Task, concurrency: int, repeat: int) -> None:
+    def bench_cell(self, task: Task, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
+                   probe: bool = False) -> tuple[Window, Outcome]:
+        """One bench window: closed loop at `concurrency` (at --request-rate), or open loop at `rate` (no cap)."""
         opts, server, bundle = self.opts, self.server, self.bundle
-        cell = f"{task.name}-c{concurrency}-r{repeat}"
-        argv = bench.bench_command(server, task, concurrency=concurrency, num_prompts=opts.num_prompts,
-                                   output_len=opts.perf_output_len, request_rate=opts.request_rate,
+        cell = bench.cell_name(task.name, repeat, concurrency=concurrency, rate=rate, probe=probe)
+        cap = concurrency if rate is None else opts.rates_max_concurrency   # open loop: uncapped unless asked
+        argv = bench.bench_command(server, task, concurrency=cap, num_prompts=opts.num_prompts,
+                                   output_len=opts.perf_output_len,
+                                   request_rate=opts.request_rate if rate is None else rate,
+                                   burstiness=1.0 if rate is None else opts.burstiness,
                                    tokenizer=server.root_model or self.plan["target"],
                                    result_dir=bundle.path("bench"), result_name=f"{cell}.json", slo=opts.slo)
-        self.windows.run(Window(f"bench/{cell}", "bench", task=task.name, concurrency=concurrency, repeat=repeat),
-                         total=opts.num_prompts, body=lambda: bench.run_bench(
-                             argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"), opts.slo))
+        window = Window(f"bench/{cell}", "bench", task=task.name, concurrency=cap, repeat=repeat,
+                        request_rate=rate, load="probe" if probe else "rate" if rate is not None else "concurrency")
+        return self.windows.run(window, total=opts.num_prompts, body=lambda: bench.run_bench(
+            argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"), opts.slo))
+
+    def bench_result(self, cell: str) -> dict | None:
+        return _load(self.bundle.path(f"bench/{cell}.json")) or None
 
     @contextlib.contextmanager
     def _timed(self, key: str) -> Iterator[None]:

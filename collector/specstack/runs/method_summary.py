@@ -31,8 +31,10 @@ def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict
     out = []
     for w in windows:
         if w["phase"] == "bench" and w["task"] == task:
-            file = f"bench/{w['task']}-c{w['concurrency']}-r{w['repeat']}.json"
-            out.append(dict(concurrency=w["concurrency"], repeat=w["repeat"], status=w["status"], file=file,
+            file = f"{w['name']}.json"   # bench/<cell>.json (measure/bench.py cell_name)
+            # load: "concurrency" (closed loop; a summary older than open-loop cells has no key), "rate" or "probe"
+            out.append(dict(concurrency=w["concurrency"], request_rate=w.get("request_rate"),
+                            load=w.get("load") or "concurrency", repeat=w["repeat"], status=w["status"], file=file,
                             **_bench_cell(_load(bundle.path(file)), slo)))
     return out
 

@@ -41,6 +41,18 @@ class Options:
     acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
     concurrencies: tuple[int, ...] = (1, 8)
     request_rate: float | None = None
+    # open-loop cells (runs/load.py): arrivals at each rate (requests/s), no cap on in-flight requests; with
+    # rates_auto the baseline derives them from its own capacity and the run's other methods reuse them
+    rates: tuple[float, ...] = ()
+    rates_auto: bool = False
+    burstiness: float = 1.0         # 1: Poisson arrivals; < 1 burstier, > 1 more regular (Gamma, as bench's)
+    rates_max_concurrency: int | None = None   # open loop: a cap on requests in flight (a gateway's); None: none
+    # capacity at the SLO (runs/capacity.py): the highest rate whose share of requests meeting every --slo target
+    # is at least capacity_share, bisected between the rate cells with at most capacity_probes more rates, until
+    # the failing rate is within capacity_resolution (relative) of the passing one
+    capacity_share: float | None = None
+    capacity_probes: int = 3
+    capacity_resolution: float = 0.25
     # per-request targets in ms (measure/goodput.py): each bench cell's goodput, checked against bench's own
     slo: dict[str, float] | None = None
     repeats: int = 1
@@ -91,6 +103,7 @@ class Options:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         if self.request_rate is not None and self.request_rate <= 0:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
+        self._validate_load()
         bad = [t for t in self.temperatures if not 0 < t <= MAX_TEMPERATURE]
         if bad:
             raise UserError(f"--temperatures must lie in (0, {MAX_TEMPERATURE:g}] (greedy, 0, always runs), got "
@@ -126,6 +139,38 @@ class Options:
         k = (self.spec_override or {}).get("num_speculative_tokens")
         if k is not None and (not isinstance(k, int) or k <= 0):
             raise UserError(f"num_speculative_tokens must be a positive integer, got {k!r}")
+
+    def _validate_load(self) -> None:
+        bad = [r for r in self.rates if not 0 < r < float("inf")]
+        if bad:
+            raise UserError(f"--rates must be positive, finite requests per second (e.g. --rates 0.5,1,2 or --rates "
+                            f"auto), got {', '.join(f'{r:g}' for r in bad)}")
+        if len(set(self.rates)) != len(self.rates):
+            raise UserError(f"--rates lists a rate twice: {', '.join(f'{r:g}' for r in self.rates)}")
+        if self.rates_auto and self.rates:
+            raise UserError("--rates is either a list of rates or auto, not both")
+        if not 0 < self.burstiness < float("inf"):
+            raise UserError(f"--burstiness must be > 0 (1 = Poisson), got {self.burstiness:g}")
+        if self.rates_max_concurrency is not None and (self.rates_max_concurrency <= 0 or not self.open_loop):
+            raise UserError(f"--rates-max-concurrency caps the requests in flight of open-loop cells: it needs "
+                            f"--rates and a value > 0, got {self.rates_max_concurrency}")
+        if self.burstiness != 1.0 and not self.open_loop:
+            raise UserError("--burstiness shapes the arrivals of open-loop cells; add --rates (e.g. --rates auto)")
+        if self.capacity_share is None:
+            return
+        if not 0 < self.capacity_share <= 1:
+            raise UserError(f"--capacity is the share of requests that must meet the SLO, in (0, 1], "
+                            f"got {self.capacity_share:g}")
+        if not self.slo or not self.open_loop:
+            raise UserError("--capacity searches the highest rate meeting the SLO: it needs --slo (the targets) "
+                            "and --rates (the rates it starts from)")
+        if self.capacity_probes < 0 or not 0 < self.capacity_resolution < float("inf"):
+            raise UserError(f"--capacity-probes must be >= 0 and --capacity-resolution > 0 (0.25: within 25 %), got "
+                            f"{self.capacity_probes} and {self.capacity_resolution:g}")
+
+    @property
+    def open_loop(self) -> bool:
+        return bool(self.rates) or self.rates_auto
 
 
 def plan_for(opts: Options) -> dict:

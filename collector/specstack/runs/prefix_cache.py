@@ -14,7 +14,7 @@ from pathlib import Path
 from specstack.config import metric_names as m
 from specstack.config.methods import serve_args
 from specstack.errors import UserError
-from specstack.measure import snapshots
+from specstack.measure import bench, snapshots
 
 # The first snapshot of a method run: its server's vllm:cache_config_info says whether it caches.
 FIRST_SNAPSHOT = "snapshots/warmup.before.prom"
@@ -73,7 +73,9 @@ def add_to_summary(summary: dict, staging: Path) -> None:
     for name, task in summary["tasks"].items():
         task["prefix_cache"] = by_name.get(f"acceptance/{name}", unknown)
         for cell in task.get("bench") or []:
-            cell["prefix_cache"] = by_name.get(f"bench/{name}-c{cell['concurrency']}-r{cell['repeat']}", unknown)
+            window = cell["file"].removesuffix(".json") if cell.get("file") else \
+                f"bench/{bench.cell_name(name, cell['repeat'], concurrency=cell['concurrency'])}"
+            cell["prefix_cache"] = by_name.get(window, unknown)
         for sampled in (task.get("sampled") or {}).values():
             sampled["prefix_cache"] = by_name.get(f"sampled/{name}/t{sampled['temperature']:g}", unknown)
 

@@ -19,12 +19,16 @@ FIELDS = ("runtime", "url", "model_set", "platform", "models_dir", "port", "serv
           "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "samples_per_prompt",
           "turns", "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",
           "port_release_timeout")
-_TUPLES = ("tasks", "datasets", "concurrencies", "temperatures")
+_TUPLES = ("tasks", "datasets", "concurrencies", "temperatures", "rates")
 
 # --prefix-caching: every method served with enable-prefix-caching. A recipe recorded before the option lists it
 # as not recorded; Options' default (off, methods.toml's [common]) is what such a run served, and the drift check
 # compares the serve argv anyway.
 FIELDS += ("prefix_caching",)
+# open-loop cells and the capacity search (runs/load.py). The rates --rates auto derived are in the manifest's
+# `load` (the baseline's own capacity on this machine): a reproduction derives its own, as the original did.
+FIELDS += ("rates", "rates_auto", "burstiness", "rates_max_concurrency", "capacity_share", "capacity_probes",
+           "capacity_resolution")
 
 
 def _portable(path: Path, run_dir: Path) -> str:

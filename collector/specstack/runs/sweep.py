@@ -72,7 +72,8 @@ def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> lis
         for name in method_names]
     if opts.replicate == "sessions":
         entries = session_entries(entries, opts.repeats)
-    elif opts.turns > 1:  # turn 2 replays the baseline's turn-1 answers: it writes them before its methods read
+    elif opts.turns > 1 or opts.rates_auto:
+        # turn 2 replays the baseline's turn-1 answers, --rates auto its rates: it writes them before its methods read
         entries = sorted(entries, key=lambda e: methods.baseline_of(e[0]) is not None)
     return run_all(opts, entries, report=report)
 
