@@ -2,9 +2,11 @@
 offered rates and a bounded capacity search. The SLO is built to fail for structural reasons at the top rate and
 to pass at the bottom one whatever else runs on the machine: at 2048 req/s all 32 requests arrive together and 16
 of them wait for one of the 16 sequence slots (--max-num-seqs) while the first 16 answers decode 256 tokens (TTFT
-≥ 256 decode steps of a 16-batch, > 300 ms even on an idle machine), so at most half can meet ttft ≤ 250 ms, under
-the 60 % asked; at 16 req/s a handful are in flight and most are prefilled within milliseconds (a starved bench
-client delays some first tokens by a few hundred ms on two busy cores: hence 60 %, not 90 %).
+≥ 256 decode steps of a 16-batch), so about half can meet ttft ≤ 500 ms, under the 70 % asked; at 16 req/s a
+handful are in flight and most are prefilled within milliseconds. Measured shares: at 250 ms and 60 % the bottom
+rate passed with 75 % (a starved bench client on two busy cores delays some first tokens by 400-800 ms); at
+500 ms the bottom rate passed with 84 % and the top one failed with 56 %: 70 % sits between with a margin on
+both sides.
 Every cell, closed loop, open loop and probe alike, carries bench's goodput equal to ours; each method's
 capacity is bracketed within the stated resolution; the report has the Load section and its frontier plot."""
 from __future__ import annotations
@@ -22,8 +24,8 @@ from .conftest import sweep_options
 
 pytestmark = pytest.mark.integration
 
-SLO = {"ttft": 250.0}
-SHARE, PROBES, RESOLUTION = 0.6, 4, 0.5
+SLO = {"ttft": 500.0}
+SHARE, PROBES, RESOLUTION = 0.7, 4, 0.5
 RATES = (16.0, 2048.0)
 SMALL = dict(tasks=("code",), num_prompts=32, perf_output_len=256, acceptance_max_tokens=16, concurrencies=(16,),
              warmup_requests=1, rates=RATES, slo=SLO, capacity_share=SHARE, capacity_probes=PROBES,
