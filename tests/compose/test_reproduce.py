@@ -6,6 +6,8 @@ with the original finds every exact-by-design figure identical."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -28,6 +30,10 @@ def reproduced(stack, locked, locked_run, registry):
         # must be identical (as tests/integration/test_reproduce.py)
         out, seconds = stack.make("reproduce", "RUN=results/cpu-run", f"REPRO_ID={REPRO}", "SPEED_TOLERANCE=1000%",
                                   log="reproduce", timeout=1200)
+    # The later compose tests (test_run) inspect the registry's tags: the pulls brought the digests back, the
+    # tags are put back too.
+    for ref in locked["pushed"].values():
+        engine.docker("tag", next(r for r in locked["refs"].values() if r.startswith(ref + "@")), ref, check=False)
     return {"make": out, "seconds": seconds, "events": events, "image_events": images.actions(),
             "run_dir": stack.results / REPRO, "original": stack.results / "cpu-run",
             "compare": stack.results / f"compare-cpu-run-vs-{REPRO}"}
@@ -88,12 +94,23 @@ def _drop_registry_references(registry) -> None:
         engine.docker("image", "rm", *held, check=False)
 
 
+
 def test_an_unreachable_registry_is_named_before_anything_runs(stack, reproduced, registry):
-    registry.stop()   # the last compose test that needs it: the stack's own images are local tags
-    _drop_registry_references(registry)
-    out, _ = stack.make("reproduce", "RUN=results/cpu-run", "REPRO_ID=cpu-run-unreachable",
+    """The same bundle, its images recorded on a registry nobody answers on (a closed port): the engine's own
+    references stay as they are for the tests after this one."""
+    import shutil
+
+    from tests.support import free_port
+    moved = stack.results / "cpu-run-elsewhere"
+    shutil.copytree(stack.results / "cpu-run", moved)
+    gone = f"127.0.0.1:{free_port()}"
+    for rec in (moved / "host-provenance").glob("*.json"):
+        rec.write_text(rec.read_text().replace(registry.address, gone))
+    if os.getuid() == 0:
+        subprocess.run(["chown", "-R", f"{stack.user.pw_uid}:{stack.user.pw_gid}", str(moved)], check=True)
+    out, _ = stack.make("reproduce", "RUN=results/cpu-run-elsewhere", "REPRO_ID=cpu-run-unreachable",
                         log="reproduce-unreachable")
     assert out.returncode == 2, tail(out.stdout)
-    assert f"cannot pull {registry.address}/specstack-vllm-cpu:0.32.0@sha256:" in out.stdout, tail(out.stdout)
+    assert f"cannot pull {gone}/specstack-vllm-cpu:0.32.0@sha256:" in out.stdout, tail(out.stdout)
     assert "the registry that held it at run time must be reachable" in out.stdout
     assert not (stack.results / "cpu-run-unreachable").exists()
