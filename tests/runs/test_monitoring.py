@@ -50,3 +50,37 @@ def test_one_exporter_serves_every_method_of_the_process():
         assert [w["phase"] for w in first.windows] == ["acceptance", "acceptance"]
     assert not first.serving   # stopped at close, after its final-scrape wait (nobody scraped: no wait)
     assert Monitoring(windows_port=None).exporter is None
+
+
+def test_the_first_window_waits_for_prometheus_first_sample_of_the_server():
+    """A Prometheus that has no sample yet, then one: the wait returns once it has; none answering: False."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    asked = []
+
+    class Prom(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            values = [[1.0, "0"]] if len(asked) >= 3 else []
+            body = json.dumps({"status": "success", "data": {"result": [{"values": values}] if values else []}})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Prom)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        m = Monitoring(None, f"http://127.0.0.1:{httpd.server_port}", scrape_seconds=0.2)
+        assert m.await_first_sample({"run_id": "r", "method": "ngram"}) is True
+        assert len(asked) == 3 and "spec_decode_num_drafts" in asked[0] and "method%3D%22ngram%22" in asked[0]
+    finally:
+        httpd.shutdown()
+    from tests.support import free_port
+    assert Monitoring(None, f"http://127.0.0.1:{free_port()}", scrape_seconds=0.2).await_first_sample({}) is False
+    assert Monitoring(None, None).await_first_sample({}) is True

@@ -98,9 +98,10 @@ def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout:
 
 def _last_sample_before(prom_url: str, window: dict, labels: dict, scrape_seconds: float) -> float:
     """When Prometheus last sampled this server before the window opened. increase() is exact only over series
-    Prometheus was already scraping then (the run does not wait for the first scrape after the server is ready,
-    so the first window may open before it); and a range starting at that sample holds the window's whole
-    change even when the window was shorter than a scrape interval."""
+    Prometheus was already scraping then (the run waits, bounded, for the first scrape after the server is
+    ready: Monitoring.await_first_sample; if it never came, the first window opened before it); and a range
+    starting at that sample holds the window's whole change even when the window was shorter than a scrape
+    interval."""
     before = sample_times(prom_url, window["start"] - 3 * scrape_seconds, window["start"], labels)
     if not before:
         raise LookupError("Prometheus had no sample of this server when the window opened (its first scrape "

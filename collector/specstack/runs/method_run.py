@@ -117,6 +117,8 @@ class MethodRun:
             self.turn_two.check_ready()   # a method's turn-2 chats (its baseline's answers) exist: before any server
             self.start_server()
             self.warm_up()
+            if self.speculative:   # only spec methods get Prometheus's view (their drafts counter)
+                self.monitoring.await_first_sample(self.labels)
             self.acceptance()
             self.sampled()
             self.performance()

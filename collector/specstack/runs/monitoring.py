@@ -11,7 +11,10 @@ server is ready, usually long finished by then) and at close() (the end of a swe
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
+
+import requests
 
 from specstack import events
 from specstack.measure import prometheus_view
@@ -38,6 +41,27 @@ class Monitoring:
         if self._exporter is None and self.windows_port is not None:
             self._exporter = WindowExporter(self.windows_port)
         return self._exporter
+
+    def await_first_sample(self, labels: dict) -> bool:
+        """Before the first acceptance window: Prometheus has sampled this server's spec-decode counters at least
+        once, so the window's view has a sample before it opened (without one its increase() cannot be exact and
+        the view says "missing"). Usually already true (the server loaded and warmed up for seconds); otherwise
+        bounded by three scrape intervals. False when Prometheus did not answer or sampled nothing: the run goes
+        on and the view says why."""
+        if not self.prometheus_url:
+            return True
+        deadline = time.monotonic() + 3 * self.scrape_seconds + 2
+        while True:
+            now = time.time()
+            try:
+                if prometheus_view.sample_times(self.prometheus_url, now - 3 * self.scrape_seconds, now, labels,
+                                                timeout=5):
+                    return True
+            except (requests.RequestException, ValueError, KeyError):
+                return False
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(min(0.5, self.scrape_seconds / 4))
 
     def check_view_later(self, summary: dict, folder: Path, labels: dict) -> None:
         """Check Prometheus's view of a published method's acceptance windows in the background, then write it
