@@ -5,7 +5,8 @@
 #   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
 #   make sweep GPUS=0,1            the same methods in parallel, one server per GPU at a time (a queue);
 #                                  (CPUSETS=0-15,16-31: each GPU's server on its own cores);
-#                                  PLATFORM=cpu: CPUSETS=0,1 (one core or range of cores per server)
+#                                  PLATFORM=cpu: CPUSETS=0,1 (one core or range of cores per server);
+#                                  CALIBRATE=1: each baseline on every slot, each method compared on its own
 #   make down                      stop everything; volumes (model cache, compile cache, Prometheus) stay
 #   make lock                      resolve every image tag of the platform's lock file to its digest
 #   make reproduce RUN=results/<r> a compose run again from its bundle: images pulled by recorded digest, each
@@ -23,7 +24,7 @@
 # PREFIX_CACHING=1 (every server with enable-prefix-caching, recorded by the collector as --prefix-caching; a run
 # id keeps one setting), GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
 # also its healthcheck start_period), SWEEP_METHODS, GPUS / CPUSETS (make sweep in parallel: the slots;
-# slot i's server is published on VLLM_PORT+i).
+# slot i's server is published on VLLM_PORT+i), CALIBRATE=1 (with GPUS / CPUSETS: the baselines on every slot).
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
@@ -40,6 +41,12 @@ CPUSETS ?=
 # on GPU with CPUSETS, the cores of its server too.
 SLOT ?=
 GPU_CPUSET ?=
+# A calibrated parallel sweep (CALIBRATE=1): a baseline's run on slot i > 0 is the result <baseline>-slot<i>
+# (RESULT_NAME), and a method is compared with the run of its baseline on its own slot (BASELINE_RESULT).
+CALIBRATE ?=
+RESULT_NAME ?=
+BASELINE_RESULT ?=
+RESULT = $(or $(RESULT_NAME),$(METHOD))
 comma := ,
 K ?=
 PREFIX_CACHING ?=
@@ -74,12 +81,14 @@ REPORT_ARGS ?= $(RUN_ID) --results /results
 SPECSTACK_METHODS := $(shell sed -n 's/^\[methods\.\([^]]*\)\][[:space:]]*$$/\1/p' services/methods.toml)
 SPECSTACK_TARGETS := .specstack/prometheus-targets/vllm.json
 # A method of a parallel sweep writes and clears a target file of its own (file_sd reads targets/*.json).
-METHOD_TARGETS = $(if $(SLOT),.specstack/prometheus-targets/vllm-$(METHOD).json,$(SPECSTACK_TARGETS))
+METHOD_TARGETS = $(if $(SLOT),.specstack/prometheus-targets/vllm-$(RESULT).json,$(SPECSTACK_TARGETS))
 GRAFANA_SECRET := .specstack/secrets/grafana_admin_password
 # The host-side helper (collector/specstack/host/), standard library only: the host's python3, no venv.
 CONTAINERS_PY := PYTHONPATH=collector $(HOST_PYTHON) -m specstack.host
 # Methods with a speculative config: K applies to them only (plain decode has nothing to override).
 SPECSTACK_SPEC_METHODS := $(shell awk '/^\[/ { m = "" } /^\[methods\./ { m = $$0; sub(/^\[methods\./, "", m); sub(/\].*/, "", m) } /^speculative-config[[:space:]]*=/ && m != "" { print m }' services/methods.toml)
+# Each method's baseline (METHOD=BASELINE; a baseline has none): the calibrated parallel sweep's queue.
+SPECSTACK_BASELINES := $(shell awk '/^\[/ { m = "" } /^\[methods\./ { m = $$0; sub(/^\[methods\./, "", m); sub(/\].*/, "", m) } /^baseline[[:space:]]*=/ && m != "" { v = $$0; sub(/^[^"]*"/, "", v); sub(/".*/, "", v); print m "=" v }' services/methods.toml)
 SPEC_K = $(if $(filter $(METHOD),$(SPECSTACK_SPEC_METHODS)),$(K))
 SPEC_OVERRIDE = $(if $(SPEC_K),{"num_speculative_tokens":$(SPEC_K)})
 SUBMAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
@@ -202,8 +211,10 @@ sweep: compose-prepare compose-check-slots
 	if [ -n '$(PARALLEL_SLOTS)' ]; then \
 	  $(CONTAINERS_PY) parallel --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' --run-id $(RUN_ID) \
 	    --results results --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' \
+	    --baselines '$(SPECSTACK_BASELINES)' $(if $(filter 1,$(CALIBRATE)),--calibrate) \
 	    $(if $(filter gpu,$(PLATFORM)),--cpusets '$(CPUSETS)') -- \
-	    $(SUBMAKE) _compose-slot METHOD={method} SLOT={index} $(SLOT_VAR)={slot} RUN_ID=$(RUN_ID) \
+	    $(SUBMAKE) _compose-slot METHOD={method} RESULT_NAME={name} BASELINE_RESULT={baseline} SLOT={index} \
+	    $(SLOT_VAR)={slot} RUN_ID=$(RUN_ID) \
 	    $(if $(filter gpu,$(PLATFORM)),GPU_CPUSET={cpuset}) \
 	    || failed=" (see the methods above)"; \
 	else for m in $(SWEEP_METHODS) $(SWEEP_MTP_METHODS); do \
@@ -217,10 +228,12 @@ sweep: compose-prepare compose-check-slots
 
 # The slots of a parallel sweep, refused before anything starts when malformed or shared (one-line fix).
 compose-check-slots:
+	@[ -z '$(CALIBRATE)' ] || [ -n '$(PARALLEL_SLOTS)' ] || { echo "CALIBRATE=1 runs the baseline on every slot of a parallel sweep: give the slots too, GPUS=0,1 (PLATFORM=cpu: CPUSETS=0,1)" >&2; exit 2; }
 	@[ -z '$(GPUS)' ] || [ "$(PLATFORM)" = gpu ] || { echo "GPUS is for PLATFORM=gpu; on the CPU platform give each server its cores: CPUSETS=0,1" >&2; exit 2; }
 	@[ -z '$(CPUSETS)' ] || [ "$(PLATFORM)" = cpu ] || [ -n '$(GPUS)' ] || { echo "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too, GPUS=0,1 CPUSETS=0-15,16-31" >&2; exit 2; }
 	@[ -z '$(PARALLEL_SLOTS)' ] || $(CONTAINERS_PY) check-slots --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' \
-	  $(if $(filter gpu,$(PLATFORM)),--cpusets '$(CPUSETS)')
+	  $(if $(filter gpu,$(PLATFORM)),--cpusets '$(CPUSETS)') --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' \
+	  --baselines '$(SPECSTACK_BASELINES)' $(if $(filter 1,$(CALIBRATE)),--calibrate)
 
 # One method of a parallel sweep on its slot; on GPU the next method of this slot waits for its memory.
 # Its collector runs without the `collector` alias: Prometheus's one static target collector:9400 would reach
@@ -237,10 +250,11 @@ _compose-slot:
 # is cleared.
 # `up --wait` alone is not trusted: compose 2.40.3 once returned 0 for a just-recreated server whose health was
 # still "starting" (the collector then found no server), so make checks the health itself, within the same
-# WAIT_TIMEOUT.
+# WAIT_TIMEOUT. A server that did not become healthy is killed, not stopped: vLLM 0.32.0 hangs on SIGTERM in the
+# middle of its start (its engine core waits minutes for a handshake), which held make for the whole 60 s grace.
 _compose-method:
 	@set -u; svc=vllm-$(METHOD); upped=; \
-	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --results results \
+	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --name $(RESULT) --results results \
 	  >/dev/null || echo "warning: the server log of $(METHOD) not saved" >&2; }; \
 	cleanup() { [ -z "$$upped" ] || savelog; \
 	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
@@ -256,7 +270,7 @@ _compose-method:
 	  --entrypoint python3 $$svc -m specstack.cli.preflight --method $(METHOD) --platform $(SERVE_PLATFORM) \
 	  --model-set $(MODEL_SET) || exit 2; \
 	$(CONTAINERS_PY) targets --out $(METHOD_TARGETS) --target $$svc:8000 \
-	  --label method=$(METHOD) --label run_id=$(RUN_ID) || exit 1; \
+	  --label method=$(RESULT) --label run_id=$(RUN_ID) || exit 1; \
 	echo "--- $(METHOD): starting $$svc (models in the cache; waiting up to $(WAIT_TIMEOUT) s for it to load)"; \
 	upped=1; deadline=$$((SECONDS + $(WAIT_TIMEOUT))); \
 	healthy() { cid=$$($(COMPOSE) ps -q $$svc); while [ -n "$$cid" ]; do \
@@ -268,10 +282,11 @@ _compose-method:
 	  errors=$$($(COMPOSE) logs --no-color --no-log-prefix $$svc 2>&1 | grep -E '^(\([^)]*\) ERROR [^]]*\] )?[A-Za-z_.]*(Error|Exception): ' | tail -n 6); \
 	  [ -z "$$errors" ] || printf -- '--- exceptions %s logged (the first is usually the cause):\n%s\n' "$$svc" "$$errors" >&2; \
 	  echo "$$svc did not become healthy (waited up to $(WAIT_TIMEOUT) s; its last log lines are above)" >&2; \
+	  $(COMPOSE) kill $$svc >/dev/null 2>&1 || true; \
 	  cid=$$($(COMPOSE) ps -a -q $$svc); started=$$([ -z "$$cid" ] || $(DOCKER) inspect -f '{{.State.StartedAt}}' $$cid); \
 	  case "$$started" in ""|0001-*) echo "$$svc never started; $(PORT_HINT)" >&2;; esac; exit 1; fi; \
 	savelog; \
-	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) \
+	$(CONTAINERS_DOCKER) record --docker cli --platform $(SERVE_PLATFORM) --run-id $(RUN_ID) --method $(METHOD) --name $(RESULT) \
 	  --results results --images-lock $(IMAGES_LOCK) $(if $(SLOT),--slot '$($(SLOT_VAR))') \
 	  || echo "warning: host provenance of $(METHOD) not recorded" >&2; \
 	echo "--- $(METHOD): collector"; \
@@ -286,6 +301,7 @@ else
 COLLECTOR_ARGS = run --runtime url --url http://$$svc:8000 \
 	  --method $(METHOD) --run-id $(RUN_ID) --results /results --model-set $(MODEL_SET) \
 	  --platform $(SERVE_PLATFORM) --windows-port 9400 --prometheus-url http://prometheus:9090 $(if $(SPEC_K),--k $(SPEC_K)) \
+	  $(if $(filter-out $(METHOD),$(RESULT)),--bundle-name $(RESULT)) $(if $(BASELINE_RESULT),--baseline-result $(BASELINE_RESULT)) \
 	  $(if $(filter 1,$(PREFIX_CACHING)),--prefix-caching) $(RUN_ARGS)
 endif
 

@@ -227,6 +227,13 @@ ROWS = [
     ("synthetic-rejection-sampling", "ngram",
      lambda c: ["--spec-override", '{"rejection_sample_method": "synthetic", "synthetic_acceptance_rate": 0.5}'], 2,
      ["rejection_sample_method=synthetic does not preserve the output distribution; pass --allow-synthetic"]),
+    ("baseline-result-of-a-baseline", "baseline", lambda c: ["--baseline-result", "baseline-slot1"], 2,
+     ["--baseline-result: baseline is a baseline itself; it is compared with nothing"]),
+    ("baseline-result-of-another-method", "ngram", lambda c: ["--baseline-result", "suffix"], 2,
+     ["--baseline-result suffix: ngram is compared with its baseline 'baseline'; give baseline or a calibration "
+      "run of it (baseline-slot<i>)"]),
+    ("bundle-name-not-a-plain-name", "baseline", lambda c: ["--bundle-name", "../elsewhere"], 2,
+     ["--bundle-name '../elsewhere': a result folder is a plain name of letters, digits, '-' and '_'"]),
     ("prefix-caching-other-than-the-run", "ngram", started_without_prefix_caching, 2,
      ["run 'bad' was started without --prefix-caching, and this command asks with it: every method of a run is "
       "served alike, so it cannot resume or extend that run. Drop --prefix-caching to continue it, or use a new "

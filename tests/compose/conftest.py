@@ -185,13 +185,14 @@ PARALLEL_RUN_ARGS = ("--tasks code --num-prompts 2 --perf-output-len 16 --accept
 
 @pytest.fixture(scope="session")
 def parallel_run(stack, sweep_run) -> dict:
-    """make sweep in parallel on the CPU platform: baseline and ngram at once, each server pinned to a core of its
-    own (CPUSETS=0,1), one run id; after the serial sweep, so the models are in the volume and Prometheus is up."""
+    """make sweep in parallel on the CPU platform, calibrated: baseline and ngram at once, each server pinned to a
+    core of its own (CPUSETS=0,1), the baseline also on the other core, one run id; after the serial sweep, so the
+    models are in the volume and Prometheus is up."""
     if (os.cpu_count() or 1) < 2:
         pytest.fail("the parallel sweep test needs 2 cores (one per server); this host has 1")
     with engine.Events(stack.project) as events:
         out, seconds = stack.make("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-parallel", "CPUSETS=0,1",
-                                  "SWEEP_METHODS=baseline ngram", "SWEEP_MTP_METHODS=",
+                                  "CALIBRATE=1", "SWEEP_METHODS=baseline ngram", "SWEEP_MTP_METHODS=",
                                   f"RUN_ARGS={PARALLEL_RUN_ARGS}", log="sweep-parallel", timeout=900)
     r = requests.get(f"{stack.prometheus_url}/api/v1/query", timeout=30,
                      params={"query": 'count by (method) (last_over_time({job="vllm", run_id="cpu-parallel"}[1h]))'})

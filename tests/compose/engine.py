@@ -116,10 +116,14 @@ class Events:
 
     @staticmethod
     def _pid1(cid: str) -> dict:
-        """What the server process runs with (serve_args.py has exec'd vllm by then)."""
-        env = docker("exec", cid, "cat", "/proc/1/environ", check=False).stdout
-        argv = docker("exec", cid, "cat", "/proc/1/cmdline", check=False).stdout
-        return {"env": dict(kv.split("=", 1) for kv in env.split("\0") if "=" in kv),
+        """What the server process runs with (serve_args.py has exec'd vllm by then): PID 1's child, since the
+        container's PID 1 is Docker's init (compose.yaml `init: true`), or PID 1 itself without one."""
+        find = ('p=1; case "$(tr "\\0" " " </proc/1/cmdline)" in *docker-init*|*tini*) '
+                'p=$(grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status | head -n1 | cut -d/ -f3);; esac; echo "$p"')
+        pid = docker("exec", cid, "sh", "-c", find, check=False).stdout.strip() or "1"
+        env = docker("exec", cid, "cat", f"/proc/{pid}/environ", check=False).stdout
+        argv = docker("exec", cid, "cat", f"/proc/{pid}/cmdline", check=False).stdout
+        return {"pid": pid, "env": dict(kv.split("=", 1) for kv in env.split("\0") if "=" in kv),
                 "argv": [a for a in argv.split("\0") if a]}
 
     def __exit__(self, *exc) -> None:

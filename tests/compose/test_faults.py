@@ -135,6 +135,7 @@ def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed
                        "WAIT_TIMEOUT=5")
     stamped = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
     rc = proc.wait(timeout=600)
+    ended = time.monotonic()
     text = "\n".join(line for _, line in stamped)
     (stack.logs / "timeout.log").write_text(text)
     assert rc != 0, tail(text)
@@ -144,6 +145,9 @@ def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed
     # Its last log lines were shown (serve_args.py prints the command before exec'ing vLLM).
     assert any("vllm serve /models/tiny-qwen3" in line for _, line in stamped), tail(text)
     assert running(stack, "vllm-baseline") == []
+    # make returned soon after its verdict: the server was killed, not given the 60 s grace period of a stop
+    # (vLLM 0.32.0 hangs on SIGTERM mid-start); what is left after the verdict is the report step.
+    assert ended - verdict < 40, ended - verdict
 
 
 def test_a_port_in_use_is_named_with_the_knob_that_fixes_it(stack, killed_sweep):

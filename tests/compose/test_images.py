@@ -75,6 +75,9 @@ def test_labels_state_what_is_installed(refs):
     digest = subprocess.run("cat collector/requirements*.lock | sha256sum", shell=True, cwd=REPO,
                             capture_output=True, text=True, check=True).stdout.split()[0]
     assert labels["org.specstack.locks-sha256"] == digest
+    recipe = subprocess.run("cat images/vllm-cpu/Dockerfile .dockerignore | sha256sum", shell=True, cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()[0]
+    assert labels["org.specstack.recipe-sha256"] == recipe
     (base,) = engine.inspect("specstack-base:bookworm", kind="image")
     assert labels["org.specstack.base-image-id"] == base["Id"]
     assert labels["org.specstack.debian"] == run_in(refs["VLLM_IMAGE"], "/etc/debian_version",
@@ -112,3 +115,15 @@ def test_base_is_debian_bookworm_from_mmdebstrap():
     assert labels["org.specstack.debian-suite"] == "bookworm" and labels["org.specstack.debian"].startswith("12.")
     assert labels["org.specstack.built-with"].startswith("mmdebstrap-")
     assert len(base["RootFS"]["Layers"]) == 1  # imported, not pulled
+
+
+def test_an_up_to_date_vllm_image_is_not_rebuilt(refs):
+    """make images again: the vLLM image whose labels name these locks, Dockerfile and base image is kept as it
+    is (a NO_CACHE=1 build prunes its build stage, so a second build would redo the install)."""
+    before = engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"]
+    out = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert f"--- {refs['VLLM_IMAGE']}: up to date (built from these locks, Dockerfile and base image" in out.stdout
+    assert "vllm-cpu/Dockerfile" not in out.stdout   # no docker build of it was started
+    assert engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"] == before

@@ -1,5 +1,7 @@
-"""`make sweep PLATFORM=cpu CPUSETS=0,1` on the real engine: baseline and ngram served at the same time, each
-server pinned to a core of its own, each its own Prometheus target, one run id, one bundle (mode parallel)."""
+"""`make sweep PLATFORM=cpu CPUSETS=0,1 CALIBRATE=1` on the real engine: baseline and ngram served at the same
+time, each server pinned to a core of its own, each its own Prometheus target, one run id, one bundle (mode
+parallel); calibrated: the baseline also ran on the second core (baseline-slot1), never at the same time as its
+run on the first (one compose service), and ngram is compared with the baseline of its own core."""
 from __future__ import annotations
 
 import json
@@ -11,53 +13,71 @@ from .conftest import tail
 
 pytestmark = pytest.mark.compose
 
-METHODS = ("baseline", "ngram")
+RESULTS = ("baseline", "baseline-slot1", "ngram")
 
 
-def _servers(run: dict) -> dict[str, dict]:
-    """The servers' own containers (not the fetch / pre-flight / collector one-offs), as inspected at start."""
-    return {engine.service_of(c): c for c in run["events"].started.values()
-            if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)}
+def _servers(run: dict) -> list[tuple[str, dict, tuple]]:
+    """The servers' own containers (not the fetch / pre-flight / collector one-offs), as inspected at start, with
+    their lifetime (start, die) from the engine's events, in start order."""
+    events, out = run["events"], []
+    for c in run["events"].started.values():
+        svc = engine.service_of(c) or ""
+        if svc.startswith("vllm-") and not engine.is_oneoff(c):
+            start = min(e["timeNano"] for e in events.of("start", svc) if e["id"] == c["Id"])
+            die = min((e["timeNano"] for e in events.of("die", svc) if e["id"] == c["Id"]), default=None)
+            out.append((svc, c, (start, die)))
+    return sorted(out, key=lambda x: x[2][0])
 
 
-def test_parallel_sweep_makes_one_bundle_with_both_methods_exact(parallel_run):
+def test_parallel_sweep_makes_one_bundle_with_every_result_exact(parallel_run):
     out = parallel_run["make"]
     assert out.returncode == 0, tail(out.stdout)
     run_dir = parallel_run["run_dir"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["mode"] == "parallel" and manifest["slots"] == [{"cpuset": "0"}, {"cpuset": "1"}]
-    assert manifest["run_id"] == "cpu-parallel" and sorted(manifest["methods"]) == sorted(METHODS)
-    cpusets = set()
-    for m in METHODS:
-        entry = manifest["methods"][m]
-        s = json.loads((run_dir / m / "summary.json").read_text())
-        assert entry["status"] == "ok" and s["status"] == "ok" and s["crosscheck"]["ok"], (m, s["error"])
-        assert s["crosscheck"]["checks"] > 0 and s["run_id"] == "cpu-parallel"
+    assert manifest["calibration"] is True
+    assert manifest["run_id"] == "cpu-parallel" and sorted(manifest["methods"]) == sorted(RESULTS)
+    slots = {}
+    for name in RESULTS:
+        entry = manifest["methods"][name]
+        s = json.loads((run_dir / name / "summary.json").read_text())
+        assert entry["status"] == "ok" and s["status"] == "ok" and s["crosscheck"]["ok"], (name, s["error"])
+        assert s["crosscheck"]["checks"] > 0 and s["run_id"] == "cpu-parallel" and s["method"] == name
         assert s["provenance"]["host"]["slot"] == entry["slot"] == {"cpuset": entry["slot"]["asked"],
                                                                      "asked": entry["slot"]["asked"]}
-        cpusets.add(entry["slot"]["cpuset"])
-    assert cpusets == {"0", "1"}
+        slots[name] = entry["slot"]["cpuset"]
+    assert (slots["baseline"], slots["baseline-slot1"]) == ("0", "1")
+    # the calibration run is a run of the baseline (its server's own log), and ngram's baseline ran on its core
+    s = json.loads((run_dir / "baseline-slot1" / "summary.json").read_text())
+    assert s["base_method"] == "baseline" and s["baseline_method"] is None and (run_dir / "baseline-slot1" / "server.log").exists()
+    ngram = json.loads((run_dir / "ngram" / "summary.json").read_text())
+    assert ngram["baseline_method"] == ("baseline" if slots["ngram"] == "0" else "baseline-slot1")
     report = (run_dir / "report.md").read_text()
-    assert "## Parallel run: where each method ran" in report and "| ngram | cpuset " in report
+    assert "## Parallel run: where each method ran" in report
+    assert f"| ngram | cpuset {slots['ngram']} | {ngram['baseline_method']} | cpuset {slots['ngram']} | same |" in report
+    assert "### Calibration: the baseline on every slot" in report
+    assert "| baseline | code | 1 | cpuset 0: " in report and "; cpuset 1: " in report
 
 
-def test_the_two_servers_ran_at_once_each_on_its_own_core_and_port(parallel_run):
+def test_the_servers_ran_at_once_each_on_its_own_core_and_port_and_one_service_never_twice(parallel_run):
     servers = _servers(parallel_run)
-    assert sorted(servers) == [f"vllm-{m}" for m in METHODS]
+    assert sorted(svc for svc, _, _ in servers) == ["vllm-baseline", "vllm-baseline", "vllm-ngram"]
     manifest = json.loads((parallel_run["run_dir"] / "manifest.json").read_text())
-    for m in METHODS:   # the core the engine gave the server is the slot the bundle names
-        assert servers[f"vllm-{m}"]["HostConfig"]["CpusetCpus"] == manifest["methods"][m]["slot"]["cpuset"]
-    ports = {svc: c["HostConfig"]["PortBindings"]["8000/tcp"][0]["HostPort"] for svc, c in servers.items()}
-    assert len(set(ports.values())) == 2, ports
-    events = parallel_run["events"]
-    spans = {svc: (min(e["timeNano"] for e in events.of("start", svc) if e["id"] == c["Id"]),
-                   min((e["timeNano"] for e in events.of("die", svc) if e["id"] == c["Id"]), default=None))
-             for svc, c in servers.items()}
-    (a_start, a_die), (b_start, b_die) = spans["vllm-baseline"], spans["vllm-ngram"]
-    assert a_die and b_die and a_start < b_die and b_start < a_die, spans   # the two lifetimes overlap
+    baselines = [x for x in servers if x[0] == "vllm-baseline"]
+    ngram = next(x for x in servers if x[0] == "vllm-ngram")
+    # the core the engine gave each server is the slot the bundle names
+    for (_, c, _), name in zip(baselines, ("baseline", "baseline-slot1")):
+        assert c["HostConfig"]["CpusetCpus"] == manifest["methods"][name]["slot"]["cpuset"]
+    assert ngram[1]["HostConfig"]["CpusetCpus"] == manifest["methods"]["ngram"]["slot"]["cpuset"]
+    (_, first, (a_start, a_die)), (_, second, (c_start, _)) = baselines
+    n_start, n_die = ngram[2]
+    assert a_die and n_die and a_start < n_die and n_start < a_die, servers  # baseline and ngram overlapped
+    assert c_start > a_die, "the two runs of the baseline's service overlapped"
+    ports = {c["HostConfig"]["PortBindings"]["8000/tcp"][0]["HostPort"] for _, c, _ in (baselines[0], ngram)}
+    assert len(ports) == 2, ports
 
 
 def test_each_server_was_its_own_prometheus_target(parallel_run):
-    """One target file per method: Prometheus scraped both servers of the run, each under its method label."""
-    assert sorted(r["metric"]["method"] for r in parallel_run["series"]) == sorted(METHODS), parallel_run["series"]
+    """One target file per result: Prometheus scraped every server of the run, each under its result's label."""
+    assert sorted(r["metric"]["method"] for r in parallel_run["series"]) == sorted(RESULTS), parallel_run["series"]
     assert all(int(r["value"][1]) > 0 for r in parallel_run["series"])

@@ -10,7 +10,7 @@ import yaml
 
 from specstack.config import methods
 
-from ..compose.test_gpu_form import COMPOSE, REPO, _container_plan, interpolate, lock_env, vllm_services
+from ..compose.gpu_form.render import COMPOSE, REPO, container_plan, interpolate, lock_env, vllm_services
 
 pytestmark = pytest.mark.config
 
@@ -34,7 +34,7 @@ def test_every_vllm_service_passes_the_variable_through(raw):
 @pytest.mark.parametrize("method", ["baseline", "eagle3"])
 def test_the_container_plan_is_the_native_plan(raw, method, value, caching):
     svc = interpolate(raw, {**lock_env(), ENV: value})["services"][f"vllm-{method}"]
-    plan = _container_plan(svc, {})
+    plan = container_plan(svc, {})
     assert plan == methods.build(method, platform="gpu-container", prefix_caching=caching)
     assert ("--enable-prefix-caching" in plan["argv"]) is bool(caching)
 

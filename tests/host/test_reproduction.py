@@ -119,3 +119,17 @@ def test_provenance_records_each_image_of_the_lock_and_says_which_is_absent():
     out = provenance.lock_images(_Client(), {"VLLM_IMAGE": "reg/x:1", "GRAFANA_IMAGE": "grafana/grafana:12"})
     assert out["VLLM_IMAGE"] == {"ref": "reg/x:1", "id": "sha256:" + "2" * 64, "repo_digests": [f"reg/x@{DIGEST}"]}
     assert out["GRAFANA_IMAGE"]["error"] == "No such image: grafana/grafana:12"
+
+
+def test_a_calibration_run_on_another_slot_is_reproduced_once_as_its_baseline(tmp_path):
+    run = compose_run(tmp_path, methods=("baseline", "baseline-slot1", "ngram"))
+    s = json.loads((run / "baseline-slot1" / "summary.json").read_text())
+    (run / "baseline-slot1" / "summary.json").write_text(json.dumps({**s, "base_method": "baseline",
+                                                                     "baseline_method": None}))
+    s = json.loads((run / "ngram" / "summary.json").read_text())
+    (run / "ngram" / "summary.json").write_text(json.dumps({**s, "base_method": "ngram",
+                                                            "baseline_method": "baseline-slot1"}))
+    p = reproduction.plan(run, here_cpu=CPU)
+    assert p.methods == [("baseline", ""), ("ngram", "")]
+    assert p.skipped == ["baseline-slot1: the calibration run of baseline on another slot (reproduced once, as "
+                         "baseline)"]

@@ -8,7 +8,7 @@ import pytest
 
 from specstack.host import HostError
 from specstack.host.provenance import slot_of
-from specstack.host.slots import parallel, parse_slots, run_queue
+from specstack.host.slots import Job, parallel, parse_slots, plan_jobs, run_queue
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +93,53 @@ def test_a_slot_is_found_on_the_host_by_index_or_uuid_and_inside_its_container()
     assert slot_of(inside, None, "3") == {"asked": "3", "gpu_index": "3", "gpu_uuid": "GPU-c", "gpu_name": "A",
                                           "cpuset": None}
     assert slot_of(None, {"server_cpuset": "1"}, "1") == {"cpuset": "1", "asked": "1"}
+
+
+BASELINES = {"ngram": "baseline", "suffix": "baseline", "mtp": "mtp-baseline"}
+
+
+def test_calibration_pins_each_baseline_to_every_slot_and_tells_each_method_its_baseline():
+    jobs = plan_jobs(["baseline", "ngram", "suffix"], BASELINES, 3, calibrate=True)
+    assert [(j.name, j.slot) for j in jobs if j.slot is not None] == [("baseline", 0), ("baseline-slot1", 1),
+                                                                       ("baseline-slot2", 2)]
+    assert {j.method for j in jobs if j.slot is not None} == {"baseline"}
+    assert [(j.name, j.baseline) for j in jobs if j.slot is None] == [("ngram", "baseline"), ("suffix", "baseline")]
+    assert plan_jobs(["baseline", "ngram"], BASELINES, 2, calibrate=False) == [Job("baseline", "baseline"),
+                                                                                Job("ngram", "ngram")]
+    with pytest.raises(HostError, match="lack mtp-baseline: add it to SWEEP_METHODS"):
+        plan_jobs(["baseline", "mtp"], BASELINES, 2, calibrate=True)
+
+
+def test_a_calibrated_queue_never_runs_one_method_twice_at_once_and_compares_on_the_same_slot(tmp_path):
+    """Real processes on 2 slots: baseline pinned to each (as baseline and baseline-slot1), ngram and suffix
+    taken by whichever slot is free; the two baseline runs never overlap (one compose service); each method is
+    told the baseline result of the slot it ran on."""
+    log = tmp_path / "log.jsonl"
+    script = ("import json, sys, time; m, name, base, slot = sys.argv[1:5]; "
+              f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, name, base, slot, 'start', time.time()]) + '\\n'); "
+              "f.flush(); time.sleep(0.3); "
+              "f.write(json.dumps([m, name, base, slot, 'end', time.time()]) + '\\n'); f.flush()")
+    jobs = plan_jobs(["baseline", "ngram", "suffix"], BASELINES, 2, calibrate=True)
+    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], jobs,
+                       [sys.executable, "-c", script, "{method}", "{name}", "{baseline}", "{index}"])
+    assert failed == []
+    events = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda e: e[5])
+    runs = {e[1]: e for e in events if e[4] == "start"}
+    assert sorted(runs) == ["baseline", "baseline-slot1", "ngram", "suffix"]
+    assert runs["baseline"][3] == "0" and runs["baseline-slot1"][3] == "1"
+    for method in ("ngram", "suffix"):
+        slot = runs[method][3]
+        assert runs[method][2] == ("baseline" if slot == "0" else "baseline-slot1"), runs[method]
+    busy = 0
+    for m, name, _, _, what, _ in events:
+        if m == "baseline":
+            busy += 1 if what == "start" else -1
+            assert busy <= 1, "two runs of the baseline's service at once"
+    # slot 1 did not idle while slot 0's baseline ran: it took a method first
+    assert [e[1] for e in events if e[4] == "start"][:2] in (["baseline", "ngram"], ["ngram", "baseline"])
+
+
+def test_parallel_records_calibration_in_the_manifest(tmp_path):
+    assert parallel(platform="cpu-container", slots_text="0", cores=1, methods=["baseline"], calibrate=True,
+                    command=[sys.executable, "-c", "pass"], run_dir=tmp_path / "r") == []
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["calibration"] is True

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from rich.console import Console
@@ -24,7 +25,8 @@ def _tables(opts) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    opts = options_from_args(args, args.method)
+    opts = dataclasses.replace(options_from_args(args, args.method), bundle_name=args.bundle_name,
+                               baseline_result=args.baseline_result)
     with progress.live(console), Monitoring.for_options(opts) as monitoring:
         summary, path = run_method(opts, monitoring=monitoring)
     _tables(opts)
@@ -47,6 +49,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("run", help="run one method end to end")
     p.add_argument("--method", required=True, help=f"one of: {', '.join(methods.names())}")
+    # Set by a calibrated parallel sweep (host/slots.py): a baseline measured on slot i is results/<run>/<b>-slot<i>,
+    # and a method on slot i is compared with that one.
+    p.add_argument("--bundle-name", default=None, metavar="NAME",
+                   help="write the result as results/<run-id>/NAME (default: the method's name)")
+    p.add_argument("--baseline-result", default=None, metavar="NAME",
+                   help="compare with the baseline result NAME of this run instead of the method's own baseline "
+                        "(it must be a run of that baseline: a parallel sweep's same-slot calibration run)")
     add_run_options(p)
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("sweep", help="run several methods one after another under one run id")

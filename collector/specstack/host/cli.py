@@ -17,12 +17,12 @@ from specstack.host.image_ref import pin_problem
 from specstack.host.provenance import cpu_host, record
 from specstack.host import reproduction
 from specstack.host.server_log import save_server_log
-from specstack.host.slots import parallel, parse_slots
+from specstack.host.slots import parallel, parse_slots, plan_jobs
 from specstack.host.targets import write_targets
 
 
 def _record(args: argparse.Namespace) -> int:
-    path = record(docker_client(args.docker), run_id=args.run_id, method=args.method,
+    path = record(docker_client(args.docker), run_id=args.run_id, method=args.method, name=args.name,
                   results=args.results, project=args.project, platform=args.platform, slot=args.slot,
                   images=read_lock(args.images_lock) if args.images_lock else None)
     print(f"host provenance: {path}")
@@ -30,7 +30,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _save_log(args: argparse.Namespace) -> int:
-    path = save_server_log(docker_client(args.docker), run_id=args.run_id, method=args.method,
+    path = save_server_log(docker_client(args.docker), run_id=args.run_id, method=args.method, name=args.name,
                            results=args.results, project=args.project)
     print(f"server log: {path}")
     return 0
@@ -59,14 +59,16 @@ def _wait_gpu_free(args: argparse.Namespace) -> int:
 def _parallel(args: argparse.Namespace) -> int:
     failed = parallel(platform=args.platform, slots_text=args.slots, cores=os.cpu_count() or 1,
                       methods=args.methods.split(), command=args.command, run_dir=args.results / args.run_id,
-                      cpusets=args.cpusets)
+                      cpusets=args.cpusets, baselines=dict(_label(b) for b in args.baselines.split()),
+                      calibrate=args.calibrate)
     if failed:
         print(f"parallel sweep {args.run_id} failed: {' '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def _check_slots(args: argparse.Namespace) -> int:
-    parse_slots(args.platform, args.slots, os.cpu_count() or 1, args.cpusets)
+    slots = parse_slots(args.platform, args.slots, os.cpu_count() or 1, args.cpusets)
+    plan_jobs(args.methods.split(), dict(_label(b) for b in args.baselines.split()), len(slots), args.calibrate)
     return 0
 
 
@@ -142,6 +144,7 @@ def _method_options(p: argparse.ArgumentParser) -> None:
     """Which method of which run, in which bundle folder and compose project (record, save-log)."""
     p.add_argument("--run-id", required=True)
     p.add_argument("--method", required=True)
+    p.add_argument("--name", default=None, help="the result's folder when not the method's (a calibration run)")
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--project", default=PROJECT)
 
@@ -178,13 +181,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pa.add_argument("--slots", required=True, help="GPUS (0,1 or GPU-UUIDs) or CPUSETS (0,1 or 0-3,4-7)")
     pa.add_argument("--cpusets", default="", help="GPU: one CPU set per GPU for its server (optional)")
     pa.add_argument("--methods", required=True, help="the methods, space-separated, in queue order")
+    pa.add_argument("--baselines", default="", metavar="'METHOD=BASELINE ...'",
+                    help="each method's baseline (methods.toml; a baseline itself is not listed)")
+    pa.add_argument("--calibrate", action="store_true",
+                    help="run each baseline on every slot and compare each method on its own slot")
     pa.add_argument("--run-id", required=True)
     pa.add_argument("--results", type=Path, default=Path("results"))
-    pa.add_argument("command", nargs="+", help="the one-method command; {method}, {slot}, {index} filled in")
+    pa.add_argument("command", nargs="+", help="the one-method command; {method}, {name} (its result folder), "
+                                               "{baseline} (the result it is compared with), {slot}, {cpuset}, "
+                                               "{index} filled in")
     cs = sub.add_parser("check-slots", help="refuse a GPUS or CPUSETS value before anything starts")
     cs.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
     cs.add_argument("--slots", required=True)
     cs.add_argument("--cpusets", default="")
+    cs.add_argument("--methods", default="", help="the sweep's methods (with --calibrate: each baseline present)")
+    cs.add_argument("--baselines", default="", metavar="'METHOD=BASELINE ...'")
+    cs.add_argument("--calibrate", action="store_true")
     t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
     t.add_argument("--out", type=Path, required=True)
     g = t.add_mutually_exclusive_group(required=True)

@@ -99,9 +99,11 @@ def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
 
 def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
            services: str = "/services", platform: str = "gpu-container", images: dict[str, str] | None = None,
-           slot: str | None = None) -> Path:
-    """Write results/<run-id>/host-provenance/<method>.json while the method's server is running; in a
-    parallel sweep (`slot`), the method's slot also goes into the run's manifest beside its status."""
+           slot: str | None = None, name: str | None = None) -> Path:
+    """Write results/<run-id>/host-provenance/<name>.json (name: the result's folder, default the method) while
+    the method's server is running; in a parallel sweep (`slot`), the slot also goes into the run's manifest
+    beside the result's status."""
+    name = name or method
     containers = client.project_containers(project)
     if not containers:
         raise HostError(f"no running container of compose project {project!r}; start the stack first")
@@ -131,6 +133,7 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         "schema": SCHEMA,
         "run_id": run_id,
         "method": method,
+        "result": name,
         "recorded_at": _now(),
         "compose_project": project,
         "docker_server": {k: server_version.get(k) for k in ("Version", "ApiVersion", "Os", "Arch")},
@@ -144,7 +147,7 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
     }
     if slot is not None:
         doc["slot"] = slot_of(gpu, cpu, slot, (vllm.get("HostConfig") or {}).get("CpusetCpus") or None)
-        update_manifest(Path(results) / run_id, methods={method: {"slot": doc["slot"]}})
-    path = Path(results) / run_id / "host-provenance" / f"{method}.json"
+        update_manifest(Path(results) / run_id, methods={name: {"slot": doc["slot"]}})
+    path = Path(results) / run_id / "host-provenance" / f"{name}.json"
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
     return path

@@ -130,8 +130,14 @@ def plan(run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None =
             skipped.append(f"{name}: failed in the original (no figures to compare with)")
             continue
         folder = entry.get("dir") or name
+        summary = _json(run_dir / folder / "summary.json")
+        of = summary.get("base_method") or name
+        if of != name and not summary.get("baseline_method"):
+            # a calibrated parallel sweep's run of a baseline on another slot: make reproduce runs one slot
+            skipped.append(f"{name}: the calibration run of {of} on another slot (reproduced once, as {of})")
+            continue
         records[name] = _json(run_dir / "host-provenance" / f"{name}.json")
-        chosen.append((name, _k(name, _json(run_dir / folder / "summary.json"))))
+        chosen.append((name, _k(name, summary)))
     unknown = sorted(set(methods or []) - set(manifest.get("methods") or {}))
     if unknown:
         raise HostError(f"METHODS names {', '.join(unknown)}, not in {run_dir.name}")

@@ -10,9 +10,9 @@ from specstack.results.files import atomic_write_text
 
 
 def save_server_log(client, *, run_id: str, method: str, results: Path | str = "results",
-                    project: str = PROJECT) -> Path:
-    """results/<run-id>/host-provenance/<method>.server.log: this start's lines of the method's server
-    container. Compose starts a stopped container again with its old log, so only lines since the
+                    project: str = PROJECT, name: str | None = None) -> Path:
+    """results/<run-id>/host-provenance/<name>.server.log (name: the result's folder, default the method): this
+    start's lines of the method's server container. Compose starts a stopped container again with its old log, so only lines since the
     container's StartedAt are kept; the collector reads the engine facts (model runner ...) from it."""
     service = f"vllm-{method}"
     c = client.service_container(project, service)
@@ -21,5 +21,5 @@ def save_server_log(client, *, run_id: str, method: str, results: Path | str = "
     started = (c.get("State") or {}).get("StartedAt") or ""
     if not started or started.startswith("0001-"):
         raise HostError(f"{service} never started; it has no log of this run")
-    path = Path(results) / run_id / "host-provenance" / f"{method}.server.log"
+    path = Path(results) / run_id / "host-provenance" / f"{name or method}.server.log"
     return atomic_write_text(path, client.logs(c["Id"], started))

@@ -6,6 +6,12 @@ at a time; a free slot takes the next method of the queue, so more methods than 
 Each method is a whole one-method flow (make's _compose-method with that slot's GPU or CPUSET), its output
 lines prefixed with its name. The manifest says `mode: parallel` and the slots; each method's own slot (GPU
 index, UUID and name, or the server's cpuset) is recorded beside it by `record --slot` (provenance.py).
+
+Calibration (CALIBRATE=1): two GPUs of one model still differ (clocks, thermals, PCIe), so every baseline of the
+sweep also runs on every slot: slot 0's run keeps the baseline's name, slot i's is `<baseline>-slot<i>`, and each
+method is compared with the baseline measured on its own slot (`--baseline-result`); the report shows the
+slot-to-slot spread beside each speedup (report/placement.py). Two runs of one method are never up at once: they
+are one compose service, so a slot whose calibration run waits for that service takes other methods meanwhile.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import re
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from specstack.host import HostError
@@ -80,42 +87,99 @@ def _pump(stream, prefix: str) -> None:
         sys.stdout.flush()
 
 
-def run_queue(slots: list[dict[str, str]], methods: list[str], command: list[str]) -> list[str]:
-    """Run `command` (its {method}, {index} and the slot's {slot} and {cpuset} filled in) for every method, one
-    per slot at a time; the methods whose command failed, in queue order."""
-    todo: queue.Queue[str] = queue.Queue()
-    for m in methods:
-        todo.put(m)
+@dataclass
+class Job:
+    method: str                # the methods.toml method: its server is the compose service vllm-<method>
+    name: str                  # its result folder in the run (a calibration run on slot i > 0: <method>-slot<i>)
+    slot: int | None = None    # pinned to this slot (calibration), or the next free one
+    baseline: str = ""         # the method's baseline (methods.toml) when calibrating: compared on its own slot
+
+
+def calibration_name(baseline: str, slot: int) -> str:
+    """Slot 0's calibration run is the run's baseline itself, so every reader that knows `baseline` still does."""
+    return baseline if slot == 0 else f"{baseline}-slot{slot}"
+
+
+def plan_jobs(methods: list[str], baselines: dict[str, str], slots: int, calibrate: bool) -> list[Job]:
+    """The queue: each method once; calibrating, each baseline (a method with no baseline of its own) once per
+    slot, pinned, and each other method told its baseline so it is compared on the slot it gets."""
+    if not calibrate:
+        return [Job(m, m) for m in methods]
+    own = [m for m in methods if not baselines.get(m)]
+    missing = sorted({baselines[m] for m in methods if baselines.get(m) and baselines[m] not in methods})
+    if missing:
+        raise HostError(f"CALIBRATE=1 runs each baseline on every slot, but the sweep's methods lack "
+                        f"{' '.join(missing)}: add it to SWEEP_METHODS (or SWEEP_MTP_METHODS)")
+    pinned = [Job(b, calibration_name(b, i), slot=i) for i in range(slots) for b in own]
+    return pinned + [Job(m, m, baseline=baselines[m]) for m in methods if m not in own]
+
+
+class _Queue:
+    """Jobs for the slots: a slot's pinned jobs first, then the shared ones in order; never two jobs of one
+    method (one compose service) at once."""
+
+    def __init__(self, jobs: list[Job]):
+        self.jobs, self.running, self.cond = list(jobs), set(), threading.Condition()
+
+    def take(self, slot: int) -> Job | None:
+        with self.cond:
+            while True:
+                mine = [j for j in self.jobs if j.slot in (slot, None)]
+                if not mine:
+                    return None
+                job = next((j for j in mine if j.slot == slot and j.method not in self.running), None) \
+                    or next((j for j in mine if j.slot is None and j.method not in self.running), None)
+                if job:
+                    self.jobs.remove(job)
+                    self.running.add(job.method)
+                    return job
+                self.cond.wait()
+
+    def done(self, job: Job) -> None:
+        with self.cond:
+            self.running.discard(job.method)
+            self.cond.notify_all()
+
+
+def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command: list[str]) -> list[str]:
+    """Run `command` for every job, one per slot at a time; its {method}, {name} (result folder), {baseline}
+    (the result to compare with, "" for the method's own), {index} and the slot's {slot} and {cpuset} filled in.
+    Returns the results whose command failed, in queue order."""
+    jobs = [j if isinstance(j, Job) else Job(j, j) for j in jobs]
+    order, todo = [j.name for j in jobs], _Queue(jobs)
     failed: set[str] = set()
 
     def worker(index: int, slot: dict[str, str]) -> None:
-        while True:
+        while (job := todo.take(index)) is not None:
+            base = calibration_name(job.baseline, index) if job.baseline else ""
+            argv = [a.format(method=job.method, name=job.name, baseline=base, index=index, **slot) for a in command]
+            print(f"=== slot {index} ({slot['slot']}): {job.name} ===", flush=True)
             try:
-                method = todo.get_nowait()
-            except queue.Empty:
-                return
-            argv = [a.format(method=method, index=index, **slot) for a in command]
-            print(f"=== slot {index} ({slot['slot']}): {method} ===", flush=True)
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-            _pump(proc.stdout, method)
-            if proc.wait() != 0:
-                failed.add(method)
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                _pump(proc.stdout, job.name)
+                if proc.wait() != 0:
+                    failed.add(job.name)
+            finally:
+                todo.done(job)
 
     threads = [threading.Thread(target=worker, args=(i, s), name=f"slot-{i}") for i, s in enumerate(slots)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return [m for m in methods if m in failed]
+    return [n for n in order if n in failed]
 
 
 def parallel(*, platform: str, slots_text: str, cores: int, methods: list[str], command: list[str],
-             run_dir: Path, cpusets: str = "") -> list[str]:
-    """Check the slots, mark the run parallel in its manifest, run the queue; the failed methods."""
+             run_dir: Path, cpusets: str = "", baselines: dict[str, str] | None = None,
+             calibrate: bool = False) -> list[str]:
+    """Check the slots, mark the run parallel in its manifest, run the queue; the failed results."""
     slots = parse_slots(platform, slots_text, cores, cpusets)
     if not methods:
         raise HostError("no methods to run: set SWEEP_METHODS (and SWEEP_MTP_METHODS)")
+    jobs = plan_jobs(methods, baselines or {}, len(slots), calibrate)
     gpu = platform.startswith("gpu")
-    update_manifest(run_dir, mode="parallel", slots=[{"gpu": s["slot"], "cpuset": s["cpuset"] or None} if gpu
-                                                      else {"cpuset": s["cpuset"]} for s in slots])
-    return run_queue(slots, methods, command)
+    update_manifest(run_dir, mode="parallel", calibration=calibrate,
+                    slots=[{"gpu": s["slot"], "cpuset": s["cpuset"] or None} if gpu else {"cpuset": s["cpuset"]}
+                           for s in slots])
+    return run_queue(slots, jobs, command)

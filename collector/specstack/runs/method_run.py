@@ -167,7 +167,8 @@ class MethodRun:
         asked for is kept apart, under `asked_for`, and never presented as the server's."""
         plan, native = self.plan, self.opts.runtime == "native"
         return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
-                "label": plan.get("label"), "base_method": plan["method"], "baseline_method": plan["baseline"], "status": "running",
+                "label": plan.get("label"), "base_method": plan["method"],
+                "baseline_method": plan.get("baseline_result") or plan["baseline"], "status": "running",
                 "error": None, "speculative_config": plan["speculative_config"] if native else None,
                 "speculative_config_source": "the plan specstack started" if native else "not observed",
                 "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
@@ -374,6 +375,13 @@ class MethodRun:
         seen["responses"] = observed.spec_from_responses(specs)
         self._check_observed(after_measuring=True)
 
+    def _host_file(self, suffix: str) -> Path:
+        """What `make` wrote on the host for this result (host-provenance/<name><suffix>), else for its method
+        (a result under another name, e.g. a parallel sweep's calibration run, is recorded under that name)."""
+        folder = self.run_dir / "host-provenance"
+        own = folder / f"{self.name}{suffix}"
+        return own if own.exists() else folder / f"{self.plan['method']}{suffix}"
+
     def describe(self, help_hash: provenance.HelpHash) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
         with events.step("provenance", method=self.name):
@@ -386,12 +394,12 @@ class MethodRun:
                 else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
-                "host": _load(self.run_dir / "host-provenance" / f"{self.plan['method']}.json") or None,
+                "host": _load(self._host_file(".json")) or None,
                 # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
                 "models": model_identity.of_plan(self.plan) if self.opts.runtime == "native" else None}
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
-            log = log or self.run_dir / "host-provenance" / f"{self.plan['method']}.server.log"
+            log = log or self._host_file(".server.log")
             if log.exists():
                 text = log.read_text(errors="replace")
                 self.summary["server"].update(provenance.log_facts(text))

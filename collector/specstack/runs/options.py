@@ -2,6 +2,7 @@
 from services/methods.toml and the run's workloads. Every bad value fails here, with the option to fix."""
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,7 @@ class Options:
     prometheus_url: str | None = None
     prometheus_scrape_seconds: float = 5.0
     bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
+    baseline_result: str | None = None  # the result compared with, when not the method's baseline (calibration)
     port_release_timeout: float = 60.0  # sweep: how long the next server waits for the previous one's port
     port_wait: float = 0.0              # set by the sweep after a server of it stopped; 0: a busy port fails at once
     # How repeats are replicated: "repeats" (--repeats bench repeats back to back in one server session) or
@@ -104,6 +106,10 @@ class Options:
         if self.request_rate is not None and self.request_rate <= 0:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
         self._validate_load()
+        if self.bundle_name is not None and (not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", self.bundle_name)
+                                             or self.bundle_name in ("inputs", "host-provenance", "report")):
+            raise UserError(f"--bundle-name {self.bundle_name!r}: a result folder is a plain name of letters, "
+                            "digits, '-' and '_' (not inputs, host-provenance or report)")
         bad = [t for t in self.temperatures if not 0 < t <= MAX_TEMPERATURE]
         if bad:
             raise UserError(f"--temperatures must lie in (0, {MAX_TEMPERATURE:g}] (greedy, 0, always runs), got "
@@ -173,6 +179,17 @@ class Options:
         return bool(self.rates) or self.rates_auto
 
 
+def check_baseline_result(plan: dict, name: str) -> None:
+    """--baseline-result NAME: a run of the method's own baseline under another folder name (<baseline> or
+    <baseline>-slot<i>), never another method's result."""
+    own = plan["baseline"]
+    if own is None:
+        raise UserError(f"--baseline-result: {plan['method']} is a baseline itself; it is compared with nothing")
+    if name != own and not re.fullmatch(rf"{re.escape(own)}-slot\d+", name):
+        raise UserError(f"--baseline-result {name}: {plan['method']} is compared with its baseline {own!r}; give "
+                        f"{own} or a calibration run of it ({own}-slot<i>)")
+
+
 def plan_for(opts: Options) -> dict:
     extra = {"served-model-name": opts.served_model_name}
     if opts.port:
@@ -180,6 +197,11 @@ def plan_for(opts: Options) -> dict:
     plan = methods.build(opts.method, model_set_name=opts.model_set, platform=opts.platform,
                          models_dir=opts.models_dir, extra=extra, spec_override=opts.spec_override,
                          prefix_caching=True if opts.prefix_caching else None)   # None: methods.toml's [common]
+    if opts.baseline_result:
+        check_baseline_result(plan, opts.baseline_result)
+        # what the summary names as its baseline; plan["baseline"] stays the method (turn-2 inputs and auto
+        # rates are the baseline method's, shared by its runs on every slot)
+        plan["baseline_result"] = opts.baseline_result
     max_len = int(plan["flags"].get("max-model-len", 0) or 0)
     if max_len and max(opts.perf_output_len, opts.acceptance_max_tokens) >= max_len:
         raise UserError(f"output length {max(opts.perf_output_len, opts.acceptance_max_tokens)} does not fit "
