@@ -15,8 +15,8 @@ import pytest
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 
-__all__ = ["REPO", "SCRAPE_SECONDS", "Prometheus", "Result", "binary", "free_port", "npm_installed", "read_jsonl",
-           "run_main", "serve_http"]
+__all__ = ["REPO", "SCRAPE_SECONDS", "HttpStandIn", "Prometheus", "Result", "binary", "free_port", "npm_installed",
+           "read_jsonl", "run_main"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
@@ -87,14 +87,21 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def serve_http(handler) -> tuple:
-    """A stand-in HTTP server on a free loopback port, serving in a daemon thread: (server, its base url).
-    Stop it with server.shutdown(); server.server_close()."""
-    import http.server
-    import threading
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+class HttpStandIn:
+    """A stand-in HTTP server on a free loopback port, serving `handler` (quietly: no request log on stderr) in a
+    daemon thread; `url` is its base url, `close()` stops it. Stand-ins subclass it with their own handler."""
+
+    def __init__(self, handler):
+        import http.server
+        import threading
+        quiet = type(handler.__name__, (handler,), {"log_message": lambda self, *args: None})
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), quiet)
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
 
 
 @functools.cache

@@ -3,10 +3,13 @@ model_info, snapshot_download and hf_hub_download (HF_ENDPOINT points at it): th
 the resolve URLs, and the error codes the hub answers with (X-Error-Code)."""
 from __future__ import annotations
 
-import hashlib, json, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import hashlib, json
+from http.server import BaseHTTPRequestHandler
 
-class Hub:
+from ..support import HttpStandIn
+
+
+class Hub(HttpStandIn):
     """Serves `files` (name -> bytes) of `repo` at `commit`; `errors={"api": (status, code)}` answers the model
     info with that error instead. `requests` lists (method, path) of every request."""
     def __init__(self, repo, files, commit="a"*40, errors=None):
@@ -15,7 +18,6 @@ class Hub:
         self.authorization: set = set()
         hub = self
         class H(BaseHTTPRequestHandler):
-            def log_message(self, *a): pass
             def _send(self, code, body=b"", headers=None):
                 self.send_response(code)
                 for k, v in (headers or {}).items(): self.send_header(k, v)
@@ -46,16 +48,10 @@ class Hub:
                     c = hub.files[name]
                     return self._send(200, c, {"X-Repo-Commit": hub.commit, "ETag": '"%s"' % hashlib.sha1(c).hexdigest()})
                 return self._send(404, b"")
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        super().__init__(H)
 
     def downloads(self) -> list[str]:
         """The files whose content was sent (GET of a resolve URL)."""
         prefix = f"/{self.repo}/resolve/"
         return sorted({p.split("?")[0][len(prefix):].partition("/")[2] for m, p in self.requests
                        if m == "GET" and p.startswith(prefix)})
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()

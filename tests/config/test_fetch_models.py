@@ -128,7 +128,7 @@ def hub():
     from .hub_standin import Hub
     h = Hub("org/tiny", HUB_FILES, commit=COMMIT)
     yield h
-    h.stop()
+    h.close()
 
 
 def _services(tmp_path, pinned: bool) -> Path:
@@ -205,7 +205,7 @@ def test_a_model_that_cannot_be_fetched_stops_with_the_reason(tmp_path, status, 
     try:
         out = _fetch(_services(tmp_path, pinned=True), hub.url, tmp_path / "hf")
     finally:
-        hub.stop()
+        hub.close()
     assert out.returncode == 2 and f"fetch: {message}" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
 

@@ -51,6 +51,3 @@ class Registry(BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         self._manifest(head=False)
-
-    def log_message(self, *args):
-        pass

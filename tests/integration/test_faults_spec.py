@@ -4,9 +4,8 @@ Prometheus going down or restarting during a run. One vLLM server start in this 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import requests
@@ -18,7 +17,7 @@ from specstack.report.build import write_report
 from specstack.runs.method_run import run_method
 
 from .faults import ManagedServer, assert_failed_bundle, assert_warmup_intact, on_acceptance_request, options, windows_by_name
-from tests.support import SCRAPE_SECONDS, Prometheus, free_port
+from tests.support import SCRAPE_SECONDS, HttpStandIn, Prometheus
 
 pytestmark = pytest.mark.integration
 
@@ -125,7 +124,7 @@ def test_prometheus_fault_during_a_run(fault, ngram_server, models_dir, tmp_path
     assert "MISSING for code" in row, row
 
 
-class Gateway:
+class Gateway(HttpStandIn):
     """A reverse proxy in front of vLLM (as a load balancer or auth gateway would be) that answers the n-th chat
     request itself with HTTP 500, or cuts the n-th streamed completion after its first token (closing both
     sides, as a gateway's idle or size limit would), and forwards everything else."""
@@ -174,16 +173,7 @@ class Gateway:
             def do_POST(self):
                 self._forward("POST")
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.server
 import signal
 import subprocess
-import threading
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -16,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from specstack.results.bundle import MethodBundle
 from specstack.measure.windows import Outcome, Window, Windows
 from specstack.server.runtime import Server
+from tests.support import HttpStandIn
 
 pytestmark = pytest.mark.unit
 
@@ -40,18 +40,13 @@ class FakeVllm:
                 self.end_headers()
                 self.wfile.write(page)
 
-            def log_message(self, *args):
-                pass
-
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.metrics = HttpStandIn(Handler)
         self.process = subprocess.Popen(["sleep", "60"])
-        self.server = Server(base_url=f"http://127.0.0.1:{self.http.server_address[1]}", served_model_name="m",
+        self.server = Server(base_url=self.metrics.url, served_model_name="m",
                              runtime="native", process=self.process)
 
     def metrics_down(self):
-        self.http.shutdown()
-        self.http.server_close()
+        self.metrics.close()
 
     def die(self):
         self.process.send_signal(signal.SIGKILL)

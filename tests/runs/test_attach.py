@@ -14,12 +14,12 @@ from specstack.runs.options import Options
 from specstack.server.provenance import HelpHash
 
 from tests.server.test_observed import vllm_page
-from tests.support import serve_http
+from tests.support import HttpStandIn
 
 pytestmark = pytest.mark.unit
 
 
-class FakeEndpoints:
+class FakeEndpoints(HttpStandIn):
     """What an attached server answers; any chat request is counted (none must come before the check)."""
 
     def __init__(self, k: int | None):
@@ -41,14 +41,7 @@ class FakeEndpoints:
                 self.send_response(500)
                 self.end_headers()
 
-            def log_message(self, *args):
-                pass
-
-        self.http, self.url = serve_http(Handler)
-
-    def close(self):
-        self.http.shutdown()
-        self.http.server_close()
+        super().__init__(Handler)
 
 
 @pytest.fixture

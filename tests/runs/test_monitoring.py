@@ -55,8 +55,9 @@ def test_one_exporter_serves_every_method_of_the_process():
 def test_the_first_window_waits_for_prometheus_first_sample_of_the_server():
     """A Prometheus that has no sample yet, then one: the wait returns once it has; none answering: False."""
     import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.support import HttpStandIn, free_port
 
     asked = []
 
@@ -70,17 +71,12 @@ def test_the_first_window_waits_for_prometheus_first_sample_of_the_server():
             self.end_headers()
             self.wfile.write(body.encode())
 
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Prom)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    prom = HttpStandIn(Prom)
     try:
-        m = Monitoring(None, f"http://127.0.0.1:{httpd.server_port}", scrape_seconds=0.2)
+        m = Monitoring(None, prom.url, scrape_seconds=0.2)
         assert m.await_first_sample({"run_id": "r", "method": "ngram"}) is True
         assert len(asked) == 3 and "spec_decode_num_drafts" in asked[0] and "method%3D%22ngram%22" in asked[0]
     finally:
-        httpd.shutdown()
-    from tests.support import free_port
+        prom.close()
     assert Monitoring(None, f"http://127.0.0.1:{free_port()}", scrape_seconds=0.2).await_first_sample({}) is False
     assert Monitoring(None, None).await_first_sample({}) is True

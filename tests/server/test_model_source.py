@@ -9,7 +9,7 @@ import pytest
 
 from specstack.config import methods
 from specstack.server import model_source
-from tests.support import free_port, serve_http
+from tests.support import free_port, HttpStandIn
 
 pytestmark = pytest.mark.unit
 
@@ -91,7 +91,7 @@ def test_a_hub_that_refuses_connections(hub_env, monkeypatch):
     assert f"http://127.0.0.1:{port} cannot be reached (ConnectionError)" in problem and "--model-set tiny" in problem
 
 
-class Hub:
+class Hub(HttpStandIn):
     """A local stand-in for the hub's API answering every request with one status."""
 
     def __init__(self, status: int):
@@ -103,14 +103,7 @@ class Hub:
                 self.wfile.write(b'{"id": "Qwen/Qwen3-8B", "sha": "0123456789abcdef0123456789abcdef01234567"}'
                                  if status == 200 else b'{"error": "nope"}')
 
-            def log_message(self, *args):
-                pass
-
-        self.http, self.url = serve_http(Handler)
-
-    def close(self):
-        self.http.shutdown()
-        self.http.server_close()
+        super().__init__(Handler)
 
 
 @pytest.mark.parametrize("status, expect", [(200, None), (404, "404"), (500, "HTTP 500")])

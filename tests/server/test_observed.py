@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.config import metric_names as m
 from specstack.server import observed as obs
-from tests.support import serve_http
+from tests.support import HttpStandIn
 
 pytestmark = pytest.mark.unit
 
@@ -125,7 +125,7 @@ def test_the_fix_names_the_way_out():
         assert "--trust-server" in fix
 
 
-class Endpoints:
+class Endpoints(HttpStandIn):
     """A real HTTP server answering /version and /metrics (404 for what is not given)."""
 
     def __init__(self, pages: dict[str, tuple[int, str]]):
@@ -136,14 +136,7 @@ class Endpoints:
                 self.end_headers()
                 self.wfile.write(body.encode())
 
-            def log_message(self, *args):
-                pass
-
-        self.http, self.url = serve_http(Handler)
-
-    def close(self):
-        self.http.shutdown()
-        self.http.server_close()
+        super().__init__(Handler)
 
 
 MODELS = [{"id": "spec-demo", "object": "model", "root": "/m/tiny-qwen3", "parent": None, "max_model_len": 4096},

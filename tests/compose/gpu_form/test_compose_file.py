@@ -19,7 +19,7 @@ from specstack.host.image_lock import read_lock
 from specstack.host.image_ref import pin_problem
 from specstack.host.targets import write_targets
 
-from ...support import Prometheus, serve_http
+from ...support import HttpStandIn, Prometheus
 from .render import (COMPOSE, LOCK, METHODS, NON_METHOD_PROFILES, PROM_CONFIG, REPO, check_jsonschema,
                      container_plan, interpolate, lock_env, vllm_services)
 
@@ -308,17 +308,14 @@ class _FakeVllm(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args):
-        pass
-
 
 def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
     """The shipped prometheus.yml, run by a real Prometheus: a target written with `specstack.host targets`
     is scraped and every series carries the method and run_id labels."""
-    server, url = serve_http(_FakeVllm)
+    server = HttpStandIn(_FakeVllm)
     work = tmp_path / "prom"
     (work / "targets").mkdir(parents=True)
-    write_targets(work / "targets" / "vllm.json", url.removeprefix("http://"),
+    write_targets(work / "targets" / "vllm.json", server.url.removeprefix("http://"),
                   {"method": "ngram", "run_id": "r-compose"})
     assert oct((work / "targets" / "vllm.json").stat().st_mode & 0o777) == "0o644"
     # the shipped file as it is: its relative targets/*.json resolves beside the config file, in `work`
@@ -338,5 +335,4 @@ def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
         assert float(result[0]["value"][1]) == 7.0
     finally:
         prom.stop()
-        server.shutdown()
-        server.server_close()
+        server.close()

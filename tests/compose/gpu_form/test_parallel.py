@@ -76,3 +76,48 @@ def test_bad_slots_are_refused_before_anything_starts(fake_stack, args, message)
     out = run_make(fake_stack, "sweep", "RUN_ID=p2", *args, check=False)
     assert out.returncode == 2 and message in out.stderr, out.stderr
     assert pulls_or_builds(fake_stack) == []
+
+
+def test_a_calibrated_sweep_runs_the_baseline_on_every_gpu_and_compares_each_method_on_its_own(fake_stack, raw):
+    """make sweep GPUS=0,1 CALIBRATE=1: the baseline's server comes up once on each GPU (never twice at once: one
+    compose service), the run on GPU 1 is the result baseline-slot1 (its collector's --bundle-name, its host
+    provenance, its Prometheus label), and every other method's collector compares it with the baseline of the GPU
+    it ran on (--baseline-result)."""
+    fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "1"
+    run_make(fake_stack, "sweep", "RUN_ID=c1", "GPU_FREE_POLL=0.05", "GPUS=0,1", "CALIBRATE=1",
+             "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=")
+    rows = [json.loads(x) for x in (fake_stack["state"] / "slot-env.jsonl").read_text().splitlines()]
+    baseline_gpus, live, collectors = [], set(), {}
+    for args, env, _ in rows:
+        step = step_of(args) or ""
+        if step == "up:vllm-baseline":
+            doc = interpolate(raw["services"]["vllm-baseline"], {**lock_env(), **{k: v for k, v in env.items() if v}})
+            (device,) = doc["deploy"]["resources"]["reservations"]["devices"]
+            assert "vllm-baseline" not in live, "two baseline servers at once"
+            live.add("vllm-baseline")
+            baseline_gpus.append(device["device_ids"])
+        elif step == "stop:vllm-baseline":
+            live.discard("vllm-baseline")
+        elif step == "collector:run":
+            words = args[args.index("collector") + 1:]
+            opt = {k: words[words.index(k) + 1] for k in ("--method", "--bundle-name", "--baseline-result")
+                   if k in words}
+            name = opt.get("--bundle-name", opt["--method"])
+            collectors[name] = (env["SPECSTACK_GPU"], opt)
+    assert sorted(baseline_gpus) == [["0"], ["1"]], baseline_gpus
+    assert collectors["baseline"] == ("0", {"--method": "baseline"})
+    assert collectors["baseline-slot1"] == ("1", {"--method": "baseline", "--bundle-name": "baseline-slot1"})
+    for method in ("ngram", "suffix"):
+        gpu, opt = collectors[method]
+        assert opt == {"--method": method, "--baseline-result": "baseline" if gpu == "0" else "baseline-slot1"}, opt
+    run_dir = fake_stack["dir"] / "results" / "c1"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["mode"] == "parallel" and manifest["calibration"] is True
+    provenance = json.loads((run_dir / "host-provenance" / "baseline-slot1.json").read_text())
+    assert provenance["slot"]["gpu_index"] == "1" and provenance["slot"]["gpu_uuid"] == "GPU-def"
+    assert json.loads((run_dir / "host-provenance" / "baseline.json").read_text())["slot"]["gpu_index"] == "0"
+    # Prometheus told the two baseline runs apart by their result names while each ran.
+    seen = [json.loads(x) for x in (fake_stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
+    assert {"baseline", "baseline-slot1"} <= {t["labels"]["method"] for ts in seen for t in ts}
+    steps = [s for s in map(step_of, [a for a, _, _ in rows]) if s]
+    assert steps.count("collector:report") == 1 and steps[-1] == "collector:report"
