@@ -19,6 +19,8 @@ from . import engine
 from .stack import REPO, RUN_ARGS, Stack
 
 CPU_KEYS = ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE")
+# The Grafana image of the registry-locked run: a name no engine has, so that run goes without Grafana.
+ABSENT_GRAFANA = "specstack-test-absent/grafana:0.0.0"  # an exact version: check-lock takes it as pinned
 # The first make run's WAIT_TIMEOUT (seconds), unlike the CPU default (600) the second run uses.
 LOCKED_RUN_WAIT = 777
 
@@ -97,6 +99,9 @@ def locked(stack, registry, cpu_images) -> dict:
     text = (stack.dir / "images.cpu.lock").read_text()
     for key, ref in lines.items():
         text = re.sub(rf"^{key}=.*$", f"{key}={ref}", text, flags=re.M)
+    # A Grafana image no engine has, whatever machine runs the tests: this run is the one without Grafana
+    # (the parallel sweep's lock names a stand-in image, and that run has Grafana).
+    text = re.sub(r"^GRAFANA_IMAGE=.*$", f"GRAFANA_IMAGE={ABSENT_GRAFANA}", text, flags=re.M)
     lock.write_text(text)
     os.chown(lock, stack.user.pw_uid, stack.user.pw_gid)
     out, seconds = stack.make("lock", "PLATFORM=cpu", "IMAGES_LOCK=images.registry.lock")
@@ -178,23 +183,54 @@ def cpuset() -> str:
     return f"0-{os.cpu_count() - 1}"
 
 
+GRAFANA_STANDIN = "specstack-test-grafana-standin:1"
+
+
+@pytest.fixture(scope="session")
+def grafana_lock(stack, cpu_images) -> dict:
+    """The stand-in Grafana image (tests/compose/grafana_standin: none of the real one can be built here) built
+    on the stack's base image, and a lock file that names it: with it make starts Grafana as on GPU."""
+    base = re.search(r"^BASE_IMAGE \?= (\S+)$", (REPO / "images" / "images.mk").read_text(), re.M).group(1)
+    engine.docker("build", "--force-rm", "-q", "--build-arg", f"BASE_IMAGE={base}", "-t", GRAFANA_STANDIN,
+                  str(Path(__file__).parent / "grafana_standin"), timeout=300)
+    lock = stack.dir / "images.grafana.lock"
+    lock.write_text(re.sub(r"^GRAFANA_IMAGE=.*$", f"GRAFANA_IMAGE={GRAFANA_STANDIN}",
+                           (stack.dir / "images.cpu.lock").read_text(), flags=re.M))
+    os.chown(lock, stack.user.pw_uid, stack.user.pw_gid)
+    yield {"file": lock.name, "image": GRAFANA_STANDIN}
+    # At the session's end (the stack's own teardown comes after): its container first, so the image goes whole.
+    users = engine.docker("ps", "-aq", "--filter", f"ancestor={GRAFANA_STANDIN}", check=False).stdout.split()
+    if users:
+        engine.docker("rm", "-f", *users, check=False)
+    engine.docker("image", "rm", "-f", GRAFANA_STANDIN, check=False)
+
+
 # Smaller still than RUN_ARGS: two servers share the machine, one core each.
 PARALLEL_RUN_ARGS = ("--tasks code --num-prompts 2 --perf-output-len 16 --acceptance-max-tokens 24 --concurrency 1 "
                      "--warmup-requests 1")
 
 
 @pytest.fixture(scope="session")
-def parallel_run(stack, sweep_run) -> dict:
+def parallel_run(stack, sweep_run, grafana_lock) -> dict:
     """make sweep in parallel on the CPU platform, calibrated: baseline and ngram at once, each server pinned to a
     core of its own (CPUSETS=0,1), the baseline also on the other core, one run id; after the serial sweep, so the
-    models are in the volume and Prometheus is up."""
+    models are in the volume and Prometheus is up. Its lock names a Grafana image (the stand-in), so this sweep
+    also starts Grafana."""
     if (os.cpu_count() or 1) < 2:
         pytest.fail("the parallel sweep test needs 2 cores (one per server); this host has 1")
     with engine.Events(stack.project) as events:
         out, seconds = stack.make("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-parallel", "CPUSETS=0,1",
                                   "CALIBRATE=1", "SWEEP_METHODS=baseline ngram", "SWEEP_MTP_METHODS=",
-                                  f"RUN_ARGS={PARALLEL_RUN_ARGS}", log="sweep-parallel", timeout=900)
+                                  f"IMAGES_LOCK={grafana_lock['file']}", f"RUN_ARGS={PARALLEL_RUN_ARGS}",
+                                  log="sweep-parallel", timeout=900)
+    grafana = [c for c in engine.inspect(*engine.project_ids(stack.project)) if engine.service_of(c) == "grafana"]
+    # What the Grafana container was given, as it saw it (the stand-in answers its health endpoint with that).
+    try:
+        health = requests.get(f"http://127.0.0.1:{stack.ports['GRAFANA_PORT']}/api/health", timeout=10).json()
+    except (requests.RequestException, ValueError) as e:
+        health = {"error": repr(e)}
     r = requests.get(f"{stack.prometheus_url}/api/v1/query", timeout=30,
                      params={"query": 'count by (method) (last_over_time({job="vllm", run_id="cpu-parallel"}[1h]))'})
     return {"make": out, "seconds": seconds, "events": events, "run_dir": stack.results / "cpu-parallel",
-            "series": r.json()["data"]["result"] if r.ok else r.text}
+            "series": r.json()["data"]["result"] if r.ok else r.text,
+            "grafana": grafana, "grafana_health": health}

@@ -81,3 +81,31 @@ def test_each_server_was_its_own_prometheus_target(parallel_run):
     """One target file per result: Prometheus scraped every server of the run, each under its result's label."""
     assert sorted(r["metric"]["method"] for r in parallel_run["series"]) == sorted(RESULTS), parallel_run["series"]
     assert all(int(r["value"][1]) > 0 for r in parallel_run["series"])
+
+
+def test_with_a_grafana_image_the_stack_starts_grafana_as_on_gpu(parallel_run, stack, grafana_lock):
+    """This sweep's lock names a Grafana image (a stand-in that answers Grafana's health endpoint with what its
+    container was given): make starts it, healthy, on loopback, locked down as compose.yaml says, with the
+    provisioning and dashboards mounted and the generated admin password readable, and says where it is."""
+    out = parallel_run["make"].stdout
+    assert "Grafana: no image" not in out
+    assert f"dashboards: http://127.0.0.1:{stack.ports['GRAFANA_PORT']}" in out, tail(out)
+    (c,) = parallel_run["grafana"]
+    assert c["Config"]["Image"] == grafana_lock["image"] and c["State"]["Health"]["Status"] == "healthy"
+    assert {b["HostIp"] for b in c["HostConfig"]["PortBindings"]["3000/tcp"]} == {"127.0.0.1"}
+    assert c["HostConfig"]["CapDrop"] == ["ALL"] and "no-new-privileges:true" in c["HostConfig"]["SecurityOpt"]
+    assert not any("docker.sock" in m["Source"] for m in c["Mounts"])
+    seen = parallel_run["grafana_health"]
+    repo = stack.dir / "grafana"
+    assert seen.get("standin") is True, seen
+    assert seen["provisioning"] == sorted(str(p.relative_to(repo / "provisioning"))
+                                          for p in (repo / "provisioning").rglob("*") if p.is_file())
+    assert seen["dashboards"] == sorted(p.name for p in (repo / "dashboards").glob("*.json"))
+    assert seen["admin_password_readable"] and not seen["admin_password_is_default"] and seen["data_writable"]
+    assert seen["settings"]["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert seen["settings"]["GF_USERS_ALLOW_SIGN_UP"] == "false"
+    # The generated password is a secret: in no result file.
+    password = (stack.dir / ".specstack" / "secrets" / "grafana_admin_password").read_text().strip()
+    assert len(password) >= 24
+    leaks = [p for p in stack.results.rglob("*") if p.is_file() and password in p.read_text(errors="replace")]
+    assert leaks == []
