@@ -5,7 +5,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SPECSTACK := $(VENV)/bin/specstack
 
-.PHONY: venv demo test unit integration
+.PHONY: venv demo test unit integration help
+# `make` alone lists the entry points; it builds nothing.
+.DEFAULT_GOAL := help
+
+## make help: this list (the `## make` lines of the Makefiles)
+help:
+	@awk 'BEGIN { t["Makefile"] = "the venv: demo, tests, reports (Makefile)"; \
+	    t["services/compose.mk"] = "the compose stack, PLATFORM=gpu (default) or cpu (services/compose.mk)"; \
+	    t["images/images.mk"] = "images built on this machine for PLATFORM=cpu (images/images.mk)" } \
+	  FNR == 1 { print (NR > 1 ? "\n" : "") "--- " (FILENAME in t ? t[FILENAME] : FILENAME) } \
+	  /^## / { sub(/^## /, ""); if ($$0 !~ /^make /) $$0 = "    " $$0; print }' $(MAKEFILE_LIST)
+
 venv: $(VENV)/.ready
 LOCKS := $(wildcard collector/requirements*.lock)
 $(VENV)/.ready: $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
@@ -56,7 +67,7 @@ reproduce:
 	       $(if $(METHODS),--methods "$$(echo $(METHODS) | tr ' ' ,)");; \
 	  *) exit $$rc;; esac
 
-## dashboards generated from grafana/*.py (never hand-edited); the check runs inside make test
+## make dashboards: grafana/dashboards/*.json generated from grafana/*.py (never hand-edited); make test checks them
 .PHONY: dashboards dashboards-check
 dashboards: venv
 	$(PY) grafana/generate.py

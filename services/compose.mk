@@ -189,7 +189,7 @@ BETWEEN_METHODS = $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $
 WHERE = results: results/$(RUN_ID)/   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000}
 endif
 
-## make run METHOD=ngram: one method end to end; results in results/$(RUN_ID)/
+## make run METHOD=ngram [PLATFORM=cpu MODEL_SET=tiny]: one method end to end; results in results/<RUN_ID>/
 run: compose-check-method compose-prepare
 	@$(SUBMAKE) compose-images METHOD=$(METHOD)
 	@$(SUBMAKE) compose-stack-up
@@ -305,9 +305,9 @@ COLLECTOR_ARGS = run --runtime url --url http://$$svc:8000 \
 	  $(if $(filter 1,$(PREFIX_CACHING)),--prefix-caching) $(RUN_ARGS)
 endif
 
-## make reproduce RUN=results/<run> on a compose run (the top-level Makefile dispatches): the images pulled by
-## their recorded digests, each recorded method served and measured again, then compared with the original.
-## Set by that dispatch: PLATFORM, MODEL_SET, PREFIX_CACHING, IMAGES_LOCK (the digests), REPRODUCE_OF, REPRO_METHODS.
+# make reproduce RUN=results/<run> on a compose run (the top-level Makefile dispatches): the images pulled by
+# their recorded digests, each recorded method served and measured again, then compared with the original.
+# Set by that dispatch: PLATFORM, MODEL_SET, PREFIX_CACHING, IMAGES_LOCK (the digests), REPRODUCE_OF, REPRO_METHODS.
 _compose-reproduce: compose-prepare
 	@$(SUBMAKE) compose-check-method METHOD=baseline
 	@echo "--- images by digest, from their registry (none from a local tag)"; \
