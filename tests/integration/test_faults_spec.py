@@ -17,7 +17,7 @@ from specstack.report.build import write_report
 from specstack.runs.method_run import run_method
 
 from .faults import ManagedServer, assert_failed_bundle, assert_warmup_intact, on_acceptance_request, options, windows_by_name
-from tests.support import SCRAPE_SECONDS, HttpStandIn, Prometheus
+from tests.support import SCRAPE_SECONDS, HttpStandIn, Prometheus, free_port
 
 pytestmark = pytest.mark.integration
 
