@@ -50,7 +50,8 @@ def test_make_alone_lists_the_entry_points_and_builds_nothing():
 
 
 def test_every_target_the_list_names_exists():
-    listed = {line.split()[1].rstrip(":") for line in make("help").stdout.splitlines() if line.startswith("make ")}
-    also = {w for line in make("help").stdout.splitlines() for w in re.findall(r"`make (\w[\w-]*)`", line)}
+    lines = make("help").stdout.splitlines()
+    listed = {line.split()[1].rstrip(":") for line in lines if line.startswith("make ")}
+    also = {w for line in lines for w in re.findall(r"`make (\w[\w-]*)`", line)}
     missing = (listed | also) - defined_targets()
     assert not missing, f"`make help` names targets no Makefile defines: {sorted(missing)}"
