@@ -35,10 +35,16 @@ def kill_when_bench_runs(stack: Stack, done: threading.Event) -> dict:
     while not done.is_set() and time.monotonic() < deadline:
         for log in (stack.results / "cpu-kill").glob(".ngram.staging-*/bench/*.log"):
             if bench_requests_done(log) is not None:
+                # Read before the kill: the failed window's staging folder is renamed as soon as it lands (the
+                # CI failure of stop 25 was this read racing that rename).
+                try:
+                    bench_log = log.read_text(errors="replace")[-2000:]
+                except FileNotFoundError:  # the method ended between the glob and this read: look again
+                    continue
                 (cid,) = running(stack, "vllm-ngram")
                 at = time.time()  # when the kill was issued: the window fails as soon as it lands
                 engine.docker("kill", cid)
-                return {"killed": cid, "at": at, "bench_log": log.read_text(errors="replace")[-2000:]}
+                return {"killed": cid, "at": at, "bench_log": bench_log}
         time.sleep(0.05)
     return {"error": "the sweep never reached bench's main run"}
 
@@ -58,9 +64,11 @@ def killed_sweep(stack, sweep_run):
     with engine.Events(stack.project) as events:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        kill = kill_when_bench_runs(stack, done)
-        rc = proc.wait(timeout=1500)
-        reader.join(30)
+        try:
+            kill = kill_when_bench_runs(stack, done)
+        finally:  # even when the watch fails, the sweep ends here: it must not run under the tests after it
+            rc = proc.wait(timeout=1500)
+            reader.join(30)
     (stack.logs / "sweep-kill.log").write_text("\n".join(line for _, line in lines))
     return {"rc": rc, "output": "\n".join(line for _, line in lines), "kill": kill, "events": events,
             "run_dir": stack.results / "cpu-kill"}
