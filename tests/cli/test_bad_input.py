@@ -317,6 +317,20 @@ def test_server_url_unreachable(tmp_path, models_dir, capsys, runtime):
 
 
 @pytest.mark.config
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_bad_local_input_is_named_before_an_unreachable_server(tmp_path, models_dir, capsys, command):
+    """Local input first: a bad workload file is named even when --url points nowhere (it used to report only
+    the server, and a second try then failed on the file)."""
+    ctx = Ctx(tmp_path, models_dir)
+    url = f"http://127.0.0.1:{free_port()}"
+    result = run_cli(capsys, ctx.args("baseline", "--url", url, "--workload", ctx.workload(b'{"prompt": "a"}\nprompt: b\n'),
+                                      command=command))
+    assert_refused(result, [f"{tmp_path}/workload.jsonl:2: not valid JSON"], ctx.results, ctx.run_id, "baseline", 2)
+    assert "cannot reach" not in result.err
+    assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
+
+
+@pytest.mark.config
 @pytest.mark.parametrize("method", ["ngram", "eagle3"])
 def test_hub_model_offline_and_not_cached(tmp_path, models_dir, capsys, monkeypatch, method):
     """The default model set names hub ids: offline with an empty cache, a native run says so in one line per
@@ -382,8 +396,9 @@ def test_port_in_use_by_another_program(tmp_path, models_dir, capsys):
         s.listen()
         port = s.getsockname()[1]
         result = run_cli(capsys, ctx.args("baseline", "--port", port))
-    assert_refused(result, [f"port 127.0.0.1:{port} is already in use; stop whatever listens there or pass --port"],
-                   ctx.results, ctx.run_id, "baseline", 1)
+    # refused before anything starts, naming the holder (this test's own process here)
+    assert_refused(result, [f"port 127.0.0.1:{port} is already in use (by pid {os.getpid()} (",
+                            "stop whatever listens there or pass --port"], ctx.results, ctx.run_id, "baseline", 2)
 
 
 # --- rows that need a live vLLM server: one tiny server for all, started last ---------------------------
@@ -411,8 +426,8 @@ def test_port_in_use_by_a_vllm_server(tmp_path, models_dir, capsys, live_server)
     ctx = Ctx(tmp_path, models_dir)
     port = live_server.base_url.rsplit(":", 1)[1]
     result = run_cli(capsys, ctx.args("baseline", "--port", port))
-    assert_refused(result, [f"port 127.0.0.1:{port} is already in use; stop whatever listens there or pass --port"],
-                   ctx.results, ctx.run_id, "baseline", 1)
+    assert_refused(result, [f"port 127.0.0.1:{port} is already in use (by pid {live_server.process.pid} (",
+                            "stop whatever listens there or pass --port"], ctx.results, ctx.run_id, "baseline", 2)
     assert live_server.alive(), "the refused run must leave the server that holds the port alone"
 
 

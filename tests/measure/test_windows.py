@@ -1,21 +1,23 @@
 """A server that dies around a window: the window's reason leads with the death, not only its symptoms.
 
-Real pieces: a real child process stands in for the server's process (SIGKILLed for real) and a real HTTP
-server serves a /metrics page rendered by prometheus_client; it stops when the "server" dies.
+Real pieces: a real child process stands in for the server (it listens on its own socket, as the server a run
+starts must: runtime.Server.verify) and serves a /metrics page rendered by prometheus_client; it is SIGKILLed
+for real.
 """
 from __future__ import annotations
 
-import http.server
 import signal
 import subprocess
+import sys
+import time
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.results.bundle import MethodBundle
 from specstack.measure.windows import Outcome, Window, Windows
+from specstack.server import identity
 from specstack.server.runtime import Server
-from tests.support import HttpStandIn
 
 pytestmark = pytest.mark.unit
 
@@ -27,44 +29,56 @@ def metrics_page() -> bytes:
     return generate_latest(reg)
 
 
+# The stand-in server: one process (own session, as start_native starts vLLM) that listens and serves the page;
+# SIGUSR1 closes its socket while it lives on (a /metrics gone on a live server).
+_SERVE = """
+import http.server, signal, sys, threading, time
+page = open(sys.argv[1], "rb").read()
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Type", "text/plain; version=0.0.4"); self.end_headers()
+        self.wfile.write(page)
+httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+def close(*_):
+    threading.Thread(target=lambda: (httpd.shutdown(), httpd.server_close())).start()
+signal.signal(signal.SIGUSR1, close)
+print(httpd.server_address[1], flush=True)
+httpd.serve_forever()
+time.sleep(600)
+"""
+
+
 class FakeVllm:
-    """A process that can be killed, plus its /metrics endpoint."""
+    """A real process that serves /metrics on its own socket and can be killed."""
 
-    def __init__(self):
-        page = metrics_page()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.end_headers()
-                self.wfile.write(page)
-
-        self.metrics = HttpStandIn(Handler)
-        self.process = subprocess.Popen(["sleep", "60"])
-        self.server = Server(base_url=self.metrics.url, served_model_name="m",
+    def __init__(self, tmp_path):
+        page = tmp_path / "metrics.txt"
+        page.write_bytes(metrics_page())
+        self.process = subprocess.Popen([sys.executable, "-c", _SERVE, str(page)], stdout=subprocess.PIPE,
+                                        text=True, start_new_session=True)
+        port = int(self.process.stdout.readline())
+        self.server = Server(base_url=f"http://127.0.0.1:{port}", served_model_name="m",
                              runtime="native", process=self.process)
 
     def metrics_down(self):
-        self.metrics.close()
+        self.process.send_signal(signal.SIGUSR1)
+        while identity.listeners("127.0.0.1", self.server.address[1]):
+            time.sleep(0.02)
 
     def die(self):
         self.process.send_signal(signal.SIGKILL)
-        self.metrics_down()
+        self.process.wait()
 
     def close(self):
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        try:
-            self.metrics_down()
-        except OSError:
-            pass
 
 
 @pytest.fixture
-def vllm():
-    v = FakeVllm()
+def vllm(tmp_path):
+    v = FakeVllm(tmp_path)
     yield v
     v.close()
 

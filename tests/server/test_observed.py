@@ -166,3 +166,27 @@ def test_an_unreadable_metrics_page_leaves_spec_decoding_unknown(page):
     assert seen["metrics"]["read"] is False and seen["metrics"]["spec_decode_counters"] is None
     assert seen["metrics"]["error"]
     assert obs.speculative(seen) is None
+
+
+def plan(method: str, spec: dict | None, **flags) -> dict:
+    return {"method": method, "speculative_config": spec,
+            "flags": {"served-model-name": "spec-demo", "max-model-len": 4096, **flags}}
+
+
+def with_models(seen: dict, *, served: str = "spec-demo", max_model_len: int = 4096) -> dict:
+    seen["models"] = {"id": served if served == "spec-demo" else None, "root": "/m/tiny-qwen3",
+                      "max_model_len": max_model_len, "parent": None, "other_ids": [] if served == "spec-demo" else [served]}
+    return seen
+
+
+def test_a_started_server_must_agree_with_its_own_plan():
+    """The native runtime: every revealed fact is checked against the plan, and a contradiction is named."""
+    url = "http://127.0.0.1:8000"
+    assert obs.plan_contradictions(plan("ngram", NGRAM4), with_models(observed(4)), url) == []
+    assert obs.plan_contradictions(plan("baseline", None), with_models(observed(None)), url) == []
+    (msg,) = obs.plan_contradictions(plan("baseline", None), with_models(observed(4)), url)
+    assert "runs speculative decoding with K=4" in msg
+    (msg,) = obs.plan_contradictions(plan("ngram", NGRAM4), with_models(observed(4), max_model_len=2048), url)
+    assert msg == f"asked for max-model-len 4096, but the server at {url} reports max_model_len 2048 on /v1/models"
+    (msg,) = obs.plan_contradictions(plan("ngram", NGRAM4), with_models(observed(4), served="other"), url)
+    assert "does not list the served model name 'spec-demo'" in msg and "['other']" in msg

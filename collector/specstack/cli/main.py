@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from specstack import interrupts
 from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, report, reproduce, run, sweep_k,
                            tiny_models, workloads)
 from specstack.config.methods import MethodError
@@ -42,10 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
-    except KeyboardInterrupt:
-        print("specstack: interrupted", file=sys.stderr)
-        return 130
+        with interrupts.as_exception():   # SIGTERM and SIGHUP clean up as Ctrl+C does
+            return args.func(args) or 0
+    except KeyboardInterrupt as e:
+        name = getattr(e, "name", "SIGINT")
+        print(f"specstack: interrupted ({name}); whatever it started is stopped, a method cut short is kept as "
+              "<method>.failed-*", file=sys.stderr)
+        return getattr(e, "exit_code", 130)
     except (UserError, MethodError, WorkloadError) as e:
         print(f"specstack: error: {e}", file=sys.stderr)
         return 2

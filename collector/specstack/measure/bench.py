@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Callable
 
-from specstack import events
+from specstack import events, interrupts
 from specstack.config.workloads import Task
 from specstack.measure import goodput
 from specstack.measure.chat import CHAT_TEMPLATE_KWARGS, SEED
@@ -120,6 +120,7 @@ def _bench_child(main: Callable, args, log_path: Path) -> None:
     """The forked bench client: output to the cell's log, the failure as its last line, then exit at once
     (the collector's threads and exit handlers are not the child's to run)."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's thread pool does not survive a fork
+    interrupts.default_in_child()
     code = 0
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:

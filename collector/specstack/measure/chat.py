@@ -93,14 +93,19 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
 
 
 def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):
-    """pool.map with at most `ahead` requests queued or running: map() would hold a future per row."""
+    """pool.map with at most `ahead` requests queued or running: map() would hold a future per row.
+    Interrupted (a signal, or the consumer gone), the queued requests are dropped: only those in flight finish."""
     pending: deque = deque()
-    for item in items:
-        pending.append(pool.submit(fn, item))
-        if len(pending) >= ahead:
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
             yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
 
 def warmup_rows(task: Task, count: int) -> list[dict]:

@@ -14,12 +14,12 @@ from typing import Callable
 
 import requests
 
-from specstack import events
+from specstack import events, interrupts
 from specstack.config import metric_names as m
 from specstack.measure import accounting, categories, goodput, snapshots
 from specstack.results.bundle import MethodBundle
 from specstack.results.files import atomic_write_text
-from specstack.server.runtime import Server
+from specstack.server.runtime import Server, ServerError
 
 
 @dataclass
@@ -110,13 +110,26 @@ class Windows:
         events.emit("window.start", name=window.name, phase=window.phase, total=total)
         try:
             return self._run(window, body)
+        except KeyboardInterrupt as e:   # a signal (interrupts.py): the window says so, not "ok" with no end
+            window.status, window.reason = "failed", interrupts.reason(e).split(";")[0]
+            raise
         finally:
             events.emit("window.end", name=window.name, status=window.status)
+
+    def _verify_server(self, window: Window, status: str, when: str) -> None:
+        """The server is still the one this run started (runtime.Server.verify); else the window gets `status`
+        with the reason and the method stops (ServerError)."""
+        try:
+            self.server.verify(when)
+        except ServerError as e:
+            window.status, window.reason = status, str(e)
+            raise
 
     def _run(self, window: Window, body: Callable[[], Outcome]) -> tuple[Window, Outcome]:
         self.records.append(window)
         outcome = Outcome()
         time.sleep(self.quiet_gap)
+        self._verify_server(window, "failed", f"when window {window.name} was to open")
         try:
             before = self._snapshot(window.name, "before")
         except requests.RequestException as e:
@@ -154,6 +167,8 @@ class Windows:
         except snapshots.ServerRestarted as e:
             window.status, window.reason = "invalid", str(e)
             return window, outcome
+        # counters read from another server than the one measured are no figure: the method stops here
+        self._verify_server(window, "invalid", f"when window {window.name} closed")
         window.counters = {"counters": delta.counters, "split": delta.split}
         finished = int(sum(delta.split.get(m.REQUEST_SUCCESS, {}).values()))
         if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -31,10 +32,14 @@ from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import load, prefix_cache, recipe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
-from specstack.server.runtime import (ServerError, attach, native_address, probe, start_native, stop_native,
-                                      vllm_executable)
+from specstack import interrupts
+from specstack.server.runtime import (ServerError, attach, native_address, port_free, port_in_use_message, probe,
+                                      start_native, stop_native, vllm_executable)
 
 REPO = Path(__file__).resolve().parents[3]
+# Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal
+# (timeout, a scheduler) may follow it with SIGKILL, and a harness killed mid-cleanup leaves the server behind.
+INTERRUPT_GRACE = 10.0
 
 
 class ServerContradiction(UserError):
@@ -68,9 +73,13 @@ def check(opts: Options) -> dict:
         if _synthetic(plan) and not opts.allow_synthetic:
             raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
                             "--allow-synthetic for a stress run (its results are marked not comparable)")
+        check_inputs(opts)   # every local input before any server is contacted or started
         if opts.runtime != "native":
             probe(opts.url)   # a wrong --url is refused here, before any result folder
             return plan
+        host, port = native_address(plan)
+        if opts.port_wait <= 0 and not port_free(host, port):   # a sweep's next start waits for it instead
+            raise UserError(port_in_use_message(host, port))
         missing = [mod for mod in plan["requires"] if not _importable(mod)]
         if missing:
             raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
@@ -88,6 +97,13 @@ def check(opts: Options) -> dict:
     return plan
 
 
+def check_inputs(opts: Options) -> None:
+    """The workload files and datasets parse (load_tasks into a scratch folder: the run's inputs/ is written
+    only once the run starts), so a bad file is named even when the server is unreachable."""
+    with tempfile.TemporaryDirectory() as scratch:
+        load_tasks(opts, Path(scratch))
+
+
 class MethodRun:
     """The steps of one method run, sharing its plan, bundle, summary and server."""
 
@@ -99,6 +115,7 @@ class MethodRun:
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
         self.server = self.windows = None
+        self.interrupted = False
         self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
@@ -124,9 +141,12 @@ class MethodRun:
             self.performance()
             self.measured = True
         except (ServerError, UserError) as e:
-            self.summary["error"], self.summary["error_type"] = str(e), type(e).__name__
-        except KeyboardInterrupt:
-            self.summary["error"] = "interrupted (Ctrl+C); rerun the same command to resume"
+            self.summary["error_type"] = type(e).__name__
+            if not self._window_failed():   # else the failed windows say why, first cause first (finish)
+                self.summary["error"] = str(e)
+        except KeyboardInterrupt as e:
+            self.summary["error"], self.summary["error_type"] = interrupts.reason(e), "Interrupted"
+            self.interrupted = True
             raise
         finally:
             self.stop_server()
@@ -210,6 +230,9 @@ class MethodRun:
             self.monitoring.settle()
         self.windows = Windows(self.server, self.bundle, self.monitoring.exporter, self.labels, opts.quiet_gap)
 
+    def _window_failed(self) -> bool:
+        return self.windows is not None and any(w.status != "ok" for w in self.windows.records)
+
     def _server_url(self) -> str:
         """Where the server will listen, known before it starts."""
         if self.opts.runtime != "native":
@@ -227,7 +250,8 @@ class MethodRun:
                  "ready_seconds": server.ready_seconds, "observed": seen}
         if server.runtime == "native":
             facts.update(target=plan["target"], argv=server.argv or plan["argv"], env=plan["env"],
-                         platform=plan["platform"], model_set=plan["model_set"])
+                         platform=plan["platform"], model_set=plan["model_set"], pid=server.process.pid,
+                         identity=server.identity)
         else:
             facts.update(target=None, argv=None, env=None, unknown=list(observed.UNKNOWN_ON_URL))
         return facts
@@ -236,7 +260,11 @@ class MethodRun:
         """url runtime: the speculative config the figures come from is the observed one; a server contradicting
         the method asked for fails the run before measuring (naming both facts and the fix) unless --trust-server.
         After measuring, the answers may reveal what /metrics did not (a page that could not be read)."""
-        if self.server is None or self.server.runtime != "url":
+        if self.server is None:
+            return
+        if self.server.runtime == "native":
+            if not after_measuring:
+                self._check_native_agrees()
             return
         summary, seen, asked = self.summary, self.summary["server"]["observed"], self.plan["speculative_config"]
         has, k = observed.speculative(seen), observed.observed_k(seen)
@@ -261,6 +289,18 @@ class MethodRun:
                 summary["error"], summary["error_type"] = message, "ServerContradiction"
             return
         raise ServerContradiction(message)
+
+    def _check_native_agrees(self) -> None:
+        """A server this run started must reveal what the plan asked for (spec-decode counters and K, or none;
+        the served name; max-model-len): anything else means the answers come from another server or another
+        config, and no figure of it may be read as this method's. No --trust-server here."""
+        seen, url = self.summary["server"]["observed"], self.server.base_url
+        found = observed.plan_contradictions(self.plan, seen, url, override=bool(self.opts.spec_override))
+        if found:
+            self.summary["server_contradictions"] = {"found": found, "trusted": False, "after_measuring": False}
+            raise ServerContradiction("; ".join(found) + f". Nothing was measured. Fix: check {self.server.log_path} "
+                                      "for the config the server started with, and that nothing else serves on "
+                                      "its port")
 
     @property
     def speculative(self) -> bool:
@@ -357,7 +397,7 @@ class MethodRun:
             return
         with events.step("stop server", method=self.name):
             try:
-                stop_native(self.server)
+                stop_native(self.server, timeout=INTERRUPT_GRACE if self.interrupted else 30.0)
             except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
                 self.summary["server"]["stop_problem"] = str(e)
                 console.print(f"[bold yellow]warning[/]: {e}")

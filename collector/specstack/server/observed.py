@@ -141,6 +141,21 @@ def contradictions(method: str, asked: dict | None, observed: dict, url: str, *,
     return []
 
 
+def plan_contradictions(plan: dict, observed: dict, url: str, *, override: bool = False) -> list[str]:
+    """Where a server specstack started contradicts its own plan: the spec-decode facts (as for an attached
+    server), the served model name and max-model-len. On this path every known fact must agree."""
+    found = contradictions(plan["method"], plan["speculative_config"], observed, url, override=override)
+    models, flags = observed["models"], plan["flags"]
+    if models.get("id") != flags.get("served-model-name"):
+        found.append(f"the server at {url} does not list the served model name {flags.get('served-model-name')!r} "
+                     f"(/v1/models lists {models.get('other_ids')})")
+    want = flags.get("max-model-len")
+    if want is not None and models.get("max_model_len") is not None and int(models["max_model_len"]) != int(want):
+        found.append(f"asked for max-model-len {want}, but the server at {url} reports max_model_len "
+                     f"{models['max_model_len']} on /v1/models")
+    return found
+
+
 def fix_for(method: str, asked: dict | None, observed: dict) -> str:
     """The ways out of a contradiction, in one clause."""
     has, k = speculative(observed), observed_k(observed)

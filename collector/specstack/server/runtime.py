@@ -19,6 +19,7 @@ from pathlib import Path
 import requests
 
 from specstack.errors import UserError
+from specstack.server import identity
 
 
 class ServerError(RuntimeError):
@@ -36,6 +37,7 @@ class Server:
     process: subprocess.Popen | None = field(default=None, repr=False)
     models: list[dict] = field(default_factory=list)   # /v1/models data once ready
     ready_seconds: float | None = None
+    identity: str | None = None   # native: why the server answering is the one started (identity.py)
 
     @property
     def root_model(self) -> str | None:
@@ -48,33 +50,61 @@ class Server:
     def alive(self) -> bool:
         return self.process is None or self.process.poll() is None
 
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.base_url.split("://", 1)[-1].rsplit(":", 1)
+        return host, int(port)
+
+    def owner(self) -> identity.Ownership:
+        """Whose socket listens on this server's port (native only: the session started is the process's)."""
+        host, port = self.address
+        return identity.port_owner(host, port, self.process.pid, self.log_path)
+
+    def verify(self, when: str) -> None:
+        """A native server is measured only while the process this run started is alive and still the one
+        listening on its port: checked when it is declared ready and at every window's open and close. The url
+        runtime attaches to someone else's server and keeps its own rules (observed.py, --trust-server)."""
+        if self.process is None:
+            return
+        if not self.alive():
+            raise ServerError(f"the vllm serve this run started (pid {self.process.pid}) exited with code "
+                              f"{self.process.returncode} {when}; last lines of {self.log_path}:\n{_tail(self.log_path)}")
+        own = self.owner()
+        if own.status == "foreign":
+            host, port = self.address
+            raise ForeignServer(identity.foreign_message(host, port, own.holders, self.process.pid) + f" ({when})")
+
 
 def port_free(host: str, port: int) -> bool:
+    """Nothing listens on host:port. A connect that succeeds means in use, whatever bind says (a sandboxed
+    network stack once let a second bind succeed beside a listener), and the bind is tried without
+    SO_REUSEADDR. A bind refused only for connections of a stopped server left in TIME_WAIT (no listener)
+    counts as free: vLLM binds with SO_REUSEADDR (launchers/launcher.py), which they do not block."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return False
+    except OSError:
+        pass
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
-            return False
+            return not identity.listeners(host, port)
     return True
 
 
 def port_holders(host: str, port: int) -> list[str]:
     """Who listens on host:port, as "pid N (command line)" (only this user's processes are visible)."""
-    import psutil
-    found = []
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except psutil.Error:
-        return found
-    for c in conns:
-        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in (host, "0.0.0.0", "::"):
-            try:
-                cmd = " ".join(psutil.Process(c.pid).cmdline())[:120] if c.pid else "?"
-            except psutil.Error:
-                cmd = "?"
-            found.append(f"pid {c.pid} ({cmd})" if c.pid else "a process of another user")
-    return sorted(set(found))
+    return [h.describe() for h in identity.listeners(host, port)]
+
+
+def port_in_use_message(host: str, port: int) -> str:
+    holders = ", ".join(port_holders(host, port)) or "a holder not visible to this user"
+    return (f"port {host}:{port} is already in use (by {holders}); stop whatever listens there or pass --port")
+
+
+class ForeignServer(ServerError):
+    """Something other than the server this run started listens on its port."""
 
 
 class PortNotReleased(ServerError):
@@ -127,13 +157,17 @@ def wait_ready(server: Server, timeout: float) -> Server:
                     r = http.get(f"{server.base_url}/v1/models", timeout=5)
                     r.raise_for_status()
                     server.models = r.json().get("data", [])
-                    names = [entry.get("id") for entry in server.models]
-                    if server.served_model_name not in names:
-                        raise UserError(f"the server at {server.base_url} serves {names}, not "
-                                        f"{server.served_model_name!r}; pass --served-model-name to match")
-                    server.ready_seconds = time.monotonic() - start
-                    return server
-                last_error = "/health not 200 yet"
+                    if server.process is not None and not _started_server_answers(server):
+                        last_error = "an answer on the port, but no sign yet that it is the server started"
+                    else:
+                        names = [entry.get("id") for entry in server.models]
+                        if server.served_model_name not in names:
+                            raise UserError(f"the server at {server.base_url} serves {names}, not "
+                                            f"{server.served_model_name!r}; pass --served-model-name to match")
+                        server.ready_seconds = time.monotonic() - start
+                        return server
+                else:
+                    last_error = "/health not 200 yet"
             except requests.RequestException as e:
                 last_error = f"{type(e).__name__}: {e}"
             if time.monotonic() > deadline:
@@ -141,6 +175,18 @@ def wait_ready(server: Server, timeout: float) -> Server:
                 raise ServerError(f"{server.base_url} not ready after {timeout:.0f} s ({last_error}){hint}")
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
+
+
+def _started_server_answers(server: Server) -> bool:
+    """Whether what answered is the server this run started: its socket is ours (ForeignServer when it is
+    someone else's), or, where no socket is visible, its log says it serves there."""
+    own = server.owner()
+    if own.status == "foreign":
+        host, port = server.address
+        raise ForeignServer(identity.foreign_message(host, port, own.holders, server.process.pid)
+                            + " (it answered /health while the server started loaded)")
+    server.identity = own.evidence or None
+    return own.status == "ours"
 
 
 def probe(url: str) -> None:
@@ -174,17 +220,16 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
     if port_wait > 0:
         wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
     elif not port_free(host, port):
-        raise UserError(f"port {host}:{port} is already in use; stop whatever listens there or pass --port")
+        raise UserError(port_in_use_message(host, port))
     env = {**os.environ, **plan["env"], **(extra_env or {})}
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")
     # Own session: stopping the server's process group also stops its engine-core children.
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    log.close()
-    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]),
-                    log_path, process)
+    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path)
     try:
+        server.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        log.close()
         return wait_ready(server, timeout)
     except BaseException:
         stop_native(server)
@@ -192,13 +237,16 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
 
 
 def stop_native(server: Server, timeout: float = 30.0) -> None:
-    """SIGTERM the server's process group, SIGKILL after `timeout`, then confirm its port is free."""
+    """Stop the server's whole process group (engine core included): SIGTERM, SIGKILL after `timeout`; a server
+    that never became ready gets SIGKILL at once (vLLM 0.32.0 mid-start ignores SIGTERM for minutes, its engine
+    core waiting for a handshake). Then confirm the group is gone and its port free."""
     process = server.process
     if process is None:
         return
     if process.poll() is None:
+        first = signal.SIGTERM if server.ready_seconds is not None else signal.SIGKILL
         try:
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(process.pid, first)
         except ProcessLookupError:
             pass
         try:
@@ -211,8 +259,13 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
     except ProcessLookupError:
         pass
     _wait_group_gone(process.pid, timeout)
-    host, port = server.base_url.removeprefix("http://").rsplit(":", 1)
-    wait_port_free(host, int(port), timeout)
+    # Its sockets closed with it. Whatever listens there now is someone else's (a refused foreign server, say):
+    # not waited for, and left alone; only a process of this session that left the group would be a leftover.
+    host, port = server.address
+    left = [h for h in identity.listeners(host, port) if identity.in_session(h.pid, process.pid)]
+    if left:
+        raise ServerError(f"{', '.join(h.describe() for h in left)} of the stopped server still listens on port "
+                          f"{port}; stop it by pid")
 
 
 def _group_members(pgid: int) -> list[int]:
