@@ -455,7 +455,9 @@ def summary(report: dict) -> str:
              f"{len(report['shapes'])} shapes, {report['seconds']} s"]
     for e in report["shapes"]:
         mark = "ok  " if e["verdict"] == "pass" else "FAIL"
-        first = (e["cause"] + e["failures"])[:2]
+        causes = [c.split(" returned")[0].replace("expand_batch_to_tokens(", "expanded ").rstrip(")")
+                  + " ≠ the request's" for c in e["cause"]]
+        first = causes[:1] + e["failures"][:1]
         lines.append(f"  {mark} {e['shape']['name']:28} {e['trials']:6} trials" + (
             "" if not first else "  " + "; ".join(first)))
     if report["cause"]:
