@@ -48,6 +48,7 @@ STEP_LABELS = {
     "stop server": "stop server",
     "provenance": "provenance (--help=all hash, server log facts)",
     "verdict and bundle": "verdict, packages, tables, summary.json, publishing",
+    "sampler probe": "engine sampler probe (--temperatures only, once per process)",
 }
 
 

@@ -3,8 +3,9 @@
 One run: the baseline sampled at temperatures 1.0 and 0.5, draft_model (a drafter with probabilities: the
 rejection sampler's own arithmetic is exercised) at 1.0, each prompt 64 times with its own
 seed (--samples-per-prompt). The sampled windows are bracketed and cross-checked like the greedy one; the
-temperature really reaches the sampler; draft_model's samples, with drafts accepted, show no evidence of a difference from the baseline's,
-and the same test flags a deliberately different sampler (the baseline at 0.5 against itself at 1.0)."""
+temperature really reaches the sampler; the losslessness test is calibrated (the baseline against itself), has power
+(the baseline at 0.5 against itself at 1.0), and flags draft_model on vLLM 0.32.0 CPU, where the run records the engine
+sampler probe's failed verdict and the report names it beside the method (docs/sampler-cpu-bug.md)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import pytest
 
 from specstack.report import lossless
 from specstack.report.build import build
+from specstack.results.bundle import SAMPLER_PROBE_FILE
 from specstack.results.reader import load_run
 from specstack.results.records import read_records
 from specstack.runs.method_run import run_method
@@ -86,3 +88,18 @@ def test_the_losslessness_test_is_calibrated_has_power_and_flags_draft_model_on_
     # A finding, kept visible: vLLM 0.32.0 on the CPU samples draft_model's later positions from another
     # distribution than plain decoding (docs/figures.md). If this fails, upstream changed: update the docs.
     assert row["flagged"] > 0 and row["verdict"].startswith("differs: prompt "), row
+    # ... and the cause is named beside it: the engine sampler probe failed on this platform (docs/sampler-cpu-bug.md)
+    assert row["engine_sampler"] == "biased" and row["verdict"].endswith(lossless.ENGINE_BIASED), row
+
+
+def test_the_sampled_spec_run_records_the_engine_sampler_probe_for_its_platform(sampled_run):
+    _, summaries = sampled_run
+    summary, path = summaries["draft_model"]
+    probe = summary["sampler_probe"]
+    assert probe["where"].startswith("native") and probe["platform"]["device_type"] == "cpu"
+    # vLLM 0.32.0 CPU: the known bug (tests/probes/test_sampler_probe.py); greedy shapes pass
+    assert probe["verdict"] == "fail" and "expand_batch_to_tokens(temperature)" in probe["cause"], probe
+    full = json.loads((path / SAMPLER_PROBE_FILE).read_text())
+    assert full["verdict"] == "fail" and all(e["verdict"] == "pass" for e in full["shapes"]
+                                             if e["shape"]["temperature"] == 0)
+    assert "sampler_probe" not in summaries["baseline"][0]   # plain decoding has no rejection sampler

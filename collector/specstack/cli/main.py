@@ -7,8 +7,8 @@ import os
 import sys
 
 from specstack import interrupts
-from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, report, reproduce, run, sweep_k,
-                           tiny_models, workloads)
+from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, probe_sampler, report, reproduce, run,
+                           sweep_k, tiny_models, workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -22,6 +22,7 @@ COMMANDS = (
     datasets,     # datasets
     tiny_models,  # tiny-models
     preflight,    # preflight
+    probe_sampler,  # probe-sampler
     report,       # report
     compare,      # compare
     reproduce,    # reproduce

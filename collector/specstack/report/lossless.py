@@ -114,6 +114,26 @@ def compare_samples(a: dict[str, list[list[int]]], b: dict[str, list[list[int]]]
             "detectable_tv": float(np.median([t["critical_tv"] for t in tests])) if tests else None}
 
 
+ENGINE_BIASED = "engine sampler biased on this platform (probe)"
+
+
+def engine_sampler(md: MethodData) -> str:
+    """What the engine sampler probe said where this method ran (runs/sampler_probe.py): 'biased', 'exact',
+    'not run' (an attached server, or a run from before the probe) or 'error'."""
+    probe = md.summary.get("sampler_probe") or {}
+    return {"fail": "biased", "pass": "exact"}.get(probe.get("verdict"), probe.get("verdict") or "not run")
+
+
+def labelled_verdict(verdict: str, flagged: int, engine: str) -> str:
+    """A flagged difference on a platform whose engine sampler failed the probe is the engine's, not the
+    method's: the verdict says so next to the method (docs/sampler-cpu-bug.md)."""
+    if flagged and engine == "biased":
+        return f"{verdict}; {ENGINE_BIASED}"
+    if flagged and engine == "exact":
+        return f"{verdict}; the engine sampler passed the probe on this platform"
+    return verdict
+
+
 def sampled_records(md: MethodData, task: str, temperature: float) -> list[dict]:
     return read_records(md.path / sampled_file(task, temperature))
 
@@ -133,9 +153,11 @@ def lossless_rows(run: RunData) -> list[dict]:
                 a, b = independent_samples(sampled_records(base, task, t), sampled_records(md, task, t))
                 out = compare_samples(a, b)
                 per_prompt = [len(v) for side in (a, b) for v in side.values()]   # answered samples a side
+                engine = engine_sampler(md)
                 rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
                              "temperature": t, "tests": len(out["tests"]), "flagged": out["flagged"],
                              "min_p_holm": out["min_p_holm"], "detectable_tv": out["detectable_tv"],
                              "samples_per_prompt": min(per_prompt) if per_prompt else None,
-                             "positions": POSITIONS, "alpha": ALPHA, "verdict": out["verdict"]})
+                             "positions": POSITIONS, "alpha": ALPHA, "engine_sampler": engine,
+                             "verdict": labelled_verdict(out["verdict"], out["flagged"], engine)})
     return rows

@@ -63,7 +63,7 @@ COLUMNS: dict[str, list[str]] = {
                            "num_draft_tokens", "num_accepted_draft_tokens", "histogram", "completion_tokens",
                            "answers_from", "input_sha256"],
     "lossless": ["method", "label", "baseline", "task", "temperature", "samples_per_prompt", "positions", "tests",
-                 "flagged", "min_p_holm", "alpha", "detectable_tv", "verdict"],
+                 "flagged", "min_p_holm", "alpha", "detectable_tv", "engine_sampler", "verdict"],
     "prefix_cache": ["method", "label", "task", "phase", "concurrency", "temperature", "caching", "queries", "hits",
                      "hit_rate"],
     "acceptance_positions": ["method", "task", "position", "rate", "conditional_rate", "drafted_steps"],

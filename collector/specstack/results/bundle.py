@@ -23,6 +23,7 @@ from specstack.results.files import atomic_write_json, atomic_write_text, fsync_
 SUMMARY_SCHEMA = "specstack.summary/3"
 MANIFEST_SCHEMA = "specstack.manifest/1"
 SUMMARY_FILE = "summary.json"
+SAMPLER_PROBE_FILE = "sampler-probe.json"   # the engine sampler probe's full verdict (runs/sampler_probe.py)
 
 
 class MethodBundle:

@@ -29,7 +29,7 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import load, prefix_cache, recipe, turns
+from specstack.runs import load, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
 from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
 from specstack import interrupts
@@ -465,6 +465,10 @@ class MethodRun:
         check_view = self.measured and self.speculative and self.monitoring.prometheus_url
         if check_view:  # on disk until the check has run: a run stopped before it says so
             summary["prometheus_view"] = dict(PENDING)
+        with events.step("sampler probe", method=self.name):   # the server is stopped: it times nothing of it
+            if not self.interrupted:   # an interrupted run's cleanup stays short (INTERRUPT_GRACE)
+                sampler_probe.record(summary, bundle, temperatures=self.opts.temperatures,
+                                     runtime=self.opts.runtime, speculative=self.speculative)
         with events.step("verdict and bundle", method=self.name):
             finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
             bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")

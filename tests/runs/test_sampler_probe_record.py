@@ -1,0 +1,73 @@
+"""runs/sampler_probe.py: which runs record the engine sampler probe's verdict, and what they keep (the probe
+itself is tests/probes/; here its report is constructed so that the rules are checked in milliseconds)."""
+import json
+
+import pytest
+
+from specstack.results.bundle import SAMPLER_PROBE_FILE, MethodBundle
+from specstack.runs import sampler_probe
+
+pytestmark = pytest.mark.unit
+
+REPORT = {"schema": "specstack.sampler-probe/1", "verdict": "fail", "failing_shapes": ["t1.0-k1"],
+          "cause": "the expanded per-token sampling parameters differ from the request's: ...",
+          "platform": {"vllm": "0.32.0", "device": "cpu", "device_type": "cpu", "triton_kernels": False},
+          "statistics": {"min_power": 0.93, "family_alpha": 1e-3}, "shapes": []}
+
+
+@pytest.fixture
+def probe_calls(monkeypatch):
+    calls = []
+
+    def fake_run_probe():
+        calls.append(1)
+        return REPORT
+
+    monkeypatch.setattr("specstack.probes.sampler.run_probe", fake_run_probe)
+    monkeypatch.setattr(sampler_probe, "_cached", None)
+    return calls
+
+
+def _bundle(tmp_path, name="draft_model"):
+    return MethodBundle(tmp_path, "r1", name)
+
+
+def test_a_native_sampled_spec_run_records_the_verdict_and_the_full_report(tmp_path, probe_calls):
+    summary, bundle = {}, _bundle(tmp_path)
+    sampler_probe.record(summary, bundle, temperatures=(1.0,), runtime="native", speculative=True)
+    probe = summary["sampler_probe"]
+    assert probe["verdict"] == "fail" and probe["failing_shapes"] == ["t1.0-k1"] and probe["file"] == SAMPLER_PROBE_FILE
+    assert probe["platform"]["device"] == "cpu" and probe["where"].startswith("native")
+    assert json.loads((bundle.staging / SAMPLER_PROBE_FILE).read_text()) == REPORT
+
+
+def test_the_probe_runs_once_per_process(tmp_path, probe_calls):
+    for name in ("draft_model", "eagle3"):
+        sampler_probe.record({}, _bundle(tmp_path, name), temperatures=(1.0,), runtime="native", speculative=True)
+    assert len(probe_calls) == 1
+
+
+@pytest.mark.parametrize("temperatures, speculative", [((), True), ((1.0,), False)])
+def test_greedy_runs_and_plain_decoding_record_nothing(tmp_path, probe_calls, temperatures, speculative):
+    summary, bundle = {}, _bundle(tmp_path)
+    sampler_probe.record(summary, bundle, temperatures=temperatures, runtime="native", speculative=speculative)
+    assert "sampler_probe" not in summary and not probe_calls
+    assert not (bundle.staging / SAMPLER_PROBE_FILE).exists()
+
+
+def test_an_attached_server_is_not_probed_here_and_the_summary_says_how(tmp_path, probe_calls):
+    summary = {}
+    sampler_probe.record(summary, _bundle(tmp_path), temperatures=(1.0,), runtime="url", speculative=True)
+    assert summary["sampler_probe"]["verdict"] == "not run" and not probe_calls
+    assert "python3 -m specstack.cli.probe_sampler" in summary["sampler_probe"]["reason"]
+
+
+def test_a_probe_that_cannot_run_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
+    def broken():
+        raise ImportError("no module named vllm")
+
+    monkeypatch.setattr("specstack.probes.sampler.run_probe", broken)
+    monkeypatch.setattr(sampler_probe, "_cached", None)
+    summary = {}
+    sampler_probe.record(summary, _bundle(tmp_path), temperatures=(1.0,), runtime="native", speculative=True)
+    assert summary["sampler_probe"]["verdict"] == "error" and "vllm" in summary["sampler_probe"]["error"]
