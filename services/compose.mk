@@ -189,12 +189,19 @@ BETWEEN_METHODS = $(CONTAINERS_PY) wait-gpu-free --gpu '$(GPU)' --max-used-mib $
 WHERE = results: results/$(RUN_ID)/   dashboards: http://127.0.0.1:$${GRAFANA_PORT:-3000}
 endif
 
+# Interrupted (a signal to make's process group: Ctrl+C, `timeout`, a scheduler's SIGTERM, a closed terminal): the
+# method's own cleanup stops its server (_compose-method), the collector stops on the signal and keeps its method
+# as <method>.failed-* ("interrupted"), then everything the stack started is stopped and removed as `make down`
+# does (further signals ignored meanwhile); exit 128 + the signal's number. make waits for this shell.
+ON_INTERRUPT = $(foreach s,INT:130 TERM:143 HUP:129,trap 'trap "" INT TERM HUP; $(SUBMAKE) down >/dev/null 2>&1; \
+  echo "interrupted (SIG$(word 1,$(subst :, ,$(s)))): every container of the stack stopped and removed (make down)" >&2; \
+  exit $(word 2,$(subst :, ,$(s)))' $(word 1,$(subst :, ,$(s)));)
+
 ## make run METHOD=ngram [PLATFORM=cpu MODEL_SET=tiny]: one method end to end; results in results/<RUN_ID>/
 run: compose-check-method compose-prepare
-	@$(SUBMAKE) compose-images METHOD=$(METHOD)
-	@$(SUBMAKE) compose-stack-up
-	@$(SUBMAKE) compose-models
-	@rc=0; $(SUBMAKE) _compose-method METHOD=$(METHOD) RUN_ID=$(RUN_ID) || rc=$$?; \
+	@$(ON_INTERRUPT) $(SUBMAKE) compose-images METHOD=$(METHOD) && $(SUBMAKE) compose-stack-up \
+	  && $(SUBMAKE) compose-models || exit $$?; \
+	rc=0; $(SUBMAKE) _compose-method METHOD=$(METHOD) RUN_ID=$(RUN_ID) || rc=$$?; \
 	  $(SUBMAKE) _compose-report RUN_ID=$(RUN_ID) || { [ $$rc -ne 0 ] || rc=1; }; \
 	  echo "$(WHERE)$(if $(filter gpu,$(PLATFORM)), (admin, password in $(GRAFANA_SECRET)))"; \
 	  exit $$rc
@@ -204,10 +211,9 @@ run: compose-check-method compose-prepare
 sweep: compose-prepare compose-check-slots
 	@for g in $(if $(and $(filter gpu,$(PLATFORM)),$(GPUS)),$(subst $(comma), ,$(GPUS)),$(GPU)); do \
 	  $(SUBMAKE) compose-check-method METHOD=baseline GPU=$$g || exit 2; done
-	@$(SUBMAKE) compose-images BUILD_METHODS='$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)'
-	@$(SUBMAKE) compose-stack-up
-	@$(SUBMAKE) compose-models
-	@failed=""; \
+	@$(ON_INTERRUPT) $(SUBMAKE) compose-images BUILD_METHODS='$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' \
+	  && $(SUBMAKE) compose-stack-up && $(SUBMAKE) compose-models || exit $$?; \
+	failed=""; \
 	if [ -n '$(PARALLEL_SLOTS)' ]; then \
 	  $(CONTAINERS_PY) parallel --platform $(SERVE_PLATFORM) --slots '$(PARALLEL_SLOTS)' --run-id $(RUN_ID) \
 	    --results results --methods '$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)' \
@@ -251,15 +257,18 @@ _compose-slot:
 # `up --wait` alone is not trusted: compose 2.40.3 once returned 0 for a just-recreated server whose health was
 # still "starting" (the collector then found no server), so make checks the health itself, within the same
 # WAIT_TIMEOUT. A server that did not become healthy is killed, not stopped: vLLM 0.32.0 hangs on SIGTERM in the
-# middle of its start (its engine core waits minutes for a handshake), which held make for the whole 60 s grace.
+# middle of its start (its engine core waits minutes for a handshake), which held make for the whole 60 s grace;
+# so is a server still loading when make is interrupted (the exit trap: a healthy one is stopped).
 _compose-method:
 	@set -u; svc=vllm-$(METHOD); upped=; \
 	savelog() { $(CONTAINERS_DOCKER) save-log --docker cli --run-id $(RUN_ID) --method $(METHOD) --name $(RESULT) --results results \
 	  >/dev/null || echo "warning: the server log of $(METHOD) not saved" >&2; }; \
 	cleanup() { [ -z "$$upped" ] || savelog; \
-	  $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; \
+	  cid=$$($(COMPOSE) ps -q $$svc 2>/dev/null); \
+	  if [ -z "$$cid" ] || [ "$$($(DOCKER) inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{end}}' $$cid)" = healthy ]; \
+	  then $(COMPOSE) stop $$svc >/dev/null 2>&1 || true; else $(COMPOSE) kill $$svc >/dev/null 2>&1 || true; fi; \
 	  $(CONTAINERS_PY) targets --out $(METHOD_TARGETS) --clear || true; }; \
-	trap cleanup EXIT; trap 'exit 130' INT TERM; \
+	trap cleanup EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
 	echo "--- $(METHOD): models into the cache (services/fetch_models.py, in the server image)"; \
 	$(COMPOSE) --profile $(METHOD) run --rm --no-deps --entrypoint python3 $$svc /services/fetch_models.py \
 	  --method $(METHOD) --platform $(SERVE_PLATFORM) --model-set $(MODEL_SET) || exit 2; \
