@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from specstack.measure import per_request
 from specstack.report import prefix_cache
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
@@ -36,6 +37,17 @@ def _throughput(summary: dict, task: str) -> dict[int, float]:
         if cell.get("output_throughput") is not None and closed_loop(cell):   # open-loop cells: the report
             by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
+
+
+def stalled_concurrencies(summary: dict, task: str) -> set[int]:
+    """Concurrencies at which a repeat stalled (measure/per_request.py, from the summary's copy of bench's
+    per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another."""
+    by_c = _cells_by_concurrency(summary["tasks"].get(task) or {})
+    serial = [c_.get("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.get("mean_e2el_ms")]
+    serial_mean = sorted(serial)[len(serial) // 2] if serial else None
+    return {c for c, cells in by_c.items()
+            if any((c_.get("per_request") or {}).get("stall")
+                   or per_request.slower_than_serial(c_.get("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
 
 
 def _cells_by_concurrency(task: dict) -> dict[int, list]:
@@ -76,11 +88,12 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
         base = summaries.get(s.get("baseline_method") or "")
         base_tp = _throughput(base, task) if base else {}
         mine = _throughput(s, task)
+        stalled = stalled_concurrencies(s, task) | (stalled_concurrencies(base, task) if base else set())
         cells = []
         for c in concurrencies:
             tp = mine.get(c)
             ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
-            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}")
+            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
         status = "" if s["status"] == "ok" else " [red](failed)[/]"
         table.add_row(display_name(name, s) + status, s.get("baseline_method") or "-",
                       pct(figures.get("acceptance_rate")),
@@ -162,6 +175,10 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s["tasks"]):
+        console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
+                      "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
+                      "ratio rest on a stall (report.md: the speed table's note names it).")
     repeats = max((len(v) for s in summaries.values() for t in s["tasks"].values()
                    for v in _cells_by_concurrency(t).values()), default=0)
     if repeats < MIN_REPEATS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from specstack.measure import per_request
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
 from specstack.report.goodput import goodput_table
@@ -121,6 +122,32 @@ def _spread(r: dict) -> str:
     return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
 
 
+def _stall_mark(r: dict) -> str:
+    return " ⚠ stall" if r.get("stalled") else ""
+
+
+def _beside(r: dict, m: str) -> str:
+    """The mean and p95 ratios beside a median ratio: a median hides the tail."""
+    return f"; mean {times(r.get(f'{m}_mean_speedup'))}, p95 {times(r.get(f'{m}_p95_speedup'))}"
+
+
+def _tpot_ratio(r: dict) -> str:
+    """Never a ratio of degenerate figures: a burst read on either side leaves no per-token time to divide."""
+    if r["role"] != "spec":
+        return "—"
+    if r["tpot_degenerate"]:
+        return "no ratio ‡"
+    return (times(r["tpot_speedup"]) + interval(r["tpot_speedup_low"], r["tpot_speedup_high"]) + _beside(r, "tpot")
+            + _stall_mark(r))
+
+
+def _e2el_ratio(r: dict) -> str:
+    if r["role"] != "spec":
+        return "—"
+    return (times(r["e2el_speedup"]) + interval(r["e2el_speedup_low"], r["e2el_speedup_high"]) + _beside(r, "e2el")
+            + _stall_mark(r))
+
+
 def _itl(r: dict) -> str:
     return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
 
@@ -130,21 +157,19 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
     out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
-                          "verdict", "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict",
-                          "E2EL speedup × [95 % CI]", "latency spread (method / base)", "host load per core",
+                          "verdict", "TPOT p50 ms", "TPOT speedup × (p50 [95 % CI]; mean, p95)", "verdict",
+                          "E2EL speedup × (p50 [95 % CI]; mean, p95)", "latency spread (method / base)",
+                          "host load per core",
                           "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
                           "failed req.", "note"],
                 [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
                   num(r["output_throughput"], 1),
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
+                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _stall_mark(r)),
+                  r["throughput_verdict"],
                   num(r["tpot_p50_ms"]) + (" ‡" if r["tpot_degenerate"] else ""),
-                  ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
-                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])),
-                  r["tpot_verdict"],
-                  ("—" if r["role"] != "spec" else times(r["e2el_speedup"]) +
-                   interval(r["e2el_speedup_low"], r["e2el_speedup_high"])), _spread(r),
+                  _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
                   num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
@@ -155,11 +180,25 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
                   _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
     if any(r["tpot_degenerate"] for r in speed):
-        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) TPOT p50 × (tokens − 1) "
-                         "is under a tenth of E2EL p50, i.e. the answers arrived in a burst after their first token "
-                         "(a starved client reads a whole answer at once; bench's TPOT = (E2EL − TTFT) ÷ "
-                         "(tokens − 1) then says about 0). The cell's verdict rests on E2EL at the same fixed output "
+        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) a request's chunks were "
+                         f"read in a burst straight after its first token (gaps under {per_request.BURST_GAP_MS:g} "
+                         f"ms, no engine step is that short) for more than {per_request.SWALLOWED_MAX:.0%} of its "
+                         "decode, so TTFT swallowed decode time and bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
+                         "is too small (a starved client reads a whole answer at once; seen: 0.002 ms against "
+                         "1 ms per token). From bench's per-request data (--save-detailed); a bundle without it "
+                         "uses the aggregate rule: TPOT p50 × (tokens − 1) under a tenth of E2EL p50. No TPOT "
+                         "ratio is printed for such a row, its verdict rests on E2EL at the same fixed output "
                          "length, and it has no efficiency."))
+    if any(r.get("stalled") for r in speed):
+        out.append(("p", "⚠ stall: in a repeat of the row (method or baseline) bench's per-request data shows a "
+                         "pause in sending (a request sent later than its free slot by more than "
+                         f"{per_request.SEND_PAUSE_SHARE:.0%} of the cell's median E2EL), a TTFT or E2EL outlier "
+                         f"(over {per_request.OUTLIER_FACTOR:g}× the cell's median and "
+                         f"{per_request.OUTLIER_FLOOR_MS:g} ms past it), or a c > 1 cell whose mean E2EL exceeds c × "
+                         "the c=1 cell's (slower than one after another). The host load average cannot see a "
+                         "sub-second stall; every ratio of the row rests on it. The row's note names the cell: "
+                         + "; ".join(f"{_label(r)} c={r['concurrency']}: {r['stall']}"
+                                     for r in speed if r.get("stalled")) + "."))
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
