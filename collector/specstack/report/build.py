@@ -29,6 +29,7 @@ from specstack.report.ksweep import k_per_load_rows, ksweep_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
+from specstack.results import archive
 from specstack.results.files import atomic_write_bytes, atomic_write_text
 from specstack.results.reader import REPORT_DIR, RunData, load_run
 
@@ -145,6 +146,10 @@ def write_report(run_dir: Path, tokenizers: Tokenizers | None = None, tokenizer:
     """Write report.md, report.html, report/*.png and report/tables/*.csv|parquet into the run folder.
     Returns the path of report.md."""
     run_dir = Path(run_dir)
+    return archive.reseal_if_intact(run_dir, lambda: _write_report(run_dir, tokenizers, tokenizer))
+
+
+def _write_report(run_dir: Path, tokenizers: Tokenizers | None, tokenizer: str | None) -> Path:
     rep = build(run_dir, tokenizers, tokenizer=tokenizer)
     for name, data in rep.plots.items():
         atomic_write_bytes(run_dir / name, data)

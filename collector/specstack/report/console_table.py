@@ -2,6 +2,7 @@
 of the same target. Ratios are computed from the bundle's summaries, nothing else."""
 from __future__ import annotations
 
+import io
 from itertools import dropwhile
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from specstack.measure import per_request
 from specstack.report import prefix_cache
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
-from specstack.results.reader import closed_loop, display_name, load_run
+from specstack.results import archive
+from specstack.results.files import atomic_write_text
+from specstack.results.reader import TABLES_FILE, closed_loop, display_name, load_run
 
 
 def summaries_of(run) -> tuple[dict[str, dict], list]:
@@ -154,6 +157,19 @@ def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
         table.add_row(f"turn 2 · {c}", str(figures.get("requests")),
                       *[_rate_and_length((t.get("categories") or {}).get(c) or {}) for t in seconds.values()])
     return table
+
+
+def save_tables(run_dir: Path) -> Path:
+    """The console tables, as plain text, into the bundle (tables.txt): what the run printed stays with it."""
+    out = Console(file=io.StringIO(), record=True, width=250, color_system=None)
+    print_run(run_dir, out)
+    return atomic_write_text(Path(run_dir) / TABLES_FILE, out.export_text())
+
+
+def seal_run(run_dir: Path) -> None:
+    """At the end of a run: its console tables saved, then SHA256SUMS over every file it produced."""
+    save_tables(run_dir)
+    archive.seal(run_dir)
 
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
