@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specstack.report import load, load_view, plots, sections
+from specstack.report import crosscheck, load, load_view, plots, sections
 from specstack.report import stats as st
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
@@ -89,6 +89,7 @@ def method_rows(run: RunData) -> list[dict]:
                      "kv_cache_tokens": server.get("kv_cache_tokens"),
                      "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
                      "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
+                     "crosscheck_kinds": crosscheck.label(md.summary),
                      "prometheus_view": _prometheus_view(md.summary),
                      "error": None, "folder": md.path.name})
     for f in run.failed:
@@ -97,7 +98,7 @@ def method_rows(run: RunData) -> list[dict]:
                      "baseline": None, "comparable": None, "server_contradicted": None,
                      "server_contradictions": None, "k": None, "speculative_config": None,
                      "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
-                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
+                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None, "crosscheck_kinds": None,
                      "prometheus_view": None, "error": f.error,
                      "folder": f.path.name if f.path else None})
     return rows

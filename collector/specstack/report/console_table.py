@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specstack.measure import per_request
-from specstack.report import prefix_cache
+from specstack.report import crosscheck, prefix_cache
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
 from specstack.results import archive
@@ -65,7 +65,8 @@ def crosscheck_label(summary: dict) -> str:
     if summary.get("status") != "ok" and not cc:
         return "[red]failed[/]"
     if cc.get("ok"):
-        return f"[green]exact ({cc.get('checks', 0)} checks)[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
+        # the count split by kind (report/crosscheck.py): the independent identities first, the rest apart
+        return f"[green]exact: {crosscheck.label(summary)}[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
     return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
 
 
@@ -191,6 +192,10 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    console.print("cross-check: independent = a per-request figure from the responses against a /metrics delta; "
+                  "completeness = bench's answer and token counts against the server's; same counters = bench's "
+                  "spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
+                  "against itself; trivial = 0 = 0; warm-up = the warm-up window, no measured request.")
     if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s["tasks"]):
         console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
                       "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "

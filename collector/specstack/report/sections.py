@@ -95,7 +95,8 @@ def methods_table(rep: Report) -> list[tuple]:
                   r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
                   r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
                   pct(r["kv_cache_loss"]) if r["baseline"] else "—",
-                  "n/a" if r["crosscheck_ok"] is None else ("exact" if r["crosscheck_ok"] else "MISMATCH"),
+                  "n/a" if r["crosscheck_ok"] is None else (("exact: " + r["crosscheck_kinds"])
+                                                            if r["crosscheck_ok"] else "MISMATCH"),
                   r["prometheus_view"] or "n/a"]
                  for r in rep.methods]))
     failures = [r for r in rep.methods if r["status"].startswith("failed")]

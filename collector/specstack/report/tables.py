@@ -15,7 +15,7 @@ COLUMNS: dict[str, list[str]] = {
     "methods": ["method", "label", "status", "baseline", "comparable", "server_contradicted",
                 "server_contradictions", "k", "speculative_config", "spec_override",
                 "target",
-                "model_runner", "async_scheduling", "kv_cache_tokens", "kv_cache_loss", "crosscheck_ok", "prometheus_view", "error",
+                "model_runner", "async_scheduling", "kv_cache_tokens", "kv_cache_loss", "crosscheck_ok", "crosscheck_kinds", "prometheus_view", "error",
                 "folder"],
     "bench_cells": ["method", "task", "load", "concurrency", "request_rate", "repeat", "session", "status", "file", "source", "completed", "failed",
                     "total_output_tokens", "duration_s", "output_throughput", "request_throughput",
