@@ -23,6 +23,14 @@ def acceptance_records(md: MethodData, task: str) -> list[dict]:
     return out
 
 
+def distinct_outputs(records: list[dict]) -> int | None:
+    """Distinct greedy answers among the task's answered requests: the effective sample size behind an acceptance
+    figure or an equality verdict (seen: 3 distinct answers among 16 code requests, 2 for mtp; a bigram machine
+    repeats itself). None without answers."""
+    texts = {r["text"] for r in records if not r["error"] and r["text"] is not None}
+    return len(texts) or None
+
+
 def accepted_past_end(records: list[dict]) -> int:
     """Drafts vLLM counted as accepted beyond the answer's end, at least: a request emits its prefill token, one
     token per verify step and its accepted drafts, so 1 + steps + accepted above its completion tokens were
@@ -62,7 +70,8 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
                          "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
                          "per_position_conditional": None if conditional is None else json.dumps(
                              [None if x is None else round(x, 6) for x in conditional]),
-                         "requests": f.get("requests"), "completion_tokens": f.get("completion_tokens"),
+                         "requests": f.get("requests"), "distinct_outputs": distinct_outputs(records),
+                         "completion_tokens": f.get("completion_tokens"),
                          "failed_requests": sum(1 for r in records if r["error"]),
                          "accepted_past_end": None if no_drafts else accepted_past_end(records),
                          "finish_reasons": json.dumps(f.get("finish_reasons") or {}, sort_keys=True)})

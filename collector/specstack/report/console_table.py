@@ -11,6 +11,7 @@ from rich.table import Table
 
 from specstack.measure import per_request
 from specstack.report import crosscheck, prefix_cache
+from specstack.report.acceptance import acceptance_records, distinct_outputs
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
 from specstack.results import archive
@@ -79,11 +80,24 @@ def ended(summaries: dict[str, dict], task: str) -> str:
     return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
 
 
-def task_table(summaries: dict[str, dict], task: str) -> Table:
+def distinct_answers(run, task: str) -> dict[str, str]:
+    """Per method: "16 (3 distinct)", the task's acceptance answers and how many differ (report/acceptance.py)."""
+    out = {}
+    for name, md in run.methods.items():
+        records = acceptance_records(md, task)
+        n = distinct_outputs(records)
+        out[name] = f"{len(records)}" + ("" if n is None else f" ({n} distinct)")
+    return out
+
+
+def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | None = None) -> Table:
+    """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers)."""
     concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
     table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
                   title_justify="left")
-    for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
+    columns = ("method", "vs") + (("answers",) if answers is not None else ()) + (
+        "acceptance rate", "mean acc. length", "histogram", "cross-check")
+    for col in columns:
         table.add_column(col)
     for c in concurrencies:
         table.add_column(f"out tok/s c={c} (× base)", justify="right")
@@ -100,6 +114,7 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
             cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
         status = "" if s["status"] == "ok" else " [red](failed)[/]"
         table.add_row(display_name(name, s) + status, s.get("baseline_method") or "-",
+                      *([answers.get(name, "n/a")] if answers is not None else []),
                       pct(figures.get("acceptance_rate")),
                       num(figures.get("mean_acceptance_length")),
                       _histogram(figures.get("histogram")),
@@ -179,7 +194,7 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     summaries, failed = summaries_of(run)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
-        console.print(task_table(summaries, task))
+        console.print(task_table(summaries, task, distinct_answers(run, task)))
         by_category = category_table(summaries, task)
         if by_category is not None:
             console.print(by_category)
@@ -192,6 +207,8 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    console.print("answers = the task's acceptance requests and how many distinct greedy answers they gave: the "
+                  "effective sample behind the acceptance figures and the output equality.")
     console.print("cross-check: independent = a per-request figure from the responses against a /metrics delta; "
                   "completeness = bench's answer and token counts against the server's; same counters = bench's "
                   "spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "

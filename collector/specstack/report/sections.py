@@ -222,6 +222,10 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     return out
 
 
+def _distinct(requests, distinct) -> str:
+    return num(requests) + ("" if distinct is None else f" ({distinct} distinct)")
+
+
 def _finish_label(rows: list[dict]) -> str:
     """The phase named by how its answers actually ended, not by what it allowed."""
     counts: dict[str, int] = {}
@@ -252,13 +256,18 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
                           "histogram (steps accepting j=0..K)",
                           "per position, share of all drafting steps (≥ p+1 accepted / steps)",
                           "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
-                          "steps", "drafts", "accepted", "requests", "failed req.", "finish reasons"],
+                          "steps", "drafts", "accepted", "requests (distinct answers)", "failed req.",
+                          "finish reasons"],
                 [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
                   pct(r["no_accept_share"]), r["histogram"] or "n/a", _rates(r["per_position"], "n/a"),
                   _rates(r["per_position_conditional"],
                          "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"),
                   num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
-                  num(r["requests"]), num(r["failed_requests"]), r["finish_reasons"]] for r in acc]))
+                  _distinct(r["requests"], r.get("distinct_outputs")), num(r["failed_requests"]),
+                  r["finish_reasons"]] for r in acc]))
+    out.append(("p", "Distinct answers: how many different greedy answers the task's requests produced, the "
+                     "effective sample behind each acceptance figure (requests that repeat one answer repeat its "
+                     "drafting steps too)."))
     past = [r for r in acc if r.get("accepted_past_end")]
     if past:
         out.append(("p", "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
@@ -348,9 +357,12 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
     eqs = [r for r in rep.equality_summary if r["task"] == task]
     if eqs:
         out.append(("h3", "Output equality against the baseline (acceptance phase only)"))
-        out.append(("table", ["method", "vs", "compared", "equal", "equal rate", "finish_reason differs",
-                              "first divergence (min / median)", "unit", "note"],
-                    [[_label(r), r["baseline"], r["compared"], r["equal"], pct(r["equal_rate"]),
+        out.append(("table", ["method", "vs", "compared", "distinct answers (method / baseline)", "equal",
+                              "equal rate", "finish_reason differs", "first divergence (min / median)", "unit",
+                              "note"],
+                    [[_label(r), r["baseline"], r["compared"],
+                      f"{num(r.get('distinct_outputs'), 0)} / {num(r.get('baseline_distinct_outputs'), 0)}",
+                      r["equal"], pct(r["equal_rate"]),
                       r["finish_reason_differs"],
                       f"{num(r.get('first_divergence_min'), 0)} / {num(r.get('first_divergence_median'), 1)}",
                       r["unit"] or "n/a", r["note"] or ""]
