@@ -11,7 +11,7 @@ from rich.table import Table
 
 from specstack.measure import per_request
 from specstack.report import crosscheck, prefix_cache
-from specstack.report.acceptance import acceptance_records, distinct_outputs
+from specstack.report.acceptance import acceptance_records, distinct_outputs, finish_by_target, target_name
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS
 from specstack.results import archive
@@ -72,12 +72,16 @@ def crosscheck_label(summary: dict) -> str:
 
 
 def ended(summaries: dict[str, dict], task: str) -> str:
-    """How the task's acceptance answers ended, over every method: "length 96, stop 16"."""
-    counts: dict[str, int] = {}
-    for s in summaries.values():
-        for reason, n in ((s["tasks"].get(task) or {}).get("finish_reasons") or {}).items():
-            counts[reason] = counts.get(reason, 0) + n
-    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+    """How the task's acceptance answers ended, per target model (two targets' answers are never pooled):
+    "length 96, stop 16", or "tiny-qwen3: length 80, stop 0; tiny-mtp: length 16, stop 16"."""
+    by_target = finish_by_target([(target_name(s), (s["tasks"].get(task) or {}).get("finish_reasons"))
+                                  for s in summaries.values()])
+
+    def text(counts: dict[str, int]) -> str:
+        return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+    if len(by_target) > 1:
+        return "; ".join(f"{t}: {text(c)}" for t, c in by_target.items())
+    return text(next(iter(by_target.values()), {}))
 
 
 def distinct_answers(run, task: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.measure import per_request
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
+from specstack.report.acceptance import finish_by_target
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.placement import placement
@@ -157,9 +158,10 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
-    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
-                          "verdict", "TPOT p50 ms", "TPOT speedup × (p50 [95 % CI]; mean, p95)", "verdict",
-                          "E2EL speedup × (p50 [95 % CI]; mean, p95)", "latency spread (method / base)",
+    ci = f"95 % CI if ≥ {st.MIN_REPEATS} repeats"
+    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", f"throughput × [{ci}]",
+                          "verdict", "TPOT p50 ms", f"TPOT speedup × (p50 [{ci}]; mean, p95)", "verdict",
+                          f"E2EL speedup × (p50 [{ci}]; mean, p95)", "latency spread (method / base)",
                           "host load per core",
                           "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
@@ -227,11 +229,16 @@ def _distinct(requests, distinct) -> str:
 
 
 def _finish_label(rows: list[dict]) -> str:
-    """The phase named by how its answers actually ended, not by what it allowed."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        for reason, n in json.loads(r["finish_reasons"] or "{}").items():
-            counts[reason] = counts.get(reason, 0) + n
+    """The phase named by how its answers actually ended, not by what it allowed; per target model when the task
+    ran on more than one (their answers are not the same answers)."""
+    by_target = finish_by_target([(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}"))
+                                  for r in rows])
+    if len(by_target) > 1:
+        return "; ".join(f"target {t}: {_ended(c)}" for t, c in by_target.items())
+    return _ended(next(iter(by_target.values()), {}))
+
+
+def _ended(counts: dict[str, int]) -> str:
     total = sum(counts.values())
     if not total:
         return "no answers"

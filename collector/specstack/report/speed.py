@@ -61,8 +61,8 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                     value = src.get(f"median_{m}_ms")
                 row[f"p{p}_{m}_ms"] = value
         row["spec_decode_acceptance_length"] = src.get("spec_decode_acceptance_length")
-        rate = src.get("spec_decode_acceptance_rate")   # bench writes percent
-        row["spec_decode_acceptance_rate"] = None if rate is None else rate / 100
+        rate = src.get("spec_decode_acceptance_rate")   # bench writes percent (the summary's copy: a fraction)
+        row["spec_decode_acceptance_rate"] = rate / 100 if rate is not None else src.get("acceptance_rate")
         row["spec_decode_draft_tokens"] = src.get("spec_decode_draft_tokens")
         row["spec_decode_num_drafts"] = src.get("spec_decode_num_drafts")
         row["spec_decode_accepted_tokens"] = src.get("spec_decode_accepted_tokens")

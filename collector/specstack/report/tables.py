@@ -48,7 +48,7 @@ COLUMNS: dict[str, list[str]] = {
                   "tpot_crossover_concurrency",
                   "tpot_text",
                   "throughput_kind", "throughput_crossover_concurrency", "throughput_text"],
-    "acceptance": ["method", "label", "baseline", "task", "k", "comparable", "server_contradicted",
+    "acceptance": ["method", "label", "baseline", "task", "target", "k", "comparable", "server_contradicted",
                    "acceptance_rate",
                    "mean_acceptance_length",
                    "no_accept_share", "num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "histogram",

@@ -16,12 +16,19 @@ from specstack.runs import prefix_cache, turns
 console = Console(stderr=True)
 
 BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
-                "request_throughput", "output_throughput", "total_token_throughput", "max_concurrent_requests")
+                "request_throughput", "output_throughput", "total_token_throughput")
 
 
 def _bench_cell(bench: dict, slo: dict | None, concurrency: int | None) -> dict:
     cell = {k: bench.get(k) for k in BENCH_FIELDS}
-    cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")})
+    # bench's "max_concurrent_requests" counts the requests active at any time within a one-second bucket, not
+    # requests in flight at once (a sub-second cell counts every request): kept under a name that says so
+    cell["max_requests_active_in_one_second"] = bench.get("max_concurrent_requests")
+    # bench writes its acceptance rate in percent; the summary keeps every rate as a fraction (acceptance_rate)
+    cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")
+                 and k != "spec_decode_acceptance_rate"})
+    rate = bench.get("spec_decode_acceptance_rate")
+    cell["acceptance_rate"] = None if rate is None else rate / 100
     # stalls and burst reads, from bench's per-request data (None: bench kept none)
     cell["per_request"] = per_request.cell_figures(bench, concurrency)
     if slo:   # --slo: the requests meeting every target, from bench's per-request results
