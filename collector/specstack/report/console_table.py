@@ -13,7 +13,7 @@ from specstack.measure import per_request
 from specstack.report import crosscheck, prefix_cache
 from specstack.report.acceptance import acceptance_records, distinct_outputs, finish_by_target, target_name
 from specstack.report.format import num, pct
-from specstack.report.stats import MIN_REPEATS
+from specstack.report.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
 from specstack.results.reader import TABLES_FILE, closed_loop, display_name, load_run
@@ -52,6 +52,22 @@ def stalled_concurrencies(summary: dict, task: str) -> set[int]:
     return {c for c, cells in by_c.items()
             if any((c_.get("per_request") or {}).get("stall")
                    or per_request.slower_than_serial(c_.get("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+
+
+def bench_acceptance(summary: dict, task: str) -> str:
+    """The perf phase's own acceptance, pooled over the task's closed-loop bench cells (64-token --ignore-eos
+    answers, not the acceptance phase's): bench's acceptance length per verify step, then tokens per target pass
+    over every decode pass and the share of passes that drafted. ngram's 2.83 per verify step can be 1.69 per
+    pass (37 % drafted): only the per-pass figure compares with a drafter that drafts on every pass."""
+    cells = [c_ for c_ in _cells_by_concurrency(summary["tasks"].get(task) or {}).values() for c_ in c_]
+    drafts = sum(int(c_.get("spec_decode_num_drafts") or 0) for c_ in cells)
+    if not drafts:
+        return "n/a"
+    accepted = sum(int(c_.get("spec_decode_accepted_tokens") or 0) for c_ in cells)
+    decode = sum(int(c_["total_output_tokens"]) - int(c_["completed"]) for c_ in cells
+                 if c_.get("total_output_tokens") is not None and c_.get("completed") is not None)
+    per_pass, share = tokens_per_pass(decode, drafts, accepted), drafting_share(decode, drafts, accepted)
+    return f"{1 + accepted / drafts:.2f} · {num(per_pass)}/pass ({pct(share, 0)} drafted)"
 
 
 def _cells_by_concurrency(task: dict) -> dict[int, list]:
@@ -100,7 +116,7 @@ def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | 
     table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
                   title_justify="left")
     columns = ("method", "vs") + (("answers",) if answers is not None else ()) + (
-        "acceptance rate", "mean acc. length", "histogram", "cross-check")
+        "acceptance rate", "mean acc. length", "histogram", "bench: acc. length · tokens/pass", "cross-check")
     for col in columns:
         table.add_column(col)
     for c in concurrencies:
@@ -121,7 +137,7 @@ def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | 
                       *([answers.get(name, "n/a")] if answers is not None else []),
                       pct(figures.get("acceptance_rate")),
                       num(figures.get("mean_acceptance_length")),
-                      _histogram(figures.get("histogram")),
+                      _histogram(figures.get("histogram")), bench_acceptance(s, task),
                       crosscheck_label(s), *cells)
     return table
 
@@ -211,6 +227,11 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    console.print("acceptance rate, mean acc. length, histogram: the acceptance phase (greedy chat answers up to "
+                  "max_tokens, which may stop at EOS). bench: the perf phase's own figures (fixed-length "
+                  "--ignore-eos completions, the throughput's workload): acceptance length per verify step · "
+                  "tokens per target pass over every decode pass (drafted share): a drafter that skips passes "
+                  "(ngram, suffix) gains less per pass than its length per verify step says.")
     console.print("answers = the task's acceptance requests and how many distinct greedy answers they gave: the "
                   "effective sample behind the acceptance figures and the output equality.")
     console.print("cross-check: independent = a per-request figure from the responses against a /metrics delta; "
