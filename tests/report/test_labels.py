@@ -79,3 +79,21 @@ def test_the_console_shows_bench_s_own_acceptance_per_verify_step_and_per_target
     # a drafter on every pass: length per verify step and tokens per pass agree
     assert console_table.bench_acceptance(summary(327, 681), "code") == "3.08 · 3.08/pass (100 % drafted)"
     assert console_table.bench_acceptance(summary(0, 0), "code") == "n/a"
+
+
+def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):
+    """Issue 29 point 7: observed, inferred or asked, from the summary's server.evidence."""
+    run_dir = tmp_path / "prov"
+    run_dir.mkdir()
+    evidence = {"model_runner": {"basis": "inferred", "line": "KV cache size: 1 tokens"},
+                "async_scheduling": {"basis": "asked", "line": "non-default args: {...}"}}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
+                 texts={"code": {"a": ("t", "stop")}}, server={"evidence": evidence})
+    write_method(run_dir, "old", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
+                 texts={"code": {"a": ("t", "stop")}})           # a bundle from before: no evidence recorded
+    rep = build.build(run_dir, with_plots=False)
+    md = render.render_markdown(sections.blocks(rep))
+    rows = {r["method"]: r for r in rep.methods}
+    assert (rows["baseline"]["model_runner_basis"], rows["old"]["model_runner_basis"]) == ("inferred", None)
+    assert "| V1 (inferred) | no (asked) |" in md and "| V1 | no |" in md
+    assert "inferred = read from what the log does not say" in md

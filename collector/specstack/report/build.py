@@ -85,7 +85,9 @@ def method_rows(run: RunData) -> list[dict]:
                      "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
                      if md.summary.get("spec_override") else None,
                      "target": server.get("target"), "model_runner": server.get("model_runner"),
+                     "model_runner_basis": _basis(server, "model_runner"),
                      "async_scheduling": server.get("async_scheduling"),
+                     "async_scheduling_basis": _basis(server, "async_scheduling"),
                      "kv_cache_tokens": server.get("kv_cache_tokens"),
                      "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
                      "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
@@ -97,11 +99,19 @@ def method_rows(run: RunData) -> list[dict]:
                      "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
                      "baseline": None, "comparable": None, "server_contradicted": None,
                      "server_contradictions": None, "k": None, "speculative_config": None,
-                     "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
+                     "spec_override": None, "target": None, "model_runner": None, "model_runner_basis": None,
+                     "async_scheduling": None, "async_scheduling_basis": None,
                      "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None, "crosscheck_kinds": None,
                      "prometheus_view": None, "error": f.error,
                      "folder": f.path.name if f.path else None})
     return rows
+
+
+def _basis(server: dict, fact: str) -> str | None:
+    """How the server fact is known (server/provenance.py: observed, inferred, asked); None: not recorded."""
+    if server.get(fact) is None:
+        return None
+    return ((server.get("evidence") or {}).get(fact) or {}).get("basis")
 
 
 def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,

@@ -94,12 +94,21 @@ def methods_table(rep: Report) -> list[tuple]:
                           "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
                 [[_label(r), r["status"],
                   r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
-                  r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
+                  _known(r["model_runner"] or "n/a", r.get("model_runner_basis")),
+                  _known(num(r["async_scheduling"]), r.get("async_scheduling_basis")), num(r["kv_cache_tokens"]),
                   pct(r["kv_cache_loss"]) if r["baseline"] else "—",
                   "n/a" if r["crosscheck_ok"] is None else (("exact: " + r["crosscheck_kinds"])
                                                             if r["crosscheck_ok"] else "MISMATCH"),
                   r["prometheus_view"] or "n/a"]
                  for r in rep.methods]))
+    if any(r.get("model_runner_basis") or r.get("async_scheduling_basis") for r in rep.methods):
+        out.append(("p", "How each server fact is known (the evidence, the log line, is in each summary's "
+                         "server.evidence): observed = the engine stated it in its log (\"Using V2 Model Runner\", "
+                         "a fall-back to V1, async scheduling disabled); inferred = read from what the log does not "
+                         "say (vLLM 0.32.0 logs nothing when it runs V1 as pinned, so V1 is inferred from an engine "
+                         "that reached its KV-cache line without the V2 line); asked = vLLM's echo of the arguments "
+                         "it was given (`non-default args`), not a statement of what it runs. server.argv and "
+                         "server.env are what specstack passed to the server it started, not read back from it."))
     failures = [r for r in rep.methods if r["status"].startswith("failed")]
     if failures:
         out.append(("table", ["failed method", "folder", "error"],
@@ -122,6 +131,11 @@ def _spread(r: dict) -> str:
     """Relative MAD of the TPOT p50 over repeats, method / baseline; ⚠ past the stability gate."""
     parts = [pct(r["tpot_spread"], 0)] + ([pct(r["baseline_tpot_spread"], 0)] if r["role"] == "spec" else [])
     return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
+
+
+def _known(value: str, basis: str | None) -> str:
+    """A server fact with how it is known: "V1 (inferred)", "no (asked)"."""
+    return value if not basis or value == "n/a" else f"{value} ({basis})"
 
 
 def _stall_mark(r: dict) -> str:
