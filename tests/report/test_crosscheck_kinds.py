@@ -40,6 +40,7 @@ def test_each_check_is_counted_in_its_kind():
     assert sum(by.values()) == sum(len(w["checks"]) for w in summary["windows"])
     assert crosscheck.label(summary) == ("5 independent (+ 3 completeness, 5 same counters, 1 /metrics internal, "
                                          "4 trivial (0 = 0), 8 warm-up)")
+    assert crosscheck.short_label(summary) == "5 indep. + 3 compl., 5 same-ctr, 1 internal, 4 0=0, 8 warm-up"
 
 
 def test_a_baseline_says_completeness_only_in_the_console_table():
@@ -50,4 +51,4 @@ def test_a_baseline_says_completeness_only_in_the_console_table():
     assert crosscheck.label(base) == "3 completeness; no independent identity"
     out = Console(record=True, width=250)
     out.print(console_table.task_table({"baseline": base}, "code"))
-    assert "exact: 3 completeness; no independent identity" in out.export_text()
+    assert "exact: 0 indep.; 3 compl." in out.export_text()

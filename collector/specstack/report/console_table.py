@@ -83,7 +83,7 @@ def crosscheck_label(summary: dict) -> str:
         return "[red]failed[/]"
     if cc.get("ok"):
         # the count split by kind (report/crosscheck.py): the independent identities first, the rest apart
-        return f"[green]exact: {crosscheck.label(summary)}[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
+        return f"[green]exact: {crosscheck.short_label(summary)}[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
     return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
 
 
@@ -234,10 +234,10 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
                   "(ngram, suffix) gains less per pass than its length per verify step says.")
     console.print("answers = the task's acceptance requests and how many distinct greedy answers they gave: the "
                   "effective sample behind the acceptance figures and the output equality.")
-    console.print("cross-check: independent = a per-request figure from the responses against a /metrics delta; "
-                  "completeness = bench's answer and token counts against the server's; same counters = bench's "
-                  "spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
-                  "against itself; trivial = 0 = 0; warm-up = the warm-up window, no measured request.")
+    console.print("cross-check: indep. = independent, a per-request figure from the responses against a /metrics "
+                  "delta; compl. = completeness, bench's answer and token counts against the server's; same-ctr = "
+                  "bench's spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
+                  "against itself; 0=0 = trivial; warm-up = the warm-up window, no measured request.")
     if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s["tasks"]):
         console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
                       "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
