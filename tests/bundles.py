@@ -7,10 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
+from specstack.measure import per_request
+
 
 def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
                acc_len: float | None = None, c: int | None = 1, drafts: int = 10, accepted: int = 20,
-               ttft: float = 40.0, e2el: float = 100.0) -> dict:
+               ttft: float = 40.0, e2el: float = 100.0, requests: dict | None = None) -> dict:
+    """requests: bench's per-request lists (--save-detailed; see per_request_lists) merged in as written."""
     d = {"date": "20261129-114817", "backend": "openai", "model_id": "spec-demo", "num_prompts": completed + failed,
          "request_rate": "inf", "max_concurrency": c, "duration": out_tokens / tput, "completed": completed,
          "failed": failed, "total_input_tokens": 2000, "total_output_tokens": out_tokens,
@@ -24,7 +27,26 @@ def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0,
                  spec_decode_num_drafts=drafts, spec_decode_draft_tokens=4 * drafts,
                  spec_decode_accepted_tokens=accepted,
                  spec_decode_per_position_acceptance_rates=[0.8, 0.6, 0.4, 0.2])
+    d.update(requests or {})
     return d
+
+
+def per_request_lists(ttft_ms: list[float], itls_ms: list[list[float]], *, concurrency: int = 1,
+                      pauses_ms: dict[int, float] | None = None) -> dict:
+    """Bench's --save-detailed lists (seconds) for requests sent by a closed loop of `concurrency` slots: each
+    request leaves as soon as a slot frees, in order; pauses_ms[k]: the client stalled that long before the k-th
+    send (so did every send due during it); E2EL = TTFT + Σ gaps."""
+    e2el = [t + sum(g) for t, g in zip(ttft_ms, itls_ms)]
+    free = [0.0] * concurrency          # when each slot frees, ms
+    starts = []
+    for k, e in enumerate(e2el):
+        slot = min(range(concurrency), key=lambda i: free[i])
+        start = max(free[slot], starts[-1] if starts else 0.0) + (pauses_ms or {}).get(k, 0.0)
+        starts.append(start)
+        free[slot] = start + e
+    return {"start_times": [1000.0 + s / 1000 for s in starts], "ttfts": [t / 1000 for t in ttft_ms],
+            "itls": [[g / 1000 for g in x] for x in itls_ms], "latencies": [e / 1000 for e in e2el],
+            "errors": [""] * len(e2el), "output_lens": [len(x) + 1 for x in itls_ms]}
 
 
 def _cell_order(item) -> tuple:
@@ -75,7 +97,8 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                 (d / f).write_text(json.dumps(data))
                 bench.append({"concurrency": conc, "request_rate": rate, "load": load, "repeat": r, "status": "ok",
                               "file": f, "output_throughput": data["output_throughput"],
-                              "completed": data["completed"]})
+                              "completed": data["completed"], "mean_e2el_ms": data["mean_e2el_ms"],
+                              "per_request": per_request.cell_figures(data, conc)})
                 pre = (preemptions or {}).get((task, c, r), 0.0)
                 windows.append({"name": f"bench/{cell}", "phase": "bench", "task": task, "concurrency": conc,
                                 "request_rate": rate, "load": load, "repeat": r, "status": "ok", "checks": [],

@@ -86,7 +86,7 @@ def test_the_collector_ends_with_the_table_not_teardown_noise(locked_run):
     assert "nanobind" not in text
     table, result = text.find("task: code (acceptance answers ended by:"), text.find('{"status": "ok"')
     assert -1 < table < result, tail(text)
-    assert "exact (" in text[table:result]   # the cross-check column of the ngram row
+    assert "exact: " in text[table:result]   # the cross-check column of the ngram row
 
 
 def test_runner_is_read_from_the_saved_container_log(locked_run):

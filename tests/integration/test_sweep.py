@@ -125,6 +125,10 @@ def test_engine_facts_and_provenance(sweep_run):
         server = s["server"]
         assert server["async_scheduling"] is False, name  # explicit and identical for every method
         assert server["model_runner"] in ("V1", "V2")
+        # how each fact is known: V1 pinned is inferred (vLLM logs nothing for it), async off asked or observed
+        assert server["evidence"]["model_runner"]["basis"] in ("observed", "inferred"), name
+        assert server["evidence"]["async_scheduling"]["basis"] in ("asked", "observed"), name
+        assert server["evidence"]["kv_cache_tokens"]["basis"] == "observed", name
         assert server["kv_cache_tokens"] > 0
         assert server["vllm_version"] == "0.32.0"
         assert s["provenance"]["help_all"]["sha256"] and s["provenance"]["help_all"]["lines"] > 500
@@ -158,6 +162,25 @@ def test_bench_cells(sweep_run):
                 raw = json.loads((sweep_run["run_dir"] / name / c["file"]).read_text())
                 assert raw["output_throughput"] == c["output_throughput"]  # raw JSON kept as bench wrote it
                 assert (name in SPEC_METHODS) == ("spec_decode_draft_tokens" in raw)
+                # --save-detailed: every request kept, and the summary's per-request figures come from it
+                n = WORKLOAD["num_prompts"]
+                assert len(raw["ttfts"]) == len(raw["itls"]) == len(raw["start_times"]) == len(raw["latencies"]) == n
+                assert c["per_request"]["requests"] == n
+                assert c["per_request"]["chunks"] == sum(len(x) for x in raw["itls"])
+                assert c["per_request"]["max_send_pause_ms"] >= 0 and "spec_decode_acceptance_rate" not in c
+
+
+def test_the_run_sealed_itself(sweep_run):
+    """The sweep's last step: tables.txt and SHA256SUMS over every file it produced (later tests may add files,
+    so only the listed summaries are checked here)."""
+    import hashlib
+
+    run_dir = sweep_run["run_dir"]
+    listed = dict(reversed(line.split("  ", 1)) for line in (run_dir / "SHA256SUMS").read_text().splitlines())
+    assert "tables.txt" in listed and (run_dir / "tables.txt").read_text().startswith("task: ")
+    for name in sweep_run["summaries"]:
+        rel = f"{name}/summary.json"
+        assert listed[rel] == hashlib.sha256((run_dir / rel).read_bytes()).hexdigest(), rel
 
 
 def test_manifest_hashes_every_input(sweep_run):

@@ -17,7 +17,7 @@ def cell(ttfts, latencies, lens, errors=None, duration=10.0, request_goodput=Non
 def test_slo_parses_targets_in_ms():
     assert parse_slo("ttft:500,tpot:50") == {"ttft": 500.0, "tpot": 50.0}
     assert parse_slo(" e2el_ms:2000 ") == {"e2el": 2000.0}
-    assert bench_args({"ttft": 500.0, "tpot": 50.0}) == ["--goodput", "ttft:500", "tpot:50", "--save-detailed"]
+    assert bench_args({"ttft": 500.0, "tpot": 50.0}) == ["--goodput", "ttft:500", "tpot:50"]
     assert bench_args(None) == []
 
 

@@ -303,7 +303,7 @@ def test_write_report_files(bundle):
     md = path.read_text()
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     cells = [c.strip() for c in matrix.strip("|").split("|")][2:]          # code c=1, code c=4, chat c=1, chat c=4
-    assert cells[0].startswith("helped · TPOT 2.00×") and cells[1].startswith("slower · TPOT 0.80×")
+    assert cells[0].startswith("helped · TPOT p50 2.00×") and cells[1].startswith("slower · TPOT p50 0.80×")
     assert cells[2].startswith("no clear difference")
     assert "NOT COMPARABLE" in md and "†" in md
 
@@ -396,7 +396,7 @@ def test_verdicts_never_contradict_their_intervals(tmp_path):
     md = render.render_markdown(sections.blocks(rep))
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     assert "faster per token only" in matrix
-    assert "point only · TPOT 2.00× · tput 2.00× ⚠ single measurement" in matrix
+    assert "point only · TPOT p50 2.00× (mean 2.00×, p95 2.00×) · tput 2.00× ⚠ single measurement" in matrix
     assert "helped ·" not in md
 
 
@@ -550,11 +550,11 @@ def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_
     r = _row(rep.speed, method="ngram")
     assert r["tpot_degenerate"] and r["latency_basis"] == "E2EL" and r["efficiency"] is None
     assert r["latency_speedup"] == pytest.approx(100.0 / 80.0) == r["e2el_speedup"]
-    assert r["tpot_speedup"] == pytest.approx(0.0025)            # kept in the table, marked, never the verdict
+    assert r["tpot_speedup"] is None and r["tpot_verdict"] == "degenerate: no ratio"   # never a ratio of a burst
     md = render.render_markdown(sections.blocks(rep))
-    assert "0.00× [" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
+    assert "0.00×" not in md and "| no ratio ‡ |" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
-    assert "· E2EL 1.25× [1.25–1.25] ·" in matrix
+    assert "· E2EL p50 1.25× [1.25–1.25] (mean 1.00×, p95 1.00×) ·" in matrix
 
 
 def test_an_efficiency_above_the_bound_is_called_a_measurement_problem(tmp_path):

@@ -125,3 +125,24 @@ def test_an_archive_inside_the_run_is_refused(tmp_path, capsys):
     run = make_run(tmp_path, "r")
     assert main(["pack", str(run), "--out", str(run / "r.tar.gz")]) == 2
     assert "inside the run folder" in capsys.readouterr().err
+
+
+def test_a_sealed_run_proves_itself_and_a_report_reseals_only_an_intact_one(tmp_path, capsys):
+    """Issue 29 point 9: every run writes SHA256SUMS and its console tables at its end, verify checks the folder
+    as it is; a later report seals again only when nothing had changed before it."""
+    from specstack.report.build import write_report
+    from specstack.report.console_table import seal_run
+
+    run = make_run(tmp_path / "results", "run-s")
+    seal_run(run)
+    tables = (run / "tables.txt").read_text()
+    assert tables.startswith("task: ") and "out tok/s c=1" in tables
+    listed = dict(reversed(line.split("  ", 1)) for line in (run / SUMS).read_text().splitlines())
+    assert "tables.txt" in listed and "ngram/summary.json" in listed and SUMS not in listed
+    assert verify(run).ok and main(["verify", str(run)]) == 0
+    write_report(run)                                    # intact before: sealed again, report files included
+    assert verify(run).ok and "report.md" in (run / SUMS).read_text()
+    (run / "ngram" / "summary.json").write_text((run / "ngram" / "summary.json").read_text() + " ")
+    write_report(run)                                    # changed before: never blessed
+    result = verify(run)
+    assert not result.ok and result.changed == ["ngram/summary.json"]

@@ -42,6 +42,8 @@ def test_a_rate_cell_sends_at_the_rate_without_a_concurrency_cap(tmp_path):
     closed = bench.bench_command(server, _task(tmp_path), concurrency=4, request_rate=None, **common)
     assert closed[closed.index("--max-concurrency") + 1] == "4" and "--burstiness" not in closed
     assert closed[closed.index("--request-rate") + 1] == "inf"
+    # every cell keeps bench's per-request data (stalls, burst reads, percentiles recomputable from the bundle)
+    assert closed.count("--save-detailed") == open_loop.count("--save-detailed") == 1
 
 
 def test_cell_names_keep_the_kinds_apart():

@@ -22,6 +22,7 @@ def _tables(opts) -> None:
     run_dir = opts.results_dir / opts.run_id
     if run_dir.is_dir():
         console_table.print_run(run_dir, Console(stderr=True, width=max(150, console.width)))
+        console_table.seal_run(run_dir)   # tables.txt, then SHA256SUMS over every file of the run
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

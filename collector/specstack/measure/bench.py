@@ -48,7 +48,9 @@ def bench_command(server: Server, task: Task, *, concurrency: int | None, num_pr
         *cap, "--request-rate", "inf" if request_rate is None else str(request_rate), *shape,
         "--temperature", "0", "--top-p", "1", "--ignore-eos", "--seed", str(SEED),
         "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,95,99",
-        "--save-result", "--result-dir", str(result_dir), "--result-filename", result_name,
+        # --save-detailed keeps every request's start time, TTFT, chunk gaps and E2EL: the bundle alone then
+        # recomputes every percentile, and stalls and burst reads are seen per request (measure/per_request.py)
+        "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", result_name,
         *goodput.bench_args(slo),
     ]
 

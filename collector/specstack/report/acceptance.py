@@ -23,6 +23,31 @@ def acceptance_records(md: MethodData, task: str) -> list[dict]:
     return out
 
 
+def target_name(summary: dict) -> str:
+    """The target model a method ran, short: the last part of its path or hub id ("n/a" when not recorded)."""
+    target = (summary.get("server") or {}).get("target")
+    return str(target).rstrip("/").rsplit("/", 1)[-1] if target else "n/a"
+
+
+def finish_by_target(items: list[tuple[str, dict]]) -> dict[str, dict[str, int]]:
+    """(target, finish_reasons) of each method -> per target the reasons summed: answers of two targets (mtp's
+    model and the default target) are different answers and are never pooled into one count."""
+    out: dict[str, dict[str, int]] = {}
+    for target, reasons in items:
+        counts = out.setdefault(target, {})
+        for reason, n in (reasons or {}).items():
+            counts[reason] = counts.get(reason, 0) + n
+    return out
+
+
+def distinct_outputs(records: list[dict]) -> int | None:
+    """Distinct greedy answers among the task's answered requests: the effective sample size behind an acceptance
+    figure or an equality verdict (seen: 3 distinct answers among 16 code requests, 2 for mtp; a bigram machine
+    repeats itself). None without answers."""
+    texts = {r["text"] for r in records if not r["error"] and r["text"] is not None}
+    return len(texts) or None
+
+
 def accepted_past_end(records: list[dict]) -> int:
     """Drafts vLLM counted as accepted beyond the answer's end, at least: a request emits its prefill token, one
     token per verify step and its accepted drafts, so 1 + steps + accepted above its completion tokens were
@@ -51,7 +76,7 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
             drafted = f.get("drafted_per_position") or []
             records = acceptance_records(md, task)
             rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                         "k": md.k, "comparable": md.comparable,
+                         "target": target_name(md.summary), "k": md.k, "comparable": md.comparable,
                          "server_contradicted": bool(md.server_contradictions),
                          "acceptance_rate": None if no_drafts else f.get("acceptance_rate"),
                          "mean_acceptance_length": None if no_drafts else f.get("mean_acceptance_length"),
@@ -62,7 +87,8 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
                          "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
                          "per_position_conditional": None if conditional is None else json.dumps(
                              [None if x is None else round(x, 6) for x in conditional]),
-                         "requests": f.get("requests"), "completion_tokens": f.get("completion_tokens"),
+                         "requests": f.get("requests"), "distinct_outputs": distinct_outputs(records),
+                         "completion_tokens": f.get("completion_tokens"),
                          "failed_requests": sum(1 for r in records if r["error"]),
                          "accepted_past_end": None if no_drafts else accepted_past_end(records),
                          "finish_reasons": json.dumps(f.get("finish_reasons") or {}, sort_keys=True)})

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specstack.report import load, load_view, plots, sections
+from specstack.report import crosscheck, load, load_view, plots, sections
 from specstack.report import stats as st
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
@@ -29,6 +29,7 @@ from specstack.report.ksweep import k_per_load_rows, ksweep_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
+from specstack.results import archive
 from specstack.results.files import atomic_write_bytes, atomic_write_text
 from specstack.results.reader import REPORT_DIR, RunData, load_run
 
@@ -84,10 +85,13 @@ def method_rows(run: RunData) -> list[dict]:
                      "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
                      if md.summary.get("spec_override") else None,
                      "target": server.get("target"), "model_runner": server.get("model_runner"),
+                     "model_runner_basis": _basis(server, "model_runner"),
                      "async_scheduling": server.get("async_scheduling"),
+                     "async_scheduling_basis": _basis(server, "async_scheduling"),
                      "kv_cache_tokens": server.get("kv_cache_tokens"),
                      "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
                      "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
+                     "crosscheck_kinds": crosscheck.label(md.summary),
                      "prometheus_view": _prometheus_view(md.summary),
                      "error": None, "folder": md.path.name})
     for f in run.failed:
@@ -95,11 +99,19 @@ def method_rows(run: RunData) -> list[dict]:
                      "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
                      "baseline": None, "comparable": None, "server_contradicted": None,
                      "server_contradictions": None, "k": None, "speculative_config": None,
-                     "spec_override": None, "target": None, "model_runner": None, "async_scheduling": None,
-                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None,
+                     "spec_override": None, "target": None, "model_runner": None, "model_runner_basis": None,
+                     "async_scheduling": None, "async_scheduling_basis": None,
+                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None, "crosscheck_kinds": None,
                      "prometheus_view": None, "error": f.error,
                      "folder": f.path.name if f.path else None})
     return rows
+
+
+def _basis(server: dict, fact: str) -> str | None:
+    """How the server fact is known (server/provenance.py: observed, inferred, asked); None: not recorded."""
+    if server.get(fact) is None:
+        return None
+    return ((server.get("evidence") or {}).get(fact) or {}).get("basis")
 
 
 def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,
@@ -145,6 +157,10 @@ def write_report(run_dir: Path, tokenizers: Tokenizers | None = None, tokenizer:
     """Write report.md, report.html, report/*.png and report/tables/*.csv|parquet into the run folder.
     Returns the path of report.md."""
     run_dir = Path(run_dir)
+    return archive.reseal_if_intact(run_dir, lambda: _write_report(run_dir, tokenizers, tokenizer))
+
+
+def _write_report(run_dir: Path, tokenizers: Tokenizers | None, tokenizer: str | None) -> Path:
     rep = build(run_dir, tokenizers, tokenizer=tokenizer)
     for name, data in rep.plots.items():
         atomic_write_bytes(run_dir / name, data)

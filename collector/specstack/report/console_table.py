@@ -2,16 +2,21 @@
 of the same target. Ratios are computed from the bundle's summaries, nothing else."""
 from __future__ import annotations
 
+import io
 from itertools import dropwhile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from specstack.report import prefix_cache
+from specstack.measure import per_request
+from specstack.report import crosscheck, prefix_cache
+from specstack.report.acceptance import acceptance_records, distinct_outputs, finish_by_target, target_name
 from specstack.report.format import num, pct
-from specstack.report.stats import MIN_REPEATS
-from specstack.results.reader import closed_loop, display_name, load_run
+from specstack.report.stats import MIN_REPEATS, drafting_share, tokens_per_pass
+from specstack.results import archive
+from specstack.results.files import atomic_write_text
+from specstack.results.reader import TABLES_FILE, closed_loop, display_name, load_run
 
 
 def summaries_of(run) -> tuple[dict[str, dict], list]:
@@ -38,6 +43,33 @@ def _throughput(summary: dict, task: str) -> dict[int, float]:
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
 
 
+def stalled_concurrencies(summary: dict, task: str) -> set[int]:
+    """Concurrencies at which a repeat stalled (measure/per_request.py, from the summary's copy of bench's
+    per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another."""
+    by_c = _cells_by_concurrency(summary["tasks"].get(task) or {})
+    serial = [c_.get("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.get("mean_e2el_ms")]
+    serial_mean = sorted(serial)[len(serial) // 2] if serial else None
+    return {c for c, cells in by_c.items()
+            if any((c_.get("per_request") or {}).get("stall")
+                   or per_request.slower_than_serial(c_.get("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+
+
+def bench_acceptance(summary: dict, task: str) -> str:
+    """The perf phase's own acceptance, pooled over the task's closed-loop bench cells (64-token --ignore-eos
+    answers, not the acceptance phase's): bench's acceptance length per verify step, then tokens per target pass
+    over every decode pass and the share of passes that drafted. ngram's 2.83 per verify step can be 1.69 per
+    pass (37 % drafted): only the per-pass figure compares with a drafter that drafts on every pass."""
+    cells = [c_ for c_ in _cells_by_concurrency(summary["tasks"].get(task) or {}).values() for c_ in c_]
+    drafts = sum(int(c_.get("spec_decode_num_drafts") or 0) for c_ in cells)
+    if not drafts:
+        return "n/a"
+    accepted = sum(int(c_.get("spec_decode_accepted_tokens") or 0) for c_ in cells)
+    decode = sum(int(c_["total_output_tokens"]) - int(c_["completed"]) for c_ in cells
+                 if c_.get("total_output_tokens") is not None and c_.get("completed") is not None)
+    per_pass, share = tokens_per_pass(decode, drafts, accepted), drafting_share(decode, drafts, accepted)
+    return f"{1 + accepted / drafts:.2f} · {num(per_pass)}/pass ({pct(share, 0)} drafted)"
+
+
 def _cells_by_concurrency(task: dict) -> dict[int, list]:
     by_c: dict[int, list] = {}
     for cell in filter(closed_loop, task.get("bench") or []):
@@ -50,24 +82,42 @@ def crosscheck_label(summary: dict) -> str:
     if summary.get("status") != "ok" and not cc:
         return "[red]failed[/]"
     if cc.get("ok"):
-        return f"[green]exact ({cc.get('checks', 0)} checks)[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
+        # the count split by kind (report/crosscheck.py): the independent identities first, the rest apart
+        return f"[green]exact: {crosscheck.short_label(summary)}[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
     return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
 
 
 def ended(summaries: dict[str, dict], task: str) -> str:
-    """How the task's acceptance answers ended, over every method: "length 96, stop 16"."""
-    counts: dict[str, int] = {}
-    for s in summaries.values():
-        for reason, n in ((s["tasks"].get(task) or {}).get("finish_reasons") or {}).items():
-            counts[reason] = counts.get(reason, 0) + n
-    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+    """How the task's acceptance answers ended, per target model (two targets' answers are never pooled):
+    "length 96, stop 16", or "tiny-qwen3: length 80, stop 0; tiny-mtp: length 16, stop 16"."""
+    by_target = finish_by_target([(target_name(s), (s["tasks"].get(task) or {}).get("finish_reasons"))
+                                  for s in summaries.values()])
+
+    def text(counts: dict[str, int]) -> str:
+        return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+    if len(by_target) > 1:
+        return "; ".join(f"{t}: {text(c)}" for t, c in by_target.items())
+    return text(next(iter(by_target.values()), {}))
 
 
-def task_table(summaries: dict[str, dict], task: str) -> Table:
+def distinct_answers(run, task: str) -> dict[str, str]:
+    """Per method: "16 (3 distinct)", the task's acceptance answers and how many differ (report/acceptance.py)."""
+    out = {}
+    for name, md in run.methods.items():
+        records = acceptance_records(md, task)
+        n = distinct_outputs(records)
+        out[name] = f"{len(records)}" + ("" if n is None else f" ({n} distinct)")
+    return out
+
+
+def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | None = None) -> Table:
+    """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers)."""
     concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
     table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
                   title_justify="left")
-    for col in ("method", "vs", "acceptance rate", "mean acc. length", "histogram", "cross-check"):
+    columns = ("method", "vs") + (("answers",) if answers is not None else ()) + (
+        "acceptance rate", "mean acc. length", "histogram", "bench: acc. length · tokens/pass", "cross-check")
+    for col in columns:
         table.add_column(col)
     for c in concurrencies:
         table.add_column(f"out tok/s c={c} (× base)", justify="right")
@@ -76,16 +126,18 @@ def task_table(summaries: dict[str, dict], task: str) -> Table:
         base = summaries.get(s.get("baseline_method") or "")
         base_tp = _throughput(base, task) if base else {}
         mine = _throughput(s, task)
+        stalled = stalled_concurrencies(s, task) | (stalled_concurrencies(base, task) if base else set())
         cells = []
         for c in concurrencies:
             tp = mine.get(c)
             ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
-            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}")
+            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
         status = "" if s["status"] == "ok" else " [red](failed)[/]"
         table.add_row(display_name(name, s) + status, s.get("baseline_method") or "-",
+                      *([answers.get(name, "n/a")] if answers is not None else []),
                       pct(figures.get("acceptance_rate")),
                       num(figures.get("mean_acceptance_length")),
-                      _histogram(figures.get("histogram")),
+                      _histogram(figures.get("histogram")), bench_acceptance(s, task),
                       crosscheck_label(s), *cells)
     return table
 
@@ -143,13 +195,26 @@ def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
     return table
 
 
+def save_tables(run_dir: Path) -> Path:
+    """The console tables, as plain text, into the bundle (tables.txt): what the run printed stays with it."""
+    out = Console(file=io.StringIO(), record=True, width=250, color_system=None)
+    print_run(run_dir, out)
+    return atomic_write_text(Path(run_dir) / TABLES_FILE, out.export_text())
+
+
+def seal_run(run_dir: Path) -> None:
+    """At the end of a run: its console tables saved, then SHA256SUMS over every file it produced."""
+    save_tables(run_dir)
+    archive.seal(run_dir)
+
+
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
     summaries, failed = summaries_of(run)
     tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
     for task in tasks:
-        console.print(task_table(summaries, task))
+        console.print(task_table(summaries, task, distinct_answers(run, task)))
         by_category = category_table(summaries, task)
         if by_category is not None:
             console.print(by_category)
@@ -162,6 +227,21 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
                   "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
                   "bench serve at fixed output length.")
+    console.print("acceptance rate, mean acc. length, histogram: the acceptance phase (greedy chat answers up to "
+                  "max_tokens, which may stop at EOS). bench: the perf phase's own figures (fixed-length "
+                  "--ignore-eos completions, the throughput's workload): acceptance length per verify step · "
+                  "tokens per target pass over every decode pass (drafted share): a drafter that skips passes "
+                  "(ngram, suffix) gains less per pass than its length per verify step says.")
+    console.print("answers = the task's acceptance requests and how many distinct greedy answers they gave: the "
+                  "effective sample behind the acceptance figures and the output equality.")
+    console.print("cross-check: indep. = independent, a per-request figure from the responses against a /metrics "
+                  "delta; compl. = completeness, bench's answer and token counts against the server's; same-ctr = "
+                  "bench's spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
+                  "against itself; 0=0 = trivial; warm-up = the warm-up window, no measured request.")
+    if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s["tasks"]):
+        console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
+                      "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
+                      "ratio rest on a stall (report.md: the speed table's note names it).")
     repeats = max((len(v) for s in summaries.values() for t in s["tasks"].values()
                    for v in _cells_by_concurrency(t).values()), default=0)
     if repeats < MIN_REPEATS:

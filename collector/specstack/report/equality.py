@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specstack.report import stats as st
-from specstack.report.acceptance import acceptance_records
+from specstack.report.acceptance import acceptance_records, distinct_outputs
 from specstack.results.reader import MethodData, RunData
 
 
@@ -82,7 +82,8 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                 continue
             s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
                  "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
-                 "requests": 0, "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
+                 "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
+                 "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
                  "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
                  "note": None}
             if base is None:
@@ -92,8 +93,12 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
             tok_path = tokenizer or tokenizer_path(base) or tokenizer_path(md)
             tok, s["unit"], s["tokenizer"] = load_tokenizer(tokenizers, tok_path)
             theirs = {r["id"]: r for r in acceptance_records(base, task)}
+            mine = acceptance_records(md, task)
+            # how many different answers the verdict rests on, on each side (16 equal answers of 3 kinds are 3)
+            s["distinct_outputs"], s["baseline_distinct_outputs"] = distinct_outputs(mine), \
+                distinct_outputs(list(theirs.values()))
             divergences = []
-            for a in acceptance_records(md, task):
+            for a in mine:
                 b = theirs.get(a["id"])
                 s["requests"] += 1
                 row = {"method": md.name, "baseline": md.baseline, "task": task, "id": a["id"],

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from specstack.measure import per_request
 from specstack.report import stats as st
 from specstack.report.format import interval, num, pct, times
+from specstack.report.acceptance import finish_by_target
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.placement import placement
@@ -92,11 +94,21 @@ def methods_table(rep: Report) -> list[tuple]:
                           "KV cache tokens", "KV loss vs baseline", "cross-check", "Prometheus view"],
                 [[_label(r), r["status"],
                   r["baseline"] or "—", num(r["k"]), r["speculative_config"] or "—", r["spec_override"] or "—",
-                  r["model_runner"] or "n/a", num(r["async_scheduling"]), num(r["kv_cache_tokens"]),
+                  _known(r["model_runner"] or "n/a", r.get("model_runner_basis")),
+                  _known(num(r["async_scheduling"]), r.get("async_scheduling_basis")), num(r["kv_cache_tokens"]),
                   pct(r["kv_cache_loss"]) if r["baseline"] else "—",
-                  "n/a" if r["crosscheck_ok"] is None else ("exact" if r["crosscheck_ok"] else "MISMATCH"),
+                  "n/a" if r["crosscheck_ok"] is None else (("exact: " + r["crosscheck_kinds"])
+                                                            if r["crosscheck_ok"] else "MISMATCH"),
                   r["prometheus_view"] or "n/a"]
                  for r in rep.methods]))
+    if any(r.get("model_runner_basis") or r.get("async_scheduling_basis") for r in rep.methods):
+        out.append(("p", "How each server fact is known (the evidence, the log line, is in each summary's "
+                         "server.evidence): observed = the engine stated it in its log (\"Using V2 Model Runner\", "
+                         "a fall-back to V1, async scheduling disabled); inferred = read from what the log does not "
+                         "say (vLLM 0.32.0 logs nothing when it runs V1 as pinned, so V1 is inferred from an engine "
+                         "that reached its KV-cache line without the V2 line); asked = vLLM's echo of the arguments "
+                         "it was given (`non-default args`), not a statement of what it runs. server.argv and "
+                         "server.env are what specstack passed to the server it started, not read back from it."))
     failures = [r for r in rep.methods if r["status"].startswith("failed")]
     if failures:
         out.append(("table", ["failed method", "folder", "error"],
@@ -121,6 +133,37 @@ def _spread(r: dict) -> str:
     return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
 
 
+def _known(value: str, basis: str | None) -> str:
+    """A server fact with how it is known: "V1 (inferred)", "no (asked)"."""
+    return value if not basis or value == "n/a" else f"{value} ({basis})"
+
+
+def _stall_mark(r: dict) -> str:
+    return " ⚠ stall" if r.get("stalled") else ""
+
+
+def _beside(r: dict, m: str) -> str:
+    """The mean and p95 ratios beside a median ratio: a median hides the tail."""
+    return f"; mean {times(r.get(f'{m}_mean_speedup'))}, p95 {times(r.get(f'{m}_p95_speedup'))}"
+
+
+def _tpot_ratio(r: dict) -> str:
+    """Never a ratio of degenerate figures: a burst read on either side leaves no per-token time to divide."""
+    if r["role"] != "spec":
+        return "—"
+    if r["tpot_degenerate"]:
+        return "no ratio ‡"
+    return (times(r["tpot_speedup"]) + interval(r["tpot_speedup_low"], r["tpot_speedup_high"]) + _beside(r, "tpot")
+            + _stall_mark(r))
+
+
+def _e2el_ratio(r: dict) -> str:
+    if r["role"] != "spec":
+        return "—"
+    return (times(r["e2el_speedup"]) + interval(r["e2el_speedup_low"], r["e2el_speedup_high"]) + _beside(r, "e2el")
+            + _stall_mark(r))
+
+
 def _itl(r: dict) -> str:
     return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
 
@@ -129,22 +172,21 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
-    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", "throughput × [95 % CI]",
-                          "verdict", "TPOT p50 ms", "TPOT speedup × [95 % CI]", "verdict",
-                          "E2EL speedup × [95 % CI]", "latency spread (method / base)", "host load per core",
+    ci = f"95 % CI if ≥ {st.MIN_REPEATS} repeats"
+    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", f"throughput × [{ci}]",
+                          "verdict", "TPOT p50 ms", f"TPOT speedup × (p50 [{ci}]; mean, p95)", "verdict",
+                          f"E2EL speedup × (p50 [{ci}]; mean, p95)", "latency spread (method / base)",
+                          "host load per core",
                           "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
                           "failed req.", "note"],
                 [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
                   num(r["output_throughput"], 1),
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"])), r["throughput_verdict"],
+                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _stall_mark(r)),
+                  r["throughput_verdict"],
                   num(r["tpot_p50_ms"]) + (" ‡" if r["tpot_degenerate"] else ""),
-                  ("—" if r["role"] != "spec" else times(r["tpot_speedup"]) +
-                   interval(r["tpot_speedup_low"], r["tpot_speedup_high"])),
-                  r["tpot_verdict"],
-                  ("—" if r["role"] != "spec" else times(r["e2el_speedup"]) +
-                   interval(r["e2el_speedup_low"], r["e2el_speedup_high"])), _spread(r),
+                  _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
                   num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
@@ -155,11 +197,25 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
                   _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
     if any(r["tpot_degenerate"] for r in speed):
-        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) TPOT p50 × (tokens − 1) "
-                         "is under a tenth of E2EL p50, i.e. the answers arrived in a burst after their first token "
-                         "(a starved client reads a whole answer at once; bench's TPOT = (E2EL − TTFT) ÷ "
-                         "(tokens − 1) then says about 0). The cell's verdict rests on E2EL at the same fixed output "
+        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) a request's chunks were "
+                         f"read in a burst straight after its first token (gaps under {per_request.BURST_GAP_MS:g} "
+                         f"ms, no engine step is that short) for more than {per_request.SWALLOWED_MAX:.0%} of its "
+                         "decode, so TTFT swallowed decode time and bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
+                         "is too small (a starved client reads a whole answer at once; seen: 0.002 ms against "
+                         "1 ms per token). From bench's per-request data (--save-detailed); a bundle without it "
+                         "uses the aggregate rule: TPOT p50 × (tokens − 1) under a tenth of E2EL p50. No TPOT "
+                         "ratio is printed for such a row, its verdict rests on E2EL at the same fixed output "
                          "length, and it has no efficiency."))
+    if any(r.get("stalled") for r in speed):
+        out.append(("p", "⚠ stall: in a repeat of the row (method or baseline) bench's per-request data shows a "
+                         "pause in sending (a request sent later than its free slot by more than "
+                         f"{per_request.SEND_PAUSE_SHARE:.0%} of the cell's median E2EL), a TTFT or E2EL outlier "
+                         f"(over {per_request.OUTLIER_FACTOR:g}× the cell's median and "
+                         f"{per_request.OUTLIER_FLOOR_MS:g} ms past it), or a c > 1 cell whose mean E2EL exceeds c × "
+                         "the c=1 cell's (slower than one after another). The host load average cannot see a "
+                         "sub-second stall; every ratio of the row rests on it. The row's note names the cell: "
+                         + "; ".join(f"{_label(r)} c={r['concurrency']}: {r['stall']}"
+                                     for r in speed if r.get("stalled")) + "."))
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
@@ -182,12 +238,21 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     return out
 
 
+def _distinct(requests, distinct) -> str:
+    return num(requests) + ("" if distinct is None else f" ({distinct} distinct)")
+
+
 def _finish_label(rows: list[dict]) -> str:
-    """The phase named by how its answers actually ended, not by what it allowed."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        for reason, n in json.loads(r["finish_reasons"] or "{}").items():
-            counts[reason] = counts.get(reason, 0) + n
+    """The phase named by how its answers actually ended, not by what it allowed; per target model when the task
+    ran on more than one (their answers are not the same answers)."""
+    by_target = finish_by_target([(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}"))
+                                  for r in rows])
+    if len(by_target) > 1:
+        return "; ".join(f"target {t}: {_ended(c)}" for t, c in by_target.items())
+    return _ended(next(iter(by_target.values()), {}))
+
+
+def _ended(counts: dict[str, int]) -> str:
     total = sum(counts.values())
     if not total:
         return "no answers"
@@ -212,13 +277,18 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
                           "histogram (steps accepting j=0..K)",
                           "per position, share of all drafting steps (≥ p+1 accepted / steps)",
                           "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
-                          "steps", "drafts", "accepted", "requests", "failed req.", "finish reasons"],
+                          "steps", "drafts", "accepted", "requests (distinct answers)", "failed req.",
+                          "finish reasons"],
                 [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
                   pct(r["no_accept_share"]), r["histogram"] or "n/a", _rates(r["per_position"], "n/a"),
                   _rates(r["per_position_conditional"],
                          "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"),
                   num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
-                  num(r["requests"]), num(r["failed_requests"]), r["finish_reasons"]] for r in acc]))
+                  _distinct(r["requests"], r.get("distinct_outputs")), num(r["failed_requests"]),
+                  r["finish_reasons"]] for r in acc]))
+    out.append(("p", "Distinct answers: how many different greedy answers the task's requests produced, the "
+                     "effective sample behind each acceptance figure (requests that repeat one answer repeat its "
+                     "drafting steps too)."))
     past = [r for r in acc if r.get("accepted_past_end")]
     if past:
         out.append(("p", "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
@@ -311,9 +381,12 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
     eqs = [r for r in rep.equality_summary if r["task"] == task]
     if eqs:
         out.append(("h3", "Output equality against the baseline (acceptance phase only)"))
-        out.append(("table", ["method", "vs", "compared", "equal", "equal rate", "finish_reason differs",
-                              "first divergence (min / median)", "unit", "note"],
-                    [[_label(r), r["baseline"], r["compared"], r["equal"], pct(r["equal_rate"]),
+        out.append(("table", ["method", "vs", "compared", "distinct answers (method / baseline)", "equal",
+                              "equal rate", "finish_reason differs", "first divergence (min / median)", "unit",
+                              "note"],
+                    [[_label(r), r["baseline"], r["compared"],
+                      f"{num(r.get('distinct_outputs'), 0)} / {num(r.get('baseline_distinct_outputs'), 0)}",
+                      r["equal"], pct(r["equal_rate"]),
                       r["finish_reason_differs"],
                       f"{num(r.get('first_divergence_min'), 0)} / {num(r.get('first_divergence_median'), 1)}",
                       r["unit"] or "n/a", r["note"] or ""]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from specstack.measure import per_request
 from specstack.report import stats as st
 from specstack.results.reader import MethodData, RunData, load_text
 
@@ -60,8 +61,8 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                     value = src.get(f"median_{m}_ms")
                 row[f"p{p}_{m}_ms"] = value
         row["spec_decode_acceptance_length"] = src.get("spec_decode_acceptance_length")
-        rate = src.get("spec_decode_acceptance_rate")   # bench writes percent
-        row["spec_decode_acceptance_rate"] = None if rate is None else rate / 100
+        rate = src.get("spec_decode_acceptance_rate")   # bench writes percent (the summary's copy: a fraction)
+        row["spec_decode_acceptance_rate"] = rate / 100 if rate is not None else src.get("acceptance_rate")
         row["spec_decode_draft_tokens"] = src.get("spec_decode_draft_tokens")
         row["spec_decode_num_drafts"] = src.get("spec_decode_num_drafts")
         row["spec_decode_accepted_tokens"] = src.get("spec_decode_accepted_tokens")
@@ -74,10 +75,38 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
                                                   row["spec_decode_accepted_tokens"])
         row["preemptions"] = _counter(md.summary, cell, PREEMPTIONS)
-        row["tpot_degenerate"] = tpot_degenerate(row)
+        _per_request(row, per_request.cell_figures(raw, c) if raw is not None else cell.get("per_request"))
         row.update(_goodput(cell.get("goodput")))
         rows.append(row)
+    _slower_than_serial(rows)
     return rows
+
+
+def _per_request(row: dict, fig: dict | None) -> None:
+    """The cell's stall signals and burst reads from bench's per-request data; without it (a bundle from before
+    --save-detailed) TPOT degeneracy falls back to the aggregate rule and stalls are unknown (None)."""
+    fig = fig or {}
+    row["per_request_data"] = bool(fig)
+    for k in ("max_send_pause_ms", "send_pauses", "ttft_outliers", "e2el_outliers", "burst_requests",
+              "burst_chunks", "chunks"):
+        row[k] = fig.get(k)
+    row["stall"] = fig.get("stall") if fig else None
+    row["tpot_degenerate"] = per_request.tpot_degenerate(fig) if fig else tpot_degenerate(row)
+    row["itl_burst"] = per_request.itl_degenerate(fig) if fig else None
+    row["degeneracy_rule"] = "per request" if fig else "aggregate"
+
+
+def _slower_than_serial(rows: list[dict]) -> None:
+    """Marks a closed-loop cell at c > 1 whose requests took longer than c=1's one after another would have."""
+    serial = {r["repeat"]: r["mean_e2el_ms"] for r in rows
+              if r["load"] == "concurrency" and r["concurrency"] == 1 and r["status"] == "ok"}
+    reference = st.median(list(serial.values()))
+    for r in rows:
+        if r["load"] == "concurrency" and per_request.slower_than_serial(r["mean_e2el_ms"], r["concurrency"],
+                                                                         serial.get(r["repeat"], reference)):
+            c1 = serial.get(r["repeat"], reference)
+            r["stall"] = "; ".join(x for x in (r["stall"], f"mean E2EL {r['mean_e2el_ms']:.0f} ms > "
+                                                            f"{r['concurrency']} × c=1's {c1:.0f} ms") if x)
 
 
 def _goodput(g: dict | None) -> dict:
@@ -231,6 +260,7 @@ def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str,
            "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
            "design": design(md, base if md.baseline else None, len(ok))}
     note: list[str] = []
+    _stalls(row, ok, bok, note)
     _percentiles(row, ok, bok)
     tpot, e2el, tput = _speedups(row, md, base, ok, bok, note)
     latency = _latency_verdict(row, md, ok, bok, tpot, e2el, tput)
@@ -244,6 +274,18 @@ def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str,
     row.update(latency_speedup=latency.point, latency_speedup_low=latency.low, latency_speedup_high=latency.high)
     row["note"] = "; ".join(note) or None
     return row
+
+
+def _stalls(row: dict, ok: list[dict], bok: list[dict], note: list[str]) -> None:
+    """A stall in a repeat of either side marks the row and so every ratio built on it (measure/per_request.py);
+    None: no repeat of either side kept per-request data, so nothing says whether one stalled."""
+    found = [f"{side} r{c_['repeat']}: {c_['stall']}" for side, cells in (("method", ok), ("baseline", bok))
+             for c_ in cells if c_.get("stall")]
+    known = any(c_.get("per_request_data") for c_ in ok + bok)
+    row["stall"] = "; ".join(found) or None
+    row["stalled"] = bool(found) if known or found else None
+    if found:
+        note.append("⚠ stall (" + row["stall"] + "): every ratio of this row rests on it")
 
 
 def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
@@ -262,25 +304,39 @@ def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
             row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
     row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
     row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
-    row["itl_degenerate"] = itl_degenerate(row["itl_p50_ms"], row["tpot_p50_ms"],
-                                           any(c_.get("tpot_degenerate") for c_ in ok))
+    if any(c_.get("per_request_data") for c_ in ok):   # the chunk gaps themselves say whether they were bursts
+        row["itl_degenerate"] = any(c_.get("itl_burst") or c_.get("tpot_degenerate") for c_ in ok)
+    else:
+        row["itl_degenerate"] = itl_degenerate(row["itl_p50_ms"], row["tpot_p50_ms"],
+                                               any(c_.get("tpot_degenerate") for c_ in ok))
 
 
 def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict],
               note: list[str]) -> tuple[st.Interval, st.Interval, st.Interval]:
-    """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals."""
+    """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
+    TPOT ratio is never formed from a degenerate TPOT (a burst read on either side): it would say 227× or 0.00×.
+    Beside each median latency ratio, the ratios of the means and of the p95s: a median hides the tail."""
+    row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
+    none = st.Interval(None, None, None, len(ok), len(bok))
     if md.baseline:
-        tpot = _ratio(md, base, bok, ok, "p50_tpot_ms")
+        tpot = none if row["tpot_degenerate"] else _ratio(md, base, bok, ok, "p50_tpot_ms")
         e2el = _ratio(md, base, bok, ok, "p50_e2el_ms")
         tput = _ratio(md, base, ok, bok, "output_throughput")
+        for m in ("tpot", "e2el"):
+            for stat in ("mean", "p95"):
+                usable = not (m == "tpot" and row["tpot_degenerate"])
+                row[f"{m}_{stat}_speedup"] = _ratio(md, base, bok, ok, f"{stat}_{m}_ms").point if usable else None
         if base is None:
             note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
         elif not bok:
             note.append(f"baseline has no {load_text(row)} cell")
     else:
         tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
+        row.update({f"{m}_{stat}_speedup": None for m in ("tpot", "e2el") for stat in ("mean", "p95")})
+    tpot_verdict = "reference" if not md.baseline else \
+        "degenerate: no ratio" if row["tpot_degenerate"] else tpot.verdict("faster", "slower")
     row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
-               tpot_verdict=tpot.verdict("faster", "slower") if md.baseline else "reference",
+               tpot_verdict=tpot_verdict,
                e2el_speedup=e2el.point, e2el_speedup_low=e2el.low, e2el_speedup_high=e2el.high,
                throughput_speedup=tput.point, throughput_speedup_low=tput.low, throughput_speedup_high=tput.high,
                throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
@@ -292,16 +348,34 @@ def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict],
     """The latency the verdict rests on, the repeats' spread and stability, and the verdict word."""
     # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a burst (a
     # starved client) leave E2EL, at fixed output length, as the latency to compare
-    row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
     basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
         ("TPOT", "p50_tpot_ms", tpot)
     row["latency_basis"] = basis
+    row["latency_statistic"] = "p50 over requests, median over repeats"
+    row["latency_mean_speedup"] = row.get(f"{basis.lower()}_mean_speedup")
+    row["latency_p95_speedup"] = row.get(f"{basis.lower()}_p95_speedup")
+    row["tail_disagrees"] = _tail_disagrees(latency.point, row["latency_mean_speedup"], row["latency_p95_speedup"],
+                                            row.get("throughput_speedup"))
     row["tpot_spread"] = st.relative_mad(_vals(ok, key))
     row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None
     row["stability"] = (st.stability(_vals(ok, key), _vals(bok, key))
                         if md.baseline else st.stability(_vals(ok, key)))
     row["verdict"] = cell_verdict(latency, tput) if md.baseline else "reference"
     return latency
+
+
+TAIL_MARGIN = 0.05   # a mean or p95 ratio this far on the other side of 1.0× than the median's disagrees with it
+
+
+def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
+    """True when the median latency ratio says faster (or slower) and the mean, p95 or throughput ratio says the
+    opposite by more than TAIL_MARGIN: the median hides a tail (seen: E2EL 1.02× where mean and tput were 0.87×)."""
+    seen = [x for x in others if x is not None]
+    if median is None or not seen:
+        return None
+    if median >= 1.0:
+        return any(x < 1.0 - TAIL_MARGIN for x in seen)
+    return any(x > 1.0 + TAIL_MARGIN for x in seen)
 
 
 def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, cells: list[dict],

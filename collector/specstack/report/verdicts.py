@@ -43,10 +43,15 @@ def _verdict_cell(r: dict) -> str:
     """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
     if r["latency_speedup"] is None:
         return "n/a (" + (r["note"] or "no baseline cell") + ")"
-    text = (f"{r['verdict']} · {r['latency_basis']} {times(r['latency_speedup'])}"
+    text = (f"{r['verdict']} · {r['latency_basis']} p50 {times(r['latency_speedup'])}"
             f"{interval(r['latency_speedup_low'], r['latency_speedup_high'])}"
+            f" (mean {times(r.get('latency_mean_speedup'))}, p95 {times(r.get('latency_p95_speedup'))})"
             f" · tput {times(r['throughput_speedup'])}"
             f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
+    if r.get("tail_disagrees"):
+        text += " ⚠ tail disagrees"
+    if r.get("stalled"):
+        text += " ⚠ stall"
     if r["stability"] == "single":
         text += " ⚠ single measurement"
     elif r["stability"] == "unstable":
@@ -91,10 +96,15 @@ def verdict(rep: Report) -> list[tuple]:
         out.append(("p", "No cell could be compared with a baseline of the same target (see the warnings)."))
     else:
         designs = sorted({r["design"] for r in spec if r.get("design")})
-        out.append(("p", "Each cell: the verdict, the latency speedup (TPOT, or E2EL where TPOT is degenerate) and "
-                         "the throughput speedup against the baseline of the same target, task and concurrency, "
-                         "with 95 % intervals. Replication: "
-                         + ("; ".join(designs) or "n/a") + "."))
+        with_ci = any(r.get("latency_speedup_low") is not None for r in spec)
+        out.append(("p", "Each cell: the verdict, the latency speedup (TPOT, or E2EL where TPOT is degenerate) as "
+                         "the ratio of the p50 over requests (median over repeats), with the ratios of the means "
+                         "and of the p95s beside it, and the throughput speedup, against the baseline of the same "
+                         "target, task and concurrency"
+                         + (", with 95 % intervals where a side has at least "
+                            f"{st.MIN_REPEATS} repeats" if with_ci else
+                            f"; no interval: no cell has {st.MIN_REPEATS} repeats on both sides")
+                         + ". Replication: " + ("; ".join(designs) or "n/a") + "."))
         cells = {(r["method"], r["task"], r["concurrency"]): r for r in spec}
         out.append(("table", ["method", "vs", *[f"{t} c={c}" for t, c in columns]],
                     [[label(next(r for r in spec if r["method"] == m)),
@@ -110,6 +120,11 @@ def verdict(rep: Report) -> list[tuple]:
             f"{st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the cell was measured on a shared "
             "machine (the speed table shows the load).",
             *MARKS.values(),
+            "⚠ tail disagrees: the p50 latency ratio lies on one side of 1.0× and the mean, the p95 or the "
+            "throughput ratio on the other (by more than 5 %): the median hides a tail.",
+            "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): a pause "
+            "in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the speed table's "
+            "note says which); the load average cannot see it.",
             "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
             "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))
     if run.warnings:

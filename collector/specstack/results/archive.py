@@ -1,5 +1,6 @@
-"""A portable bundle: `pack` writes one tar.gz of a run folder with a checksum list inside it, `verify` checks an
-archive or an unpacked folder against that list and names every file that changed, is missing or is extra.
+"""A portable bundle: every run seals its folder with a checksum list at its end (`seal`), `pack` writes one tar.gz
+of a run folder with that list inside it, `verify` checks an archive or a folder against its list and names every
+file that changed, is missing or is extra.
 
 The list is `SHA256SUMS` at the top of the run folder in the archive, in `sha256sum` format ("<hex>  <path>"),
 so a receiving team can also check an unpacked copy with `sha256sum -c SHA256SUMS`. Paths are relative to the
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from specstack.errors import UserError
-from specstack.results.files import atomic_writer
+from specstack.results.files import atomic_write_bytes, atomic_writer
 
 SUMS = "SHA256SUMS"
 _CHUNK = 1 << 20
@@ -71,6 +72,24 @@ def parse_sums(text: str, where: str) -> dict[str, str]:
                             "edited or is not specstack's: pack the run again")
         sums[rel] = h
     return sums
+
+
+def seal(run_dir: Path) -> Path:
+    """Write SHA256SUMS into the run folder over every file of the bundle, as it stands: every run does at its
+    end (not only `pack`), so a folder copied as it is proves itself (`specstack verify RUN`, `sha256sum -c`)."""
+    run_dir = Path(run_dir)
+    return atomic_write_bytes(run_dir / SUMS, format_sums(checksums(run_dir, bundle_files(run_dir))))
+
+
+def reseal_if_intact(run_dir: Path, write) -> object:
+    """Run `write` (which adds or rewrites files of the bundle) and seal again, but only when the bundle verified
+    before it: a changed bundle is never blessed by a later write. Returns what `write` returned."""
+    run_dir = Path(run_dir)
+    intact = (run_dir / SUMS).is_file() and verify_dir(run_dir).ok
+    out = write()
+    if intact:
+        seal(run_dir)
+    return out
 
 
 def _tarinfo(name: str, size: int, mtime: float) -> tarfile.TarInfo:
@@ -142,8 +161,8 @@ def verify_dir(run_dir: Path) -> Verification:
     run_dir = Path(run_dir)
     sums_path = run_dir / SUMS
     if not sums_path.is_file():
-        raise UserError(f"{run_dir} has no {SUMS}; verify checks a packed bundle (the archive, or the folder "
-                        "unpacked from it): `specstack pack RUN` writes one")
+        raise UserError(f"{run_dir} has no {SUMS}; every run writes one at its end (a run from before that, or "
+                        "one still running, has none): `specstack pack RUN` writes one into its archive")
     listed = parse_sums(sums_path.read_text(), str(sums_path))
     return _judge(Verification(run_dir), listed, checksums(run_dir, bundle_files(run_dir)))
 

@@ -18,6 +18,7 @@ from specstack.errors import UserError
 from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
 
 REPORT_DIR = "report"                    # written into the run folder by `specstack report`
+TABLES_FILE = "tables.txt"               # the console tables as the run printed them at its end
 _NOT_METHODS = ("inputs", "host-provenance", REPORT_DIR)
 _SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
 

@@ -52,6 +52,9 @@ def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool =
     if report:
         from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
         console.print(f"report: {write_report(run_dir)}")
+    if run_dir.is_dir():   # the tables saved and every file of the run under SHA256SUMS (`specstack verify RUN`)
+        from specstack.report.console_table import seal_run
+        seal_run(run_dir)
     return results
 
 

@@ -69,23 +69,50 @@ class HelpHash:
         return {"sha256": hashlib.sha256(out).hexdigest(), "lines": out.count(b"\n")}
 
 
+# How a fact is known (server.evidence): the engine stated it ("observed"), it follows from what the log does not
+# say ("inferred"), or vLLM repeated what it was given ("asked": its `non-default args` echo of the argv).
+OBSERVED, INFERRED, ASKED = "observed", "inferred", "asked"
+
+
+def _line(log_text: str, m: re.Match) -> str:
+    """The whole log line a match sits in, the evidence kept beside the fact."""
+    start = log_text.rfind("\n", 0, m.start()) + 1
+    end = log_text.find("\n", m.end())
+    return log_text[start:end if end != -1 else len(log_text)].strip()[:500]
+
+
 def log_facts(log_text: str) -> dict:
     """Engine facts from the server's start-up log; None where the log does not say. Async scheduling:
-    what was asked for (`non-default args`), unless vLLM logged that it turned it off."""
+    what was asked for (`non-default args`), unless vLLM logged that it turned it off. `evidence` names, per
+    fact, how it is known and the log line it rests on: vLLM 0.32.0 states V2 ("Using V2 Model Runner") and a
+    fall-back to V1, but says nothing when V1 was chosen outright, and it never states async scheduling on."""
     facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None,
                    "max_concurrency": None}
-    if _V2_USED.search(log_text):
+    evidence: dict[str, dict] = {}
+    if m := _V2_USED.search(log_text):
         facts["model_runner"] = "V2"
-    elif _V1_FALLBACK.search(log_text) or _KV_TOKENS.search(log_text):
+        evidence["model_runner"] = {"basis": OBSERVED, "line": _line(log_text, m)}
+    elif m := _V1_FALLBACK.search(log_text):
         facts["model_runner"] = "V1"
-    if _ASYNC_OFF.search(log_text):
+        evidence["model_runner"] = {"basis": OBSERVED, "line": _line(log_text, m)}
+    elif m := _KV_TOKENS.search(log_text):
+        facts["model_runner"] = "V1"
+        evidence["model_runner"] = {"basis": INFERRED, "line": _line(log_text, m),
+                                    "why": "the engine reached its KV-cache line without 'Using V2 Model Runner'"}
+    if m := _ASYNC_OFF.search(log_text):
         facts["async_scheduling"] = False
+        evidence["async_scheduling"] = {"basis": OBSERVED, "line": _line(log_text, m)}
     elif (m := _ASYNC_ARG.search(log_text)) is not None:
         facts["async_scheduling"] = m.group(1) == "True"
+        evidence["async_scheduling"] = {"basis": ASKED, "line": _line(log_text, m)[:200],
+                                        "why": "vLLM echoing its arguments; it logs no line when it keeps them"}
     if (m := _KV_TOKENS.search(log_text)) is not None:
         facts["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
+        evidence["kv_cache_tokens"] = {"basis": OBSERVED, "line": _line(log_text, m)}
     if (m := _MAX_CONCURRENCY.search(log_text)) is not None:
         facts["max_concurrency"] = float(m.group(2))
+        evidence["max_concurrency"] = {"basis": OBSERVED, "line": _line(log_text, m)}
+    facts["evidence"] = evidence
     return facts
 
 

@@ -1,0 +1,62 @@
+"""What a method's cross-check count is made of. One total ("exact (202 checks)") overstates independence: bench's
+spec_decode_* fields are bench's own /metrics deltas (the same counters read twice), many per-position identities
+are 0 = 0, the warm-up window's checks are about no measured request, and a baseline's checks are bench
+completeness only. Each check is put in one kind, read from the summary as it is (any bundle)."""
+from __future__ import annotations
+
+INDEPENDENT = "independent"     # a per-request figure from the responses against a /metrics delta of the window
+COMPLETENESS = "completeness"   # bench's own count of answers / tokens against the server's counters
+SAME_COUNTERS = "same counters"  # bench's spec_decode_* fields: bench read the same /metrics counters itself
+INTERNAL = "/metrics internal"  # one /metrics delta against another (the counters agree among themselves)
+TRIVIAL = "trivial (0 = 0)"     # both sides 0: holds whatever the engine did
+WARMUP = "warm-up"              # the warm-up window: no measured request in it
+
+KINDS = (INDEPENDENT, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
+
+
+def kind(window: dict, check: dict) -> str:
+    """The kind of one check of one window (the order decides: a warm-up 0 = 0 is warm-up)."""
+    name = check.get("name") or ""
+    if window.get("phase") == "warmup":
+        return WARMUP
+    if check.get("expected") == 0 and check.get("actual") == 0:
+        return TRIVIAL
+    if name.startswith("bench spec_decode_") or name.startswith("bench per-position rate"):
+        return SAME_COUNTERS
+    if name.startswith("bench ") or "vllm:request_success" in name or "generation_tokens" in name:
+        return COMPLETENESS
+    if name.startswith("Σ_p Δ"):
+        return INTERNAL
+    return INDEPENDENT
+
+
+def counts(summary: dict) -> dict[str, int]:
+    """Checks per kind over every window of a method, in KINDS order (kinds with none included as 0)."""
+    out = dict.fromkeys(KINDS, 0)
+    for w in summary.get("windows") or []:
+        for c in w.get("checks") or []:
+            out[kind(w, c)] += 1
+    return out
+
+
+def label(summary: dict) -> str:
+    """"exact: 40 independent (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)"; the
+    independent ones first, the rest apart. A baseline says "completeness only"."""
+    by = counts(summary)
+    rest = ", ".join(f"{n} {k}" for k, n in by.items() if n and k != INDEPENDENT)
+    if not by[INDEPENDENT]:
+        return f"{rest or 'none'}; no independent identity" if by[COMPLETENESS] else (rest or "none")
+    return f"{by[INDEPENDENT]} independent" + (f" (+ {rest})" if rest else "")
+
+
+SHORT = {COMPLETENESS: "compl.", SAME_COUNTERS: "same-ctr", INTERNAL: "internal", TRIVIAL: "0=0", WARMUP: "warm-up"}
+
+
+def short_label(summary: dict) -> str:
+    """The console's form of `label`, in words short enough for a narrow column: "26 indep. + 12 compl.,
+    28 same-ctr, 2 internal, 14 warm-up" (the legend under the table spells them out)."""
+    by = counts(summary)
+    rest = ", ".join(f"{n} {SHORT[k]}" for k, n in by.items() if n and k != INDEPENDENT)
+    if not by[INDEPENDENT]:
+        return f"0 indep.; {rest}" if rest else "none"
+    return f"{by[INDEPENDENT]} indep." + (f" + {rest}" if rest else "")

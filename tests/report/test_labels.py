@@ -1,0 +1,99 @@
+"""Issue 29 point 8: labels that say what the figures are: finish reasons per target model (never pooled across two
+targets), every acceptance rate of a summary a fraction, bench's per-second request count under a name that says
+so, the verdict intro promising intervals only where a cell has them, the README naming the current schema."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from specstack.report import build, console_table, render, sections
+from specstack.results.bundle import SUMMARY_SCHEMA
+from specstack.runs.method_summary import _bench_cell
+
+from tests.bundles import bench_json, write_method
+
+pytestmark = pytest.mark.unit
+
+ACC = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
+       "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
+       "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _with_finish(d: Path, task: str, reasons: dict) -> None:
+    s = json.loads((d / "summary.json").read_text())
+    s["tasks"][task]["finish_reasons"] = reasons
+    (d / "summary.json").write_text(json.dumps(s))
+
+
+def test_finish_reasons_are_counted_per_target_model(tmp_path):
+    run_dir = tmp_path / "two"
+    run_dir.mkdir()
+    cells = {("chat", 1): [(1.0, 100.0, {})]}
+    spec = {("chat", 1): [(1.0, 100.0, {"acc_len": 2.0})]}
+    texts = {"chat": {"a": ("t", "stop"), "b": ("u", "length")}}
+    qwen, mimo = {"target": "/models/tiny-qwen3"}, {"target": "/models/tiny-mimo"}
+    for name, base, server, reasons in (("baseline", None, qwen, {"length": 1, "stop": 1}),
+                                        ("ngram", "baseline", qwen, {"length": 2}),
+                                        ("mtp-baseline", None, mimo, {"stop": 2}),
+                                        ("mtp", "mtp-baseline", mimo, {"stop": 2})):
+        d = write_method(run_dir, name, baseline=base, k=None if base is None else 1,
+                         cells=spec if base else cells, texts=texts, server=server,
+                         acceptance={"chat": ACC} if base else None)
+        _with_finish(d, "chat", reasons)
+    rep = build.build(run_dir, with_plots=False)
+    md = render.render_markdown(sections.blocks(rep))
+    assert ("Acceptance (acceptance phase, greedy; target tiny-qwen3: answers ended by length 3 of 4, stop 1 of 4; "
+            "target tiny-mimo: every answer ended at EOS)") in md
+    out = Console(record=True, width=250)
+    console_table.print_run(run_dir, out)
+    assert "task: chat (acceptance answers ended by: tiny-qwen3: length 3, stop 1; tiny-mimo: stop 4)" in \
+        out.export_text()
+
+
+def test_a_summary_keeps_every_rate_a_fraction_and_names_bench_s_per_second_count():
+    bench = {**bench_json(1.0, 100.0, acc_len=2.0), "max_concurrent_requests": 8}
+    cell = _bench_cell(bench, None, 4)
+    assert cell["acceptance_rate"] == pytest.approx(0.5) and "spec_decode_acceptance_rate" not in cell
+    assert cell["max_requests_active_in_one_second"] == 8 and "max_concurrent_requests" not in cell
+
+
+def test_the_readme_names_the_summary_schema_this_code_writes():
+    readme = (ROOT / "README.md").read_text()
+    assert f"`{SUMMARY_SCHEMA}`" in readme
+
+
+def test_the_console_shows_bench_s_own_acceptance_per_verify_step_and_per_target_pass():
+    """Issue 29 point 4: ngram's length per verify step (3.11) next to what it gains per target pass (1.95, on
+    45 % of passes drafted), from the perf phase's own cells, so it is not read as a drafter's 3.1 per pass."""
+    def summary(drafts, accepted):
+        cell = {"concurrency": 1, "load": "concurrency", "repeat": 0, "status": "ok", "completed": 16,
+                "total_output_tokens": 16 * 64, "output_throughput": 500.0,
+                "spec_decode_num_drafts": drafts, "spec_decode_accepted_tokens": accepted}
+        return {"status": "ok", "tasks": {"code": {"bench": [cell]}}, "windows": []}
+    # 1008 decode tokens; 491 accepted: 517 target passes, 233 of them drafted
+    assert console_table.bench_acceptance(summary(233, 491), "code") == "3.11 · 1.95/pass (45 % drafted)"
+    # a drafter on every pass: length per verify step and tokens per pass agree
+    assert console_table.bench_acceptance(summary(327, 681), "code") == "3.08 · 3.08/pass (100 % drafted)"
+    assert console_table.bench_acceptance(summary(0, 0), "code") == "n/a"
+
+
+def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):
+    """Issue 29 point 7: observed, inferred or asked, from the summary's server.evidence."""
+    run_dir = tmp_path / "prov"
+    run_dir.mkdir()
+    evidence = {"model_runner": {"basis": "inferred", "line": "KV cache size: 1 tokens"},
+                "async_scheduling": {"basis": "asked", "line": "non-default args: {...}"}}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
+                 texts={"code": {"a": ("t", "stop")}}, server={"evidence": evidence})
+    write_method(run_dir, "old", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
+                 texts={"code": {"a": ("t", "stop")}})           # a bundle from before: no evidence recorded
+    rep = build.build(run_dir, with_plots=False)
+    md = render.render_markdown(sections.blocks(rep))
+    rows = {r["method"]: r for r in rep.methods}
+    assert (rows["baseline"]["model_runner_basis"], rows["old"]["model_runner_basis"]) == ("inferred", None)
+    assert "| V1 (inferred) | no (asked) |" in md and "| V1 | no |" in md
+    assert "inferred = read from what the log does not say" in md
