@@ -75,7 +75,7 @@ SLOT_VAR = $(if $(filter gpu,$(PLATFORM)),GPU,CPUSET)
 ifndef RUN_ID
 RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 endif
-REPORT_ARGS ?= $(RUN_ID) --results /results
+REPORT_ARGS ?= $(RUN_ID) --results /results --seal
 
 # Method names = the [methods.NAME] tables of methods.toml (read with sed: the host may lack Python 3.11).
 SPECSTACK_METHODS := $(shell sed -n 's/^\[methods\.\([^]]*\)\][[:space:]]*$$/\1/p' services/methods.toml)

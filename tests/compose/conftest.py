@@ -125,8 +125,10 @@ def locked_run(stack, locked) -> dict:
                                       'or last_over_time({job="vllm", run_id=""}[1h])'}.items():
         r = requests.get(f"{stack.prometheus_url}/api/v1/query", params={"query": query}, timeout=30)
         prom[name] = r.json()["data"]["result"] if r.ok else r.text
+    from specstack.results.archive import verify_dir
+    sealed = verify_dir(stack.results / "cpu-run") if (stack.results / "cpu-run" / "SHA256SUMS").is_file() else None
     return {"make": out, "seconds": seconds, "events": events, "containers": containers, "prom": prom,
-            "run_dir": stack.results / "cpu-run"}
+            "run_dir": stack.results / "cpu-run", "sealed": sealed}
 
 
 @pytest.fixture(scope="session")

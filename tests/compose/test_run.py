@@ -131,6 +131,15 @@ def test_report_is_written(locked_run):
     assert "report_md" in locked_run["make"].stdout
 
 
+def test_the_run_seals_everything_it_produced(locked_run):
+    """make writes host provenance and server logs after each collector sealed the run; the report, the run's last
+    step, seals again, so the finished folder proves itself (specstack verify)."""
+    sealed = locked_run["sealed"]
+    assert sealed is not None, "no SHA256SUMS in the run folder"
+    assert sealed.ok, (sealed.changed, sealed.missing, sealed.extra)
+    assert "host-provenance/ngram.server.log" in (locked_run["run_dir"] / "SHA256SUMS").read_text()
+
+
 def test_host_provenance_records_the_image_versions(locked_run, locked):
     doc = summary(locked_run["run_dir"], "ngram")["provenance"]["host"]
     assert doc["platform"] == "cpu-container" and doc["gpu"] is None
