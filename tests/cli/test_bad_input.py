@@ -444,7 +444,8 @@ def test_run_id_that_already_has_a_result(tmp_path, models_dir, capsys, live_ser
     assert f"{ctx.results / ctx.run_id / 'baseline'} already holds a result for run 'bad'; choose another " \
            "--run-id or pass --force to replace it" in again.text
     assert summary.read_bytes() == before, "the good result was touched"
-    assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == ["baseline", "inputs", "manifest.json"]
+    assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == ["SHA256SUMS", "baseline", "inputs",
+                                                                            "manifest.json", "tables.txt"]
 
 
 @pytest.mark.integration

@@ -31,7 +31,7 @@ def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack
     assert "--use-aliases" in collector and ["--k", "5"] == tail[tail.index("--k"):tail.index("--k") + 2]
     assert ["--results", "/results"] == tail[tail.index("--results"):tail.index("--results") + 2]
     report = next(c for c in calls if step_of(c) == "collector:report")
-    assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results"]
+    assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results", "--seal"]
     # Grafana password generated once, private folder; the Prometheus target was live during the
     # collector and cleared afterwards.
     secret = fake_stack["dir"] / ".specstack" / "secrets" / "grafana_admin_password"
