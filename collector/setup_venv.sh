@@ -3,19 +3,29 @@
 # Every version comes from collector/requirements*.lock; everything is installed offline from the wheelhouse
 # (collector/wheelhouse.sh), so a file in pip's cache can never stand in for a missing step.
 # Idempotent.  usage: collector/setup_venv.sh [VENV]   (WHEELHOUSE picks the wheelhouse folder)
+# PLATFORM=gpu: vLLM 0.32.0's CUDA build from the hash-pinned requirements-gpu.lock instead (a GPU host without
+# Docker: Slurm, air-gapped), wheelhouse .specstack/wheelhouse-gpu; Python 3.11 or 3.12.
 set -euo pipefail
 VENV=${1:-.venv}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
-WH=${WHEELHOUSE:-.specstack/wheelhouse}
+PLATFORM=${PLATFORM:-cpu}
+if [ "$PLATFORM" = gpu ]; then WH=${WHEELHOUSE:-.specstack/wheelhouse-gpu}; else WH=${WHEELHOUSE:-.specstack/wheelhouse}; fi
 quiet() { grep -v "^WARNING: Location" || true; }   # noise from pip configs that list missing folders
 
-PYTHON="$PY" bash "$HERE/wheelhouse.sh" "$WH"
+PYTHON="$PY" PLATFORM="$PLATFORM" bash "$HERE/wheelhouse.sh" "$WH"
 WH=$(cd "$WH" && pwd)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip() { "$VENV/bin/pip" --disable-pip-version-check "$@"; }
 offline() { pip install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet; }
 
+if [ "$PLATFORM" = gpu ]; then
+  # --no-deps: the lock is the whole closure, and pip's resolver would refuse its one deliberate departure
+  # (nvidia-nccl-cu13 2.32.3 where torch names 2.29.7, which PyPI lacks; the lock's header says why).
+  offline --require-hashes -r "$HERE/requirements-gpu.lock"
+  offline -r "$HERE/requirements-build.lock"
+  "$VENV/bin/python" -c "import vllm, torch, flashinfer, torchvision, jmespath" >/dev/null
+else
 offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
 "$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
 
@@ -28,6 +38,7 @@ if [ ! -d "$SHIM" ]; then
   mkdir -p "$SHIM"
   printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VER" > "$SHIM/METADATA"
   printf 'vllm-%s+cpu.dist-info/METADATA,,\n' "$VER" > "$SHIM/RECORD"
+fi
 fi
 
 # arctic-inference (suffix decoding) is an sdist only, pinned by sha256 in requirements-source.lock. Its
