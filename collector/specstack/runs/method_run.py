@@ -31,7 +31,7 @@ from specstack.runs.method_summary import finish, sampled_file, sampled_window
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import load, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
-from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance
+from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance, startup
 from specstack import interrupts
 from specstack.server.runtime import (ServerError, attach, native_address, port_free, port_in_use_message, probe,
                                       start_native, stop_native, vllm_executable)
@@ -443,6 +443,7 @@ class MethodRun:
             if log.exists():
                 text = log.read_text(errors="replace")
                 self.summary["server"].update(provenance.log_facts(text))
+                self.summary["server"]["startup"] = startup.phases(text)  # load, compile, warm-up, capture
                 if log.parent != self.bundle.staging:
                     self.bundle.write_text("server.log", text)  # the bundle holds the server log on every path
             self._check_runner()

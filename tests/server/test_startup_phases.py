@@ -1,0 +1,50 @@
+"""Start-up phases read from vLLM 0.32.0 server logs of the first H200 runs (trimmed copies in logs/)."""
+from pathlib import Path
+
+import pytest
+
+from specstack.server import startup
+
+pytestmark = pytest.mark.unit
+
+LOGS = Path(__file__).parent / "logs"
+
+
+def test_compile_mode_first_start():
+    """The first compile-mode start: torch.compile 24 s, the rest of engine init is warm-up (FlashInfer's
+    run-time kernel compiles), graph capture 1 s; the harness never saw it ready (it failed at start-up)."""
+    p = startup.phases((LOGS / "h200-compile-first.log").read_text())
+    assert p["mode"] == "compile" and p["compile_cache"] == "miss"
+    assert p["load"] == 1.82 and p["compile"] == 24.29 and p["graph_capture"] == 1.0
+    assert p["engine_init"] == 161.78 and p["warmup"] == pytest.approx(161.78 - 24.29 - 1.0)
+    assert p["jit_kernel_warmup"] == 15.95
+    assert p["to_engine"] == 55.0  # 19:17:13 -> 19:18:08
+    assert p["total"] is None     # no "Application startup complete" in this log
+
+
+def test_eager_start():
+    p = startup.phases((LOGS / "h200-eager.log").read_text())
+    assert p["mode"] == "eager"
+    assert p["compile"] is None and p["compile_cache"] is None and p["graph_capture"] is None
+    assert p["load"] == 2.8 and p["engine_init"] == 8.84 and p["warmup"] == 8.84
+    assert p["total"] == 79.0     # 19:40:22 -> 19:41:41, the last stamped line before startup complete
+
+
+def test_cached_compile_and_drafter_summed():
+    """A start that finds its graphs in vLLM's compile cache says 'Directly load'; a drafter's torch.compile
+    adds to the target's."""
+    log = "\n".join([
+        "(EngineCore pid=1) INFO 12-01 10:00:00 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with "
+        "config: model='m', enforce_eager=False, ...",
+        "(EngineCore pid=1) INFO 12-01 10:00:02 [backends.py:296] [backbone] Directly load the compiled graph(s) "
+        "for compile range (1, 4096) from the cache, took 0.512 s",
+        "(EngineCore pid=1) INFO 12-01 10:00:02 [monitor.py:62] [backbone] torch.compile took 1.50 s in total",
+        "(EngineCore pid=1) INFO 12-01 10:00:03 [monitor.py:62] [drafter] torch.compile took 0.75 s in total",
+    ])
+    p = startup.phases(log)
+    assert p["compile_cache"] == "hit" and p["compile"] == 2.25
+    assert p["engine_init"] is None and p["warmup"] is None
+
+
+def test_empty_log_says_nothing():
+    assert all(v is None for v in startup.phases("").values())
