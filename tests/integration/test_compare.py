@@ -47,8 +47,17 @@ def test_k2_against_k4_flags_the_acceptance_length(k_runs, tmp_path):
     # the bench repeats: an interval of B/A that excludes 1.0x (no change)
     bench = [r for r in doc["speed"] if r["figure"] == "bench_acceptance_length"]
     assert len(bench) == 1 and bench[0]["repeats_a"] == bench[0]["repeats_b"] == SMALL["repeats"], bench
-    assert bench[0]["ratio_low"] is not None and not bench[0]["ratio_low"] <= 1.0 <= bench[0]["ratio_high"], bench
-    assert bench[0]["verdict"].startswith("changed")
+    # What the interval must say follows from bench's own figures: on the tiny models K=2 and K=4 may accept
+    # exactly alike in bench's fixed-length cells (every acceptance at position 0), then the ratio is exactly 1.
+    per_k = {k: sorted(json.loads(p.read_text())["spec_decode_acceptance_length"]
+                       for p in (k_runs[k] / "ngram" / "bench").glob("code-c1-r*.json")) for k in (2, 4)}
+    if per_k[2] == per_k[4] and len(set(per_k[2])) == 1:
+        assert bench[0]["ratio_low"] == bench[0]["ratio_high"] == 1.0, (per_k, bench)
+        assert not bench[0]["verdict"].startswith("changed"), bench
+    else:
+        assert bench[0]["ratio_low"] is not None and not bench[0]["ratio_low"] <= 1.0 <= bench[0]["ratio_high"], \
+            (per_k, bench)
+        assert bench[0]["verdict"].startswith("changed")
     assert doc["positions"] and all(r["verdict"].startswith("not comparable: other K (2 → 4)")
                                     for r in doc["positions"] + doc["histogram"])
     assert [d["fact"] for d in doc["pairs"][0]["differences"]] == ["K"]
@@ -91,8 +100,7 @@ def test_a_real_run_packed_moved_and_unpacked_reads_back(k_runs, tmp_path, capsy
     assert main(["compare", str(k_runs[4]), str(unpacked), "--out", str(out)]) == 0
     doc = json.loads((out / "compare.json").read_text())
     assert doc["changed"] == [] and doc["acceptance"] and all(r["verdict"] == "same" for r in doc["acceptance"])
-    # the report wrote into the folder: verify now names its files as extra, nothing of the bundle as changed
+    # the report wrote into an intact folder, so it sealed it again: its files are listed, the folder verifies
     capsys.readouterr()
-    assert main(["verify", str(unpacked)]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert "extra: report.md" in lines and not any(line.startswith(("changed", "missing")) for line in lines)
+    assert main(["verify", str(unpacked)]) == 0
+    assert "  report.md\n" in (unpacked / "SHA256SUMS").read_text()
