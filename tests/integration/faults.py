@@ -60,17 +60,28 @@ def manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / "manifest.json").read_text())
 
 
-def group_gone(pgid: int, within: float = 15.0) -> bool:
-    """No process left in the group (SIGKILLed processes take a moment to be torn down and reaped)."""
-    deadline = time.monotonic() + within
-    while True:
+def live_group_members(pgid: int) -> list[str]:
+    """The group's processes that still run: a zombie (killed, not yet reaped by whoever inherited it) holds no
+    memory, GPU or port, and how soon it is reaped is up to that parent (pid 1 here), not to the harness."""
+    import psutil
+    found = []
+    for proc in psutil.process_iter(["pid", "status", "cmdline"]):
         try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:80]}")
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return found
+
+
+def group_gone(pgid: int, within: float = 15.0) -> bool:
+    """No live process left in the group (SIGKILLed processes take a moment to be torn down)."""
+    deadline = time.monotonic() + within
+    while live_group_members(pgid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.2)
+    return True
 
 
 def assert_failed_bundle(summary: dict, published: Path, run_dir: Path, method: str = "baseline") -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from specstack.runs.method_run import INTERRUPT_GRACE
 from specstack.server.runtime import port_free
-from tests.integration.faults import assert_failed_bundle, group_gone, windows_by_name
+from tests.integration.faults import assert_failed_bundle, group_gone, live_group_members, windows_by_name
 from tests.support import free_port
 
 pytestmark = pytest.mark.integration
@@ -57,7 +57,8 @@ def test_sigterm_mid_window_stops_the_server_and_fails_the_method(models_dir, tm
     assert seconds < INTERRUPT_GRACE + 20, f"the harness took {seconds:.1f} s to stop"
     assert "Traceback" not in err, err
     assert "specstack: interrupted (SIGTERM)" in err
-    assert group_gone(server_pid, within=1.0), "processes of the server's group outlived the harness"
+    assert group_gone(server_pid, within=1.0), \
+        f"processes of the server's group outlived the harness: {live_group_members(server_pid)}"
     assert port_free("127.0.0.1", port)
     [published] = run_dir.glob("baseline.failed-*")
     summary = json.loads((published / "summary.json").read_text())
