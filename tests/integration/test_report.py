@@ -235,31 +235,41 @@ def test_conditional_rates_are_the_per_step_arrays(written):
 
 
 def test_the_acceptance_heading_names_the_finish_reasons_that_occurred(written):
-    """Per target model (a task that ran on two targets had two sets of answers), from the raw responses."""
+    """Per target model (a task that ran on two targets had two sets of answers), from the raw responses, with
+    how many methods' answers each count pools."""
     run_dir, summaries, md = written["run_dir"], written["summaries"], written["md"].read_text()
     tasks = list(next(iter(summaries.values()))["tasks"])
+    per_method: dict[str, list[int]] = {}
 
-    def ended(counts: dict[str, int]) -> str:
-        total = sum(counts.values())
+    def ended(target: str, counts: dict[str, int]) -> str:
+        total, n = sum(counts.values()), per_method[target]
+        how = "" if len(n) < 2 else f" ({len(n)} methods × {n[0]} answers, pooled)" if len(set(n)) == 1 else \
+            f" ({len(n)} methods' answers ({', '.join(map(str, n))}), pooled)"
         if counts == {"stop": total}:
-            return "every answer ended at EOS"
+            return "every answer ended at EOS" + how
         if counts == {"length": total}:
-            return "every answer hit max_tokens, none stopped on its own"
-        return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
+            return "every answer hit max_tokens, none stopped on its own" + how
+        return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items())) \
+            + how
     for task in tasks:
         by_target: dict[str, dict[str, int]] = {}
+        per_method.clear()
         for name, s in summaries.items():
-            counts = by_target.setdefault(str(s["asked_for"]["target"]).rstrip("/").rsplit("/", 1)[-1], {})
-            for rec in _records(run_dir, name, task):
+            target = str(s["asked_for"]["target"]).rstrip("/").rsplit("/", 1)[-1]
+            counts = by_target.setdefault(target, {})
+            records = _records(run_dir, name, task)
+            if records:
+                per_method.setdefault(target, []).append(len(records))
+            for rec in records:
                 reason = str(((rec.get("response") or {}).get("choices") or [{}])[0].get("finish_reason"))
                 counts[reason] = counts.get(reason, 0) + 1
         heading = next(line for line in _task_section(md, task).splitlines()
                        if line.startswith("### Acceptance (acceptance phase"))
-        named = heading.split("greedy; ", 1)[1].rstrip(")")
+        named = heading.split("greedy; ", 1)[1][:-1]
         if len(by_target) == 1:
-            assert named == ended(next(iter(by_target.values()))), heading
+            assert named == ended(*next(iter(by_target.items()))), heading
         else:
-            assert sorted(named.split("; ")) == sorted(f"target {t}: {ended(c)}" for t, c in by_target.items()), \
+            assert sorted(named.split("; ")) == sorted(f"target {t}: {ended(t, c)}" for t, c in by_target.items()), \
                 heading
         assert "natural" not in heading.lower()
 

@@ -33,14 +33,15 @@ def test_each_check_is_counted_in_its_kind():
                 + crosscheck_bench(bench, acc)),
     ], "crosscheck": {"ok": True, "checks": 27}}
     by = crosscheck.counts(summary)
-    # acceptance: 3 sums + 4 positions (2 of them 0 = 0) + 1 internal; bench: 3 completeness, 3 + 4 rates from
-    # bench's own /metrics reading (2 of the rates 0 = 0)
+    # warm-up: 3 sums + 4 positions + 1 internal, of which only steps and drafts are not 0 = 0; acceptance: 3 sums
+    # + 4 positions (2 of them 0 = 0) + 1 internal; bench: 3 completeness, 3 + 4 rates from bench's own /metrics
+    # reading (2 of the rates 0 = 0)
     assert by == {crosscheck.INDEPENDENT: 5, crosscheck.COMPLETENESS: 3, crosscheck.SAME_COUNTERS: 5,
-                  crosscheck.INTERNAL: 1, crosscheck.TRIVIAL: 4, crosscheck.WARMUP: 8}
+                  crosscheck.INTERNAL: 1, crosscheck.TRIVIAL: 10, crosscheck.WARMUP: 2}
     assert sum(by.values()) == sum(len(w["checks"]) for w in summary["windows"])
     assert crosscheck.label(summary) == ("5 independent (+ 3 completeness, 5 same counters, 1 /metrics internal, "
-                                         "4 trivial (0 = 0), 8 warm-up)")
-    assert crosscheck.short_label(summary) == "5 indep. + 3 compl., 5 same-ctr, 1 internal, 4 0=0, 8 warm-up"
+                                         "10 trivial (0 = 0), 2 warm-up)")
+    assert crosscheck.short_label(summary) == "5 indep. + 3 compl., 5 same-ctr, 1 internal, 10 0=0, 2 warm-up"
 
 
 def test_a_baseline_says_completeness_only_in_the_console_table():

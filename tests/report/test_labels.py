@@ -46,12 +46,14 @@ def test_finish_reasons_are_counted_per_target_model(tmp_path):
         _with_finish(d, "chat", reasons)
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
-    assert ("Acceptance (acceptance phase, greedy; target tiny-qwen3: answers ended by length 3 of 4, stop 1 of 4; "
-            "target tiny-mimo: every answer ended at EOS)") in md
+    # each target's count sums its methods' answers, and the heading says so ("3 of 4" is 2 methods × 2)
+    assert ("Acceptance (acceptance phase, greedy; target tiny-qwen3: answers ended by length 3 of 4, stop 1 of 4 "
+            "(2 methods × 2 answers, pooled); target tiny-mimo: every answer ended at EOS (2 methods × 2 answers, "
+            "pooled))") in md
     out = Console(record=True, width=250)
     console_table.print_run(run_dir, out)
-    assert "task: chat (acceptance answers ended by: tiny-qwen3: length 3, stop 1; tiny-mimo: stop 4)" in \
-        out.export_text()
+    assert ("task: chat (acceptance answers ended by: tiny-qwen3: length 3, stop 1 (2 methods × 2 answers, "
+            "pooled); tiny-mimo: stop 4 (2 methods × 2 answers, pooled))") in out.export_text()
 
 
 def test_a_summary_keeps_every_rate_a_fraction_and_names_bench_s_per_second_count():
@@ -97,3 +99,57 @@ def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):
     assert (rows["baseline"]["model_runner_basis"], rows["old"]["model_runner_basis"]) == ("inferred", None)
     assert "| V1 (inferred) | no (asked) |" in md and "| V1 | no |" in md
     assert "inferred = read from what the log does not say" in md
+
+
+def _one_target_run(run_dir: Path, repeats: int) -> None:
+    run_dir.mkdir()
+    texts = {"chat": {"a": ("t", "stop")}}
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
+                 cells={("chat", c): [(2.0, 100.0 + r, {}) for r in range(repeats)] for c in (1, 4)})
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": ACC},
+                 cells={("chat", c): [(1.5, 120.0 + r, {"acc_len": 2.0}) for r in range(repeats)] for c in (1, 4)})
+
+
+def test_a_one_repeat_run_promises_no_interval_bar_no_median_over_repeats_and_no_mark_it_lacks(tmp_path):
+    """Audit of round 2: the captions promised "95 % bootstrap interval bars" and "median over repeats" in a
+    1-repeat run, and a square for E2EL points where every point was TPOT."""
+    _one_target_run(tmp_path / "one", repeats=1)
+    rep = build.build(tmp_path / "one", with_plots=True)
+    md = render.render_markdown(sections.blocks(rep))
+    [caption] = [c for n, c in rep.plot_captions.items() if "speedup_vs_concurrency" in n]
+    assert "hollow marker = no interval" in caption
+    assert "bars = 95 %" not in caption and "square" not in caption
+    assert "median over repeats" not in md and "Latency percentiles, ms (p50 / p95 / p99; one repeat)" in md
+    assert _row(rep.speed, "ngram", 1)["latency_statistic"] == "p50 over requests, one repeat"
+
+    _one_target_run(tmp_path / "three", repeats=3)
+    rep = build.build(tmp_path / "three", with_plots=True)
+    md = render.render_markdown(sections.blocks(rep))
+    [caption] = [c for n, c in rep.plot_captions.items() if "speedup_vs_concurrency" in n]
+    assert "bars = 95 % bootstrap interval" in caption and "hollow" not in caption
+    assert "Latency percentiles, ms (p50 / p95 / p99; median over repeats)" in md
+    assert _row(rep.speed, "ngram", 1)["latency_statistic"] == "p50 over requests, median over repeats"
+
+
+def test_the_crossover_names_the_statistic_each_concurrency_was_judged_on(tmp_path):
+    """Audit of round 2: the crossover's "TPOT" column rested on E2EL. Burst-read TPOTs at c=4 only (the aggregate
+    rule of a bundle without per-request data: TPOT × tokens under a tenth of E2EL): c=1 on TPOT, c=4 on E2EL."""
+    run_dir = tmp_path / "mixed"
+    run_dir.mkdir()
+    texts = {"chat": {"a": ("t", "stop")}}
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
+                 cells={("chat", 1): [(2.0, 100.0, {})], ("chat", 4): [(0.001, 300.0, {})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": ACC},
+                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})], ("chat", 4): [(1.5, 320.0, {"acc_len": 2.0})]})
+    rep = build.build(run_dir, with_plots=False)
+    assert [_row(rep.speed, "ngram", c)["latency_basis"] for c in (1, 4)] == ["TPOT", "E2EL"]
+    [cross] = [r for r in rep.crossover if r["method"] == "ngram"]
+    assert cross["latency_basis"] == "TPOT, E2EL at c=4"
+    assert cross["tpot_text"].endswith("(on E2EL at c=4: TPOT degenerate there)")
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| method | vs | latency (TPOT; E2EL where TPOT is degenerate) | throughput |" in md
+
+
+def _row(rows: list[dict], method: str, concurrency: int) -> dict:
+    [row] = [r for r in rows if r["method"] == method and r["concurrency"] == concurrency]
+    return row

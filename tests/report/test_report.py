@@ -553,6 +553,14 @@ def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_
     assert r["tpot_speedup"] is None and r["tpot_verdict"] == "degenerate: no ratio"   # never a ratio of a burst
     md = render.render_markdown(sections.blocks(rep))
     assert "0.00×" not in md and "| no ratio ‡ |" in md and "‡ TPOT degenerate" in md and "| 0.00 ‡ |" in md
+    # the method's own TPOT is sound (only the baseline's was read in a burst): no ‡ on it, the note says whose
+    assert r["tpot_degenerate_method"] is False and r["tpot_degenerate_baseline"] is True
+    speed_line = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 1 |"))
+    assert "| 1.00 | no ratio ‡ |" in speed_line
+    assert "TPOT degenerate on the baseline's side (answers arrived in a burst): verdict on E2EL" in speed_line
+    cross = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |") and "E2EL" in line
+                 and "TPOT degenerate at every concurrency" in line)
+    assert _row(rep.crossover, method="ngram")["latency_basis"] == "E2EL", cross
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     assert "· E2EL p50 1.25× [1.25–1.25] (mean 1.00×, p95 1.00×) ·" in matrix
 

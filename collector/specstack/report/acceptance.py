@@ -40,6 +40,25 @@ def finish_by_target(items: list[tuple[str, dict]]) -> dict[str, dict[str, int]]
     return out
 
 
+def answers_by_target(items: list[tuple[str, dict]]) -> dict[str, list[int]]:
+    """(target, finish_reasons) of each method -> per target each method's answer count (what a pooled count is
+    made of: "50 of 80" is five methods' 16 answers, not 80 prompts)."""
+    out: dict[str, list[int]] = {}
+    for target, reasons in items:
+        if n := sum((reasons or {}).values()):   # a method that answered nothing of the task adds nothing
+            out.setdefault(target, []).append(n)
+    return out
+
+
+def pooled(per_method: list[int]) -> str:
+    """"2 methods × 8 answers, pooled" (nothing for one method): the heading's counts sum every method's answers."""
+    if len(per_method) < 2:
+        return ""
+    if len(set(per_method)) == 1:
+        return f"{len(per_method)} methods × {per_method[0]} answers, pooled"
+    return f"{len(per_method)} methods' answers ({', '.join(map(str, per_method))}), pooled"
+
+
 def distinct_outputs(records: list[dict]) -> int | None:
     """Distinct greedy answers among the task's answered requests: the effective sample size behind an acceptance
     figure or an equality verdict (seen: 3 distinct answers among 16 code requests, 2 for mtp; a bigram machine

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from specstack.measure import per_request
 from specstack.report import crosscheck, prefix_cache
-from specstack.report.acceptance import acceptance_records, distinct_outputs, finish_by_target, target_name
+from specstack.report.acceptance import (acceptance_records, answers_by_target, distinct_outputs, finish_by_target,
+                                         pooled, target_name)
 from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
@@ -89,15 +90,18 @@ def crosscheck_label(summary: dict) -> str:
 
 def ended(summaries: dict[str, dict], task: str) -> str:
     """How the task's acceptance answers ended, per target model (two targets' answers are never pooled):
-    "length 96, stop 16", or "tiny-qwen3: length 80, stop 0; tiny-mtp: length 16, stop 16"."""
-    by_target = finish_by_target([(target_name(s), (s["tasks"].get(task) or {}).get("finish_reasons"))
-                                  for s in summaries.values()])
+    "length 96, stop 16 (7 methods × 16 answers, pooled)", or "tiny-qwen3: length 80 (5 methods × 16 answers,
+    pooled); tiny-mimo: length 16, stop 16 (2 methods × 16 answers, pooled)"."""
+    items = [(target_name(s), (s["tasks"].get(task) or {}).get("finish_reasons")) for s in summaries.values()]
+    by_target, answers = finish_by_target(items), answers_by_target(items)
 
-    def text(counts: dict[str, int]) -> str:
-        return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none"
+    def text(target: str, counts: dict[str, int]) -> str:
+        how = pooled(answers.get(target, []))   # "2 methods × 8 answers, pooled": the counts sum every method's answers
+        return (", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none") + \
+            (f" ({how})" if how else "")
     if len(by_target) > 1:
-        return "; ".join(f"{t}: {text(c)}" for t, c in by_target.items())
-    return text(next(iter(by_target.values()), {}))
+        return "; ".join(f"{t}: {text(t, c)}" for t, c in by_target.items())
+    return next((text(t, c) for t, c in by_target.items()), "none")
 
 
 def distinct_answers(run, task: str) -> dict[str, str]:

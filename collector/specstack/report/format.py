@@ -38,3 +38,9 @@ def seconds(v: float | None, digits: int = 2) -> str:
 def interval(low: float | None, high: float | None) -> str:
     """A 95 % interval after its point estimate: " [0.91–1.12]"; empty without one."""
     return "" if low is None or high is None else f" [{low:.2f}–{high:.2f}]"
+
+
+def over_repeats(repeats: int) -> str:
+    """How the figure pools repeats, said only where there are several: "median over repeats" promises a spread a
+    one-repeat run does not have."""
+    return "median over repeats" if repeats > 1 else "one repeat"

@@ -6,10 +6,9 @@ import json
 import math
 from typing import TYPE_CHECKING
 
-from specstack.report import stats as st
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
-from specstack.report.plots import _png, plt, safe_name, speedup_series, speedup_vs_concurrency
+from specstack.report.plots import _png, plt, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
 from specstack.report.verdicts import label as _label
 from specstack.results.reader import REPORT_DIR
 
@@ -51,9 +50,7 @@ def make_plots(rep: Report) -> None:
         if series:
             name = f"{REPORT_DIR}/speedup_vs_rate_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series, xlabel="offered rate (requests/s, open loop)")
-            rep.plot_captions[name] = (f"Speedup against the baseline vs offered rate, {t}; bars = 95 % bootstrap "
-                                       f"interval, hollow = point only (< {st.MIN_REPEATS} repeats); square = "
-                                       "latency on E2EL where TPOT is degenerate; dashed line = 1.0×")
+            rep.plot_captions[name] = speedup_caption(f"offered rate, {t}", series)
         points: dict[str, list[dict]] = {}
         for p in (p for p in rep.frontier if p["task"] == t):
             points.setdefault(p["method"], []).append(p)

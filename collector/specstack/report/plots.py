@@ -124,6 +124,20 @@ def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, l
     return series
 
 
+def speedup_caption(what: str, series: dict[str, dict[str, list[tuple]]]) -> str:
+    """The figure's legend, naming only the marks it has: no "95 % interval bars" in a run without intervals, no
+    E2EL square where every latency point is TPOT."""
+    points = [p for s in series.values() for pts in s.values() for p in pts if p[1] is not None]
+    marks = []
+    if any(p[2] is not None for p in points):
+        marks.append("bars = 95 % bootstrap interval")
+    if any(p[2] is None for p in points):
+        marks.append(f"hollow marker = no interval (fewer than {st.MIN_REPEATS} repeats), the point estimate only")
+    if any(len(p) > 4 and p[4] == "E2EL" for p in points):
+        marks.append("square = latency on E2EL where TPOT is degenerate")
+    return "; ".join([f"Speedup against the baseline vs {what}", *marks, "dashed line = 1.0×"])
+
+
 def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
                            xlabel: str = "concurrency (max in-flight requests)") -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
@@ -255,10 +269,7 @@ def make_all(rep: Report) -> None:
         if series:
             name = f"{REPORT_DIR}/speedup_vs_concurrency_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series)
-            rep.plot_captions[name] = (f"Speedup against the baseline vs concurrency, {t}; bars = 95 % bootstrap "
-                                       f"interval; hollow marker = no interval (fewer than {st.MIN_REPEATS} "
-                                       "repeats), the point estimate only; square = latency on E2EL where TPOT "
-                                       "is degenerate; dashed line = 1.0×")
+            rep.plot_captions[name] = speedup_caption(f"concurrency, {t}", series)
     for fam in sorted({r["family"] for r in rep.ksweep}):
         for t in run.tasks:
             rows = [r for r in rep.ksweep if r["family"] == fam and r["task"] == t]

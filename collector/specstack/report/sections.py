@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from specstack.measure import per_request
 from specstack.report import stats as st
-from specstack.report.format import interval, num, pct, times
-from specstack.report.acceptance import finish_by_target
+from specstack.report.format import interval, num, over_repeats, pct, times
+from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.placement import placement
@@ -185,19 +185,21 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
                    interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _stall_mark(r)),
                   r["throughput_verdict"],
-                  num(r["tpot_p50_ms"]) + (" ‡" if r["tpot_degenerate"] else ""),
+                  num(r["tpot_p50_ms"]) + (" ‡" if r.get("tpot_degenerate_method", r["tpot_degenerate"]) else ""),
                   _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
                   num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
                  for r in speed]))
-    out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; median over repeats)"))
+    out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; "
+                      f"{over_repeats(max((r['repeats'] for r in speed), default=0))})"))
     out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
                           "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
                   _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
     if any(r["tpot_degenerate"] for r in speed):
-        out.append(("p", "‡ TPOT degenerate: in a repeat of the cell (method or baseline) a request's chunks were "
+        out.append(("p", "‡ TPOT degenerate (on a TPOT p50: in that row's own cells; on \"no ratio\": in the "
+                         "method's or the baseline's): in a repeat of the cell a request's chunks were "
                          f"read in a burst straight after its first token (gaps under {per_request.BURST_GAP_MS:g} "
                          f"ms, no engine step is that short) for more than {per_request.SWALLOWED_MAX:.0%} of its "
                          "decode, so TTFT swallowed decode time and bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
@@ -233,7 +235,7 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     cross = [r for r in rep.crossover if r["task"] == task]
     if cross:
         out.append(("h3", "Crossover concurrency (where a method stops beating the baseline)"))
-        out.append(("table", ["method", "vs", "TPOT", "throughput"],
+        out.append(("table", ["method", "vs", "latency (TPOT; E2EL where TPOT is degenerate)", "throughput"],
                     [[_label(r), r["baseline"], r["tpot_text"], r["throughput_text"]] for r in cross]))
     return out
 
@@ -245,22 +247,24 @@ def _distinct(requests, distinct) -> str:
 def _finish_label(rows: list[dict]) -> str:
     """The phase named by how its answers actually ended, not by what it allowed; per target model when the task
     ran on more than one (their answers are not the same answers)."""
-    by_target = finish_by_target([(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}"))
-                                  for r in rows])
+    items = [(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}")) for r in rows]
+    by_target, answers = finish_by_target(items), answers_by_target(items)
     if len(by_target) > 1:
-        return "; ".join(f"target {t}: {_ended(c)}" for t, c in by_target.items())
-    return _ended(next(iter(by_target.values()), {}))
+        return "; ".join(f"target {t}: {_ended(c, answers.get(t, []))}" for t, c in by_target.items())
+    return next((_ended(c, answers.get(t, [])) for t, c in by_target.items()), "no answers")
 
 
-def _ended(counts: dict[str, int]) -> str:
+def _ended(counts: dict[str, int], per_method: list[int]) -> str:
     total = sum(counts.values())
     if not total:
         return "no answers"
+    how = f" ({pooled(per_method)})" if len(per_method) > 1 else ""
     if counts.get("stop") == total:
-        return "every answer ended at EOS"
+        return "every answer ended at EOS" + how
     if counts.get("length") == total:
-        return "every answer hit max_tokens, none stopped on its own"
-    return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
+        return "every answer hit max_tokens, none stopped on its own" + how
+    return ("answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
+            + how)
 
 
 def _rates(text: str | None, missing: str) -> str:
@@ -444,9 +448,11 @@ def how_to_read(rep: Report) -> list[tuple]:
     repeats = max((r["repeats"] for r in rep.speed), default=0)
     out.append(("h2", "How to read this"))
     out.append(("ul", [
-        "TPOT speedup = median over repeats of the baseline's p50 TPOT ÷ median over repeats of the method's p50 "
-        "TPOT, for the same task and concurrency; > 1.0× means the method is faster per output token. Throughput "
-        "speedup = method output tok/s ÷ baseline output tok/s (medians over repeats).",
+        "TPOT speedup = the baseline's p50 TPOT ÷ the method's p50 TPOT"
+        + (" (each the median over repeats)" if repeats > 1 else "") + ", for the same task and concurrency; "
+        "> 1.0× means the method is faster per output token. Throughput speedup = method output tok/s ÷ "
+        "baseline output tok/s" + (" (medians over repeats)." if repeats > 1 else
+                                   ". Every cell of this run has one repeat."),
         f"95 % interval: percentile bootstrap ({st.BOOTSTRAP_RESAMPLES} resamples, seed {st.SEED}) of the ratio of "
         "medians. Repeats in one server session (the default) are resampled independently on each side; they share "
         "their session, so session-to-session variance is left out and the interval is too narrow "

@@ -9,6 +9,7 @@ from pathlib import Path
 from specstack.measure import per_request
 from specstack.report import stats as st
 from specstack.results.reader import MethodData, RunData, load_text
+from specstack.report.format import over_repeats
 
 METRICS = ("tpot", "itl", "ttft", "e2el")
 PERCENTILES = (50, 95, 99)
@@ -279,8 +280,9 @@ def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str,
 def _stalls(row: dict, ok: list[dict], bok: list[dict], note: list[str]) -> None:
     """A stall in a repeat of either side marks the row and so every ratio built on it (measure/per_request.py);
     None: no repeat of either side kept per-request data, so nothing says whether one stalled."""
-    found = [f"{side} r{c_['repeat']}: {c_['stall']}" for side, cells in (("method", ok), ("baseline", bok))
-             for c_ in cells if c_.get("stall")]
+    # a spec row names the side that stalled; a baseline's row is its own cells only ("r0", not "method r0")
+    sides = (("method ", ok), ("baseline ", bok)) if row["role"] == "spec" else (("", ok),)
+    found = [f"{side}r{c_['repeat']}: {c_['stall']}" for side, cells in sides for c_ in cells if c_.get("stall")]
     known = any(c_.get("per_request_data") for c_ in ok + bok)
     row["stall"] = "; ".join(found) or None
     row["stalled"] = bool(found) if known or found else None
@@ -316,7 +318,10 @@ def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict]
     """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
     TPOT ratio is never formed from a degenerate TPOT (a burst read on either side): it would say 227× or 0.00×.
     Beside each median latency ratio, the ratios of the means and of the p95s: a median hides the tail."""
-    row["tpot_degenerate"] = any(c_.get("tpot_degenerate") for c_ in ok + bok)
+    # per side, so a sound TPOT is never marked for its baseline's burst; the row's flag is either side's
+    row["tpot_degenerate_method"] = any(c_.get("tpot_degenerate") for c_ in ok)
+    row["tpot_degenerate_baseline"] = any(c_.get("tpot_degenerate") for c_ in bok) if md.baseline else None
+    row["tpot_degenerate"] = row["tpot_degenerate_method"] or bool(row["tpot_degenerate_baseline"])
     none = st.Interval(None, None, None, len(ok), len(bok))
     if md.baseline:
         tpot = none if row["tpot_degenerate"] else _ratio(md, base, bok, ok, "p50_tpot_ms")
@@ -351,7 +356,7 @@ def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict],
     basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
         ("TPOT", "p50_tpot_ms", tpot)
     row["latency_basis"] = basis
-    row["latency_statistic"] = "p50 over requests, median over repeats"
+    row["latency_statistic"] = f"p50 over requests, {over_repeats(len(ok))}"
     row["latency_mean_speedup"] = row.get(f"{basis.lower()}_mean_speedup")
     row["latency_p95_speedup"] = row.get(f"{basis.lower()}_p95_speedup")
     row["tail_disagrees"] = _tail_disagrees(latency.point, row["latency_mean_speedup"], row["latency_p95_speedup"],
@@ -401,7 +406,10 @@ def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, no
         note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so the TPOT "
                     "figures are off (noise, partly burst-delivered answers)")
     if row["tpot_degenerate"]:
-        note.append("TPOT degenerate (answers arrived in a burst)" +
+        side = "" if not md.baseline else \
+            " on both sides" if row["tpot_degenerate_method"] and row["tpot_degenerate_baseline"] else \
+            " on the baseline's side" if row["tpot_degenerate_baseline"] else " on the method's side"
+        note.append(f"TPOT degenerate{side} (answers arrived in a burst)" +
                     (": verdict on E2EL, no efficiency" if md.baseline else ""))
 
 
@@ -421,13 +429,18 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
         mine = [r for r in speed if r["method"] == method and r["task"] == task]
         tpot = st.crossover({r["concurrency"]: r["latency_speedup"] for r in mine},
                             {r["concurrency"]: r["latency_speedup_low"] for r in mine})
-        if any(r["latency_basis"] != "TPOT" for r in mine):
-            tpot["text"] += " (on E2EL where TPOT is degenerate)"
+        # the statistic each concurrency was judged on, named: a column of E2EL verdicts is not a TPOT crossover
+        on_e2el = [r["concurrency"] for r in mine if r["latency_basis"] == "E2EL"]
+        basis = "TPOT" if not on_e2el else "E2EL" if len(on_e2el) == len(mine) else \
+            "TPOT, E2EL at c=" + ", ".join(f"{c:g}" for c in on_e2el)
+        if on_e2el:
+            tpot["text"] += (" (on E2EL: TPOT degenerate at every concurrency)" if basis == "E2EL" else
+                             f" (on E2EL at c={', '.join(f'{c:g}' for c in on_e2el)}: TPOT degenerate there)")
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
-                     "tpot_text": tpot["text"], "throughput_kind": tput["kind"],
+                     "tpot_text": tpot["text"], "latency_basis": basis, "throughput_kind": tput["kind"],
                      "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"]})
     return rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstack.report import stats as st
-from specstack.report.format import interval, times
+from specstack.report.format import interval, over_repeats, times
 
 if TYPE_CHECKING:
     from specstack.report.build import Report
@@ -98,7 +98,8 @@ def verdict(rep: Report) -> list[tuple]:
         designs = sorted({r["design"] for r in spec if r.get("design")})
         with_ci = any(r.get("latency_speedup_low") is not None for r in spec)
         out.append(("p", "Each cell: the verdict, the latency speedup (TPOT, or E2EL where TPOT is degenerate) as "
-                         "the ratio of the p50 over requests (median over repeats), with the ratios of the means "
+                         f"the ratio of the p50 over requests "
+                         f"({over_repeats(max(r['repeats'] for r in spec))}), with the ratios of the means "
                          "and of the p95s beside it, and the throughput speedup, against the baseline of the same "
                          "target, task and concurrency"
                          + (", with 95 % intervals where a side has at least "
