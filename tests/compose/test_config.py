@@ -3,11 +3,7 @@ differ only in the keys compose.cpu.yaml's header lists. Compose can exit 0 on s
 tests read its output, not its exit status; and a compose command that fails must fail make."""
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
-import subprocess
 
 import pytest
 

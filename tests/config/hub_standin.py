@@ -3,7 +3,8 @@ model_info, snapshot_download and hf_hub_download (HF_ENDPOINT points at it): th
 the resolve URLs, and the error codes the hub answers with (X-Error-Code)."""
 from __future__ import annotations
 
-import hashlib, json
+import hashlib
+import json
 from http.server import BaseHTTPRequestHandler
 
 from ..support import HttpStandIn
@@ -20,10 +21,12 @@ class Hub(HttpStandIn):
         class H(BaseHTTPRequestHandler):
             def _send(self, code, body=b"", headers=None):
                 self.send_response(code)
-                for k, v in (headers or {}).items(): self.send_header(k, v)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if self.command != "HEAD": self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
             def do_HEAD(self): self.do_GET()
             def do_GET(self):
                 hub.requests.append((self.command, self.path))

@@ -3,7 +3,6 @@ degenerate ITL where TPOT is ~0 too, the per-position plot's never-drafted posit
 of the verdict matrix. Fast: no server, no model."""
 from __future__ import annotations
 
-import json
 
 import pytest
 

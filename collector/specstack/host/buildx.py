@@ -16,10 +16,8 @@ Standard library only and Python 3.8 compatible: make runs it with the host's py
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from typing import Mapping, Optional, Tuple
 
 MIN_VERSION = (0, 17, 0)

@@ -15,7 +15,6 @@ are one compose service, so a slot whose calibration run waits for that service 
 """
 from __future__ import annotations
 
-import queue
 import re
 import subprocess
 import sys

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from specstack.server.model_source import cached_snapshot, hub_cache, looks_local
+from specstack.server.model_source import cached_snapshot, looks_local
 from specstack.server.preflight import model_refs
 
 FULL_HASH_BYTES = 64 << 20
