@@ -3,6 +3,7 @@ harness benchmarks), the `specstack` command line run in-process, and reading JS
 never skipped (a skip would stand in for a component the test exists to exercise)."""
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -114,9 +115,11 @@ def npm_installed(folder: Path) -> str:
         pytest.fail("node and npm are needed for the schema checks of npm packages: apt-get install nodejs npm")
     stamp = folder / "node_modules" / ".specstack-lock.sha256"
     lock_hash = hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
-    if not stamp.is_file() or stamp.read_text().strip() != lock_hash:
-        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=folder,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stdout}\n{proc.stderr}"
-        stamp.write_text(lock_hash + "\n")
+    with open(folder / "package-lock.json", "rb") as held:   # parallel workers: one npm ci at a time per folder
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not stamp.is_file() or stamp.read_text().strip() != lock_hash:
+            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=folder,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stdout}\n{proc.stderr}"
+            stamp.write_text(lock_hash + "\n")
     return node
