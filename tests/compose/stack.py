@@ -104,7 +104,7 @@ class Stack:
                              text=True, timeout=timeout)
         seconds = time.monotonic() - t0
         (self.logs / f"{log or args[0]}.log").write_text(out.stdout)
-        # The measured times the README quotes (make run, make sweep on the CPU stack) come from here.
+        # The measured times docs/measured.md quotes (make run, make sweep on the CPU stack) come from here.
         with (self.logs / "timings.tsv").open("a") as f:
             f.write(f"{log or args[0]}\t{' '.join(args)}\t{out.returncode}\t{seconds:.1f}\n")
         return out, seconds
