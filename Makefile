@@ -56,12 +56,12 @@ demo: venv
 
 ## make test: every kind of test (markers in pyproject.toml): unit, config, integration on real vLLM + Prometheus,
 ## compose; `make unit` runs the fast ones (seconds)
-# TEST_WORKERS: parallel pytest workers (pytest-xdist); the groups of tests/conftest.py keep each shared fixture
-# (the compose stack, the shared sweep, a module's servers) on one worker. TEST_WORKERS=0: one process, in order.
+# TEST_WORKERS: parallel pytest workers (pytest-xdist); tests/conftest.py's scheduler gives each worker whole
+# groups, so each shared fixture (the compose stack, the shared sweep, a module's servers) runs once.
+# TEST_WORKERS=0: one process, in order.
 TEST_WORKERS ?= 2
 test: venv dashboards-check lint
-	$(PY) -m pytest -q --durations=30 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) \
-	  -m "not gpu" tests
+	$(PY) -m pytest -q --durations=30 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS)) -m "not gpu" tests
 
 ## make lint: ruff over the collector and the tests (rules in pyproject.toml; part of make test)
 .PHONY: lint

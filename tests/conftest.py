@@ -1,8 +1,9 @@
 """Fixtures shared by every test folder, the rule that every test declares its kind (a marker of
 pyproject.toml: unit, config, integration, compose) so that `pytest -m unit` is exactly the fast set, and how
-`make test` splits the suite over parallel workers (pytest-xdist, --dist loadgroup)."""
+`make test` splits the suite over parallel workers (pytest-xdist: whole groups per worker)."""
 from __future__ import annotations
 
+import ast
 import fcntl
 import os
 from pathlib import Path
@@ -30,22 +31,43 @@ UNDECLARED = {"compose": "compose"}
 SHARED_SESSION_FIXTURES = {"sweep_run", "self_draft_run", "mt_bench_run"}
 
 
-def xdist_group(item, shared_files: set[Path]) -> str:
-    """The worker group of a test: the compose stack is one chain of fixtures on one Docker engine (images, lock,
-    run, down, rerun, sweep, faults), the files sharing a session sweep are one group, and any other file is its
-    own group (its module-scoped servers start once)."""
-    rel = item.path.relative_to(TESTS)
-    if rel.parts[0] == "compose":
+def files_sharing_a_session_sweep() -> set[str]:
+    """The test files (relative to the repository) with a test or fixture taking one of SHARED_SESSION_FIXTURES,
+    read from their source: the scheduler runs in the controller, which collects nothing."""
+    found = set()
+    for path in (TESTS / "integration").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and SHARED_SESSION_FIXTURES & {a.arg for a in node.args.args}:
+                found.add(str(path.relative_to(REPO)))
+    return found
+
+
+def worker_group(nodeid: str, shared: set[str]) -> str:
+    """The unit a parallel worker takes whole: the compose stack is one chain of fixtures on one Docker engine
+    (images, lock, run, down, rerun, sweep, faults), the files sharing a session sweep are one unit, and any other
+    file is its own (its module-scoped servers start once)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/compose/"):
         return "compose"
-    if item.path in shared_files:
-        return "integration-shared"
-    return str(rel)
+    return "integration-shared" if path in shared else path
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook; a venv without it never calls this
+def pytest_xdist_make_scheduler(config, log):
+    """Whole groups per worker (worker_group). Not --dist loadgroup: pytest-xdist 3.8.0 marks a group by editing
+    the node id, which pytest 9.2 ignores (pytest-xdist#1386), so the groups would silently split."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = files_sharing_a_session_sweep()
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid, shared)
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    shared_files = {item.path for item in items if SHARED_SESSION_FIXTURES & set(getattr(item, "fixturenames", ()))}
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item, shared_files)))
         kinds = {m.name for m in item.iter_markers() if m.name in KINDS}
         default = UNDECLARED.get(item.path.relative_to(TESTS).parts[0])
         if not kinds and default:
