@@ -8,7 +8,8 @@ from pathlib import Path
 from specstack.cli.options import add_tokenizer_option
 from specstack.report import console_table
 from specstack.report.build import write_report
-from specstack.results.reader import REPORT_DIR, resolve_run_dir
+from specstack.results import layout
+from specstack.results.reader import resolve_run_dir
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -16,8 +17,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     md = write_report(run_dir, tokenizer=args.tokenizer)
     if args.seal:
         console_table.seal_run(run_dir)
-    print(json.dumps({"report_md": str(md), "report_html": str(run_dir / "report.html"),
-                      "tables": str(run_dir / REPORT_DIR / "tables"), "plots": str(run_dir / REPORT_DIR)}))
+    print(json.dumps({"report_md": str(md), "report_html": str(run_dir / layout.REPORT_HTML),
+                      "tables": str(run_dir / layout.REPORT_TABLES_DIR), "plots": str(run_dir / layout.REPORT_DIR)}))
     return 0
 
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specstack.results import layout
+
 TASKS = ("code", "chat")
 DEFAULT_NUM_PROMPTS = 64
 DEFAULT_PERF_OUTPUT_LEN = 128
@@ -64,8 +66,8 @@ def write_defaults(out_dir: Path, *, num_prompts: int = DEFAULT_NUM_PROMPTS,
     result = {}
     for task in tasks:
         prompts = [default_prompt(task, i) for i in range(num_prompts)]
-        perf = out_dir / f"{task}.perf.jsonl"
-        acc = out_dir / f"{task}.acceptance.jsonl"
+        perf = out_dir / layout.perf_input(task)
+        acc = out_dir / layout.acceptance_input(task)
         _write_jsonl(perf, [{"prompt": p, "output_tokens": perf_output_len} for p in prompts])
         _write_jsonl(acc, [{"id": f"{task}-{i:03d}", "prompt": p, "max_tokens": acceptance_max_tokens}
                            for i, p in enumerate(prompts)])

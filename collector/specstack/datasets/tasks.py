@@ -11,6 +11,7 @@ from pathlib import Path
 from specstack.datasets import fetch, readers
 from specstack.datasets.pinned import NAMES, USER_FILES, WHEELS
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
 SELECTION = ("the first N rows in the order round-robin over categories (each category's rows in file order, "
@@ -73,7 +74,7 @@ def write_task(out_dir: Path, spec: DatasetSpec, *, num_prompts: int, perf_outpu
     if turns > 1:
         record.update(turns=turns, rows_with_turn2=sum(1 for r in chosen if r.get("turn2")))
     out_dir.mkdir(parents=True, exist_ok=True)
-    perf, acc = out_dir / f"{spec.name}.perf.jsonl", out_dir / f"{spec.name}.acceptance.jsonl"
+    perf, acc = out_dir / layout.perf_input(spec.name), out_dir / layout.acceptance_input(spec.name)
     atomic_write_text(perf, _jsonl({"prompt": r["prompt"], "output_tokens": perf_output_len} for r in chosen))
     atomic_write_text(acc, _jsonl({"id": f"{spec.name}-{i:03d}", "prompt": r["prompt"],
                                    "max_tokens": acceptance_max_tokens, "category": r["category"],
@@ -85,7 +86,7 @@ def write_task(out_dir: Path, spec: DatasetSpec, *, num_prompts: int, perf_outpu
 
 
 def record_path(acceptance_path: Path, task: str) -> Path:
-    return Path(acceptance_path).with_name(f"{task}.dataset.json")
+    return Path(acceptance_path).with_name(layout.dataset_record(task))
 
 
 def recorded(acceptance_path: Path, task: str) -> dict | None:

@@ -12,6 +12,7 @@ from specstack.host import HostError
 from specstack.host.engine import PROJECT
 from specstack.host.gpu import nvidia_smi_container, nvidia_smi_host
 from specstack.host.snapshot import models_in_container
+from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_text
 
@@ -148,6 +149,6 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
     if slot is not None:
         doc["slot"] = slot_of(gpu, cpu, slot, (vllm.get("HostConfig") or {}).get("CpusetCpus") or None)
         update_manifest(Path(results) / run_id, methods={name: {"slot": doc["slot"]}})
-    path = Path(results) / run_id / "host-provenance" / f"{name}.json"
+    path = Path(results) / run_id / layout.host_record(name)
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
     return path

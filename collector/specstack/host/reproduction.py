@@ -18,6 +18,7 @@ from pathlib import Path
 
 from specstack.host import HostError
 from specstack.host.image_ref import parse_reference
+from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
 NATIVE = 3   # exit code: a native run, reproduced by `specstack reproduce`
@@ -51,7 +52,7 @@ def _json(path: Path) -> dict:
 
 
 def is_compose_run(run_dir: Path) -> bool:
-    return (run_dir / "host-provenance").is_dir()
+    return (run_dir / layout.HOST_DIR).is_dir()
 
 
 def _k(name: str, summary: dict) -> str:
@@ -117,7 +118,7 @@ def _host_drift(records: dict[str, dict], here_cpu: dict | None, here_gpu: dict 
 def plan(run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None = None,
          methods: list[str] | None = None) -> Plan:
     run_dir = Path(run_dir)
-    manifest = _json(run_dir / "manifest.json")
+    manifest = _json(run_dir / layout.MANIFEST)
     recipe = manifest.get("recipe") or {}
     platform = recipe.get("platform") or manifest.get("platform")
     if platform not in PLATFORMS:
@@ -130,13 +131,13 @@ def plan(run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None =
             skipped.append(f"{name}: failed in the original (no figures to compare with)")
             continue
         folder = entry.get("dir") or name
-        summary = _json(run_dir / folder / "summary.json")
+        summary = _json(run_dir / folder / layout.SUMMARY_FILE)
         of = summary.get("base_method") or name
         if of != name and not summary.get("baseline_method"):
             # a calibrated parallel sweep's run of a baseline on another slot: make reproduce runs one slot
             skipped.append(f"{name}: the calibration run of {of} on another slot (reproduced once, as {of})")
             continue
-        records[name] = _json(run_dir / "host-provenance" / f"{name}.json")
+        records[name] = _json(run_dir / layout.host_record(name))
         chosen.append((name, _k(name, summary)))
     unknown = sorted(set(methods or []) - set(manifest.get("methods") or {}))
     if unknown:

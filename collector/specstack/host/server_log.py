@@ -6,6 +6,7 @@ from pathlib import Path
 
 from specstack.host import HostError
 from specstack.host.engine import PROJECT
+from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
 
@@ -21,5 +22,5 @@ def save_server_log(client, *, run_id: str, method: str, results: Path | str = "
     started = (c.get("State") or {}).get("StartedAt") or ""
     if not started or started.startswith("0001-"):
         raise HostError(f"{service} never started; it has no log of this run")
-    path = Path(results) / run_id / "host-provenance" / f"{name or method}.server.log"
+    path = Path(results) / run_id / layout.host_server_log(name or method)
     return atomic_write_text(path, client.logs(c["Id"], started))

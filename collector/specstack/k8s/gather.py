@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_json, atomic_write_text
 from specstack.results.reader import read_manifest
@@ -127,11 +128,11 @@ def _merge_tree(tree: Path, run_dir: Path, method: str, k8s_jobs: dict) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     job_manifest = read_manifest(tree)
     for entry in sorted(tree.iterdir()):
-        if entry.name in ("manifest.json", GATHERED) or entry.name.startswith("."):
+        if entry.name in (layout.MANIFEST, GATHERED) or entry.name.startswith("."):
             continue
-        if entry.is_dir() and entry.name in ("inputs", "host-provenance"):
+        if entry.is_dir() and entry.name in (layout.INPUTS_DIR, layout.HOST_DIR):
             shutil.copytree(entry, run_dir / entry.name, dirs_exist_ok=True)   # same inputs in every Job
-        elif entry.name == method or entry.name.startswith(f"{method}.failed-"):
+        elif entry.name == method or entry.name.startswith(method + layout.FAILED_MARK):
             shutil.copytree(entry, run_dir / ".gather-staging" / entry.name)
             os.replace(run_dir / ".gather-staging" / entry.name, run_dir / entry.name)
     shutil.rmtree(run_dir / ".gather-staging", ignore_errors=True)
@@ -143,15 +144,14 @@ def _merge_tree(tree: Path, run_dir: Path, method: str, k8s_jobs: dict) -> None:
 
 def _keep_logs(kubectl: Kubectl, pod: dict, method: str, run_dir: Path) -> dict:
     name = pod["metadata"]["name"]
-    out = run_dir / "host-provenance"
     record = pod_record(pod)
-    atomic_write_json(out / f"{method}.pod.json", record)
+    atomic_write_json(run_dir / layout.host_pod(method), record)
     logs = {}
     for c in record["containers"]:
         proc = kubectl("logs", name, "-c", c["name"], check=False)
         if proc.returncode == 0:
-            atomic_write_text(out / f"{method}.{c['name']}.log", proc.stdout)
-            logs[c["name"]] = f"host-provenance/{method}.{c['name']}.log"
+            logs[c["name"]] = layout.host_container_log(method, c["name"])
+            atomic_write_text(run_dir / logs[c["name"]], proc.stdout)
     return {"pod": name, "node": record["node"], "phase": record["phase"], "logs": logs,
             "images": {c["name"]: c["image_id"] or c["image"] for c in record["containers"]}}
 

@@ -17,6 +17,7 @@ from specstack.config.workloads import Task
 from specstack.measure import goodput
 from specstack.measure.chat import CHAT_TEMPLATE_KWARGS, SEED
 from specstack.measure.windows import Outcome
+from specstack.results import layout
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, vllm_executable
 
@@ -61,7 +62,7 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path, slo: dict[str,
     instead of per cell; and the client's per-request results (it keeps every output for its percentiles,
     ~2.5 KiB per request, docs/load.md) leave with the child instead of growing the collector.
     The equivalent command line is kept beside the result so anyone can rerun the cell by hand."""
-    atomic_write_text(log_path.with_suffix(".cmd"), shlex.join(argv) + "\n")
+    atomic_write_text(log_path.with_suffix(layout.COMMAND_SUFFIX), shlex.join(argv) + "\n")
     from vllm.benchmarks.serve import add_cli_args, main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 

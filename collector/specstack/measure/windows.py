@@ -17,6 +17,7 @@ import requests
 from specstack import events, interrupts
 from specstack.config import metric_names as m
 from specstack.measure import accounting, categories, goodput, snapshots
+from specstack.results import layout
 from specstack.results.bundle import MethodBundle
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, ServerError
@@ -85,7 +86,7 @@ class Windows:
     def _snapshot(self, name: str, when: str) -> snapshots.Snapshot:
         wall, cpu = time.perf_counter(), time.process_time()
         snap = snapshots.settled(self.server.base_url, self.http)
-        atomic_write_text(self.bundle.path(f"snapshots/{name.replace('/', '_')}.{when}.prom"), snap.raw)
+        atomic_write_text(self.bundle.path(layout.snapshot(name, when)), snap.raw)
         events.emit("window.snapshot", name=name, when=when, seconds=time.perf_counter() - wall,
                     cpu=time.process_time() - cpu, fetches=snap.fetches)
         return snap

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+from specstack.results import layout
 from specstack.results.records import request_fields
 from specstack.results.reader import MethodData, RunData
 
 
 def acceptance_records(md: MethodData, task: str) -> list[dict]:
-    path = md.path / "acceptance" / f"{task}.jsonl"
+    path = md.path / layout.acceptance_records(task)
     if not path.exists():
         return []
     out = []

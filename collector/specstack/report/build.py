@@ -31,7 +31,8 @@ from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
 from specstack.results import archive
 from specstack.results.files import atomic_write_bytes, atomic_write_text
-from specstack.results.reader import REPORT_DIR, RunData, load_run
+from specstack.results import layout
+from specstack.results.reader import RunData, load_run
 
 
 @dataclass
@@ -166,9 +167,9 @@ def _write_report(run_dir: Path, tokenizers: Tokenizers | None, tokenizer: str |
         atomic_write_bytes(run_dir / name, data)
     for name, rows in rep.tables().items():
         csv, parquet = table_bytes(name, rows)
-        atomic_write_bytes(run_dir / REPORT_DIR / "tables" / f"{name}.csv", csv)
-        atomic_write_bytes(run_dir / REPORT_DIR / "tables" / f"{name}.parquet", parquet)
+        atomic_write_bytes(run_dir / layout.report_table(name, "csv"), csv)
+        atomic_write_bytes(run_dir / layout.report_table(name, "parquet"), parquet)
     bl = sections.blocks(rep)
     title = bl[0][1]
-    atomic_write_text(run_dir / "report.html", render_html(bl, rep.plots, title))
-    return atomic_write_text(run_dir / "report.md", render_markdown(bl))
+    atomic_write_text(run_dir / layout.REPORT_HTML, render_html(bl, rep.plots, title))
+    return atomic_write_text(run_dir / layout.REPORT_MD, render_markdown(bl))

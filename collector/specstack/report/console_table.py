@@ -17,7 +17,8 @@ from specstack.report.format import num, pct
 from specstack.report.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
-from specstack.results.reader import TABLES_FILE, closed_loop, display_name, load_run
+from specstack.results.layout import TABLES_FILE
+from specstack.results.reader import closed_loop, display_name, load_run
 
 
 def summaries_of(run) -> tuple[dict[str, dict], list]:

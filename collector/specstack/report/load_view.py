@@ -10,7 +10,7 @@ from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
 from specstack.report.plots import _png, plt, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
 from specstack.report.verdicts import label as _label
-from specstack.results.reader import REPORT_DIR
+from specstack.results.layout import REPORT_DIR
 
 if TYPE_CHECKING:
     from specstack.report.build import Report

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
 from specstack.results.records import read_records
-from specstack.runs.method_summary import sampled_file
 
 POSITIONS = 4
 PERMUTATIONS = 999
@@ -135,7 +135,7 @@ def labelled_verdict(verdict: str, flagged: int, engine: str) -> str:
 
 
 def sampled_records(md: MethodData, task: str, temperature: float) -> list[dict]:
-    return read_records(md.path / sampled_file(task, temperature))
+    return read_records(md.path / layout.sampled_records(task, temperature))
 
 
 def lossless_rows(run: RunData) -> list[dict]:

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from specstack.report import stats as st  # noqa: E402
-from specstack.results.reader import REPORT_DIR  # noqa: E402
+from specstack.results.layout import REPORT_DIR  # noqa: E402
 
 if TYPE_CHECKING:
     from specstack.report.build import Report

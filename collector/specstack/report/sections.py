@@ -15,7 +15,7 @@ from specstack.report.placement import placement
 from specstack.report.load_view import load_section
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
-from specstack.results.reader import REPORT_DIR
+from specstack.results.layout import REPORT_DIR
 from specstack.report.speed import PERCENTILES
 from specstack.report.verdicts import label as _label, verdict
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from specstack.measure import per_request
 from specstack.report import stats as st
+from specstack.results import layout
 from specstack.results.reader import MethodData, RunData, load_text
 from specstack.report.format import over_repeats
 
@@ -28,7 +29,7 @@ LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open
 
 def _window(cell: dict) -> str | None:
     """The cell's window name, `bench/<cell>` (a merged session's file is `../<method>-s<i>/bench/<cell>.json`)."""
-    return "bench/" + cell["file"].rsplit("bench/", 1)[-1].removesuffix(".json") if cell.get("file") else None
+    return layout.bench_window(layout.bench_cell(cell["file"])) if cell.get("file") else None
 
 
 def _counter(summary: dict, cell: dict, name: str) -> float | None:

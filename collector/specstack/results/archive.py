@@ -18,8 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes, atomic_writer
+from specstack.results.layout import SUMS
 
-SUMS = "SHA256SUMS"
 _CHUNK = 1 << 20
 
 

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.files import atomic_write_json, atomic_write_text, fsync_dir
+from specstack.results.layout import SAMPLER_PROBE_FILE as SAMPLER_PROBE_FILE, SUMMARY_FILE   # re-exported
 
 SUMMARY_SCHEMA = "specstack.summary/3"
 MANIFEST_SCHEMA = "specstack.manifest/1"
-SUMMARY_FILE = "summary.json"
-SAMPLER_PROBE_FILE = "sampler-probe.json"   # the engine sampler probe's full verdict (runs/sampler_probe.py)
 
 
 class MethodBundle:
@@ -58,10 +58,10 @@ class MethodBundle:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         if ok:
             if self.final.exists():  # only with --force: keep the old one beside, never delete it
-                os.replace(self.final, self.run_dir / f"{self.method}.replaced-{stamp}")
+                os.replace(self.final, self.run_dir / layout.replaced_dir(self.method, stamp))
             target = self.final
         else:
-            target = self.run_dir / f"{self.method}.failed-{stamp}"
+            target = self.run_dir / layout.failed_dir(self.method, stamp)
         os.replace(self.staging, target)
         fsync_dir(self.run_dir)
         return target
@@ -93,7 +93,7 @@ def update_manifest(run_dir: Path, **fields) -> dict:
     """Read-modify-write the run manifest under the run folder's lock (concurrent writers are safe). The
     `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)
-    path = run_dir / "manifest.json"
+    path = run_dir / layout.MANIFEST
     with _run_dir_locked(run_dir):
         manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
         methods = fields.pop("methods", None) or {}

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from specstack.results import layout
 from specstack.results.records import read_records
 from specstack.results.files import atomic_write_text
 
@@ -14,7 +15,7 @@ _SPEC_FIELDS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens
 def request_rows(method_dir: Path, summary: dict) -> list[dict]:
     rows = []
     for task in summary.get("tasks", {}):
-        for r in read_records(Path(method_dir) / "acceptance" / f"{task}.jsonl"):
+        for r in read_records(Path(method_dir) / layout.acceptance_records(task)):
             spec = r["spec"] or {}
             rows.append({"method": summary["method"], "task": task, "id": r["id"],
                          "finish_reason": r["finish_reason"],
@@ -54,7 +55,6 @@ def bench_rows(summary: dict) -> list[dict]:
 
 
 def write_method_tables(method_dir: Path, summary: dict) -> None:
-    out = Path(method_dir) / "tables"
     for name, rows in (("requests", request_rows(method_dir, summary)), ("windows", window_rows(summary)),
                        ("checks", check_rows(summary)), ("bench", bench_rows(summary))):
-        atomic_write_text(out / f"{name}.csv", pd.DataFrame(rows).to_csv(index=False))
+        atomic_write_text(Path(method_dir) / layout.method_table(name), pd.DataFrame(rows).to_csv(index=False))

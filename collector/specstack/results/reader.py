@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
 
-REPORT_DIR = "report"                    # written into the run folder by `specstack report`
-TABLES_FILE = "tables.txt"               # the console tables as the run printed them at its end
-_NOT_METHODS = ("inputs", "host-provenance", REPORT_DIR)
 _SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
 
 
@@ -103,7 +101,7 @@ def load_text(cell: dict) -> str:
 
 
 def read_manifest(run_dir: Path) -> dict:
-    path = Path(run_dir) / "manifest.json"
+    path = Path(run_dir) / layout.MANIFEST
     if not path.exists():
         return {}
     manifest = json.loads(path.read_text())
@@ -203,7 +201,7 @@ class RunData:
 def resolve_run_dir(arg: str | Path, results_dir: Path | None = None) -> Path:
     """A run folder given directly, or a run id under --results (default: $SPECSTACK_RESULTS or results/)."""
     p = Path(arg)
-    if p.is_dir() and ((p / "manifest.json").exists() or any(p.glob("*/summary.json"))):
+    if p.is_dir() and ((p / layout.MANIFEST).exists() or any(p.glob(f"*/{SUMMARY_FILE}"))):
         return p
     base = Path(results_dir or os.environ.get("SPECSTACK_RESULTS", "results"))
     q = base / str(arg)
@@ -221,7 +219,7 @@ def good_result(run_dir: Path, method: str) -> dict | None:
 
 def _method_folders(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and p.name not in _NOT_METHODS and ".replaced-" not in p.name)
+                  and p.name not in layout.NOT_METHODS and layout.REPLACED_MARK not in p.name)
 
 
 def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
@@ -231,8 +229,9 @@ def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
         summary = read_summary(d)
         if summary is None:
             continue
-        if ".failed-" in d.name:
-            failed.append(FailedRun(summary.get("method") or d.name.split(".failed-")[0], d, summary.get("error")))
+        if layout.FAILED_MARK in d.name:
+            failed.append(FailedRun(summary.get("method") or d.name.split(layout.FAILED_MARK)[0], d,
+                                    summary.get("error")))
         elif summary.get("status") != "ok":
             failed.append(FailedRun(d.name, d, summary.get("error") or f"status {summary.get('status')!r}"))
         else:

@@ -23,11 +23,12 @@ from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
 from specstack.measure import bench, chat
 from specstack.measure.windows import Outcome, Window, Windows
+from specstack.results import layout
 from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
-from specstack.runs.method_summary import finish, sampled_file, sampled_window
+from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import load, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
@@ -119,7 +120,7 @@ class MethodRun:
         self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
-            self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / "inputs")
+            self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / layout.INPUTS_DIR)
             self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
             load.check_rates_known(self)   # --rates auto: the baseline's rates exist before this server starts
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
@@ -214,7 +215,7 @@ class MethodRun:
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
             if opts.runtime == "native":
-                self.server = start_native(plan, self.bundle.path("server.log"), opts.ready_timeout,
+                self.server = start_native(plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout,
                                            port_wait=opts.port_wait)
             else:
                 self.server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
@@ -318,7 +319,7 @@ class MethodRun:
         rows = [row for task in self.tasks.values() for row in chat.warmup_rows(task, opts.warmup_requests)]
         with self._timed("warmup"):
             self.windows.run(Window("warmup", "warmup"), total=len(rows), body=lambda: chat.run_requests(
-                server, rows, self.bundle.path("warmup.jsonl"), concurrency=1, timeout=opts.request_timeout,
+                server, rows, self.bundle.path(layout.WARMUP_RECORDS), concurrency=1, timeout=opts.request_timeout,
                 speculative=self.speculative))
 
     def acceptance(self) -> None:
@@ -326,9 +327,9 @@ class MethodRun:
         with self._timed("acceptance"):
             for name, task in self.tasks.items():
                 console.print(f"  acceptance phase: {name} ({len(task.acceptance)} requests)")
-                self.windows.run(Window(f"acceptance/{name}", "acceptance", task=name), total=len(task.acceptance),
-                                 body=lambda task=task: chat.run_requests(
-                                     server, task.acceptance, self.bundle.path(f"acceptance/{task.name}.jsonl"),
+                self.windows.run(Window(layout.acceptance_window(name), "acceptance", task=name),
+                                 total=len(task.acceptance), body=lambda task=task: chat.run_requests(
+                                     server, task.acceptance, self.bundle.path(layout.acceptance_records(task.name)),
                                      concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
                                      speculative=self.speculative))
                 self.turn_two.measure(self, name)
@@ -341,9 +342,9 @@ class MethodRun:
                 for name, task in self.tasks.items():
                     rows = chat.sampled_rows(task, temperature, opts.samples_per_prompt)
                     console.print(f"  sampled phase: {name} at temperature {temperature:g} ({len(rows)} requests)")
-                    self.windows.run(Window(sampled_window(name, temperature), "sampled", task=name),
+                    self.windows.run(Window(layout.sampled_window(name, temperature), "sampled", task=name),
                                      total=len(rows), body=lambda rows=rows, name=name, t=temperature:
-                                     chat.run_requests(server, rows, self.bundle.path(sampled_file(name, t)),
+                                     chat.run_requests(server, rows, self.bundle.path(layout.sampled_records(name, t)),
                                                        concurrency=opts.acceptance_concurrency,
                                                        timeout=opts.request_timeout, speculative=self.speculative))
 
@@ -369,14 +370,15 @@ class MethodRun:
                                    request_rate=opts.request_rate if rate is None else rate,
                                    burstiness=1.0 if rate is None else opts.burstiness,
                                    tokenizer=server.root_model or self.plan["target"],
-                                   result_dir=bundle.path("bench"), result_name=f"{cell}.json", slo=opts.slo)
-        window = Window(f"bench/{cell}", "bench", task=task.name, concurrency=cap, repeat=repeat,
+                                   result_dir=bundle.path(layout.BENCH_DIR),
+                                   result_name=Path(layout.bench_file(cell)).name, slo=opts.slo)
+        window = Window(layout.bench_window(cell), "bench", task=task.name, concurrency=cap, repeat=repeat,
                         request_rate=rate, load="probe" if probe else "rate" if rate is not None else "concurrency")
         return self.windows.run(window, total=opts.num_prompts, body=lambda: bench.run_bench(
-            argv, bundle.path(f"bench/{cell}.json"), bundle.path(f"bench/{cell}.log"), opts.slo))
+            argv, bundle.path(layout.bench_file(cell)), bundle.path(layout.bench_log(cell)), opts.slo))
 
     def bench_result(self, cell: str) -> dict | None:
-        return _load(self.bundle.path(f"bench/{cell}.json")) or None
+        return _load(self.bundle.path(layout.bench_file(cell))) or None
 
     @contextlib.contextmanager
     def _timed(self, key: str) -> Iterator[None]:
@@ -409,18 +411,17 @@ class MethodRun:
         if seen is None:
             return
         # staging paths as they are (bundle.path() would create an empty acceptance/ in a bundle never measured)
-        files = [self.bundle.staging / "warmup.jsonl"] + [self.bundle.staging / "acceptance" / f"{t}.jsonl"
-                                                         for t in self.tasks]
+        files = [self.bundle.staging / layout.WARMUP_RECORDS] + [self.bundle.staging / layout.acceptance_records(t)
+                                                                for t in self.tasks]
         specs = [r["spec"] for path in files for r in read_records(path) if not r["error"]]
         seen["responses"] = observed.spec_from_responses(specs)
         self._check_observed(after_measuring=True)
 
-    def _host_file(self, suffix: str) -> Path:
-        """What `make` wrote on the host for this result (host-provenance/<name><suffix>), else for its method
+    def _host_file(self, name_of) -> Path:
+        """What `make` wrote on the host for this result (name_of: a layout.host_* helper), else for its method
         (a result under another name, e.g. a parallel sweep's calibration run, is recorded under that name)."""
-        folder = self.run_dir / "host-provenance"
-        own = folder / f"{self.name}{suffix}"
-        return own if own.exists() else folder / f"{self.plan['method']}{suffix}"
+        own = self.run_dir / name_of(self.name)
+        return own if own.exists() else self.run_dir / name_of(self.plan["method"])
 
     def describe(self, help_hash: provenance.HelpHash) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
@@ -434,18 +435,18 @@ class MethodRun:
                 else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
-                "host": _load(self._host_file(".json")) or None,
+                "host": _load(self._host_file(layout.host_record)) or None,
                 # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
                 "models": model_identity.of_plan(self.plan) if self.opts.runtime == "native" else None}
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
-            log = log or self._host_file(".server.log")
+            log = log or self._host_file(layout.host_server_log)
             if log.exists():
                 text = log.read_text(errors="replace")
                 self.summary["server"].update(provenance.log_facts(text))
                 self.summary["server"]["startup"] = startup.phases(text)  # load, compile, warm-up, capture
                 if log.parent != self.bundle.staging:
-                    self.bundle.write_text("server.log", text)  # the bundle holds the server log on every path
+                    self.bundle.write_text(layout.SERVER_LOG, text)  # the bundle holds the server log on every path
             self._check_runner()
 
     def _check_runner(self) -> None:

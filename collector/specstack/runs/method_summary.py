@@ -9,9 +9,10 @@ from rich.console import Console
 
 from specstack.config.workloads import Task
 from specstack.measure import goodput, per_request
+from specstack.results import layout
 from specstack.results.records import read_records
 from specstack.results.bundle import MethodBundle
-from specstack.runs import prefix_cache, turns
+from specstack.runs import prefix_cache
 
 console = Console(stderr=True)
 
@@ -40,7 +41,7 @@ def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict
     out = []
     for w in windows:
         if w["phase"] == "bench" and w["task"] == task:
-            file = f"{w['name']}.json"   # bench/<cell>.json (measure/bench.py cell_name)
+            file = layout.bench_file(layout.bench_cell(w["name"]))   # the window's cell (measure/bench.py cell_name)
             # load: "concurrency" (closed loop; a summary older than open-loop cells has no key), "rate" or "probe"
             out.append(dict(concurrency=w["concurrency"], request_rate=w.get("request_rate"),
                             load=w.get("load") or "concurrency", repeat=w["repeat"], status=w["status"], file=file,
@@ -48,12 +49,7 @@ def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict
     return out
 
 
-def sampled_window(task: str, temperature: float) -> str:
-    return f"sampled/{task}/t{temperature:g}"
-
-
-def sampled_file(task: str, temperature: float) -> str:
-    return f"sampled/{task}-t{temperature:g}.jsonl"
+sampled_window, sampled_file = layout.sampled_window, layout.sampled_records   # kept: tests/runs import them here
 
 
 def _acceptance(figures: dict) -> dict:
@@ -82,7 +78,7 @@ def _sampled(windows: list[dict], task: str, temperatures) -> dict:
     """temperature (as text, "0.6") -> acceptance and requests of the task's sampled window."""
     out = {}
     for t in temperatures:
-        w = next((w for w in windows if w["name"] == sampled_window(task, t)), None)
+        w = next((w for w in windows if w["name"] == layout.sampled_window(task, t)), None)
         if w is not None:
             out[f"{t:g}"] = {"temperature": t, "status": w["status"], **_acceptance(w.get("from_responses") or {}),
                              "categories": _categories(w)}
@@ -98,10 +94,10 @@ def _answers(rows: list[dict]) -> dict:
 def _turns(windows: list[dict], task: str, inputs: dict, bundle: MethodBundle) -> dict:
     """{"2": turn 2's greedy acceptance, split by category like turn 1, with the file its chats came from}
     ({} without a turn-2 window)."""
-    w = next((w for w in windows if w["name"] == turns.window_name(task)), None)
+    w = next((w for w in windows if w["name"] == layout.turn2_window(task)), None)
     if w is None:
         return {}
-    rows = read_records(bundle.staging / turns.records_file(task))
+    rows = read_records(bundle.staging / layout.turn2_records(task))
     return {"2": {"turn": 2, "status": w["status"], **(inputs.get(task) or {}),
                   **_acceptance(w.get("from_responses") or {}), **_answers(rows), "categories": _categories(w)}}
 
@@ -111,8 +107,9 @@ def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mi
     """Per-task figures, then the verdict."""
     windows = summary["windows"]
     for name in tasks:
-        acc = next((w for w in windows if w["name"] == f"acceptance/{name}"), None)
-        rows = read_records(bundle.staging / "acceptance" / f"{name}.jsonl")  # read only: no empty acceptance/
+        acc = next((w for w in windows if w["name"] == layout.acceptance_window(name)), None)
+        # read only (no bundle.path): no empty acceptance/ folder
+        rows = read_records(bundle.staging / layout.acceptance_records(name))
         figures = (acc or {}).get("from_responses") or {}
         summary["tasks"][name] = {
             **_acceptance(figures),

@@ -12,6 +12,7 @@ from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_N
                                         TASKS, Task, load_task, sha256, write_defaults)
 from specstack.datasets.tasks import parse_spec, write_task
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.files import atomic_write_bytes
 
 
@@ -107,7 +108,7 @@ class Options:
             raise UserError(f"--request-rate must be > 0 (omit it for an unlimited rate), got {self.request_rate}")
         self._validate_load()
         if self.bundle_name is not None and (not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", self.bundle_name)
-                                             or self.bundle_name in ("inputs", "host-provenance", "report")):
+                                             or self.bundle_name in layout.NOT_METHODS):
             raise UserError(f"--bundle-name {self.bundle_name!r}: a result folder is a plain name of letters, "
                             "digits, '-' and '_' (not inputs, host-provenance or report)")
         bad = [t for t in self.temperatures if not 0 < t <= MAX_TEMPERATURE]
@@ -227,7 +228,8 @@ def load_tasks(opts: Options, inputs_dir: Path) -> dict[str, Task]:
                            acceptance_max_tokens=opts.acceptance_max_tokens, turns=opts.turns)
             _keep_inputs(opts, Path(tmp), inputs_dir)
         for name in (*defaults, *(s.name for s in datasets)):
-            tasks[name] = load_task(name, inputs_dir / f"{name}.perf.jsonl", inputs_dir / f"{name}.acceptance.jsonl",
+            tasks[name] = load_task(name, inputs_dir / layout.perf_input(name),
+                                    inputs_dir / layout.acceptance_input(name),
                                     default_max_tokens=opts.acceptance_max_tokens)
     if opts.turns > 1 and not any(row.get("turn2") for t in tasks.values() for row in t.acceptance):
         raise UserError(f"--turns {opts.turns}: no task of the run has a second turn ({', '.join(opts.tasks)}); "

@@ -15,9 +15,10 @@ from specstack.config import metric_names as m
 from specstack.config.methods import serve_args
 from specstack.errors import UserError
 from specstack.measure import bench, snapshots
+from specstack.results import layout
 
 # The first snapshot of a method run: its server's vllm:cache_config_info says whether it caches.
-FIRST_SNAPSHOT = "snapshots/warmup.before.prom"
+FIRST_SNAPSHOT = layout.snapshot("warmup", "before")
 
 
 def figures(counters: dict | None) -> dict:
@@ -71,19 +72,19 @@ def add_to_summary(summary: dict, staging: Path) -> None:
     summary["prefix_caching"]["observed"] = _observed(staging)
     unknown = figures(None)
     for name, task in summary["tasks"].items():
-        task["prefix_cache"] = by_name.get(f"acceptance/{name}", unknown)
+        task["prefix_cache"] = by_name.get(layout.acceptance_window(name), unknown)
         for cell in task.get("bench") or []:
-            window = cell["file"].removesuffix(".json") if cell.get("file") else \
-                f"bench/{bench.cell_name(name, cell['repeat'], concurrency=cell['concurrency'])}"
+            window = layout.bench_window(layout.bench_cell(cell["file"]) if cell.get("file") else
+                                         bench.cell_name(name, cell["repeat"], concurrency=cell["concurrency"]))
             cell["prefix_cache"] = by_name.get(window, unknown)
         for sampled in (task.get("sampled") or {}).values():
-            sampled["prefix_cache"] = by_name.get(f"sampled/{name}/t{sampled['temperature']:g}", unknown)
+            sampled["prefix_cache"] = by_name.get(layout.sampled_window(name, sampled["temperature"]), unknown)
 
 
 def recorded_setting(run_dir: Path) -> bool | None:
     """The setting a run was started with (None: no method of it started yet). A recipe recorded before the
     option existed served methods.toml's [common], off."""
-    path = Path(run_dir) / "manifest.json"
+    path = Path(run_dir) / layout.MANIFEST
     if not path.exists():
         return None
     recipe = json.loads(path.read_text()).get("recipe")

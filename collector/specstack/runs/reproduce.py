@@ -22,6 +22,7 @@ from pathlib import Path
 from specstack.compare.build import Comparison, compare, default_out, write
 from specstack.config.workloads import sha256
 from specstack.errors import UserError
+from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_json
 from specstack.results.reader import read_manifest, read_summary
@@ -101,11 +102,11 @@ def copy_inputs(p: Plan, run_dir: Path) -> None:
         if sha256(path) != digest:
             raise UserError(f"input {path} changed since {p.original.name} was run (sha256 {sha256(path)[:12]}… "
                             f"≠ recorded {digest[:12]}…); restore it: a run on other inputs is not a reproduction")
-    inputs = p.original / "inputs"
+    inputs, copied = p.original / layout.INPUTS_DIR, run_dir / layout.INPUTS_DIR
     if inputs.is_dir():
-        shutil.copytree(inputs, run_dir / "inputs", dirs_exist_ok=True)
+        shutil.copytree(inputs, copied, dirs_exist_ok=True)
     # the built-in tasks' files as the reproduction's workload files: the very bytes the original measured
-    built_in = {t: (run_dir / "inputs" / f"{t}.perf.jsonl", run_dir / "inputs" / f"{t}.acceptance.jsonl")
+    built_in = {t: (copied / layout.perf_input(t), copied / layout.acceptance_input(t))
                 for t in p.entries[0][1].tasks if t not in p.entries[0][1].workload_files}
     missing = [str(f.relative_to(run_dir)) for pair in built_in.values() for f in pair if not f.exists()]
     if missing:
@@ -181,7 +182,7 @@ def _judge_speed(r: dict, tolerance: float) -> dict:
 def _continues(p: Plan, run_dir: Path) -> bool:
     """A compose reproduction measures one method per server into one run: a later method continues the run
     its first method began (same original), never another run."""
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / layout.MANIFEST).exists():
         return False
     began = read_manifest(run_dir).get("reproduction_of") or {}
     if p.entries[0][1].runtime == "url" and began.get("folder") == p.original.name:

@@ -9,7 +9,8 @@ The run never fails for the probe: its verdict is a label on the figures, not a 
 """
 from __future__ import annotations
 
-from specstack.results.bundle import SAMPLER_PROBE_FILE, MethodBundle
+from specstack.results.bundle import MethodBundle
+from specstack.results.layout import SAMPLER_PROBE_FILE
 
 _cached: dict | None = None   # one probe per process: the installed vLLM does not change within it
 

@@ -22,6 +22,7 @@ from specstack.config.workloads import Task, sha256
 from specstack.errors import UserError
 from specstack.measure import chat
 from specstack.measure.windows import Window
+from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_text
 from specstack.results.records import read_records
@@ -29,18 +30,6 @@ from specstack.results.records import read_records
 PHASE = "turn2"
 KEPT = ("category", "question_id")
 console = Console(stderr=True)
-
-
-def window_name(task: str) -> str:
-    return f"acceptance/{task}/turn2"
-
-
-def records_file(task: str) -> str:
-    return f"acceptance/{task}.turn2.jsonl"
-
-
-def input_name(task: str, baseline: str) -> str:
-    return f"{task}.turn2.{baseline}.jsonl"
 
 
 def chats(task: Task, answers: dict[str, str]) -> tuple[list[dict], int]:
@@ -70,11 +59,11 @@ def answers_of(records_path: Path) -> dict[str, str]:
 
 def kept_inputs(run_dir: Path) -> dict[str, str]:
     """The turn-2 files the manifest already records: a later method's inputs keep them beside its own."""
-    return {rel: h for rel, h in _manifest_inputs(run_dir).items() if ".turn2." in rel}
+    return {rel: h for rel, h in _manifest_inputs(run_dir).items() if layout.TURN2_MARK in rel}
 
 
 def _manifest_inputs(run_dir: Path) -> dict[str, str]:
-    path = Path(run_dir) / "manifest.json"
+    path = Path(run_dir) / layout.MANIFEST
     return (json.loads(path.read_text()).get("inputs") or {}) if path.exists() else {}
 
 
@@ -101,20 +90,21 @@ class TurnTwo:
         if self.own and run.windows.records[-1].status != "ok":
             console.print(f"  turn 2 of {name} skipped: the turn-1 window failed, its answers are incomplete")
             return
-        rows = self._rows(name, task, run.bundle.staging / "acceptance" / f"{name}.jsonl")
+        rows = self._rows(name, task, run.bundle.staging / layout.acceptance_records(name))
         left_out = len(task.acceptance) - len(rows)
         self.inputs[name].update(requests=len(rows), left_out=left_out)
         run.summary["turn2_inputs"] = self.inputs
         console.print(f"  acceptance phase: {name} turn 2 ({len(rows)} requests; {left_out} rows without a second "
                       f"turn left out; turn 1 answered by {self.baseline})")
         opts = run.opts
-        run.windows.run(Window(window_name(name), PHASE, task=name), total=len(rows), body=lambda: chat.run_requests(
-            run.server, rows, run.bundle.path(records_file(name)), concurrency=opts.acceptance_concurrency,
-            timeout=opts.request_timeout, speculative=run.speculative))
+        run.windows.run(Window(layout.turn2_window(name), PHASE, task=name), total=len(rows),
+                        body=lambda: chat.run_requests(run.server, rows, run.bundle.path(layout.turn2_records(name)),
+                                                       concurrency=opts.acceptance_concurrency,
+                                                       timeout=opts.request_timeout, speculative=run.speculative))
 
     def _path(self, name: str) -> tuple[Path, str]:
-        path = self.run_dir / "inputs" / input_name(name, self.baseline)
-        return path, f"inputs/{path.name}"
+        rel = f"{layout.INPUTS_DIR}/{layout.turn2_input(name, self.baseline)}"
+        return self.run_dir / rel, rel
 
     def _rows(self, name: str, task: Task, turn1_records: Path) -> list[dict]:
         path, rel = self._path(name)
