@@ -150,6 +150,43 @@ def test_the_crossover_names_the_statistic_each_concurrency_was_judged_on(tmp_pa
     assert "| method | vs | latency (TPOT; E2EL where TPOT is degenerate) | throughput |" in md
 
 
+def test_the_verdict_legend_and_the_position_captions_name_only_what_the_run_shows(tmp_path):
+    """Audit of round 2, second recompute: the verdict legend listed "⚠ stall", "⚠ unstable repeats", "⚠ not
+    comparable" and the verdicts of intervals in a 1-repeat run without any, and every per-position caption
+    explained a × that only suffix's plot drew."""
+    run_dir = tmp_path / "one"
+    run_dir.mkdir()
+    texts = {"chat": {"a": ("t", "stop")}}
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts, cells={("chat", 1): [(2.0, 100.0, {})]})
+    # every position drafted by some step: the conditional panel has a rate at each, so no ×
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts,
+                 acceptance={"chat": {**ACC, "per_position_conditional": [0.75, 0.83, 0.8, 1.0]}},
+                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
+    rep = build.build(run_dir, with_plots=True)
+    md = render.render_markdown(sections.blocks(rep))
+    assert "- point only: fewer than" in md and "- ⚠ single measurement: one repeat on a side" in md
+    for absent in ("- helped:", "- slower:", "- no clear difference:", "- ⚠ stall:", "- ⚠ unstable repeats:",
+                   "- ⚠ not comparable:", "- ⚠ --trust-server:", "- ⚠ busy host:", "- The latency is TPOT;"):
+        assert absent not in md, absent
+    [caption] = [c for n, c in rep.plot_captions.items() if "acceptance_by_position" in n]
+    assert "right: as a share of the steps that drafted at least p+1 tokens" in caption and "×" not in caption
+    # a position no step drafted that far: the plot draws its ×, and the caption says what it is
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts,
+                 acceptance={"chat": {**ACC, "per_position_conditional": [0.75, 0.83, 0.8, None]}},
+                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
+    rep = build.build(run_dir, with_plots=True)
+    [caption] = [c for n, c in rep.plot_captions.items() if "acceptance_by_position" in n]
+    assert "× = no step drafted that far (no rate, not 0)" in caption
+
+
+def test_the_per_verify_step_efficiency_is_shown_only_where_the_drafter_skipped_passes():
+    """At 100 % drafted the two bounds differ only by drafts vLLM counted past an answer's end (seen: draft_model
+    28 % against 27 % per verify step), which the per-step figure would count as a gain."""
+    row = {"efficiency": 0.28, "efficiency_verify_steps": 0.27}
+    assert sections._efficiency({**row, "drafting_share": 1.0}) == "28 %"
+    assert sections._efficiency({**row, "drafting_share": 0.36}) == "28 % (27 % per verify step)"
+
+
 def _row(rows: list[dict], method: str, concurrency: int) -> dict:
     [row] = [r for r in rows if r["method"] == method and r["concurrency"] == concurrency]
     return row

@@ -138,6 +138,10 @@ def test_a_tpot_just_past_the_aggregate_boundary_is_degenerate_from_its_requests
     md = render.render_markdown(sections.blocks(rep))
     assert "2.78×" not in md and "| no ratio ‡ |" in md
     assert "· E2EL p50 1.04×" in next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    # the note says how much of which side was read in a burst, not that "answers arrived in a burst"
+    assert r["tpot_burst_method"] == "8 of 16 requests read in a burst" and r["tpot_burst_baseline"] is None
+    assert ("TPOT degenerate on the method's side (8 of 16 requests read in a burst): verdict on E2EL"
+            in r["note"]), r["note"]
 
 
 # -- point 3: medians hide tails ----------------------------------------------------------------------------------

@@ -557,7 +557,8 @@ def test_a_burst_delivered_tpot_is_degenerate_and_the_verdict_rests_on_e2el(tmp_
     assert r["tpot_degenerate_method"] is False and r["tpot_degenerate_baseline"] is True
     speed_line = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 1 |"))
     assert "| 1.00 | no ratio ‡ |" in speed_line
-    assert "TPOT degenerate on the baseline's side (answers arrived in a burst): verdict on E2EL" in speed_line
+    assert ("TPOT degenerate on the baseline's side (by the aggregate rule: answers arrived in a burst): verdict on "
+            "E2EL") in speed_line
     cross = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |") and "E2EL" in line
                  and "TPOT degenerate at every concurrency" in line)
     assert _row(rep.crossover, method="ngram")["latency_basis"] == "E2EL", cross

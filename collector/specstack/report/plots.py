@@ -146,7 +146,7 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
     "throughput"}; basis "E2EL" marks a latency point that stands in for a degenerate TPOT (square marker).
     """
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-    titles = {"tpot": "latency speedup (baseline / method TPOT; ■ E2EL where TPOT is degenerate)",
+    titles = {"tpot": "latency speedup (baseline / method TPOT; □ E2EL where TPOT is degenerate)",
               "throughput": "Throughput speedup (method / baseline tok/s)"}
     concurrencies = sorted({p[0] for s in series.values() for pts in s.values() for p in pts})
     for ax, metric in zip(axes, ("tpot", "throughput")):
@@ -252,10 +252,12 @@ def make_all(rep: Report) -> None:
                        for t in per_task}
         name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
         rep.plots[name] = acceptance_by_position(md.name, per_task, conditional)
+        never = any(v is None for c in conditional.values() if c for v in c)   # where the plot draws its ×
         rep.plot_captions[name] = (f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
                                    "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
                                    "convention)" + ("; right: as a share of the steps that drafted at least p+1 "
-                                                    "tokens, × = no step drafted that far (no rate, not 0)"
+                                                    "tokens" + (", × = no step drafted that far (no rate, not 0)"
+                                                                if never else "")
                                                     if any(conditional.values()) else ""))
         for t in run.tasks:
             f = md.tasks.get(t)

@@ -42,10 +42,13 @@ def _bound(row: dict) -> str:
 
 
 def _efficiency(row: dict) -> str:
-    """Efficiency against the all-passes bound; against verify steps only beside it when the two differ."""
+    """Efficiency against the all-passes bound; against verify steps beside it only where the drafter skipped
+    passes (share under 100 %): at 100 % the two bounds differ only by drafts counted past an answer's end, which
+    the per-step figure would count as a gain."""
     text = pct(row.get("efficiency"), 0)
-    other = row.get("efficiency_verify_steps")
-    if other is not None and row.get("efficiency") is not None and abs(other - row["efficiency"]) >= 0.005:
+    other, share = row.get("efficiency_verify_steps"), row.get("drafting_share")
+    if other is not None and row.get("efficiency") is not None and share is not None and share < 0.995 \
+            and abs(other - row["efficiency"]) >= 0.005:
         text += f" ({pct(other, 0)} per verify step)"
     return text
 
@@ -225,8 +228,8 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     if any(r.get("itl_degenerate") for r in speed):
         out.append(("p", "‡ on ITL: degenerate, the chunks arrived in bursts (a starved client or server) and the "
                          "gaps say nothing: the ITL p50 is under a tenth of the TPOT p50, or a repeat of the "
-                         "method's own cell has a degenerate TPOT (then TPOT is about 0 too, and the ITL cannot "
-                         "be checked against it)."))
+                         "method's own cell has a degenerate TPOT (then its TPOT is no per-token time either, and "
+                         "the ITL cannot be checked against it)."))
     return out
 
 
@@ -502,9 +505,9 @@ def how_to_read(rep: Report) -> list[tuple]:
         "perf outputs. The first diverging index is in target-tokenizer tokens (both texts re-tokenized) unless "
         "the unit column says character (the tokenizer could not be loaded: for a bundle from another machine "
         "pass --tokenizer PATH_OR_HUB_ID); the line below each equality table names the tokenizer used.",
-        "⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "
-        "distribution; its speed is a stress figure, not a result.",
-    ]))
+    ] + (["⚠ not comparable: the method ran with synthetic rejection sampling, which does not preserve the output "
+          "distribution; its speed is a stress figure, not a result."]
+         if any(not md.comparable for md in rep.run.methods.values()) else [])))
     return out
 
 

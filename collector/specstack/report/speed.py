@@ -323,6 +323,8 @@ def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict]
     row["tpot_degenerate_method"] = any(c_.get("tpot_degenerate") for c_ in ok)
     row["tpot_degenerate_baseline"] = any(c_.get("tpot_degenerate") for c_ in bok) if md.baseline else None
     row["tpot_degenerate"] = row["tpot_degenerate_method"] or bool(row["tpot_degenerate_baseline"])
+    row["tpot_burst_method"] = _bursts(ok) if row["tpot_degenerate_method"] else None
+    row["tpot_burst_baseline"] = _bursts(bok) if row["tpot_degenerate_baseline"] else None
     none = st.Interval(None, None, None, len(ok), len(bok))
     if md.baseline:
         tpot = none if row["tpot_degenerate"] else _ratio(md, base, bok, ok, "p50_tpot_ms")
@@ -407,11 +409,26 @@ def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, no
         note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so the TPOT "
                     "figures are off (noise, partly burst-delivered answers)")
     if row["tpot_degenerate"]:
-        side = "" if not md.baseline else \
-            " on both sides" if row["tpot_degenerate_method"] and row["tpot_degenerate_baseline"] else \
-            " on the baseline's side" if row["tpot_degenerate_baseline"] else " on the method's side"
-        note.append(f"TPOT degenerate{side} (answers arrived in a burst)" +
-                    (": verdict on E2EL, no efficiency" if md.baseline else ""))
+        sides = [(name, row[f"tpot_burst_{key}"]) for name, key in (("the method's", "method"),
+                                                                     ("the baseline's", "baseline"))
+                 if row[f"tpot_burst_{key}"]]
+        if not md.baseline:
+            where = f" ({sides[0][1]})"
+        elif len(sides) == 2:
+            where = f" on both sides (method: {sides[0][1]}; baseline: {sides[1][1]})"
+        else:
+            where = f" on {sides[0][0]} side ({sides[0][1]})"
+        note.append(f"TPOT degenerate{where}" + (": verdict on E2EL, no efficiency" if md.baseline else ""))
+
+
+def _bursts(cells: list[dict]) -> str:
+    """How much of a side was read in a burst: "4 of 16 requests read in a burst" from bench's per-request data,
+    else the aggregate rule's verdict (a bundle without it)."""
+    known = [c_ for c_ in cells if c_.get("per_request_data")]
+    if not known:
+        return "by the aggregate rule: answers arrived in a burst"
+    n = sum(c_.get("burst_requests") or 0 for c_ in known)
+    return f"{n} of {sum(c_.get('completed') or 0 for c_ in known)} requests read in a burst"
 
 
 def _kv_and_failures(row: dict, md: MethodData, base: MethodData | None, cells: list[dict]) -> None:

@@ -39,7 +39,7 @@ COLUMNS: dict[str, list[str]] = {
               "throughput_speedup", "throughput_speedup_low", "throughput_speedup_high", "throughput_verdict",
               "e2el_speedup", "e2el_speedup_low", "e2el_speedup_high", "tpot_mean_speedup", "tpot_p95_speedup",
               "e2el_mean_speedup", "e2el_p95_speedup", "tpot_degenerate", "tpot_degenerate_method",
-              "tpot_degenerate_baseline", "latency_basis", "latency_statistic",
+              "tpot_degenerate_baseline", "tpot_burst_method", "tpot_burst_baseline", "latency_basis", "latency_statistic",
               "latency_speedup", "latency_speedup_low", "latency_speedup_high", "latency_mean_speedup",
               "latency_p95_speedup", "tail_disagrees", "stall", "stalled", "verdict", "stability",
               "tpot_spread", "baseline_tpot_spread", "host_load_per_core", "baseline_host_load_per_core",

@@ -39,6 +39,32 @@ VERDICT_WORDS = {
 }
 
 
+def legend(matrix_text: str) -> list[str]:
+    """The legend of the verdict matrix: only the verdicts and marks its cells show (a legend entry for a mark no
+    cell has promises what the run does not have)."""
+    entries = [(word, text) for word, text in VERDICT_WORDS.items()] + [
+        ("⚠ single measurement", "⚠ single measurement: one repeat on a side, nothing says how much it moves from "
+                                 "run to run."),
+        ("⚠ unstable repeats", f"⚠ unstable repeats: the repeats of a side spread more than "
+                               f"{st.MAX_RELATIVE_MAD:.0%} (median absolute deviation ÷ median of the TPOT p50, E2EL "
+                               "p50 where TPOT is degenerate), so one noisy repeat can decide the median."),
+        ("⚠ busy host", f"⚠ busy host: the 1-minute load per core at a bench window of the cell (method or "
+                        f"baseline) exceeded {st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the "
+                        "cell was measured on a shared machine (the speed table shows the load)."),
+        ("⚠ not comparable", MARKS["not comparable"]),
+        (TRUSTED.strip(), MARKS["trust-server"]),
+        ("⚠ tail disagrees", "⚠ tail disagrees: the p50 latency ratio lies on one side of 1.0× and the mean, the "
+                             "p95 or the throughput ratio on the other (by more than 5 %): the median hides a tail."),
+        ("⚠ stall", "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): "
+                    "a pause in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the "
+                    "speed table's note says which); the load average cannot see it."),
+        (" · E2EL p50 ", "The latency is TPOT; where a side's TPOT is degenerate (a request of it was read in a "
+                         "burst, see the speed table's ‡), E2EL at the same fixed output length stands in and the "
+                         "cell says E2EL."),
+    ]
+    return [text for mark, text in entries if mark in matrix_text]
+
+
 def _verdict_cell(r: dict) -> str:
     """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
     if r["latency_speedup"] is None:
@@ -107,27 +133,12 @@ def verdict(rep: Report) -> list[tuple]:
                             f"; no interval: no cell has {st.MIN_REPEATS} repeats on both sides")
                          + ". Replication: " + ("; ".join(designs) or "n/a") + "."))
         cells = {(r["method"], r["task"], r["concurrency"]): r for r in spec}
-        out.append(("table", ["method", "vs", *[f"{t} c={c}" for t, c in columns]],
-                    [[label(next(r for r in spec if r["method"] == m)),
-                      next(r for r in spec if r["method"] == m)["baseline"],
-                      *[_verdict_cell(cells[(m, t, c)]) if (m, t, c) in cells else "not run" for t, c in columns]]
-                     for m in methods]))
-        out.append(("ul", list(VERDICT_WORDS.values()) + [
-            "⚠ single measurement: one repeat on a side, nothing says how much it moves from run to run; "
-            f"⚠ unstable repeats: the repeats of a side spread more than {st.MAX_RELATIVE_MAD:.0%} (median "
-            "absolute deviation ÷ median of the TPOT p50, E2EL p50 where TPOT is degenerate), so one noisy repeat "
-            "can decide the median.",
-            f"⚠ busy host: the 1-minute load per core at a bench window of the cell (method or baseline) exceeded "
-            f"{st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the cell was measured on a shared "
-            "machine (the speed table shows the load).",
-            *MARKS.values(),
-            "⚠ tail disagrees: the p50 latency ratio lies on one side of 1.0× and the mean, the p95 or the "
-            "throughput ratio on the other (by more than 5 %): the median hides a tail.",
-            "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): a pause "
-            "in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the speed table's "
-            "note says which); the load average cannot see it.",
-            "The latency is TPOT; where a side's TPOT is degenerate (its answers arrived in a burst, see the speed "
-            "table's ‡), E2EL at the same fixed output length stands in and the cell says E2EL."]))
+        rows = [[label(next(r for r in spec if r["method"] == m)),
+                 next(r for r in spec if r["method"] == m)["baseline"],
+                 *[_verdict_cell(cells[(m, t, c)]) if (m, t, c) in cells else "not run" for t, c in columns]]
+                for m in methods]
+        out.append(("table", ["method", "vs", *[f"{t} c={c}" for t, c in columns]], rows))
+        out.append(("ul", legend(" ".join(str(x) for row in rows for x in row))))
     if run.warnings:
         out.append(("p", "**Warnings**:"))
         out.append(("ul", run.warnings))
