@@ -63,10 +63,12 @@ TEST_WORKERS ?= 2
 test: venv dashboards-check lint
 	$(PY) -m pytest -q --durations=30 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS)) -m "not gpu" tests
 
-## make lint: ruff over the collector and the tests (rules in pyproject.toml; part of make test)
+## make lint: ruff over the collector and the tests, mypy over the packages typed so far (pyproject.toml; part
+## of make test)
 .PHONY: lint
 lint: venv
 	$(VENV)/bin/ruff check collector tests
+	$(VENV)/bin/mypy
 
 ## make test-gpu: the tests that need an NVIDIA GPU (marker gpu, tests/gpu): every method on real vLLM CUDA,
 ## tiny models, compile mode (SPECSTACK_GPU_PLATFORM=gpu-native-eager: the quick smoke mode); docs/gpu.md

@@ -190,6 +190,7 @@ def verify_archive(archive: Path) -> Verification:
                     result.unsafe.append(member.name)
                     continue
                 data = tar.extractfile(member)
+                assert data is not None   # a regular file's member always has data (isfile() above)
                 if rel.as_posix() == SUMS:
                     listing = data.read().decode("utf-8", errors="replace")
                 elif _in_bundle(rel):

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from specstack.errors import UserError
 from specstack.results import layout
@@ -95,7 +96,8 @@ def update_manifest(run_dir: Path, **fields) -> dict:
     run_dir = Path(run_dir)
     path = run_dir / layout.MANIFEST
     with _run_dir_locked(run_dir):
-        manifest = json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
+        manifest: dict[str, Any] = (json.loads(path.read_text()) if path.exists()
+                                    else {"schema": MANIFEST_SCHEMA, "methods": {}})
         methods = fields.pop("methods", None) or {}
         manifest.update(fields)
         for name, entry in methods.items():
