@@ -92,17 +92,10 @@ compare: venv
 REPRO_ID ?= $(notdir $(patsubst %/,%,$(RUN)))-repro-$(RUN_ID)
 reproduce:
 	@test -n "$(RUN)" || { echo "make reproduce needs RUN=<run folder or id>"; exit 2; }
-	@rc=0; $(CONTAINERS_DOCKER) reproduce-plan --run '$(RUN)' --run-id '$(REPRO_ID)' \
-	  $(if $(METHODS),--methods '$(METHODS)') $(if $(ALLOW_DRIFT),--allow-drift) || rc=$$?; \
-	case $$rc in \
-	  0) . .specstack/reproduce/$(REPRO_ID).plan; \
-	     $(SUBMAKE) _compose-reproduce PLATFORM=$$platform MODEL_SET=$$model_set PREFIX_CACHING=$$prefix_caching \
-	       IMAGES_LOCK=$$images_lock REPRODUCE_OF=$$original REPRO_METHODS="$$methods" RUN_ID='$(REPRO_ID)' \
-	       SPEED_TOLERANCE='$(SPEED_TOLERANCE)';; \
-	  3) $(SUBMAKE) venv && $(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift) \
-	       $(if $(SPEED_TOLERANCE),--speed-tolerance $(SPEED_TOLERANCE)) \
-	       $(if $(METHODS),--methods "$$(echo $(METHODS) | tr ' ' ,)");; \
-	  *) exit $$rc;; esac
+	@rc=0; $(call stack,reproduce) RUN=$(call q,$(RUN)) RUN_ID=$(call q,$(REPRO_ID)) METHODS=$(call q,$(METHODS)) \
+	  ALLOW_DRIFT=$(call q,$(ALLOW_DRIFT)) SPEED_TOLERANCE=$(call q,$(SPEED_TOLERANCE)) || rc=$$?; [ $$rc -eq 3 ] || exit $$rc; \
+	$(SUBMAKE) venv && $(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift) \
+	  $(if $(SPEED_TOLERANCE),--speed-tolerance $(SPEED_TOLERANCE)) $(if $(METHODS),--methods "$$(echo $(METHODS) | tr ' ' ,)")
 
 ## make dashboards: grafana/dashboards/*.json generated from grafana/*.py (never hand-edited); make test checks them
 .PHONY: dashboards dashboards-check

@@ -24,7 +24,13 @@ PYTHON="$PY" PLATFORM="$PLATFORM" bash "$HERE/wheelhouse.sh" "$WH"
 WH=$(cd "$WH" && pwd)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip() { "$VENV/bin/pip" --disable-pip-version-check "$@"; }
-offline() { pip install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet; }
+# The wheelhouse and nothing else: a find-links folder from pip's config or PIP_FIND_LINKS (a team's wheel
+# share) can hold the same version of another build, which pip then prefers (seen: a host's torch 2.13.0+cpu
+# taken for the GPU lock's torch 2.13.0, failing its hash). Downloads (wheelhouse.sh) keep the user's config.
+offline() {
+  PIP_CONFIG_FILE=/dev/null env -u PIP_FIND_LINKS -u PIP_CONSTRAINT \
+    "$VENV/bin/pip" --disable-pip-version-check install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet
+}
 
 if [ "$PLATFORM" = gpu ]; then
   # --no-deps: the lock is the whole closure, and pip's resolver would refuse its one deliberate departure
@@ -65,5 +71,14 @@ fi
 
 # specstack itself, editable; its build backend (setuptools) is the locked one, not a fresh download.
 offline --no-build-isolation -e "$HERE"
-"$VENV/bin/vllm" --version >/dev/null
+if [ "$PLATFORM" = gpu ]; then
+  # `vllm --version` infers the device and fails on a host without a GPU ("Failed to infer device type"): a
+  # cluster's login node or an air-gapped build host makes this venv too. Import what the server imports at
+  # start instead (its OpenAI API server; torchvision, whose ops must match torch; jmespath, undeclared).
+  if ! out=$("$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server, torchvision.ops, jmespath" 2>&1)
+  then echo "$out" >&2; exit 1; fi
+  [ -x "$VENV/bin/vllm" ]
+else
+  "$VENV/bin/vllm" --version >/dev/null
+fi
 echo "venv ready: $VENV (vllm $("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)'))"

@@ -52,17 +52,45 @@ def worker_group(nodeid: str, shared: set[str]) -> str:
     return "integration-shared" if path in shared else path
 
 
+def files_starting_servers() -> set[str]:
+    """The test files (relative to the repository) of a kind that starts real servers (integration, compose), read
+    from their source like files_sharing_a_session_sweep."""
+    return {str(path.relative_to(REPO)) for path in TESTS.rglob("test_*.py")
+            if "node_modules" not in path.parts
+            and any(f"pytest.mark.{kind}" in path.read_text() for kind in ("integration", "compose"))}
+
+
+def queue_order(groups: dict[str, int], heavy: set[str]) -> list[str]:
+    """The order workers take the groups (group -> its number of tests): the groups that start real servers first,
+    the compose chain and the shared sweep leading, so that the last groups taken are short ones and both workers
+    finish close together (longest first; xdist's own order, by number of tests, left server files for the end)."""
+    lead = {"compose": 0, "integration-shared": 1}
+    return sorted(groups, key=lambda g: (lead.get(g, 2), g not in heavy, -groups[g], g))
+
+
 @pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook; a venv without it never calls this
 def pytest_xdist_make_scheduler(config, log):
-    """Whole groups per worker (worker_group). Not --dist loadgroup: pytest-xdist 3.8.0 marks a group by editing
-    the node id, which pytest 9.2 ignores (pytest-xdist#1386), so the groups would silently split."""
+    """Whole groups per worker (worker_group), longest first (queue_order). Not --dist loadgroup: pytest-xdist
+    3.8.0 marks a group by editing the node id, which pytest 9.2 ignores (pytest-xdist#1386), so the groups would
+    silently split."""
     from xdist.scheduler import LoadScopeScheduling
 
-    shared = files_sharing_a_session_sweep()
+    shared, heavy = files_sharing_a_session_sweep(), files_starting_servers()
 
     class GroupScheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid, shared)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:   # the first assignment: the queue is complete
+                self.ordered = True
+                queue = dict(self.workqueue)
+                self.workqueue.clear()
+                self.workqueue.update((g, queue[g]) for g in queue_order({g: len(t) for g, t in queue.items()},
+                                                                          heavy))
+            super()._assign_work_unit(node)
     return GroupScheduling(config, log)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import files_sharing_a_session_sweep, worker_group
+from tests.conftest import files_sharing_a_session_sweep, files_starting_servers, queue_order, worker_group
 
 pytestmark = pytest.mark.unit
 
@@ -19,3 +19,14 @@ def test_the_compose_chain_and_the_files_of_the_shared_sweep_are_one_group_each(
     assert worker_group("tests/integration/test_report.py::test_z", shared) == "integration-shared"
     assert worker_group("tests/integration/test_sweep.py::test_w", shared) == "integration-shared"
     assert worker_group("tests/cli/test_bad_input.py::test_v[p::q]", shared) == "tests/cli/test_bad_input.py"
+
+
+def test_groups_that_start_servers_go_first_so_the_last_ones_taken_are_short():
+    heavy = files_starting_servers()
+    assert {"tests/integration/test_sessions.py", "tests/slurm/test_sweep.py", "tests/compose/test_run.py"} <= heavy
+    assert "tests/results/test_summary.py" not in heavy and "tests/test_worker_groups.py" not in heavy
+    groups = {"tests/results/test_summary.py": 40, "integration-shared": 30, "tests/slurm/test_sweep.py": 3,
+              "compose": 140, "tests/integration/test_sessions.py": 5, "tests/host/test_engine.py": 60}
+    assert queue_order(groups, heavy) == ["compose", "integration-shared", "tests/integration/test_sessions.py",
+                                          "tests/slurm/test_sweep.py", "tests/host/test_engine.py",
+                                          "tests/results/test_summary.py"]

@@ -3,10 +3,7 @@
 machine (targets on loopback, the vLLM target file in a given folder), or from any config given."""
 from __future__ import annotations
 
-import os
-import random
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,34 +11,14 @@ from pathlib import Path
 import requests
 import yaml
 
+from specstack.server.runtime import free_port  # noqa: F401 - the harness, load and tests import it from here
+
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_CONFIG = REPO / "prometheus" / "prometheus.yml"
 
 
 class PrometheusMissing(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now: the OS picks it, or, where SPECSTACK_PORT_RANGE ("20000-22999") is
-    set, one of that range (the test suite gives each of its parallel workers its own range below the ephemeral
-    ports, so a port one worker picked and will bind seconds later is never the OS's pick for the other)."""
-    span = os.environ.get("SPECSTACK_PORT_RANGE")
-    if not span:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-    low, high = (int(x) for x in span.split("-"))
-    for port in random.sample(range(low, high + 1), min(200, high - low + 1)):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    raise RuntimeError(f"no free loopback port in SPECSTACK_PORT_RANGE={span}")
 
 
 def binary(name: str = "prometheus") -> str:

@@ -4,7 +4,7 @@ once per session. `make test-gpu` runs it; `make test` never collects it (-m "no
 Environment (all optional): SPECSTACK_GPU_PLATFORM (gpu-native: compile mode, the default; gpu-native-eager:
 the quick smoke mode; gpu-native-v2: Model Runner V2), SPECSTACK_GPU_METHODS (comma-separated; default the
 seven of the default sweep), SPECSTACK_GPU_RESULTS (where the bundles stay; default a temporary folder),
-SPECSTACK_GPU_SAMPLES (sampled-phase samples per prompt; default 512, enough to detect a TV of 0.3).
+SPECSTACK_GPU_SAMPLES (sampled-phase samples per prompt; default 1024, so the lossless test can see a TV of 0.3).
 """
 from __future__ import annotations
 
@@ -15,18 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from specstack.config import methods
+from specstack.pipeline.sweep import sweep
 from specstack.runs.demo import DEMO_METHODS
 from specstack.runs.method_run import run_method
 from specstack.runs.options import Options
-from specstack.runs.sweep import sweep
 
 from tests.support import free_port
 
 PLATFORM = os.environ.get("SPECSTACK_GPU_PLATFORM", "gpu-native")
 METHODS = tuple(m for m in os.environ.get("SPECSTACK_GPU_METHODS", ",".join(DEMO_METHODS)).split(",") if m)
-SAMPLES = int(os.environ.get("SPECSTACK_GPU_SAMPLES", "512"))
+# The TV the lossless test can detect depends on how spread the model's next-token distributions are. The tiny
+# models on the H200 (2026-12-02): 0.39 at 512 samples a prompt (256 a side); resampling that baseline's tokens
+# gives 0.30 at 768 and 0.26 at 1024 (docs/gpu.md), so 1024.
+SAMPLES = int(os.environ.get("SPECSTACK_GPU_SAMPLES", "1024"))
 CONCURRENCIES = (1, 4, 16)
 RUN_ID = os.environ.get("SPECSTACK_GPU_RUN_ID", f"gpu-{PLATFORM}")
+# The method started a second time with warm caches: the sweep's first baseline (mtp-baseline in an mtp-only one)
+CACHED_METHOD = next((m for m in METHODS if not methods.is_speculative(m)), "baseline")
 # 8 prompts of one task; the sampled phase at T=1 with SAMPLES per prompt, 16 in flight (max-num-seqs)
 WORKLOAD = dict(tasks=("code",), num_prompts=8, perf_output_len=64, acceptance_max_tokens=32,
                 concurrencies=CONCURRENCIES, temperatures=(1.0,), samples_per_prompt=SAMPLES,
@@ -48,13 +54,13 @@ def gpu_results(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def gpu_sweep(models_dir, gpu_results):
-    """The sweep on the GPU; then baseline started once more (run `<run id>-cached`): its start-up with every
-    cache the first start filled (torch.compile, Triton, FlashInfer JIT), the saving item 5 asks for."""
+    """The sweep on the GPU; then its first baseline started once more (run `<run id>-cached`): its start-up
+    with every cache the first start filled (torch.compile, Triton, FlashInfer JIT), the saving item 5 asks for."""
     _require_gpu()
     opts = Options(method="baseline", run_id=RUN_ID, results_dir=gpu_results, model_set="tiny", platform=PLATFORM,
                    models_dir=str(models_dir), port=free_port(), **WORKLOAD)
     summaries = {s["method"]: s for s in sweep(opts, list(METHODS))}
-    again = Options(method="baseline", run_id=RUN_ID + "-cached", results_dir=gpu_results, model_set="tiny",
+    again = Options(method=CACHED_METHOD, run_id=RUN_ID + "-cached", results_dir=gpu_results, model_set="tiny",
                     platform=PLATFORM, models_dir=str(models_dir), port=free_port(),
                     **{**WORKLOAD, "temperatures": (), "samples_per_prompt": 1, "concurrencies": (1,)})
     cached, _ = run_method(again)

@@ -9,7 +9,7 @@ import pytest
 
 from specstack.config import methods
 
-from tests.gpu.conftest import CONCURRENCIES, METHODS, PLATFORM
+from tests.gpu.conftest import CACHED_METHOD, CONCURRENCIES, METHODS, PLATFORM
 
 pytestmark = pytest.mark.gpu
 
@@ -38,10 +38,14 @@ def test_crosscheck_exact(gpu_sweep, method):
 
 @pytest.mark.parametrize("method", SPEC_METHODS)
 def test_greedy_equal_to_baseline(gpu_sweep, method):
+    """Equal, or each divergence at a near tie of the baseline's own choice (its top-2 log-probs, gap within a
+    bf16 logit's rounding): vLLM promises losslessness up to hardware numerics, and a verify step computes the
+    target in another batch shape than plain decode (docs/gpu.md: the H200 run of 2026-12-02 diverged 2 of 8)."""
     rows = [r for r in _table(gpu_sweep["run_dir"], "equality_summary") if r["method"] == method]
     assert rows, f"no greedy-equality row for {method}"
     for row in rows:
-        assert int(row["compared"]) > 0 and row["equal"] == row["compared"], row
+        compared, equal = int(row["compared"]), int(row["equal"])
+        assert compared > 0 and equal + int(row["near_ties"] or 0) == compared, row
 
 
 @pytest.mark.parametrize("method", SPEC_METHODS)
@@ -80,8 +84,8 @@ def test_startup_phases_recorded(gpu_sweep, method):
 
 
 def test_cached_start_recorded(gpu_sweep):
-    """The second baseline start, every cache warm: its phases are there to compare with the first's."""
-    first = gpu_sweep["summaries"]["baseline"]["server"]["startup"] if "baseline" in METHODS else None
+    """The baseline's second start, every cache warm: its phases are there to compare with the first's."""
+    first = gpu_sweep["summaries"][CACHED_METHOD]["server"]["startup"] if CACHED_METHOD in METHODS else None
     again = gpu_sweep["cached"]["server"]["startup"]
     assert gpu_sweep["cached"]["status"] == "ok", gpu_sweep["cached"]["error"]
     assert again["total"] is not None

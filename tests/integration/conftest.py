@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from specstack import events
+from specstack.pipeline.sweep import sweep
 from specstack.runs.demo import DEMO_METHODS
 from specstack.runs.method_run import run_method
 from specstack.runs.options import Options
-from specstack.runs.sweep import sweep
 
 from tests.support import SCRAPE_SECONDS, Prometheus, free_port
 

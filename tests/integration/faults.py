@@ -2,6 +2,7 @@
 server the test itself manages (restart, freeze) that runs reach through the `url` runtime."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -32,11 +33,12 @@ def on_acceptance_request(monkeypatch, hook) -> None:
     original = chat.send_chat
     count = {"n": 0}
 
-    def wrapped(http, server, row, timeout):
+    def wrapped(http, server, row, timeout, **kwargs):
+        send = functools.partial(original, **kwargs)
         if row["id"].startswith("warmup-"):
-            return original(http, server, row, timeout)
+            return send(http, server, row, timeout)
         count["n"] += 1
-        return hook(count["n"], original, http, server, row, timeout)
+        return hook(count["n"], send, http, server, row, timeout)
     monkeypatch.setattr(chat, "send_chat", wrapped)
 
 

@@ -21,7 +21,7 @@ import requests
 from specstack.server import runtime
 from specstack.runs import method_run as run_module
 from specstack.runs.method_run import run_method
-from specstack.runs.sweep import sweep
+from specstack.pipeline.sweep import sweep
 from specstack.server.runtime import port_free
 
 from .faults import (ManagedServer, assert_failed_bundle, assert_warmup_intact, group_gone, manifest, negatives,

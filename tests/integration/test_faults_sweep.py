@@ -30,7 +30,7 @@ from specstack.measure import bench as bench_module
 from specstack.server import runtime
 from specstack.runs import method_run as run_module
 from specstack.errors import UserError
-from specstack.runs.sweep import sweep
+from specstack.pipeline.sweep import sweep
 from specstack.server.runtime import port_free
 
 from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hold_port, manifest, options,

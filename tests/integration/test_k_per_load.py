@@ -4,7 +4,7 @@ when it differs between the loads. Such tiny cells are often too noisy for the s
 schedule (K=3 at batch size 1, K=0 from 2 on) is also run into the same run id with `run --spec-override`:
 vLLM 0.32.0 must accept it and draft by it.
 
-Oracles: the report's K-per-load table is the derivation (report/k_per_load.py) recomputed here from the raw
+Oracles: the report's K-per-load table is the derivation (figures/k_per_load.py) recomputed here from the raw
 `vllm bench serve` JSON files; `ngram-kload` exists exactly when the derived schedule differs between bands; the
 fixed schedule's server was started with it, drafted at c=1 exactly what fixed K=3 drafted (greedy, same
 prompts, same K at batch size 1) and less at c=2 (K=0 whenever two requests share a step), and the table's
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from specstack.cli.main import main
-from specstack.report import k_per_load as kpl
+from specstack.figures import k_per_load as kpl
 from specstack.report.build import write_report
 
 from tests.support import free_port

@@ -14,9 +14,9 @@ import shlex
 
 import pytest
 
+from specstack.figures import capacity
+from specstack.pipeline.sweep import sweep
 from specstack.report import build, render, sections
-from specstack.runs import capacity
-from specstack.runs.sweep import sweep
 
 from .conftest import sweep_options
 

@@ -335,3 +335,44 @@ def test_each_matrix_verdict_agrees_with_its_interval(written):
         assert cell.startswith(f"{want} · {r['latency_basis']} ") or want == "n/a" and cell.startswith("n/a"), cell
         if r["latency_basis"] == "E2EL":
             assert bool(r["tpot_degenerate"]), (r["method"], r["task"], r["concurrency"])
+
+
+def test_a_greedy_divergence_is_rated_by_the_baselines_own_log_probs(sweep_run, tmp_path):
+    """The baseline's real greedy records carry its top-2 log-probs (its token always the top one); a method's
+    answer edited to take the baseline's runner-up at one position, and another to take a token outside its
+    top 2, are rated from those figures: the gap recomputed here, near tie or not by figures/equality."""
+    from specstack.figures.equality import NEAR_TIE_NATS
+    run_dir = tmp_path / "run"
+    shutil.copytree(sweep_run["run_dir"], run_dir)
+    spec = next(s for s in _spec(sweep_run["summaries"]).values() if s["method"] == "ngram")
+    task = next(iter(spec["tasks"]))
+    base = read_jsonl(run_dir / spec["baseline_method"] / "acceptance" / f"{task}.jsonl")
+    for r in base:
+        ids, top = r["response"]["choices"][0]["token_ids"], r["top_logprobs"]
+        assert len(top) == len(ids) and "logprobs" not in r["response"]["choices"][0]
+        assert all(max(t, key=lambda e: e[1])[0] == i for i, t in zip(ids, top)), r["id"]   # greedy: argmax
+    for r in read_jsonl(run_dir / "ngram" / "acceptance" / f"{task}.jsonl"):
+        assert "top_logprobs" not in r and "logprobs" not in r["request"]   # speculative requests as before
+    (b0, b1) = base[:2]
+    i = 3
+    runner_up, lp_runner_up = min(b0["top_logprobs"][i], key=lambda e: e[1])
+    lp_own = max(e[1] for e in b0["top_logprobs"][i])
+    outside = next(t for t in range(100, 2048) if t not in {e[0] for e in b1["top_logprobs"][i]})
+    edits = {b0["id"]: b0["response"]["choices"][0]["token_ids"][:i] + [runner_up],
+             b1["id"]: b1["response"]["choices"][0]["token_ids"][:i] + [outside]}
+    path = run_dir / "ngram" / "acceptance" / f"{task}.jsonl"
+    records = read_jsonl(path)
+    for r in records:
+        if r["id"] in edits:
+            choice = r["response"]["choices"][0]
+            choice["token_ids"], choice["message"]["content"] = edits[r["id"]], choice["message"]["content"] + "§"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    rep = report.build(run_dir, with_plots=False)
+    rows = {r["id"]: r for r in rep.equality if r["method"] == "ngram" and r["task"] == task}
+    gap = lp_own - lp_runner_up
+    assert rows[b0["id"]]["divergence_gap_nats"] == pytest.approx(gap)
+    assert rows[b0["id"]]["divergence_kind"] == ("near tie" if gap <= NEAR_TIE_NATS else "not a tie")
+    assert rows[b1["id"]]["divergence_gap_nats"] is None
+    assert rows[b1["id"]]["divergence_kind"] == "not a tie (outside the baseline's top 2)"
+    s = next(r for r in rep.equality_summary if r["method"] == "ngram" and r["task"] == task)
+    assert s["near_ties"] == (gap <= NEAR_TIE_NATS)

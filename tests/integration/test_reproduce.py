@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from specstack.cli.main import main
-from specstack.runs.sweep import sweep
+from specstack.pipeline.sweep import sweep
 
 from .conftest import sweep_options
 

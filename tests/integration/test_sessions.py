@@ -11,9 +11,9 @@ import statistics
 import pytest
 
 from specstack import events
+from specstack.figures import stats as st
+from specstack.pipeline.sweep import sweep
 from specstack.report import build as report
-from specstack.report import stats as st
-from specstack.runs.sweep import sweep
 
 from .conftest import sweep_options
 

@@ -75,3 +75,27 @@ def test_a_dataset_rows_category_and_question_id_reach_its_request_record():
     assert "category" not in http.sent and http.sent["messages"][0]["content"] == "Write."
     plain = send_chat(http, server, {"id": "code-000", "prompt": "Edit.", "max_tokens": 8}, timeout=1)
     assert "category" not in plain
+
+
+def test_only_a_plain_decode_servers_greedy_requests_ask_for_log_probs_and_keep_them_compact():
+    server = Server("http://127.0.0.1:1", "spec-demo", "url")
+    http = _OneAnswer()
+    row = {"id": "code-000", "prompt": "Edit.", "max_tokens": 8}
+    send_chat(http, server, row, timeout=1)
+    assert "logprobs" not in http.sent                              # a speculative server: as before
+    send_chat(http, server, {**row, "temperature": 1.0}, timeout=1, speculative=False)
+    assert "logprobs" not in http.sent                              # sampled: no near tie to rate
+    send_chat(http, server, row, timeout=1, speculative=False)
+    assert http.sent["logprobs"] is True and http.sent["top_logprobs"] == 2
+    assert http.sent["return_tokens_as_token_ids"] is True
+
+
+def test_compact_logprobs_keeps_ids_and_log_probs_and_drops_the_bytes():
+    from specstack.measure.chat import compact_logprobs
+    entry = {"token": "token_id:16", "logprob": -0.3, "bytes": [44],
+             "top_logprobs": [{"token": "token_id:16", "logprob": -0.3, "bytes": [1, 2]},
+                              {"token": "token_id:276", "logprob": -2.8, "bytes": [3]}]}
+    body = {"choices": [{"message": {"content": ","}, "logprobs": {"content": [entry]}}]}
+    assert compact_logprobs(body) == [[[16, -0.3], [276, -2.8]]]
+    assert "logprobs" not in body["choices"][0]
+    assert compact_logprobs({"choices": [{"message": {"content": ""}}]}) is None

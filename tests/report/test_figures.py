@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from specstack.figures import stats as st
 from specstack.report import build, render, sections
 from specstack.report import speed as sp
-from specstack.report import stats as st
 
 from tests.bundles import write_method
 

@@ -3,7 +3,7 @@ engine sampler failed the probe says so next to the method; the rows and the Mar
 import pytest
 
 from specstack.report import lossless, render, sections
-from specstack.report.build import Report
+from specstack.report.contents import Report
 from specstack.results.reader import MethodData
 
 pytestmark = pytest.mark.unit

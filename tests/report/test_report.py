@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from specstack.errors import UserError
+from specstack.figures import equality as text_equality
+from specstack.figures import stats as st
 from specstack.report import build, equality, render, sections, tables
-from specstack.report import stats as st
 from specstack.results.reader import resolve_run_dir
 
 from tests.bundles import chat_record, contradict, manifest, write_method
@@ -98,12 +99,12 @@ def test_first_divergence(a, b, expected):
 
 
 def test_compare_texts_counts_tokens_not_characters():
-    out = equality.compare_texts("alpha beta gamma delta", "alpha beta GAMMA delta", WordTokenizer())
+    out = text_equality.compare_texts("alpha beta gamma delta", "alpha beta GAMMA delta", WordTokenizer())
     assert out == {"equal": False, "first_token_divergence": 2, "first_char_divergence": 11}
-    assert equality.compare_texts("same text", "same text", WordTokenizer())["equal"] is True
-    out = equality.compare_texts("one two", "one two three", WordTokenizer())      # strict prefix
+    assert text_equality.compare_texts("same text", "same text", WordTokenizer())["equal"] is True
+    out = text_equality.compare_texts("one two", "one two three", WordTokenizer())      # strict prefix
     assert out["first_token_divergence"] == 2 and out["first_char_divergence"] == 7
-    out = equality.compare_texts("abc", "abd", None)                              # no tokenizer: characters only
+    out = text_equality.compare_texts("abc", "abd", None)                              # no tokenizer: characters only
     assert out["first_token_divergence"] is None and out["first_char_divergence"] == 2
 
 
@@ -249,7 +250,7 @@ A = {"id": "r0", "error": None, "text": "a b", "messages": [{"role": "user", "co
 ])
 def test_why_a_request_pair_is_not_compared(b, note):
     """One chain of reasons for the report and compare (compare/outputs.py names the missing side its own way)."""
-    assert equality.not_compared(A, b, "no baseline response with this id") == note
+    assert text_equality.not_compared(A, b, "no baseline response with this id") == note
 
 
 def test_failed_request_is_not_counted_as_equal(tmp_path):

@@ -16,7 +16,9 @@ PACKAGE = Path(specstack.__file__).parent
 
 # whole file names: spelled as a literal or a path part of one
 FILES = {layout.MANIFEST, layout.SUMS, layout.TABLES_FILE, layout.REPORT_MD, layout.REPORT_HTML,
-         layout.SUMMARY_FILE, layout.SAMPLER_PROBE_FILE, layout.SERVER_LOG, layout.WARMUP_RECORDS}
+         layout.SUMMARY_FILE, layout.SAMPLER_PROBE_FILE, layout.SERVER_LOG, layout.WARMUP_RECORDS,
+         *layout.PACKAGES_FILE.split("/")[1:], *layout.SLURM_SUBMISSIONS.split("/")[1:], layout.COMPARE_MD,
+         layout.COMPARE_HTML, layout.COMPARE_JSON, layout.REPRODUCE_VERDICT}
 # folder names: common words too (a phase "bench", a manifest key "inputs"), so only as a path part
 FOLDERS = {layout.INPUTS_DIR, layout.HOST_DIR, layout.REPORT_DIR, layout.BENCH_DIR, layout.METHOD_TABLES_DIR,
            layout.acceptance_records("t").split("/")[0], layout.sampled_records("t", 1).split("/")[0],

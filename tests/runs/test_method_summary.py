@@ -19,8 +19,8 @@ def test_each_temperature_reads_its_own_window():
                _window(sampled_window("code", 1.0), 2, status="failed"), _window(sampled_window("chat", 1.0), 8)]
     out = _sampled(windows, "code", (0.6, 1.0))
     assert list(out) == ["0.6", "1"]
-    assert (out["0.6"]["num_accepted_draft_tokens"], out["0.6"]["acceptance_rate"], out["0.6"]["temperature"]) == \
+    assert (out["0.6"].num_accepted_draft_tokens, out["0.6"].acceptance_rate, out["0.6"].temperature) == \
         (4, 0.5, 0.6)
-    assert out["1"]["status"] == "failed" and out["1"]["num_accepted_draft_tokens"] == 2
+    assert out["1"].status == "failed" and out["1"].num_accepted_draft_tokens == 2
     assert _sampled(windows, "code", ()) == {}
     assert (sampled_window("code", 1.0), sampled_file("code", 0.6)) == ("sampled/code/t1", "sampled/code-t0.6.jsonl")

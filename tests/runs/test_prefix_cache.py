@@ -15,6 +15,7 @@ from specstack.cli.options import options_from_args
 from specstack.config import methods
 from specstack.config import metric_names as m
 from specstack.errors import UserError
+from specstack.figures import prefix_cache as cache_figures
 from specstack.measure import snapshots
 from specstack.report import console_table
 from specstack.report.prefix_cache import prefix_cache_rows, rate_text
@@ -126,24 +127,7 @@ def test_a_recipe_recorded_before_the_option_counts_as_off(tmp_path):
     assert prefix_cache.recorded_setting(tmp_path) is False
 
 
-# --- the hit rate from constructed counter deltas --------------------------------------------------------
-
-@pytest.mark.parametrize("counters,expected", [
-    ({m.PREFIX_CACHE_QUERIES: 400.0, m.PREFIX_CACHE_HITS: 96.0}, {"queries": 400, "hits": 96, "hit_rate": 0.24}),
-    ({m.PREFIX_CACHE_QUERIES: 0.0, m.PREFIX_CACHE_HITS: 0.0}, {"queries": 0, "hits": 0, "hit_rate": None}),
-    ({m.GENERATION_TOKENS: 5.0}, {"queries": None, "hits": None, "hit_rate": None}),
-    (None, {"queries": None, "hits": None, "hit_rate": None}),
-])
-def test_hit_rate_is_delta_hits_over_delta_queries(counters, expected):
-    assert prefix_cache.figures(counters) == expected
-
-
-def test_repeats_are_pooled_not_averaged():
-    parts = [{"queries": 100, "hits": 100, "hit_rate": 1.0}, {"queries": 300, "hits": 0, "hit_rate": 0.0},
-             {"queries": None, "hits": None, "hit_rate": None}]
-    assert prefix_cache.pooled(parts) == {"queries": 400, "hits": 100, "hit_rate": 0.25}
-    assert prefix_cache.pooled(parts[2:])["hit_rate"] is None
-
+# --- the counters in a window's snapshots (the hit rate itself: tests/figures/test_prefix_cache.py) ------------
 
 def _page(queries: float, hits: float, caching: str = "True") -> str:
     """A /metrics page shaped like vLLM's, rendered by prometheus_client (two engines: summed)."""
@@ -162,7 +146,7 @@ def test_snapshots_keep_the_two_counters_and_diff_them():
     before, after = snapshots.parse(_page(1000, 200), 1.0), snapshots.parse(_page(1600, 350), 2.0)
     delta = snapshots.diff(before, after)
     assert (delta.get(m.PREFIX_CACHE_QUERIES), delta.get(m.PREFIX_CACHE_HITS)) == (600, 150)
-    assert prefix_cache.figures(delta.counters)["hit_rate"] == 0.25
+    assert cache_figures.figures(delta.counters)["hit_rate"] == 0.25
     assert before.cache_config["enable_prefix_caching"] == "True"
 
 
@@ -195,7 +179,7 @@ def test_the_summary_has_it_per_window_task_sampled_phase_and_bench_cell(tmp_pat
     assert task["prefix_cache"] == {"queries": 800, "hits": 200, "hit_rate": 0.25}
     assert [c["prefix_cache"]["hit_rate"] for c in task["bench"]] == [0.9, 0.5, None]
     assert task["sampled"]["0.6"]["prefix_cache"]["hit_rate"] == 0.75
-    assert summary["prefix_caching"]["observed"] is True and prefix_cache.enabled(summary) is True
+    assert summary["prefix_caching"]["observed"] is True and cache_figures.enabled(summary) is True
 
 
 def test_caching_off_gives_n_a_never_zero(tmp_path):
@@ -205,7 +189,7 @@ def test_caching_off_gives_n_a_never_zero(tmp_path):
     assert rate_text(summary["tasks"]["code"]["prefix_cache"]) == "n/a (no queries)"
     assert rate_text({"queries": None}) == "n/a"
     assert rate_text({"queries": 400, "hits": 96, "hit_rate": 0.24}) == "24.0 % (96 / 400)"
-    assert prefix_cache.enabled(summary) is False
+    assert cache_figures.enabled(summary) is False
 
 
 # --- the report's rows and the console table ---------------------------------------------------------------
@@ -241,7 +225,7 @@ def test_rows_and_console_table(tmp_path, caching):
 
 
 def test_a_sweep_with_the_other_setting_is_refused_before_it_skips_or_runs_anything(tmp_path):
-    from specstack.runs.sweep import run_all
+    from specstack.pipeline.sweep import run_all
     opts = Options(method="baseline", run_id="r", results_dir=tmp_path)
     update_manifest(tmp_path / "r", recipe=recipe.record(opts, tmp_path / "r"))
     with pytest.raises(UserError, match="started without --prefix-caching"):

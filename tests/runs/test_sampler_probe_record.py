@@ -71,3 +71,15 @@ def test_a_probe_that_cannot_run_is_recorded_and_the_run_goes_on(tmp_path, monke
     summary = {}
     sampler_probe.record(summary, _bundle(tmp_path), temperatures=(1.0,), runtime="native", speculative=True)
     assert summary["sampler_probe"]["verdict"] == "error" and "vllm" in summary["sampler_probe"]["error"]
+
+
+def test_a_model_runner_v2_server_is_not_labelled_by_the_v1_probe(tmp_path, probe_calls):
+    """On CUDA, V2 serves spec methods with its own rejection sampler: a V1 probe's pass would vouch for a
+    module the server did not run (seen on the H200 run of 2026-12-02: eagle3 on V2 labelled 'exact')."""
+    summary = {"server": {"model_runner": "V2"}}
+    sampler_probe.record(summary, _bundle(tmp_path), temperatures=(1.0,), runtime="native", speculative=True)
+    assert summary["sampler_probe"]["verdict"] == "not run" and not probe_calls
+    assert "Model Runner V2" in summary["sampler_probe"]["reason"]
+    v1 = {"server": {"model_runner": "V1"}}
+    sampler_probe.record(v1, _bundle(tmp_path, "eagle3"), temperatures=(1.0,), runtime="native", speculative=True)
+    assert v1["sampler_probe"]["verdict"] == "fail" and probe_calls == [1]

@@ -13,8 +13,9 @@ from specstack.datasets import readers
 from specstack.datasets.tasks import parse_spec, write_task
 from specstack.errors import UserError
 from specstack.measure.chat import chat_payload
+from specstack.pipeline import sweep
 from specstack.results.bundle import update_manifest
-from specstack.runs import sweep, turns
+from specstack.runs import turns
 from specstack.runs.method_summary import _turns
 from specstack.runs.options import Options, load_tasks
 
@@ -170,10 +171,10 @@ def test_the_summary_keeps_turn_2_with_its_categories_and_its_inputs(tmp_path):
     inputs = {"mt": {"file": "inputs/mt.turn2.baseline.jsonl", "sha256": "ab", "requests": 1, "left_out": 1}}
     out = _turns([window], "mt", inputs, SimpleNamespace(staging=staging))
     second = out["2"]
-    assert (second["turn"], second["status"], second["requests"], second["left_out"], second["sha256"]) == \
+    assert (second.turn, second.status, second.requests, second.left_out, second.sha256) == \
         (2, "ok", 1, 1, "ab")
-    assert (second["acceptance_rate"], second["num_accepted_draft_tokens"]) == (0.5, 2)
-    assert second["categories"]["writing"]["num_draft_tokens"] == 4
+    assert (second.acceptance_rate, second.num_accepted_draft_tokens) == (0.5, 2)
+    assert second.category_figures["writing"].num_draft_tokens == 4
     assert _turns([], "mt", inputs, SimpleNamespace(staging=staging)) == {}
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from specstack.cli import progress
 from specstack.cli.options import add_dataset_option, add_prefix_caching_option, add_turns_option, default_run_id, run_tasks
 from specstack.fixtures import tiny_models
+from specstack.pipeline.sweep import console, sweep
 from specstack.report import console_table
 from specstack.runs.demo import DEMO_METHODS, demo_options
-from specstack.runs.sweep import console, sweep
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 
 from specstack import interrupts
 from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, probe_sampler, report, reproduce, run,
-                           sweep_k, tiny_models, workloads)
+                           slurm, sweep_k, tiny_models, workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
@@ -29,6 +29,7 @@ COMMANDS = (
     archive,      # pack, verify
     sweep_k,      # sweep-k
     k8s,          # k8s generate, k8s gather (deploy/helm/specstack)
+    slurm,        # slurm submit, slurm gather (job arrays, docs/slurm.md)
     host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
 )
 

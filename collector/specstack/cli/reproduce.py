@@ -9,9 +9,9 @@ from pathlib import Path
 
 from specstack.cli import progress
 from specstack.cli.options import default_run_id
+from specstack.pipeline import reproduce
+from specstack.pipeline.sweep import console
 from specstack.results.reader import resolve_run_dir
-from specstack.runs import reproduce
-from specstack.runs.sweep import console
 
 
 def _tolerance(text: str) -> float:

@@ -11,9 +11,10 @@ from pathlib import Path
 from specstack.cli import progress
 from specstack.cli.options import add_run_options, options_from_args
 from specstack.config import methods
-from specstack.report.ksweep import gain_summary, schedule_for
+from specstack.pipeline.sweep import console, parse_ks, schedule_name, sweep_k
+from specstack.report.build import gain_summary
+from specstack.report.ksweep import schedule_for
 from specstack.results import layout
-from specstack.runs.sweep import console, parse_ks, schedule_name, sweep_k
 
 
 def _cmd_sweep_k(args: argparse.Namespace) -> int:

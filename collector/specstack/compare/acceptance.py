@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from specstack.compare.pairing import ACCEPTANCE, SHAPE, Pair
-from specstack.report import stats as st
+from specstack.figures import stats as st
 from specstack.report.acceptance import acceptance_records
+from specstack.results.summary import TaskFigures
 
 
 def relative(a: float | None, b: float | None) -> float | None:
@@ -26,10 +27,9 @@ def relative(a: float | None, b: float | None) -> float | None:
     return (b - a) / a
 
 
-def _figures(md, task: str) -> dict:
-    f = md.tasks.get(task) or {}
-    drafts = f.get("num_draft_tokens")
-    return {} if not drafts else f    # plain decode or no drafts: n/a, never 0
+def _figures(md, task: str) -> TaskFigures:
+    f = md.figures(task)
+    return TaskFigures() if not f.num_draft_tokens else f    # plain decode or no drafts: n/a, never 0
 
 
 def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
@@ -100,17 +100,16 @@ def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dic
             continue
         fa, fb = _figures(pair.a, pair.task), _figures(pair.b, pair.task)
         blocked = pair.not_comparable(ACCEPTANCE)
-        sums = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
-        ca, cb = tuple(fa.get(k) for k in sums), tuple(fb.get(k) for k in sums)
+        ca, cb = ((f.num_spec_steps, f.num_draft_tokens, f.num_accepted_draft_tokens) for f in (fa, fb))
         per_request = None if blocked else _per_request(pair)
-        main.append({**_row(pair, "acceptance_rate", None, fa.get("acceptance_rate"), fb.get("acceptance_rate"),
+        main.append({**_row(pair, "acceptance_rate", None, fa.acceptance_rate, fb.acceptance_rate,
                             ca, cb, blocked), **request_interval(per_request, "acceptance_rate")})
-        main.append({**_row(pair, "acceptance_length", None, fa.get("mean_acceptance_length"),
-                            fb.get("mean_acceptance_length"), ca, cb, blocked),
+        main.append({**_row(pair, "acceptance_length", None, fa.mean_acceptance_length,
+                            fb.mean_acceptance_length, ca, cb, blocked),
                      **request_interval(per_request, "acceptance_length")})
         shape_blocked = pair.not_comparable(SHAPE)
-        pa, pb = fa.get("per_position") or [], fb.get("per_position") or []
-        ra, rb = fa.get("num_spec_steps") or 0, fb.get("num_spec_steps") or 0
+        pa, pb = fa.per_position or [], fb.per_position or []
+        ra, rb = fa.num_spec_steps or 0, fb.num_spec_steps or 0
         for p in range(max(len(pa), len(pb))):
             a = pa[p] if p < len(pa) else None
             b = pb[p] if p < len(pb) else None
@@ -118,7 +117,7 @@ def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dic
             na = None if a is None else (round(a * ra), ra)
             nb = None if b is None else (round(b * rb), rb)
             positions.append(_row(pair, "per_position", p, a, b, na, nb, shape_blocked))
-        ha, hb = fa.get("histogram") or [], fb.get("histogram") or []
+        ha, hb = fa.histogram or [], fb.histogram or []
         for j in range(max(len(ha), len(hb))):
             a = ha[j] if j < len(ha) else None
             b = hb[j] if j < len(hb) else None

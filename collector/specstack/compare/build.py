@@ -3,60 +3,23 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from specstack.compare import gate, pairing, plots, sections
 from specstack.compare.acceptance import acceptance_rows
 from specstack.compare.capacity import capacity_rows
+from specstack.compare.contents import Comparison, run_id
 from specstack.compare.outputs import output_rows
 from specstack.compare.speed import speed_rows
 from specstack.report.equality import Tokenizers
 from specstack.report.plots import safe_name
 from specstack.report.render import render_html, render_markdown
+from specstack.results import layout
 from specstack.results.files import atomic_write_bytes, atomic_write_json, atomic_write_text
-from specstack.results.reader import RunData, load_run
+from specstack.results.reader import load_run
 
 SCHEMA = "specstack.compare/1"
-
-
-@dataclass
-class Comparison:
-    run_a: RunData
-    run_b: RunData
-    pairs: list[pairing.Pair]
-    unmatched: list[str]
-    acceptance: list[dict]
-    positions: list[dict]
-    histogram: list[dict]
-    speed: list[dict]
-    outputs: list[dict]
-    outputs_summary: list[dict]
-    thresholds: list[gate.Threshold]
-    gate: list[dict]
-    capacity: list[dict] = field(default_factory=list)   # capacity at the SLO, A vs B (compare/capacity.py)
-    plots: dict[str, bytes] = field(default_factory=dict)
-    plot_captions: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        return any(r["failed"] for r in self.gate)
-
-    def changed(self) -> list[str]:
-        """Every comparable figure whose verdict is "changed", in words."""
-        out = [f"{r['method']} {r['task']} {r['figure']}" + (f" {r['position']}" if r["position"] is not None else "")
-               for r in self.acceptance + self.positions + self.histogram if r["verdict"] == "changed"]
-        out += [f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
-                for r in self.speed if r["verdict"].startswith("changed")]
-        out += [f"{r['method']} {r['task']} capacity at the SLO ({r['verdict']})" for r in self.capacity
-                if r["verdict"].startswith("changed")]
-        out += [f"{s['method']} {s['task']} greedy outputs ({s['verdict']})" for s in self.outputs_summary
-                if s["verdict"].startswith("changed")]
-        return out
-
-
-def run_id(run: RunData) -> str:
-    return run.manifest.get("run_id") or run.run_dir.name
 
 
 def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None = None,
@@ -81,9 +44,9 @@ def _plots(cmp: Comparison) -> None:
         for p in cmp.pairs:
             if p.method != method or not (p.a.speculative or p.b.speculative):
                 continue
-            fa, fb = p.a.tasks.get(p.task) or {}, p.b.tasks.get(p.task) or {}
-            per_task[p.task] = (fa.get("per_position") if fa.get("num_draft_tokens") else None,
-                                fb.get("per_position") if fb.get("num_draft_tokens") else None)
+            fa, fb = p.a.figures(p.task), p.b.figures(p.task)
+            per_task[p.task] = (fa.per_position if fa.num_draft_tokens else None,
+                                fb.per_position if fb.num_draft_tokens else None)
         if per_task:
             name = f"compare_positions_{safe_name(method)}.png"
             cmp.plots[name] = plots.positions_a_vs_b(method, per_task, f"A ({run_id(cmp.run_a)})",
@@ -123,15 +86,15 @@ def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
     for name, data in cmp.plots.items():
         atomic_write_bytes(out_dir / name, data)
     bl = sections.blocks(cmp)
-    return {"md": atomic_write_text(out_dir / "compare.md", render_markdown(bl)),
-            "html": atomic_write_text(out_dir / "compare.html", render_html(bl, cmp.plots, bl[0][1])),
-            "json": atomic_write_json(out_dir / "compare.json", to_json(cmp))}
+    return {"md": atomic_write_text(out_dir / layout.COMPARE_MD, render_markdown(bl)),
+            "html": atomic_write_text(out_dir / layout.COMPARE_HTML, render_html(bl, cmp.plots, bl[0][1])),
+            "json": atomic_write_json(out_dir / layout.COMPARE_JSON, to_json(cmp))}
 
 
 def default_out(dir_a: Path, dir_b: Path) -> Path:
     """Beside run B (results/ usually), never inside a bundle: a packed run stays as it was verified."""
     a, b = Path(dir_a).resolve(), Path(dir_b).resolve()
-    return b.parent / f"compare-{safe_name(a.name)}-vs-{safe_name(b.name)}"
+    return b.parent / layout.compare_dir(safe_name(a.name), safe_name(b.name))
 
 
 def dumps(cmp: Comparison) -> str:

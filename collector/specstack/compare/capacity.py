@@ -1,4 +1,4 @@
-"""Capacity at the SLO of A and B side by side (--capacity, runs/capacity.py), per method × task in both runs.
+"""Capacity at the SLO of A and B side by side (--capacity, figures/capacity.py), per method × task in both runs.
 
 Each side's capacity is a bracket: it meets the SLO at `rate` and fails it at `bound`. B against A is the ratio of
 the passing rates, with the interval both brackets allow ([B pass ÷ A fail, B fail ÷ A pass]): "changed (better|
@@ -8,11 +8,12 @@ share on the two sides compare different things: not comparable.
 from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
-from specstack.runs import capacity
+from specstack.figures import capacity
 
 
 def _entry(md, task: str) -> dict | None:
-    return (((md.summary.get("load") or {}).get("tasks") or {}).get(task) or {}).get("capacity")
+    entry = md.record.load_figures.task_loads.get(task)
+    return entry.capacity if entry else None
 
 
 def _verdict(pair: Pair, a: dict, b: dict, ratio: dict | None) -> str:

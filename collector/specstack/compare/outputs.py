@@ -4,9 +4,10 @@ tokenizer cannot be loaded on this machine, and the table says so)."""
 from __future__ import annotations
 
 from specstack.compare.pairing import OUTPUTS, Pair
-from specstack.report import stats as st
+from specstack.figures import stats as st
+from specstack.figures.equality import compare_texts, not_compared
 from specstack.report.acceptance import acceptance_records
-from specstack.report.equality import Tokenizers, compare_texts, load_tokenizer, not_compared, tokenizer_path
+from specstack.report.equality import Tokenizers, load_tokenizer, tokenizer_path
 
 
 def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,

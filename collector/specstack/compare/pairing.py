@@ -99,20 +99,20 @@ def hardware(run: RunData, md: MethodData) -> dict:
     host = run.manifest.get("host") or {}
     facts = {"platform": run.manifest.get("platform"), "machine": host.get("machine"),
              "processor": host.get("processor")}
-    prov = (md.summary.get("provenance") or {}).get("host") or {}
+    prov = md.record.provenance_facts.host_facts
     cpu, gpu = prov.get("cpu") or {}, prov.get("gpu")
     facts["cpu model"] = cpu.get("model")
     gpus = (gpu or {}).get("gpus") if isinstance(gpu, dict) else None   # host/gpu.py parse_nvidia_smi
     if gpus:
         facts["gpu"] = ", ".join(sorted(str(g.get("name")) for g in gpus if isinstance(g, dict)))
-    cores = {(w.get("host_load") or {}).get("cores") for w in md.summary.get("windows") or []} - {None}
+    cores = {(w.host_load or {}).get("cores") for w in md.record.window_list} - {None}
     facts["cores"] = max(cores) if cores else cpu.get("cores")
     return {k: v for k, v in facts.items() if v}
 
 
 def _spec_rest(md: MethodData) -> dict | None:
     """The speculative config apart from K, models by name."""
-    cfg = md.summary.get("speculative_config")
+    cfg = md.record.speculative_config
     if cfg is None:
         return None
     return {k: (model_name(v) if k == "model" and isinstance(v, str) else v) for k, v in cfg.items()
@@ -120,11 +120,11 @@ def _spec_rest(md: MethodData) -> dict | None:
 
 
 def facts(run: RunData, md: MethodData, task: str) -> dict:
-    server = md.summary.get("server") or {}
-    return {"inputs": task_inputs(run.manifest, task), "target": model_name(server.get("target")),
+    server = md.record.server_facts
+    return {"inputs": task_inputs(run.manifest, task), "target": model_name(server.target),
             "K": md.k, "synthetic": not md.comparable, "hardware": hardware(run, md),
-            "vLLM version": server.get("vllm_version") or (md.summary.get("provenance") or {}).get("vllm_client"),
-            "model runner": server.get("model_runner"),
+            "vLLM version": server.vllm_version or md.record.provenance_facts.vllm_client,
+            "model runner": server.model_runner,
             "speculative config": json.dumps(_spec_rest(md), sort_keys=True) if md.speculative else None}
 
 
@@ -155,7 +155,7 @@ def pairs(run_a: RunData, run_b: RunData) -> list[Pair]:
         if b is None:
             continue
         for task in run_a.tasks:
-            if task not in a.tasks or task not in b.tasks:
+            if task not in a.task_figures or task not in b.task_figures:
                 continue
             diffs, unknown = compare_facts(facts(run_a, a, task), facts(run_b, b, task))
             out.append(Pair(name, a.display_name, task, a, b, diffs, unknown))
@@ -175,7 +175,7 @@ def unmatched(run_a: RunData, run_b: RunData) -> list[str]:
         notes += [f"{side}: {w}" for w in run.warnings]
         notes += [f"{side}: {md.contradiction_warning}" for md in run.methods.values() if md.contradiction_warning]
     for name in sorted(set(run_a.methods) & set(run_b.methods)):
-        ta, tb = set(run_a.methods[name].tasks), set(run_b.methods[name].tasks)
+        ta, tb = set(run_a.methods[name].task_figures), set(run_b.methods[name].task_figures)
         notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)]
         notes += [f"{name} {t}: only in B" for t in sorted(tb - ta)]
     return notes

@@ -15,7 +15,7 @@ def positions_a_vs_b(method: str, per_task: dict[str, tuple[list | None, list | 
         a, b = per_task[task]
         ax.set_title(f"Acceptance by draft position: {method}, {task}", fontsize=9)
         if not a and not b:
-            rp._no_data(ax, "n/a (no drafts)")
+            rp.no_data(ax, "n/a (no drafts)")
             continue
         k = max(len(a or []), len(b or []))
         for i, (values, label, color) in enumerate(((a, label_a, rp.BLUE), (b, label_b, rp.ORANGE))):
@@ -30,4 +30,4 @@ def positions_a_vs_b(method: str, per_task: dict[str, tuple[list | None, list | 
         ax.set_ylabel("≥ p+1 accepted / drafting steps")
         ax.set_ylim(0, 1.1)
         ax.legend(fontsize=8)
-    return rp._png(fig)
+    return rp.png_bytes(fig)

@@ -1,13 +1,9 @@
 """The comparison as blocks for report/render.py (Markdown and HTML from one list)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specstack.compare.contents import Comparison, run_id
+from specstack.figures import stats as st
 from specstack.report import format as fmt
-from specstack.report import stats as st
-
-if TYPE_CHECKING:
-    from specstack.compare.build import Comparison
 
 _ACCEPTANCE_FORMAT = {"acceptance_rate": fmt.pct, "acceptance_length": fmt.num, "per_position": fmt.pct}
 
@@ -150,7 +146,6 @@ def _capacity_ratio(r: dict) -> str:
 
 
 def blocks(cmp: Comparison) -> list[tuple]:
-    from specstack.compare.build import run_id
     a, b = run_id(cmp.run_a), run_id(cmp.run_b)
     changed = cmp.changed()
     bl: list[tuple] = [("h1", f"Comparison: {a} (A) → {b} (B)"),

@@ -1,15 +1,15 @@
 """Bench figures of A and B side by side, per method × task × concurrency cell present in both runs.
 
 Each figure is the median over a side's repeats (the bench percentile of each repeat, as in the report);
-B against A is the ratio B/A with a percentile-bootstrap 95 % interval over repeats (report/stats.py
+B against A is the ratio B/A with a percentile-bootstrap 95 % interval over repeats (figures/stats.py
 bootstrap_ratio, fixed seed) when both sides have at least MIN_REPEATS. Verdict: "within noise" when the
 interval includes 1.0×, "changed (better|worse)" when it excludes it, "point only" without an interval.
 """
 from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
-from specstack.report import stats as st
-from specstack.report.speed import _host_load as host_load  # the report's reading of the windows' load
+from specstack.figures import stats as st
+from specstack.figures.host_load import host_load_per_core
 from specstack.report.speed import bench_cells
 
 # figure -> (bench cell key, higher is better)
@@ -59,7 +59,7 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
         blocked = pair.not_comparable(SPEED)
         for c in sorted(set(ca) & set(cb)):
             degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
-            loads = [host_load(md.summary, cells) for md, cells in ((pair.a, ca[c]), (pair.b, cb[c]))]
+            loads = [host_load_per_core(md.record.window_list, cells) for md, cells in ((pair.a, ca[c]), (pair.b, cb[c]))]
             busy = st.host_busy(*loads)
             for figure, (key, higher) in FIGURES.items():
                 va = [x[key] for x in ca[c] if x.get(key) is not None]
@@ -79,6 +79,6 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
                              "ratio": iv.point, "ratio_low": iv.low, "ratio_high": iv.high,
                              "relative": None if iv.point is None else iv.point - 1,
                              "verdict": blocked or verdict(iv, higher), "comparable": blocked is None,
-                             "design_a": pair.a.replication.get("design"),
-                             "design_b": pair.b.replication.get("design"), "note": "; ".join(note) or None})
+                             "design_a": pair.a.replication.design,
+                             "design_b": pair.b.replication.design, "note": "; ".join(note) or None})
     return rows, notes

@@ -5,6 +5,11 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 `docker compose`, and written to files the collector reads. One module a job:
 
   cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`)
+  lifecycle    compose: the compose lifecycle make calls (run, sweep, the compose path of reproduce, down, logs,
+               status): images once, models, pre-flight, server up and healthy, provenance, collector, server log,
+               the server stopped and its Prometheus target cleared whatever happens
+  stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
+  interrupts   SIGINT/SIGTERM/SIGHUP as one exception: each step's cleanup, then make down, exit 128 + N
   provenance   record: results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of
                every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the CPU
                model and the server's cpuset (CPU), and what the method's server loaded (snapshot)
@@ -17,7 +22,8 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
   targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
   slots        parallel / check-slots: a sweep's methods on several GPUs or CPU sets at once, a queue per
-               slot (make sweep GPUS=0,1 / CPUSETS=0,1); the manifest says mode parallel
+               slot, a thread each (make sweep GPUS=0,1 / CPUSETS=0,1); the manifest says mode parallel
+  reproduction reproduce-plan: what make reproduce of a compose run takes from its bundle
   image_ref    image references: their parts, and whether one is pinned (check-lock)
   registry     the digest a tag points to now (registry API, token auth; `docker buildx` as a fallback)
   image_lock   lock: rewrite every image tag of images.lock as tag@digest

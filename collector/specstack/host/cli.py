@@ -11,13 +11,14 @@ from pathlib import Path
 import specstack.host
 from specstack.host import HostError, buildx
 from specstack.host.engine import PROJECT, docker_client
-from specstack.host.gpu import gpu_host_problems, nvidia_smi_host, wait_gpu_free
+from specstack.host.gpu import gpu_host_problems, wait_gpu_free
 from specstack.host.image_lock import lock, read_lock
 from specstack.host.image_ref import pin_problem
-from specstack.host.provenance import cpu_host, record
-from specstack.host import reproduction
+from specstack.host.provenance import record
+from specstack.host import lifecycle, reproduction
 from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
+from specstack.host.stack import PLATFORMS, Settings, Shell
 from specstack.host.targets import write_targets
 
 
@@ -89,36 +90,72 @@ def _check_lock(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+# make's knobs (services/compose.mk) as the compose step takes them, VAR=value: the Settings field of each.
+KNOBS = {"PLATFORM": "platform", "MODEL_SET": "model_set", "GPU": "gpu", "CPUSET": "cpuset", "GPUS": "gpus",
+         "CPUSETS": "cpusets", "CALIBRATE": "calibrate", "K": "k", "PREFIX_CACHING": "prefix_caching",
+         "RUN_ARGS": "run_args", "REPORT_ARGS": "report_args", "GPU_FREE_MIB": "gpu_free_mib",
+         "GPU_FREE_TIMEOUT": "gpu_free_timeout", "GPU_FREE_POLL": "gpu_free_poll", "IMAGES_LOCK": "images_lock",
+         "WAIT_TIMEOUT": "wait_timeout", "SWEEP_METHODS": "sweep_methods", "RUN_ID": "run_id", "DOCKER": "docker",
+         "SUBMAKE": "make"}
+# The step's own: the method (run, method, check), the service (logs), what make reproduce was given.
+STEP_KNOBS = ("METHOD", "SERVICE", "RUN", "METHODS", "ALLOW_DRIFT", "SPEED_TOLERANCE")
+
+
+def _knobs(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    knobs = dict(pairs)
+    unknown = sorted(set(knobs) - set(KNOBS) - set(STEP_KNOBS))
+    if unknown:
+        raise HostError(f"unknown knob {unknown[0]}; known: {' '.join([*KNOBS, *STEP_KNOBS])}")
+    if knobs.get("PLATFORM", "gpu") not in PLATFORMS:
+        raise HostError(f"PLATFORM must be gpu (the default) or cpu, not '{knobs['PLATFORM']}'")
+    return knobs
+
+
+def make_dry_run() -> bool:
+    """make -n (the recipe line runs all the same, marked `+`): its single-letter flags hold n."""
+    first = (os.environ.get("MAKEFLAGS", "").split() or [""])[0]
+    return bool(first) and not first.startswith("-") and "=" not in first and "n" in first
+
+
+def _compose(args: argparse.Namespace) -> int:
+    knobs = _knobs(args.knobs)
+    stack = lifecycle.Stack(Settings(**{KNOBS[k]: v for k, v in knobs.items() if k in KNOBS}))
+    step, method = args.step, knobs.get("METHOD", "")
+    if step == "run":
+        return lifecycle.run(stack, method)
+    if step == "sweep":
+        return lifecycle.sweep(stack)
+    if step == "method":   # one method on an up stack; make -n prints its commands
+        if make_dry_run():
+            stack = stack.with_shell(Shell(dry_run=True))
+        return stack.method(method, run_id=stack.s.run_id)
+    if step == "check":
+        return stack.check(method)
+    if step == "prepare":
+        return stack.prepare()
+    if step == "reproduce":
+        return lifecycle.reproduce(stack, run=Path(knobs.get("RUN", "")), run_id=stack.s.run_id,
+                                   methods=knobs.get("METHODS"), allow_drift=bool(knobs.get("ALLOW_DRIFT")),
+                                   speed_tolerance=knobs.get("SPEED_TOLERANCE", ""))
+    if step == "down":
+        return stack.down()
+    if step == "logs":
+        return lifecycle.logs(stack, knobs.get("SERVICE", ""))
+    return lifecycle.status(stack)
+
+
 def _reproduce_plan(args: argparse.Namespace) -> int:
     """Exit NATIVE (3) for a native run; 0 with the plan written; 2 with the reason."""
-    results = args.results.resolve()
-    run = args.run if args.run.is_dir() or "/" in str(args.run) else results / args.run
-    if not run.is_dir():
-        raise HostError(f"no run folder {run}: name a folder under {args.results}/ (RUN=results/<run-id>)")
-    if not reproduction.is_compose_run(run):
-        return reproduction.NATIVE
-    if run.resolve().parent != results:
-        raise HostError(f"{run} is not a folder of {args.results}/: the collector container sees only that folder; "
-                        f"copy or unpack the bundle there (e.g. {args.results}/{run.name})")
-    methods = [m for m in (args.methods or "").replace(",", " ").split() if m] or None
-    p = reproduction.plan(run, here_cpu=cpu_host(), here_gpu=nvidia_smi_host(), methods=methods)
-    for note in p.skipped:
-        print(f"not reproduced: {note}")
-    if p.drift and not args.allow_drift:
-        raise HostError(f"this machine differs from the one {p.original} ran on: " + "; ".join(p.drift)
-                        + "; use a machine like it, or ALLOW_DRIFT=1 to run anyway (recorded in the reproduction)")
-    for d in p.drift:
-        print(f"ran despite drift: {d}")
-    lock, _ = reproduction.write(p, args.out, args.run_id)
-    print(f"reproduce {p.original} as {args.run_id}: {', '.join(m for m, _ in p.methods)} on PLATFORM={p.platform} "
-          f"MODEL_SET={p.model_set}, images by digest in {lock}")
-    return 0
+    planned = lifecycle.plan_reproduction(args.run, args.run_id, methods=args.methods, allow_drift=args.allow_drift,
+                                          say=print, results=args.results, out=args.out)
+    return reproduction.NATIVE if planned is None else 0
 
 
 ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
            "check-buildx": _check_buildx,
            "wait-gpu-free": _wait_gpu_free, "parallel": _parallel, "check-slots": _check_slots,
-           "targets": _targets, "lock": _lock, "check-lock": _check_lock, "reproduce-plan": _reproduce_plan}
+           "targets": _targets, "lock": _lock, "check-lock": _check_lock, "reproduce-plan": _reproduce_plan,
+           "compose": _compose}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,6 +253,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rp.add_argument("--allow-drift", action="store_true")
     ck = sub.add_parser("check-lock", help="fail if an image of the lock file is not pinned")
     ck.add_argument("--file", type=Path, default=Path("images.lock"))
+    _compose_options(sub.add_parser("compose", help="the compose stack's lifecycle: make run, sweep, down, logs, "
+                                                    "status, reproduce (services/compose.mk calls it)"))
+
+
+STEPS = ("run", "sweep", "method", "check", "prepare", "reproduce", "down", "logs", "status")
+
+
+def _compose_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("step", choices=STEPS)
+    c.add_argument("knobs", nargs="*", type=_label, metavar="VAR=value",
+                   help="make's knobs, as make takes them: " + " ".join([*KNOBS, *STEP_KNOBS]))
 
 
 def register(subparsers) -> None:

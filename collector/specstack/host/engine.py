@@ -98,7 +98,8 @@ class DockerSDK:
         return self.api.inspect_container(found[0]["Id"]) if found else None
 
     def logs(self, container: str, since: str) -> str:
-        return self.api.logs(container, stdout=True, stderr=True, since=_epoch(since)).decode(errors="replace")
+        # the SDK refuses since=0 (the whole log): no since then
+        return self.api.logs(container, stdout=True, stderr=True, since=_epoch(since) or None).decode(errors="replace")
 
     def version(self) -> dict:
         return self.client.version()

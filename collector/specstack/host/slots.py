@@ -1,10 +1,11 @@
-"""`parallel`: a sweep's methods on several slots at once (make sweep GPUS=0,1 / PLATFORM=cpu CPUSETS=0,1).
+"""`parallel`: a sweep's methods on several slots at once (make sweep GPUS=0,1 / PLATFORM=cpu CPUSETS=0,1; the
+native form, `specstack sweep --gpus 0,1 | --cpusets 0,1`, is pipeline/parallel.py on the same queue).
 
 A slot is one GPU (an index or a UUID; with GPUS=0,1 CPUSETS=0-15,16-31 also the cores of its server) or one
 CPU set (a core or a range of cores). Each slot runs one method
 at a time; a free slot takes the next method of the queue, so more methods than slots just wait their turn.
-Each method is a whole one-method flow (make's _compose-method with that slot's GPU or CPUSET), its output
-lines prefixed with its name. The manifest says `mode: parallel` and the slots; each method's own slot (GPU
+Each method is a whole one-method flow (lifecycle.py's, in a thread of its own, with that slot's GPU or CPUSET),
+its output lines prefixed with its name. The manifest says `mode: parallel` and the slots; each method's own slot (GPU
 index, UUID and name, or the server's cpuset) is recorded beside it by `record --slot` (provenance.py).
 
 Calibration (CALIBRATE=1): two GPUs of one model still differ (clocks, thermals, PCIe), so every baseline of the
@@ -21,6 +22,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Dict, List, Union
 
 from specstack.host import HostError
 from specstack.results.bundle import update_manifest
@@ -29,7 +31,7 @@ _GPU = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
 _CORES = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-def _cores(cpuset: str) -> set[int]:
+def cores_of(cpuset: str) -> set[int]:
     m = _CORES.match(cpuset)
     if not m:
         raise HostError(f"CPUSETS: {cpuset!r} is not a core (3) or a range of cores (2-3); give one per server, "
@@ -54,7 +56,7 @@ def parse_cpusets(text: str, cores: int) -> list[str]:
     """CPUSETS: one core or range of cores per server, none shared, all on this host."""
     slots, seen = _split("CPUSETS", text, "CPU set"), set()
     for s in slots:
-        own = _cores(s)
+        own = cores_of(s)
         if max(own) >= cores:
             raise HostError(f"CPUSETS: {s!r} names core {max(own)}, but this host has {cores} (0-{cores - 1}); "
                             f"give at most {cores} single-core slots")
@@ -115,16 +117,16 @@ def plan_jobs(methods: list[str], baselines: dict[str, str], slots: int, calibra
 
 class _Queue:
     """Jobs for the slots: a slot's pinned jobs first, then the shared ones in order; never two jobs of one
-    method (one compose service) at once."""
+    method (one compose service) at once. Closed (interrupted), it hands out no more."""
 
     def __init__(self, jobs: list[Job]):
-        self.jobs, self.running, self.cond = list(jobs), set(), threading.Condition()
+        self.jobs, self.running, self.cond, self.closed = list(jobs), set(), threading.Condition(), False
 
     def take(self, slot: int) -> Job | None:
         with self.cond:
             while True:
                 mine = [j for j in self.jobs if j.slot in (slot, None)]
-                if not mine:
+                if not mine or self.closed:
                     return None
                 job = next((j for j in mine if j.slot == slot and j.method not in self.running), None) \
                     or next((j for j in mine if j.slot is None and j.method not in self.running), None)
@@ -139,11 +141,29 @@ class _Queue:
             self.running.discard(job.method)
             self.cond.notify_all()
 
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
 
-def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command: list[str]) -> list[str]:
-    """Run `command` for every job, one per slot at a time; its {method}, {name} (result folder), {baseline}
-    (the result to compare with, "" for the method's own), {index} and the slot's {slot} and {cpuset} filled in.
-    Returns the results whose command failed, in queue order."""
+
+def _run_argv(argv: list[str], name: str) -> int:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    _pump(proc.stdout, name)
+    return proc.wait()
+
+
+Command = Union[List[str], Callable[[Dict[str, str]], int]]
+
+
+def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command: Command,
+              stop: Callable[[], None] | None = None) -> list[str]:
+    """Run `command` for every job, one per slot at a time, and return the results whose command failed, in queue
+    order. The job's fields: {method}, {name} (result folder), {baseline} (the result to compare with, "" for the
+    method's own), {index} and the slot's {slot} and {cpuset}. `command` is a callable given those fields (run
+    in the slot's thread; its exit status), or an argv they are filled into (its output prefixed with the name).
+    Interrupted (a signal in the main thread), no further job starts, `stop` is called (it tells the running jobs
+    to end: processes a signal to this one alone never reached) and the running ones end first."""
     jobs = [j if isinstance(j, Job) else Job(j, j) for j in jobs]
     order, todo = [j.name for j in jobs], _Queue(jobs)
     failed: set[str] = set()
@@ -151,27 +171,42 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
     def worker(index: int, slot: dict[str, str]) -> None:
         while (job := todo.take(index)) is not None:
             base = calibration_name(job.baseline, index) if job.baseline else ""
-            argv = [a.format(method=job.method, name=job.name, baseline=base, index=index, **slot) for a in command]
+            fields = dict(method=job.method, name=job.name, baseline=base, index=str(index), **slot)
             print(f"=== slot {index} ({slot['slot']}): {job.name} ===", flush=True)
             try:
-                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-                _pump(proc.stdout, job.name)
-                if proc.wait() != 0:
+                rc = command(fields) if callable(command) else _run_argv([a.format(**fields) for a in command],
+                                                                         job.name)
+                if rc != 0:
                     failed.add(job.name)
+            except BaseException as e:  # noqa: BLE001 - one job's failure (or its interruption) is its own
+                failed.add(job.name)
+                if not isinstance(e, Exception):
+                    todo.close()
+                else:
+                    print(f"[{job.name}] failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             finally:
                 todo.done(job)
 
     threads = [threading.Thread(target=worker, args=(i, s), name=f"slot-{i}") for i, s in enumerate(slots)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.5)
+    except BaseException:
+        todo.close()
+        if stop is not None:
+            stop()
+        for t in threads:
+            t.join()
+        raise
     return [n for n in order if n in failed]
 
 
-def parallel(*, platform: str, slots_text: str, cores: int, methods: list[str], command: list[str],
+def parallel(*, platform: str, slots_text: str, cores: int, methods: list[str], command: Command,
              run_dir: Path, cpusets: str = "", baselines: dict[str, str] | None = None,
-             calibrate: bool = False) -> list[str]:
+             calibrate: bool = False, stop: Callable[[], None] | None = None) -> list[str]:
     """Check the slots, mark the run parallel in its manifest, run the queue; the failed results."""
     slots = parse_slots(platform, slots_text, cores, cpusets)
     if not methods:
@@ -181,4 +216,4 @@ def parallel(*, platform: str, slots_text: str, cores: int, methods: list[str], 
     update_manifest(run_dir, mode="parallel", calibration=calibrate,
                     slots=[{"gpu": s["slot"], "cpuset": s["cpuset"] or None} if gpu else {"cpuset": s["cpuset"]}
                            for s in slots])
-    return run_queue(slots, jobs, command)
+    return run_queue(slots, jobs, command, stop)

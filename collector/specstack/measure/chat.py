@@ -22,17 +22,36 @@ from specstack.server.runtime import Server
 
 SEED = 42
 CHAT_TEMPLATE_KWARGS = {"enable_thinking": False}
+# A plain-decode server's greedy answers carry their top-2 log-probabilities per position: where a speculative
+# method's greedy answer differs, the report reads how close the baseline's own choice was there (a near tie
+# that a different kernel shape can flip, or a real change). Speculative servers' requests stay as they were.
+TOP_LOGPROBS = 2
 
 def chat_payload(served_model_name: str, prompt: str | None, max_tokens: int, *, temperature: float = 0.0,
-                 seed: int = SEED, messages: list[dict] | None = None) -> dict:
+                 seed: int = SEED, messages: list[dict] | None = None, top_logprobs: int = 0) -> dict:
     # One sequence, no stop strings: the per-request metrics are only complete for n=1 requests that end on
     # EOS or length (a stop string ends them in the frontend, without metrics). Greedy unless a sampled
     # phase asks for a temperature; then each request has its own seed, the same for every method.
     # `messages` (a turn-2 row's whole chat) replaces the one user message made of `prompt`.
-    return {"model": served_model_name, "messages": messages or [{"role": "user", "content": prompt}],
-            "temperature": temperature, "top_p": 1, "seed": seed, "n": 1, "max_tokens": max_tokens,
-            "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
-            "return_token_ids": True}   # the answer's token ids: what the losslessness test compares
+    payload = {"model": served_model_name, "messages": messages or [{"role": "user", "content": prompt}],
+               "temperature": temperature, "top_p": 1, "seed": seed, "n": 1, "max_tokens": max_tokens,
+               "stream": False, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+               "return_token_ids": True}   # the answer's token ids: what the losslessness test compares
+    if top_logprobs:   # tokens named "token_id:<id>", so a position's alternatives are token ids, not strings
+        payload.update(logprobs=True, top_logprobs=top_logprobs, return_tokens_as_token_ids=True)
+    return payload
+
+
+def compact_logprobs(body: dict) -> list[list[list]] | None:
+    """The answer's top log-probabilities as [[token_id, logprob], ...] per position, taken out of the response:
+    vLLM's form spells every token's bytes (about 10x the size), which a dataset's thousands of answers would
+    carry into the bundle for nothing."""
+    choices = body.get("choices") or [{}]
+    content = (choices[0].pop("logprobs", None) or {}).get("content")
+    if content is None:
+        return None
+    return [[[int(t["token"].removeprefix("token_id:")), t["logprob"]] for t in entry.get("top_logprobs") or []]
+            for entry in content]
 
 
 def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]:
@@ -43,10 +62,12 @@ def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]
             for i, row in enumerate(task.acceptance) for k in range(samples)]
 
 
-def send_chat(http: requests.Session, server: Server, row: dict, timeout: float) -> dict:
+def send_chat(http: requests.Session, server: Server, row: dict, timeout: float, *,
+              speculative: bool = True) -> dict:
+    temperature = row.get("temperature", 0.0)
     payload = chat_payload(server.served_model_name, row.get("prompt"), row["max_tokens"],
-                           temperature=row.get("temperature", 0.0), seed=row.get("seed", SEED),
-                           messages=row.get("messages"))
+                           temperature=temperature, seed=row.get("seed", SEED), messages=row.get("messages"),
+                           top_logprobs=TOP_LOGPROBS if not speculative and temperature == 0 else 0)
     record = {"id": row["id"], **{k: row[k] for k in KEPT_FIELDS if k in row}, "request": payload}
     start = time.perf_counter()
     try:
@@ -54,6 +75,8 @@ def send_chat(http: requests.Session, server: Server, row: dict, timeout: float)
         record["http_status"] = r.status_code
         body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"text": r.text}
         record["response"] = body
+        if payload.get("logprobs") and r.status_code == 200:
+            record["top_logprobs"] = compact_logprobs(body)
         if r.status_code != 200:
             record["error"] = f"HTTP {r.status_code}: {str(body)[:300]}"
     except requests.RequestException as e:
@@ -70,8 +93,8 @@ def run_requests(server: Server, rows: list[dict], out_path: Path, *, concurrenc
     by_category = CategorySums()   # a dataset's categories: the same sums, split by request
     with requests.Session() as http, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
             atomic_writer(out_path) as out:
-        for done, record in enumerate(_in_order(pool, lambda row: send_chat(http, server, row, timeout), rows,
-                                                4 * concurrency), start=1):
+        send = lambda row: send_chat(http, server, row, timeout, speculative=speculative)  # noqa: E731
+        for done, record in enumerate(_in_order(pool, send, rows, 4 * concurrency), start=1):
             out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
             events.emit("window.progress", done=done, total=len(rows))
             fields = request_fields(record)

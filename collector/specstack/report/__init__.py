@@ -1,3 +1,4 @@
-"""Reading a finished run: rows computed from the bundle (speed, acceptance, equality, ksweep) with their
-statistics (stats), the report's sections (sections) drawn by two renderers (render), its plots and tidy
-tables (plots, tables), assembled by build; and the console table (console_table)."""
+"""Reading a finished run: rows computed from the bundle (speed, acceptance, equality, ksweep) with the figures of
+figures/ (statistics, equality, K per load, capacity, prefix cache), the report's sections (sections) drawn by two
+renderers (render), its plots and tidy tables (plots, tables), assembled by build; and the console table
+(console_table)."""

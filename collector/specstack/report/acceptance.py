@@ -8,6 +8,7 @@ import json
 from specstack.results import layout
 from specstack.results.records import request_fields
 from specstack.results.reader import MethodData, RunData
+from specstack.results.summary import Acceptance, PhaseFigures, Summary
 
 
 def acceptance_records(md: MethodData, task: str) -> list[dict]:
@@ -24,9 +25,9 @@ def acceptance_records(md: MethodData, task: str) -> list[dict]:
     return out
 
 
-def target_name(summary: dict) -> str:
+def target_name(summary: Summary) -> str:
     """The target model a method ran, short: the last part of its path or hub id ("n/a" when not recorded)."""
-    target = (summary.get("server") or {}).get("target")
+    target = summary.server_facts.target
     return str(target).rstrip("/").rsplit("/", 1)[-1] if target else "n/a"
 
 
@@ -85,33 +86,33 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
     rows, positions, hist_rows = [], [], []
     for md in run.methods.values():
         for task in run.tasks:
-            f = md.tasks.get(task)
+            f = md.task_figures.get(task)
             if f is None:
                 continue
-            drafts = f.get("num_draft_tokens")
+            drafts = f.num_draft_tokens
             no_drafts = not drafts  # None (plain decode) or 0: the ratios are n/a, never 0 %
-            hist = f.get("histogram") if not no_drafts else None
-            per_pos = f.get("per_position") if not no_drafts else None
-            conditional = f.get("per_position_conditional") if not no_drafts else None
-            drafted = f.get("drafted_per_position") or []
+            hist = f.histogram if not no_drafts else None
+            per_pos = f.per_position if not no_drafts else None
+            conditional = f.per_position_conditional if not no_drafts else None
+            drafted = f.drafted_per_position or []
             records = acceptance_records(md, task)
             rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                         "target": target_name(md.summary), "k": md.k, "comparable": md.comparable,
+                         "target": target_name(md.record), "k": md.k, "comparable": md.comparable,
                          "server_contradicted": bool(md.server_contradictions),
-                         "acceptance_rate": None if no_drafts else f.get("acceptance_rate"),
-                         "mean_acceptance_length": None if no_drafts else f.get("mean_acceptance_length"),
-                         "no_accept_share": None if no_drafts else f.get("no_accept_share"),
-                         "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
-                         "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
+                         "acceptance_rate": None if no_drafts else f.acceptance_rate,
+                         "mean_acceptance_length": None if no_drafts else f.mean_acceptance_length,
+                         "no_accept_share": None if no_drafts else f.no_accept_share,
+                         "num_spec_steps": f.num_spec_steps, "num_draft_tokens": drafts,
+                         "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
                          "histogram": None if hist is None else json.dumps(hist),
                          "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
                          "per_position_conditional": None if conditional is None else json.dumps(
                              [None if x is None else round(x, 6) for x in conditional]),
-                         "requests": f.get("requests"), "distinct_outputs": distinct_outputs(records),
-                         "completion_tokens": f.get("completion_tokens"),
+                         "requests": f.requests, "distinct_outputs": distinct_outputs(records),
+                         "completion_tokens": f.completion_tokens,
                          "failed_requests": sum(1 for r in records if r["error"]),
                          "accepted_past_end": None if no_drafts else accepted_past_end(records),
-                         "finish_reasons": json.dumps(f.get("finish_reasons") or {}, sort_keys=True)})
+                         "finish_reasons": json.dumps(f.finish_reasons or {}, sort_keys=True)})
             for p, rate in enumerate(per_pos or []):
                 positions.append({"method": md.name, "task": task, "position": p, "rate": rate,
                                   "conditional_rate": conditional[p] if conditional and p < len(conditional) else None,
@@ -129,39 +130,39 @@ def sampled_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
         for task in run.tasks:
-            f = md.tasks.get(task) or {}
-            for key, s in sorted((f.get("sampled") or {}).items(), key=lambda kv: kv[1].get("temperature") or 0):
-                drafts = s.get("num_draft_tokens")
+            f = md.figures(task)
+            for s in f.sampled_phases:
+                drafts = s.num_draft_tokens
                 rows.append({"method": md.name, "label": md.display_name, "task": task,
-                             "temperature": s.get("temperature"), "status": s.get("status"), "k": md.k,
-                             "acceptance_rate": s.get("acceptance_rate") if drafts else None,
-                             "mean_acceptance_length": s.get("mean_acceptance_length") if drafts else None,
-                             "greedy_acceptance_rate": f.get("acceptance_rate") if f.get("num_draft_tokens") else None,
-                             "greedy_mean_acceptance_length": f.get("mean_acceptance_length")
-                             if f.get("num_draft_tokens") else None,
-                             "no_accept_share": s.get("no_accept_share") if drafts else None,
-                             "num_spec_steps": s.get("num_spec_steps"), "num_draft_tokens": drafts,
-                             "num_accepted_draft_tokens": s.get("num_accepted_draft_tokens"),
-                             "histogram": json.dumps(s["histogram"]) if drafts and s.get("histogram") else None})
+                             "temperature": s.temperature, "status": s.status, "k": md.k,
+                             "acceptance_rate": s.acceptance_rate if drafts else None,
+                             "mean_acceptance_length": s.mean_acceptance_length if drafts else None,
+                             "greedy_acceptance_rate": f.acceptance_rate if f.drafted else None,
+                             "greedy_mean_acceptance_length": f.mean_acceptance_length if f.drafted else None,
+                             "no_accept_share": s.no_accept_share if drafts else None,
+                             "num_spec_steps": s.num_spec_steps, "num_draft_tokens": drafts,
+                             "num_accepted_draft_tokens": s.num_accepted_draft_tokens,
+                             "histogram": json.dumps(s.histogram) if drafts and s.histogram else None})
     return rows
 
 
-def _window_figures(f: dict) -> dict:
+def _window_figures(f: Acceptance) -> dict:
     """A window's acceptance as the tidy tables keep it; ratios only where something was drafted (n/a, not 0 %)."""
-    drafts = f.get("num_draft_tokens")
-    return {"acceptance_rate": f.get("acceptance_rate") if drafts else None,
-            "mean_acceptance_length": f.get("mean_acceptance_length") if drafts else None,
-            "no_accept_share": f.get("no_accept_share") if drafts else None,
-            "num_spec_steps": f.get("num_spec_steps"), "num_draft_tokens": drafts,
-            "num_accepted_draft_tokens": f.get("num_accepted_draft_tokens"),
-            "histogram": json.dumps(f["histogram"]) if drafts and f.get("histogram") else None}
+    drafts = f.num_draft_tokens
+    return {"acceptance_rate": f.acceptance_rate if drafts else None,
+            "mean_acceptance_length": f.mean_acceptance_length if drafts else None,
+            "no_accept_share": f.no_accept_share if drafts else None,
+            "num_spec_steps": f.num_spec_steps, "num_draft_tokens": drafts,
+            "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
+            "histogram": json.dumps(f.histogram) if drafts and f.histogram else None}
 
 
-def _category_row(md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: dict) -> dict:
-    drafts = c.get("num_draft_tokens")
-    per_pos, conditional = c.get("per_position"), c.get("per_position_conditional")
+def _category_row(md: MethodData, task: str, phase: str, temperature: float | None, category: str,
+                  c: Acceptance) -> dict:
+    drafts = c.num_draft_tokens
+    per_pos, conditional = c.per_position, c.per_position_conditional
     return {"method": md.name, "label": md.display_name, "task": task, "phase": phase, "temperature": temperature,
-            "category": category, "k": md.k, "requests": c.get("requests"), **_window_figures(c),
+            "category": category, "k": md.k, "requests": c.requests, **_window_figures(c),
             "per_position": json.dumps([round(x, 6) for x in per_pos]) if drafts and per_pos else None,
             "per_position_conditional": json.dumps([None if x is None else round(x, 6) for x in conditional])
             if drafts and conditional else None}
@@ -173,22 +174,25 @@ def category_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
         for task in run.tasks:
-            f = md.tasks.get(task) or {}
-            for category, c in (f.get("categories") or {}).items():
+            f = md.figures(task)
+            for category, c in f.category_figures.items():
                 rows.append(_category_row(md, task, "greedy", 0.0, category, c))
-            for s in sorted((f.get("sampled") or {}).values(), key=lambda s: s.get("temperature") or 0):
-                for category, c in (s.get("categories") or {}).items():
-                    rows.append(_category_row(md, task, f"t{s['temperature']:g}", s["temperature"], category, c))
-            for category, c in (((f.get("turns") or {}).get("2") or {}).get("categories") or {}).items():
+            for s in f.sampled_phases:
+                for category, c in s.category_figures.items():
+                    rows.append(_category_row(md, task, f"t{s.temperature:g}", s.temperature, category, c))
+            for category, c in (f.turn2 or PhaseFigures()).category_figures.items():
                 rows.append(_category_row(md, task, "turn2", 0.0, category, c))
     return rows
 
 
-def _turn_row(md: MethodData, task: str, turn: int, f: dict) -> dict:
+def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict:
+    """Turn 1 is the task's greedy window (no status, nothing left out, no input of its own); turn 2 a phase."""
+    phase = f if isinstance(f, PhaseFigures) else PhaseFigures(status="ok", left_out=0)
     return {"method": md.name, "label": md.display_name, "task": task, "turn": turn, "k": md.k,
-            "status": f.get("status", "ok"), "requests": f.get("requests"), "left_out": f.get("left_out", 0),
-            **_window_figures(f), "completion_tokens": f.get("completion_tokens"),
-            "answers_from": f.get("answers_from"), "input_sha256": f.get("sha256")}
+            "status": phase.status if "status" not in phase.absent else "ok", "requests": f.requests,
+            "left_out": phase.left_out if "left_out" not in phase.absent else 0,
+            **_window_figures(f), "completion_tokens": f.completion_tokens,
+            "answers_from": phase.answers_from, "input_sha256": phase.sha256}
 
 
 def turn_rows(run: RunData) -> list[dict]:
@@ -197,8 +201,8 @@ def turn_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
         for task in run.tasks:
-            f = md.tasks.get(task) or {}
-            second = (f.get("turns") or {}).get("2")
-            if second:
+            f = md.figures(task)
+            second = f.turn2
+            if second is not None:
                 rows += [_turn_row(md, task, 1, f), _turn_row(md, task, 2, second)]
     return rows

@@ -10,17 +10,17 @@ its summary). Definitions (also printed at the end of the report):
 - TPOT/ITL/TTFT/E2EL of a cell = the bench percentile of that repeat; over repeats the report shows the median.
 - TPOT speedup = median over repeats of baseline p50 TPOT / median over repeats of method p50 TPOT.
 - Throughput speedup = median method output tok/s / median baseline output tok/s.
-- 95 % interval: percentile bootstrap over repeats (report.stats.bootstrap_ratio, fixed seed).
+- 95 % interval: percentile bootstrap over repeats (figures.stats.bootstrap_ratio, fixed seed).
 - Output equality uses only the acceptance phase (greedy, no stop strings), never the fixed-length perf outputs.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.report import crosscheck, load, load_view, plots, sections
-from specstack.report import stats as st
+from specstack.figures import stats as st
+from specstack.report.contents import Report
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
@@ -33,67 +33,31 @@ from specstack.results import archive
 from specstack.results.files import atomic_write_bytes, atomic_write_text
 from specstack.results import layout
 from specstack.results.reader import RunData, load_run
-
-
-@dataclass
-class Report:
-    run: RunData
-    methods: list[dict]
-    cells: list[dict]
-    speed: list[dict]
-    crossover: list[dict]
-    acceptance: list[dict]
-    positions: list[dict]
-    histogram: list[dict]
-    equality: list[dict]
-    equality_summary: list[dict]
-    ksweep: list[dict]
-    sampled: list[dict] = field(default_factory=list)   # acceptance per temperature (--temperatures)
-    lossless: list[dict] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
-    categories: list[dict] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
-    prefix_cache: list[dict] = field(default_factory=list)  # hit rate per method × task × phase (--prefix-caching)
-    turns: list[dict] = field(default_factory=list)   # acceptance per turn (--turns 2)
-    k_per_load: list[dict] = field(default_factory=list)  # the best K per concurrency band (report/k_per_load.py)
-    rates: list[dict] = field(default_factory=list)   # speed rows of the open-loop cells (--rates, report/load.py)
-    rate_crossover: list[dict] = field(default_factory=list)
-    frontier: list[dict] = field(default_factory=list)  # per-user vs system speed, every cell
-    capacity: list[dict] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
-    plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
-    plot_captions: dict[str, str] = field(default_factory=dict)
-
-    def tables(self) -> dict[str, list[dict]]:
-        return {"methods": self.methods, "bench_cells": self.cells, "speed": self.speed,
-                "crossover": self.crossover, "acceptance": self.acceptance, "acceptance_positions": self.positions,
-                "acceptance_histogram": self.histogram, "equality_requests": self.equality,
-                "equality_summary": self.equality_summary, "ksweep": self.ksweep, "acceptance_sampled": self.sampled,
-                "lossless": self.lossless, "acceptance_by_category": self.categories,
-                "prefix_cache": self.prefix_cache,
-                "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load, "load_speed": self.rates,
-                "load_crossover": self.rate_crossover, "frontier": self.frontier, "capacity": self.capacity}
+from specstack.results.summary import PrometheusView, Server, Summary, given
 
 
 def method_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
-        server = md.summary.get("server") or {}
+        server = md.record.server_facts
         base = run.methods.get(md.baseline or "")
-        base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
+        base_kv = base.record.server_facts.kv_cache_tokens if base else None
         rows.append({"method": md.name, "label": md.display_name, "status": "ok", "baseline": md.baseline,
                      "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
                      "server_contradictions": "; ".join(md.server_contradictions) or None,
-                     "k": md.k, "speculative_config": json.dumps(md.summary.get("speculative_config"), sort_keys=True)
+                     "k": md.k, "speculative_config": json.dumps(md.record.speculative_config, sort_keys=True)
                      if md.speculative else None,
-                     "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)
-                     if md.summary.get("spec_override") else None,
-                     "target": server.get("target"), "model_runner": server.get("model_runner"),
+                     "spec_override": json.dumps(md.record.spec_override, sort_keys=True)
+                     if md.record.spec_override else None,
+                     "target": server.target, "model_runner": server.model_runner,
                      "model_runner_basis": _basis(server, "model_runner"),
-                     "async_scheduling": server.get("async_scheduling"),
+                     "async_scheduling": server.async_scheduling,
                      "async_scheduling_basis": _basis(server, "async_scheduling"),
-                     "kv_cache_tokens": server.get("kv_cache_tokens"),
-                     "kv_cache_loss": st.kv_loss(server.get("kv_cache_tokens"), base_kv) if md.baseline else None,
-                     "crosscheck_ok": (md.summary.get("crosscheck") or {}).get("ok"),
-                     "crosscheck_kinds": crosscheck.label(md.summary),
-                     "prometheus_view": _prometheus_view(md.summary),
+                     "kv_cache_tokens": server.kv_cache_tokens,
+                     "kv_cache_loss": st.kv_loss(server.kv_cache_tokens, base_kv) if md.baseline else None,
+                     "crosscheck_ok": md.record.crosscheck.ok if md.record.crosscheck else None,
+                     "crosscheck_kinds": crosscheck.label(md.record),
+                     "prometheus_view": _prometheus_view(md.record),
                      "error": None, "folder": md.path.name})
     for f in run.failed:
         rows.append({"method": f.name, "label": f.name,
@@ -108,11 +72,11 @@ def method_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def _basis(server: dict, fact: str) -> str | None:
+def _basis(server: Server, fact: str) -> str | None:
     """How the server fact is known (server/provenance.py: observed, inferred, asked); None: not recorded."""
-    if server.get(fact) is None:
+    if getattr(server, fact) is None:
         return None
-    return ((server.get("evidence") or {}).get(fact) or {}).get("basis")
+    return server.basis(fact)
 
 
 def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,
@@ -139,16 +103,16 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     return report
 
 
-def _prometheus_view(summary: dict) -> str | None:
+def _prometheus_view(summary: Summary) -> str | None:
     """Which of the two views a method's figures rest on: the collector's direct /metrics diff always;
     Prometheus's only when the run was given one, and then whether it answered."""
-    view = summary.get("prometheus_view") or {}
-    status = view.get("status", "not collected")
+    view = summary.prometheus_view or PrometheusView.from_json({})
+    status = given(view, "status", "not collected")
     if status == "not collected":
         return "not collected (direct diff only)"
     if status == "pending":
         return "not checked (the run stopped before the check); direct diff stands"
-    missing = {t: v.get("reason") for t, v in view.get("tasks", {}).items() if v.get("status") != "ok"}
+    missing = view.missing
     if not missing:
         return "ok"
     return "MISSING for " + ", ".join(f"{t} ({r})" for t, r in missing.items()) + "; direct diff stands"
@@ -173,3 +137,16 @@ def _write_report(run_dir: Path, tokenizers: Tokenizers | None, tokenizer: str |
     title = bl[0][1]
     atomic_write_text(run_dir / layout.REPORT_HTML, render_html(bl, rep.plots, title))
     return atomic_write_text(run_dir / layout.REPORT_MD, render_markdown(bl))
+
+
+def gain_summary(run_dir: Path) -> list[dict]:
+    """Where the gain stops, per method family, task and concurrency (from the report's K sweep table)."""
+    rep = build(run_dir, with_plots=False)
+    seen, out = set(), []
+    for r in rep.ksweep:
+        key = (r["family"], r["task"], r["concurrency"])
+        if key not in seen:
+            seen.add(key)
+            out.append({"method": r["family"], "task": r["task"], "concurrency": r["concurrency"],
+                        "gain_stops_at_k": r["gain_stops_at_k"]})
+    return out

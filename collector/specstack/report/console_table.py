@@ -3,6 +3,7 @@ of the same target. Ratios are computed from the bundle's summaries, nothing els
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from itertools import dropwhile
 from pathlib import Path
 
@@ -14,17 +15,25 @@ from specstack.report import crosscheck, prefix_cache
 from specstack.report.acceptance import (acceptance_records, answers_by_target, distinct_outputs, finish_by_target,
                                          pooled, target_name)
 from specstack.report.format import num, pct
-from specstack.report.stats import MIN_REPEATS, drafting_share, tokens_per_pass
+from specstack.figures.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
 from specstack.results.layout import TABLES_FILE
-from specstack.results.reader import closed_loop, display_name, load_run
+from specstack.results.reader import display_name, load_run
+from specstack.results.summary import Acceptance, BenchCell, CrossCheck, Summary, TaskFigures, given
 
 
-def summaries_of(run) -> tuple[dict[str, dict], list]:
+def summaries_of(run) -> tuple[dict[str, Summary], list]:
     """The run's results as the one bundle reader chose them (never a `.failed-` or `.replaced-` attempt beside a
     good one), baselines first; and the failed methods that have no good result."""
-    return {name: md.summary for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
+    return {name: md.record for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
+
+
+Summaries = Mapping[str, Summary | dict]   # the tables take records, or summaries as JSON (Summary.of)
+
+
+def _records(summaries: Summaries) -> dict[str, Summary]:
+    return {name: Summary.of(s) for name, s in summaries.items()}
 
 
 def _histogram(hist: list[int] | None) -> str:
@@ -36,64 +45,70 @@ def _histogram(hist: list[int] | None) -> str:
     return "[" + ", ".join(head + ([f"0×{zeros}"] if zeros > 1 else ["0"] * zeros)) + "]"
 
 
-def _throughput(summary: dict, task: str) -> dict[int, float]:
+def _throughput(summary: Summary, task: str) -> dict[int, float]:
     """Output tokens/s per concurrency (median over repeats)."""
     by_c: dict[int, list[float]] = {}
-    for cell in summary["tasks"].get(task, {}).get("bench", []):
-        if cell.get("output_throughput") is not None and closed_loop(cell):   # open-loop cells: the report
-            by_c.setdefault(cell["concurrency"], []).append(cell["output_throughput"])
+    for cell in _figures(summary, task).cells:
+        if cell.output_throughput is not None and cell.closed_loop:   # open-loop cells: the report
+            by_c.setdefault(cell.concurrency, []).append(cell.output_throughput)
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
 
 
-def stalled_concurrencies(summary: dict, task: str) -> set[int]:
+def _figures(summary: Summary, task: str) -> TaskFigures:
+    return summary.task_figures.get(task) or TaskFigures()
+
+
+def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
     """Concurrencies at which a repeat stalled (measure/per_request.py, from the summary's copy of bench's
     per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another."""
-    by_c = _cells_by_concurrency(summary["tasks"].get(task) or {})
-    serial = [c_.get("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.get("mean_e2el_ms")]
+    by_c = _cells_by_concurrency(_figures(Summary.of(summary), task))
+    serial = [c_.figure("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.figure("mean_e2el_ms")]
     serial_mean = sorted(serial)[len(serial) // 2] if serial else None
     return {c for c, cells in by_c.items()
-            if any((c_.get("per_request") or {}).get("stall")
-                   or per_request.slower_than_serial(c_.get("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+            if any((c_.per_request or {}).get("stall")
+                   or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
 
 
-def bench_acceptance(summary: dict, task: str) -> str:
+def bench_acceptance(summary: Summary | dict, task: str) -> str:
     """The perf phase's own acceptance, pooled over the task's closed-loop bench cells (64-token --ignore-eos
     answers, not the acceptance phase's): bench's acceptance length per verify step, then tokens per target pass
     over every decode pass and the share of passes that drafted. ngram's 2.83 per verify step can be 1.69 per
     pass (37 % drafted): only the per-pass figure compares with a drafter that drafts on every pass."""
-    cells = [c_ for c_ in _cells_by_concurrency(summary["tasks"].get(task) or {}).values() for c_ in c_]
-    drafts = sum(int(c_.get("spec_decode_num_drafts") or 0) for c_ in cells)
+    cells = [c_ for c_ in _cells_by_concurrency(_figures(Summary.of(summary), task)).values() for c_ in c_]
+    drafts = sum(int(c_.figure("spec_decode_num_drafts") or 0) for c_ in cells)
     if not drafts:
         return "n/a"
-    accepted = sum(int(c_.get("spec_decode_accepted_tokens") or 0) for c_ in cells)
-    decode = sum(int(c_["total_output_tokens"]) - int(c_["completed"]) for c_ in cells
-                 if c_.get("total_output_tokens") is not None and c_.get("completed") is not None)
+    accepted = sum(int(c_.figure("spec_decode_accepted_tokens") or 0) for c_ in cells)
+    decode = sum(int(c_.total_output_tokens) - int(c_.completed) for c_ in cells
+                 if c_.total_output_tokens is not None and c_.completed is not None)
     per_pass, share = tokens_per_pass(decode, drafts, accepted), drafting_share(decode, drafts, accepted)
     return f"{1 + accepted / drafts:.2f} · {num(per_pass)}/pass ({pct(share, 0)} drafted)"
 
 
-def _cells_by_concurrency(task: dict) -> dict[int, list]:
-    by_c: dict[int, list] = {}
-    for cell in filter(closed_loop, task.get("bench") or []):
-        by_c.setdefault(cell.get("concurrency"), []).append(cell)
+def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]]:
+    by_c: dict[int | None, list[BenchCell]] = {}
+    for cell in task.cells:
+        if cell.closed_loop:
+            by_c.setdefault(cell.concurrency, []).append(cell)
     return by_c
 
 
-def crosscheck_label(summary: dict) -> str:
-    cc = summary.get("crosscheck") or {}
-    if summary.get("status") != "ok" and not cc:
+def crosscheck_label(summary: Summary | dict) -> str:
+    summary = Summary.of(summary)
+    cc = summary.crosscheck or CrossCheck.from_json({})
+    if summary.status != "ok" and not cc.to_json():
         return "[red]failed[/]"
-    if cc.get("ok"):
+    if cc.ok:
         # the count split by kind (report/crosscheck.py): the independent identities first, the rest apart
-        return f"[green]exact: {crosscheck.short_label(summary)}[/]" if cc.get("checks") else "[dim]n/a (no drafts)[/]"
-    return f"[red]MISMATCH ({len(cc.get('mismatches', []))})[/]"
+        return f"[green]exact: {crosscheck.short_label(summary)}[/]" if cc.checks else "[dim]n/a (no drafts)[/]"
+    return f"[red]MISMATCH ({len(given(cc, 'mismatches', []))})[/]"
 
 
-def ended(summaries: dict[str, dict], task: str) -> str:
+def ended(summaries: Summaries, task: str) -> str:
     """How the task's acceptance answers ended, per target model (two targets' answers are never pooled):
     "length 96, stop 16 (7 methods × 16 answers, pooled)", or "tiny-qwen3: length 80 (5 methods × 16 answers,
     pooled); tiny-mimo: length 16, stop 16 (2 methods × 16 answers, pooled)"."""
-    items = [(target_name(s), (s["tasks"].get(task) or {}).get("finish_reasons")) for s in summaries.values()]
+    items = [(target_name(s), _figures(s, task).finish_reasons) for s in _records(summaries).values()]
     by_target, answers = finish_by_target(items), answers_by_target(items)
 
     def text(target: str, counts: dict[str, int]) -> str:
@@ -115,10 +130,11 @@ def distinct_answers(run, task: str) -> dict[str, str]:
     return out
 
 
-def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | None = None) -> Table:
+def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None = None) -> Table:
     """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers)."""
-    concurrencies = sorted({c for s in summaries.values() for c in _throughput(s, task)})
-    table = Table(title=f"task: {task} (acceptance answers ended by: {ended(summaries, task)})",
+    records = _records(summaries)
+    concurrencies = sorted({c for s in records.values() for c in _throughput(s, task)})
+    table = Table(title=f"task: {task} (acceptance answers ended by: {ended(records, task)})",
                   title_justify="left")
     columns = ("method", "vs") + (("answers",) if answers is not None else ()) + (
         "acceptance rate", "mean acc. length", "histogram", "bench: acc. length · tokens/pass", "cross-check")
@@ -126,9 +142,9 @@ def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | 
         table.add_column(col)
     for c in concurrencies:
         table.add_column(f"out tok/s c={c} (× base)", justify="right")
-    for name, s in summaries.items():
-        figures = s["tasks"].get(task, {})
-        base = summaries.get(s.get("baseline_method") or "")
+    for name, s in records.items():
+        figures = _figures(s, task)
+        base = records.get(s.baseline_method or "")
         base_tp = _throughput(base, task) if base else {}
         mine = _throughput(s, task)
         stalled = stalled_concurrencies(s, task) | (stalled_concurrencies(base, task) if base else set())
@@ -137,23 +153,23 @@ def task_table(summaries: dict[str, dict], task: str, answers: dict[str, str] | 
             tp = mine.get(c)
             ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
             cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
-        status = "" if s["status"] == "ok" else " [red](failed)[/]"
-        table.add_row(display_name(name, s) + status, s.get("baseline_method") or "-",
+        status = "" if s.status == "ok" else " [red](failed)[/]"
+        table.add_row(display_name(name, s) + status, s.baseline_method or "-",
                       *([answers.get(name, "n/a")] if answers is not None else []),
-                      pct(figures.get("acceptance_rate")),
-                      num(figures.get("mean_acceptance_length")),
-                      _histogram(figures.get("histogram")), bench_acceptance(s, task),
+                      pct(figures.acceptance_rate),
+                      num(figures.mean_acceptance_length),
+                      _histogram(figures.histogram), bench_acceptance(s, task),
                       crosscheck_label(s), *cells)
     return table
 
 
-def _rate_and_length(figures: dict) -> str:
-    if not figures.get("num_draft_tokens"):
+def _rate_and_length(figures: Acceptance | None) -> str:
+    if figures is None or not figures.drafted:
         return "n/a"
-    return f"{pct(figures.get('acceptance_rate'))} · {num(figures.get('mean_acceptance_length'))}"
+    return f"{pct(figures.acceptance_rate)} · {num(figures.mean_acceptance_length)}"
 
 
-def _per_method_table(title: str, first: str, summaries: dict[str, dict]) -> Table:
+def _per_method_table(title: str, first: str, summaries: dict[str, Summary]) -> Table:
     """A row label, its requests, then one column per method."""
     table = Table(title=title, title_justify="left")
     table.add_column(first)
@@ -163,40 +179,43 @@ def _per_method_table(title: str, first: str, summaries: dict[str, dict]) -> Tab
     return table
 
 
-def category_table(summaries: dict[str, dict], task: str) -> Table | None:
+def category_table(summaries: Summaries, task: str) -> Table | None:
     """Acceptance per dataset category (rate · mean length), one column per method; the last row is the task's
     total, which the categories sum to and which equals the counter deltas (the "Σ_category" checks)."""
-    per_method = {name: (s["tasks"].get(task) or {}) for name, s in summaries.items()}
-    categories = list(dict.fromkeys(c for f in per_method.values() for c in (f.get("categories") or {})))
+    records = _records(summaries)
+    per_method = {name: _figures(s, task) for name, s in records.items()}
+    categories = list(dict.fromkeys(c for f in per_method.values() for c in f.category_figures))
     if not categories:
         return None
-    table = _per_method_table(f"{task} by category: acceptance rate · mean length", "category", summaries)
-    first = next(f for f in per_method.values() if f.get("categories"))
+    table = _per_method_table(f"{task} by category: acceptance rate · mean length", "category", records)
+    first = next(f for f in per_method.values() if f.categories)
     for c in categories:
-        table.add_row(c, str((first["categories"].get(c) or {}).get("requests", "n/a")),
-                      *[_rate_and_length((f.get("categories") or {}).get(c) or {}) for f in per_method.values()])
-    table.add_row("[bold]all (the task)[/]", str(first.get("requests")),
+        mine = first.category_figures.get(c)
+        table.add_row(c, str("n/a" if mine is None else given(mine, "requests", "n/a")),
+                      *[_rate_and_length(f.category_figures.get(c)) for f in per_method.values()])
+    table.add_row("[bold]all (the task)[/]", str(first.requests),
                   *[_rate_and_length(f) for f in per_method.values()])
     return table
 
 
-def turn_table(summaries: dict[str, dict], task: str) -> Table | None:
+def turn_table(summaries: Summaries, task: str) -> Table | None:
     """Acceptance per turn (--turns 2), rate · mean length per method: turn 1 (the task), turn 2 (on the
     baseline's turn-1 answers), then turn 2 by category."""
-    per_method = {name: (s["tasks"].get(task) or {}) for name, s in summaries.items()}
-    seconds = {name: ((f.get("turns") or {}).get("2") or {}) for name, f in per_method.items()}
-    first = next((t for t in seconds.values() if t), None)
+    records = _records(summaries)
+    per_method = {name: _figures(s, task) for name, s in records.items()}
+    seconds = {name: f.turn2 for name, f in per_method.items()}
+    first = next((t for t in seconds.values() if t is not None), None)
     if first is None:
         return None
-    table = _per_method_table(f"{task} per turn: acceptance rate · mean length", "turn", summaries)
-    table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).get("requests")),
+    table = _per_method_table(f"{task} per turn: acceptance rate · mean length", "turn", records)
+    table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).requests),
                   *[_rate_and_length(f) for f in per_method.values()])
     # rows with no second turn are not in turn 2: say how many
-    table.add_row(f"turn 2 ({first.get('left_out', 0)} left out)", str(first.get("requests")),
+    table.add_row(f"turn 2 ({given(first, 'left_out', 0)} left out)", str(first.requests),
                   *[_rate_and_length(t) for t in seconds.values()])
-    for c, figures in (first.get("categories") or {}).items():
-        table.add_row(f"turn 2 · {c}", str(figures.get("requests")),
-                      *[_rate_and_length((t.get("categories") or {}).get(c) or {}) for t in seconds.values()])
+    for c, figures in first.category_figures.items():
+        table.add_row(f"turn 2 · {c}", str(figures.requests),
+                      *[_rate_and_length(None if t is None else t.category_figures.get(c)) for t in seconds.values()])
     return table
 
 
@@ -217,7 +236,7 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
     summaries, failed = summaries_of(run)
-    tasks = sorted({t for s in summaries.values() for t in s["tasks"]}, key=lambda t: (t != "code", t))
+    tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t != "code", t))
     for task in tasks:
         console.print(task_table(summaries, task, distinct_answers(run, task)))
         by_category = category_table(summaries, task)
@@ -243,11 +262,11 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
                   "delta; compl. = completeness, bench's answer and token counts against the server's; same-ctr = "
                   "bench's spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
                   "against itself; 0=0 = trivial; warm-up = the warm-up window, no measured request.")
-    if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s["tasks"]):
+    if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s.task_figures):
         console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
                       "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
                       "ratio rest on a stall (report.md: the speed table's note names it).")
-    repeats = max((len(v) for s in summaries.values() for t in s["tasks"].values()
+    repeats = max((len(v) for s in summaries.values() for t in s.task_figures.values()
                    for v in _cells_by_concurrency(t).values()), default=0)
     if repeats < MIN_REPEATS:
         console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "

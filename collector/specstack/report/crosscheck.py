@@ -4,6 +4,8 @@ are 0 = 0, the warm-up window's checks are about no measured request, and a base
 completeness only. Each check is put in one kind, read from the summary as it is (any bundle)."""
 from __future__ import annotations
 
+from specstack.results.summary import Summary, Window
+
 INDEPENDENT = "independent"     # a per-request figure from the responses against a /metrics delta of the window
 COMPLETENESS = "completeness"   # bench's own count of answers / tokens against the server's counters
 SAME_COUNTERS = "same counters"  # bench's spec_decode_* fields: bench read the same /metrics counters itself
@@ -14,13 +16,13 @@ WARMUP = "warm-up"              # the warm-up window: no measured request in it
 KINDS = (INDEPENDENT, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
 
 
-def kind(window: dict, check: dict) -> str:
+def kind(window: Window, check: dict) -> str:
     """The kind of one check of one window (the order decides: a 0 = 0 is trivial in any window, the warm-up's
     included, so the warm-up count holds only the warm-up's checks that could have failed)."""
     name = check.get("name") or ""
     if check.get("expected") == 0 and check.get("actual") == 0:
         return TRIVIAL
-    if window.get("phase") == "warmup":
+    if window.phase == "warmup":
         return WARMUP
     if name.startswith("bench spec_decode_") or name.startswith("bench per-position rate"):
         return SAME_COUNTERS
@@ -31,16 +33,16 @@ def kind(window: dict, check: dict) -> str:
     return INDEPENDENT
 
 
-def counts(summary: dict) -> dict[str, int]:
+def counts(summary: Summary | dict) -> dict[str, int]:
     """Checks per kind over every window of a method, in KINDS order (kinds with none included as 0)."""
     out = dict.fromkeys(KINDS, 0)
-    for w in summary.get("windows") or []:
-        for c in w.get("checks") or []:
+    for w in Summary.of(summary).window_list:
+        for c in w.checks or []:
             out[kind(w, c)] += 1
     return out
 
 
-def label(summary: dict) -> str:
+def label(summary: Summary | dict) -> str:
     """"exact: 40 independent (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)"; the
     independent ones first, the rest apart. A baseline says "completeness only"."""
     by = counts(summary)
@@ -53,7 +55,7 @@ def label(summary: dict) -> str:
 SHORT = {COMPLETENESS: "compl.", SAME_COUNTERS: "same-ctr", INTERNAL: "internal", TRIVIAL: "0=0", WARMUP: "warm-up"}
 
 
-def short_label(summary: dict) -> str:
+def short_label(summary: Summary | dict) -> str:
     """The console's form of `label`, in words short enough for a narrow column: "26 indep. + 12 compl.,
     28 same-ctr, 2 internal, 14 warm-up" (the legend under the table spells them out)."""
     by = counts(summary)

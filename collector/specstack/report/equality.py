@@ -1,10 +1,12 @@
 """Output equality against the baseline (acceptance phase only): per request, equal or the first diverging
-index in target-tokenizer tokens (characters when the tokenizer cannot be loaded)."""
+index in target-tokenizer tokens (characters when the tokenizer cannot be loaded); the comparison of two
+outputs itself is figures/equality.py."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from specstack.report import stats as st
+from specstack.figures import stats as st
+from specstack.figures.equality import compare_texts, divergence_at_baseline, not_compared
 from specstack.report.acceptance import acceptance_records, distinct_outputs
 from specstack.results.reader import MethodData, RunData
 
@@ -37,34 +39,9 @@ def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[object | N
     return tok, "token", path
 
 
-def not_compared(a: dict, b: dict | None, missing: str) -> str | None:
-    """Why two acceptance records of one request id are not compared (None: they are). `missing` says which
-    side lacks the id, in the caller's words (the baseline, run B)."""
-    if b is None:
-        return missing
-    if a["error"] or b["error"]:
-        return "failed request: " + "; ".join(x for x in (a["error"], b["error"]) if x)
-    if a["text"] is None or b["text"] is None:
-        return "no text in a response"
-    if a["messages"] != b["messages"]:
-        return "different prompts under the same id; not compared"
-    return None
-
-
 def tokenizer_path(md: MethodData) -> str | None:
-    server = md.summary.get("server") or {}
-    return server.get("root_model") or server.get("target")
-
-
-def compare_texts(a: str, b: str, tokenizer=None) -> dict:
-    """Equality and first divergence of two outputs; token index when a tokenizer is given."""
-    if a == b:
-        return {"equal": True, "first_token_divergence": None, "first_char_divergence": None}
-    out = {"equal": False, "first_char_divergence": st.first_divergence(a, b), "first_token_divergence": None}
-    if tokenizer is not None:
-        out["first_token_divergence"] = st.first_divergence(tokenizer.encode(a, add_special_tokens=False),
-                                                            tokenizer.encode(b, add_special_tokens=False))
-    return out
+    server = md.record.server_facts
+    return server.root_model or server.target
 
 
 def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
@@ -78,14 +55,14 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
             continue
         base = run.methods.get(md.baseline)
         for task in run.tasks:
-            if task not in md.tasks:
+            if task not in md.task_figures:
                 continue
             s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
                  "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
                  "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
                  "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
-                 "first_divergence_min": None, "first_divergence_median": None, "unit": None, "tokenizer": None,
-                 "note": None}
+                 "first_divergence_min": None, "first_divergence_median": None, "near_ties": None,
+                 "unit": None, "tokenizer": None, "note": None}
             if base is None:
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
@@ -97,7 +74,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
             # how many different answers the verdict rests on, on each side (16 equal answers of 3 kinds are 3)
             s["distinct_outputs"], s["baseline_distinct_outputs"] = distinct_outputs(mine), \
                 distinct_outputs(list(theirs.values()))
-            divergences = []
+            divergences, kinds = [], []
             for a in mine:
                 b = theirs.get(a["id"])
                 s["requests"] += 1
@@ -107,6 +84,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                        "baseline_finish_reason": b["finish_reason"] if b else None,
                        "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
                        "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
+                       "divergence_gap_nats": None, "divergence_kind": None,
                        "note": not_compared(a, b, "no baseline response with this id")}
                 if row["note"] is None:
                     row.update(compare_texts(a["text"], b["text"], tok))
@@ -116,9 +94,14 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                     idx = row["first_token_divergence"] if tok is not None else row["first_char_divergence"]
                     if idx is not None:
                         divergences.append(idx)
+                        at = divergence_at_baseline(a["token_ids"], b["token_ids"], b["top_logprobs"])
+                        row["divergence_gap_nats"], row["divergence_kind"] = at["gap_nats"], at["kind"]
+                        kinds.append(at["kind"])
                 rows.append(row)
             s["equal_rate"] = s["equal"] / s["compared"] if s["compared"] else None
             s["first_divergence_min"] = min(divergences) if divergences else None
             s["first_divergence_median"] = st.median(divergences)
+            # near ties among the divergences, where the baseline's log-probabilities say (None: none says)
+            s["near_ties"] = sum(k == "near tie" for k in kinds) if any(kinds) else None
             summary.append(s)
     return rows, summary

@@ -10,7 +10,7 @@ from specstack.report.verdicts import label as _label
 from specstack.results.reader import load_text
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 
 def _slo_text(slo: str) -> str:

@@ -1,5 +1,5 @@
 """The K sweep section: the variants `<method>-k<K>` of one method family side by side, the smallest K
-beyond which TPOT stops improving, and the best K per load (report/k_per_load.py) with the run of its schedule
+beyond which TPOT stops improving, and the best K per load (figures/k_per_load.py) with the run of its schedule
 (`<method>-kload`, sweep-k --k-per-load) beside the best fixed K and the baseline."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from specstack.report import k_per_load as kpl
-from specstack.report import stats as st
+from specstack.figures import k_per_load as kpl
+from specstack.figures import stats as st
 from specstack.report.format import num, pct, times
 from specstack.report.speed import bench_cells
 from specstack.results.reader import MethodData, RunData
@@ -19,15 +19,15 @@ _K_SUFFIX = re.compile(r"^(?P<base>.+)-k(?P<k>\d+)$")
 def k_family(md: MethodData) -> str:
     """The method a K variant belongs to: summary["base_method"] when run.py records it, else the folder
     name without a `-k<K>` suffix."""
-    if md.summary.get("base_method"):
-        return md.summary["base_method"]
+    if md.record.base_method:
+        return md.record.base_method
     m = _K_SUFFIX.match(md.name)
     return m.group("base") if m else md.name
 
 
 def schedule_of(md: MethodData) -> list | None:
     """The per-batch-size K schedule a method ran with (sweep-k --k-per-load's `<method>-kload`), else None."""
-    return (md.summary.get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size")
+    return (md.record.speculative_config or {}).get("num_speculative_tokens_per_batch_size")
 
 
 def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
@@ -57,15 +57,15 @@ def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
                               and x["concurrency"] == c), None)
                     if r is None:
                         continue
-                    acc = (md.tasks.get(task) or {})
+                    acc = md.figures(task)
                     tpot_by_k[k] = r["tpot_p50_ms"]
                     entries.append({"family": fam, "task": task, "concurrency": c, "k": k, "method": md.name,
                                     "tpot_p50_ms": r["tpot_p50_ms"], "baseline_tpot_p50_ms": r["baseline_tpot_p50_ms"],
                                     "tpot_speedup": r["tpot_speedup"], "output_throughput": r["output_throughput"],
                                     "bench_acceptance_length": r["bench_acceptance_length"],
-                                    "acceptance_phase_mean_length": acc.get("mean_acceptance_length")
-                                    if acc.get("num_draft_tokens") else None,
-                                    "spec_override": json.dumps(md.summary.get("spec_override"), sort_keys=True)})
+                                    "acceptance_phase_mean_length": acc.mean_acceptance_length
+                                    if acc.drafted else None,
+                                    "spec_override": json.dumps(md.record.spec_override, sort_keys=True)})
                 if len(tpot_by_k) < 2:
                     continue
                 stop = st.gain_stop(tpot_by_k)
@@ -76,20 +76,6 @@ def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
                     e["gain_note"] = note
                 rows.extend(entries)
     return rows
-
-
-def gain_summary(run_dir: Path) -> list[dict]:
-    """Where the gain stops, per method family, task and concurrency (from the report's K sweep table)."""
-    from specstack.report.build import build  # the report builds on this module
-    rep = build(run_dir, with_plots=False)
-    seen, out = set(), []
-    for r in rep.ksweep:
-        key = (r["family"], r["task"], r["concurrency"])
-        if key not in seen:
-            seen.add(key)
-            out.append({"method": r["family"], "task": r["task"], "concurrency": r["concurrency"],
-                        "gain_stops_at_k": r["gain_stops_at_k"]})
-    return out
 
 
 # --- K per load ----------------------------------------------------------------------------------------

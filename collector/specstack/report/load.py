@@ -1,5 +1,5 @@
 """The report's load figures: speed against the baseline per offered rate (the open-loop cells, --rates), the
-crossover in rate, the capacity at the SLO (--capacity, runs/capacity.py), and the frontier of per-user speed
+crossover in rate, the capacity at the SLO (--capacity, figures/capacity.py), and the frontier of per-user speed
 against system throughput over every cell, closed and open loop.
 
 Frontier point (one per method × task × cell, medians over repeats): system tok/s = bench's output throughput;
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 
-from specstack.report import stats as st
+from specstack.figures import stats as st
+from specstack.figures import capacity
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
-from specstack.runs import capacity
 
 TTFT_QUEUE_FACTOR = 3.0
 LITTLE_TOLERANCE = 0.25
@@ -149,18 +149,17 @@ def capacity_rows(run: RunData) -> list[dict]:
     """--capacity: per method × task the highest rate meeting the SLO (a bracket), and its ratio to the
     baseline's with the interval both brackets allow."""
     found = {(md.name, task): (md, c) for md in run.methods.values()
-             for task, c in (((md.summary.get("load") or {}).get("tasks") or {}).items())
-             if c.get("capacity")}
+             for task, c in md.record.load_figures.task_loads.items() if c.capacity}
     rows = []
     for (name, task), (md, entry) in sorted(found.items()):
-        cap = entry["capacity"]
+        cap = entry.capacity or {}
         base = found.get((md.baseline or "", task))
-        ratio = capacity.ratio(cap, base[1]["capacity"] if base else None) if md.baseline else None
+        ratio = capacity.ratio(cap, base[1].capacity if base else None) if md.baseline else None
         rows.append({"method": name, "label": md.display_name, "baseline": md.baseline, "task": task,
                      "share": cap.get("share"), "slo": json.dumps(cap.get("slo")), "kind": cap["kind"],
                      "capacity_req_s": cap.get("rate"), "fails_at_req_s": cap.get("bound"),
                      "resolution": cap.get("resolution"), "probes": len(cap.get("probes") or []),
-                     "rates_from": entry.get("rates_from"), "text": cap.get("text"),
+                     "rates_from": entry.rates_from, "text": cap.get("text"),
                      "capacity_speedup": (ratio or {}).get("point"), "capacity_speedup_low": (ratio or {}).get("low"),
                      "capacity_speedup_high": (ratio or {}).get("high")})
     return rows

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
-from specstack.report.plots import _png, plt, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
+from specstack.report.plots import (plt, png_bytes, safe_name, speedup_caption, speedup_series,
+                                    speedup_vs_concurrency)
 from specstack.report.verdicts import label as _label
 from specstack.results.layout import REPORT_DIR
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 
 def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str]) -> bytes:
@@ -41,7 +42,7 @@ def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str])
     ax.set_ylabel("system output tok/s")
     if ax.lines:
         ax.legend(fontsize=7)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def make_plots(rep: Report) -> None:
@@ -106,11 +107,11 @@ def load_section(rep: Report) -> list[tuple]:
 
 
 def _how_offered(rep: Report) -> str:
-    how = sorted({entry.get("rates_from") or "--rates" for md in rep.run.methods.values()
-                  for entry in ((md.summary.get("load") or {}).get("tasks") or {}).values()})
-    burst = {(md.summary.get("load") or {}).get("burstiness") for md in rep.run.methods.values()} - {None}
+    how = sorted({entry.rates_from or "--rates" for md in rep.run.methods.values()
+                  for entry in md.record.load_figures.task_loads.values()})
+    burst = {md.record.load_figures.burstiness for md in rep.run.methods.values()} - {None}
     shape = ", ".join("Poisson arrivals" if b == 1 else f"Gamma arrivals, burstiness {b:g}" for b in sorted(burst))
-    caps = {(md.summary.get("load") or {}).get("max_concurrency") for md in rep.run.methods.values()} - {None}
+    caps = {md.record.load_figures.max_concurrency for md in rep.run.methods.values()} - {None}
     cap = f"at most {', '.join(str(c) for c in sorted(caps))} requests in flight (--rates-max-concurrency)" if caps \
         else "no cap on requests in flight"
     return (f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with {cap}, the "

@@ -120,8 +120,8 @@ ENGINE_BIASED = "engine sampler biased on this platform (probe)"
 def engine_sampler(md: MethodData) -> str:
     """What the engine sampler probe said where this method ran (runs/sampler_probe.py): 'biased', 'exact',
     'not run' (an attached server, or a run from before the probe) or 'error'."""
-    probe = md.summary.get("sampler_probe") or {}
-    return {"fail": "biased", "pass": "exact"}.get(probe.get("verdict"), probe.get("verdict") or "not run")
+    verdict = md.record.sampler_probe.verdict if md.record.sampler_probe else None
+    return {"fail": "biased", "pass": "exact"}.get(verdict or "", verdict or "not run")
 
 
 def labelled_verdict(verdict: str, flagged: int, engine: str) -> str:
@@ -146,10 +146,10 @@ def lossless_rows(run: RunData) -> list[dict]:
         if base is None:
             continue
         for task in run.tasks:
-            mine = (md.tasks.get(task) or {}).get("sampled") or {}
-            theirs = (base.tasks.get(task) or {}).get("sampled") or {}
+            mine = md.figures(task).sampled or {}
+            theirs = base.figures(task).sampled or {}
             for key in sorted(mine.keys() & theirs.keys(), key=float):
-                t = mine[key]["temperature"]
+                t = mine[key].temperature
                 a, b = independent_samples(sampled_records(base, task, t), sampled_records(md, task, t))
                 out = compare_samples(a, b)
                 per_prompt = [len(v) for side in (a, b) for v in side.values()]   # answered samples a side

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from specstack.report.format import num, pct, times
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 
 def _is_gpu(slot: dict) -> bool:
@@ -62,7 +62,7 @@ def _calibrations(rep: Report) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for name, md in rep.run.methods.items():
         if not md.baseline:
-            groups.setdefault(md.summary.get("base_method") or name, []).append(name)
+            groups.setdefault(md.record.base_method or name, []).append(name)
     return {b: sorted(names, key=lambda n: (n != b, len(n), n)) for b, names in groups.items() if len(names) > 1}
 
 

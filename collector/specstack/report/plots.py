@@ -11,17 +11,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-from specstack.report import stats as st  # noqa: E402
+from specstack.figures import stats as st  # noqa: E402
 from specstack.results.layout import REPORT_DIR  # noqa: E402
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 DPI = 100
 BLUE, ORANGE, GREY = "#3274d9", "#e8743b", "#888888"
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig) -> bytes:
     buf = io.BytesIO()
     try:
         fig.tight_layout()
@@ -31,7 +31,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _no_data(ax, text: str) -> None:
+def no_data(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=16, color=GREY, transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -49,7 +49,7 @@ def acceptance_by_position(method: str, per_task: dict[str, list[float] | None],
     for ax, (title, ylabel, series) in zip(axes[0], panels):
         ax.set_title(f"Acceptance by draft position, {title}: {method}", fontsize=9)
         _position_bars(ax, series, ylabel)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 NOT_DRAFTED = "not drafted (no step drafted that far)"
@@ -59,7 +59,7 @@ NOT_DRAFTED_Y = 0.04   # where the marker sits: clear of the axis, below any lab
 def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: str) -> None:
     tasks = [t for t, v in per_task.items() if v]
     if not tasks:
-        _no_data(ax, "n/a (no drafts)")
+        no_data(ax, "n/a (no drafts)")
         return
     k = max(len(per_task[t]) for t in tasks)
     width = 0.8 / len(tasks)
@@ -95,8 +95,8 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     ax.set_title(f"Accepted drafts per verify step: {method}, {task}", fontsize=10)
     total = sum(hist) if hist else 0
     if not total:
-        _no_data(ax, "n/a (no drafts)")
-        return _png(fig)
+        no_data(ax, "n/a (no drafts)")
+        return png_bytes(fig)
     shares = [h / total for h in hist]
     bars = ax.bar(range(len(hist)), shares, color=BLUE)
     if len(hist) <= 10:
@@ -105,7 +105,7 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     ax.set_xlabel("accepted drafts in the step (j)")
     ax.set_ylabel(f"share of {total} steps")
     ax.set_ylim(0, min(1.1, max(shares) * 1.2 + 0.05))
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, list[tuple]]]:
@@ -194,7 +194,7 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
         ax.set_xlabel(xlabel)
         ax.set_ylabel("speedup × (log scale)")
         ax.legend(fontsize=7)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot: dict[int, float | None],
@@ -233,7 +233,7 @@ def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot:
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 # --- the report's set of plots ---------------------------------------------------------------------
@@ -246,10 +246,9 @@ def make_all(rep: Report) -> None:
     run = rep.run
     spec = [md for md in run.methods.values() if md.speculative]
     for md in spec:
-        per_task = {t: (md.tasks.get(t) or {}).get("per_position") if (md.tasks.get(t) or {}).get("num_draft_tokens")
-                    else None for t in run.tasks if t in md.tasks}
-        conditional = {t: (md.tasks.get(t) or {}).get("per_position_conditional") if per_task.get(t) else None
-                       for t in per_task}
+        per_task = {t: md.figures(t).per_position if md.figures(t).drafted else None
+                    for t in run.tasks if t in md.task_figures}
+        conditional = {t: md.figures(t).per_position_conditional if per_task.get(t) else None for t in per_task}
         name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
         rep.plots[name] = acceptance_by_position(md.name, per_task, conditional)
         never = any(v is None for c in conditional.values() if c for v in c)   # where the plot draws its ×
@@ -260,11 +259,11 @@ def make_all(rep: Report) -> None:
                                                                 if never else "")
                                                     if any(conditional.values()) else ""))
         for t in run.tasks:
-            f = md.tasks.get(t)
+            f = md.task_figures.get(t)
             if f is None:
                 continue
             name = f"{REPORT_DIR}/histogram_{safe_name(md.name)}_{safe_name(t)}.png"
-            rep.plots[name] = histogram(md.name, t, f.get("histogram") if f.get("num_draft_tokens") else None)
+            rep.plots[name] = histogram(md.name, t, f.histogram if f.drafted else None)
             rep.plot_captions[name] = f"Accepted drafts per verify step, {md.name}, {t} (pooled over requests)"
     for t in run.tasks:
         series = speedup_series(rep.speed, t, "concurrency")

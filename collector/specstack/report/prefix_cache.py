@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from specstack.figures.prefix_cache import enabled, pooled
 from specstack.report.format import num, pct
-from specstack.results.reader import RunData, closed_loop, load_text
-from specstack.runs.prefix_cache import enabled, pooled
+from specstack.results.reader import RunData
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 UNKNOWN = {"queries": None, "hits": None, "hit_rate": None}
 
 
 def _row(md, task: str, phase: str, figures: dict, concurrency=None, temperature=None) -> dict:
     return {"method": md.name, "label": md.display_name, "task": task, "phase": phase, "concurrency": concurrency,
-            "temperature": temperature, "caching": enabled(md.summary), **{k: figures.get(k) for k in UNKNOWN}}
+            "temperature": temperature, "caching": enabled(md.record), **{k: figures.get(k) for k in UNKNOWN}}
 
 
 def prefix_cache_rows(run: RunData) -> list[dict]:
@@ -28,16 +28,16 @@ def prefix_cache_rows(run: RunData) -> list[dict]:
     rows = []
     for md in run.methods.values():
         for task in run.tasks:
-            f = md.tasks.get(task) or {}
-            rows.append(_row(md, task, "acceptance", f.get("prefix_cache") or UNKNOWN))
-            for s in sorted((f.get("sampled") or {}).values(), key=lambda s: s.get("temperature") or 0):
-                rows.append(_row(md, task, f"t{s['temperature']:g}", s.get("prefix_cache") or UNKNOWN,
-                                 temperature=s["temperature"]))
+            f = md.figures(task)
+            rows.append(_row(md, task, "acceptance", f.prefix_cache or UNKNOWN))
+            for s in f.sampled_phases:
+                rows.append(_row(md, task, f"t{s.temperature:g}", s.prefix_cache or UNKNOWN,
+                                 temperature=s.temperature))
             by_c: dict = {}
-            for cell in f.get("bench") or []:   # closed loop by concurrency, then open loop by rate
-                key = (0, cell.get("concurrency"), "bench") if closed_loop(cell) else \
-                    (1, cell.get("request_rate"), f"bench {load_text(cell)}")
-                by_c.setdefault(key, []).append(cell.get("prefix_cache") or UNKNOWN)
+            for cell in f.cells:   # closed loop by concurrency, then open loop by rate
+                key = (0, cell.concurrency, "bench") if cell.closed_loop else \
+                    (1, cell.request_rate, f"bench {cell.load_text}")
+                by_c.setdefault(key, []).append(cell.prefix_cache or UNKNOWN)
             rows += [_row(md, task, phase, pooled(parts), concurrency=c if not kind else None)
                      for (kind, c, phase), parts in sorted(by_c.items())]
     return rows

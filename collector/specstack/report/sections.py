@@ -6,7 +6,8 @@ import json
 from typing import TYPE_CHECKING
 
 from specstack.measure import per_request
-from specstack.report import stats as st
+from specstack.figures import stats as st
+from specstack.figures.equality import NEAR_TIE_NATS
 from specstack.report.format import interval, num, over_repeats, pct, times
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.goodput import goodput_table
@@ -20,7 +21,7 @@ from specstack.report.speed import PERCENTILES
 from specstack.report.verdicts import label as _label, verdict
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 
 def _pcts(row: dict, m: str) -> str:
@@ -76,8 +77,8 @@ def header(rep: Report) -> list[tuple]:
     man = run.manifest
     wl = man.get("workload") or {}
     out: list[tuple] = [("h1", f"specstack report: run {man.get('run_id') or run.run_dir.name}")]
-    vllm = next((md.summary.get("server", {}).get("vllm_version") for md in run.methods.values()
-                 if (md.summary.get("server") or {}).get("vllm_version")), None)
+    vllm = next((md.record.server_facts.vllm_version for md in run.methods.values()
+                 if md.record.server_facts.vllm_version), None)
     out.append(("p", f"Model set {man.get('model_set', 'n/a')}, platform {man.get('platform', 'n/a')}, vLLM "
                      f"{vllm or 'n/a'}, git {man.get('git_commit', 'n/a')}. Workload: tasks "
                      f"{', '.join(wl.get('tasks') or run.tasks)}; {wl.get('num_prompts', 'n/a')} prompts per bench "
@@ -389,14 +390,14 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
     if eqs:
         out.append(("h3", "Output equality against the baseline (acceptance phase only)"))
         out.append(("table", ["method", "vs", "compared", "distinct answers (method / baseline)", "equal",
-                              "equal rate", "finish_reason differs", "first divergence (min / median)", "unit",
-                              "note"],
+                              "equal rate", "finish_reason differs", "first divergence (min / median)",
+                              "near ties at the divergence", "unit", "note"],
                     [[_label(r), r["baseline"], r["compared"],
                       f"{num(r.get('distinct_outputs'), 0)} / {num(r.get('baseline_distinct_outputs'), 0)}",
                       r["equal"], pct(r["equal_rate"]),
                       r["finish_reason_differs"],
                       f"{num(r.get('first_divergence_min'), 0)} / {num(r.get('first_divergence_median'), 1)}",
-                      r["unit"] or "n/a", r["note"] or ""]
+                      _near_ties(r), r["unit"] or "n/a", r["note"] or ""]
                      for r in eqs]))
         tok = sorted({r["tokenizer"] for r in eqs if r["tokenizer"]})
         if tok:   # which tokenizer the indices count in (--tokenizer, or the target the bundle recorded)
@@ -406,13 +407,32 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
             out.append(("p", "Requests whose output differs from the baseline's (all others are identical):"))
             out.append(("table", ["method", "request id", "first diverging index", "unit",
                                   "finish_reason (method / baseline)", "completion tokens (method / baseline)",
-                                  "note"],
+                                  "baseline's log-prob gap there (nats)", "note"],
                         [[r["method"], r["id"],
                           num(r["first_token_divergence" if r["unit"] == "token" else "first_char_divergence"], 0),
                           r["unit"], f"{r['finish_reason']} / {r['baseline_finish_reason']}",
                           f"{num(r['completion_tokens'], 0)} / {num(r['baseline_completion_tokens'], 0)}",
-                          r["note"] or ""] for r in diffs]))
+                          _gap(r), r["note"] or ""] for r in diffs]))
+            out.append(("p", "The baseline's log-prob gap: at the first token where the answers differ, the "
+                             "baseline's log-probability of its own token minus that of the method's (both from "
+                             "the baseline's top-2, recorded with its greedy answers). A near tie (gap <= "
+                             f"{NEAR_TIE_NATS} nats, about a bf16 logit's rounding) can flip when the target "
+                             "computes the same position in a batch of another shape, as a speculative verify "
+                             "step does; a larger gap is a change the method made."))
     return out
+
+
+def _near_ties(r: dict) -> str:
+    """How many of the divergences were near ties at the baseline ("n/a": no divergence, or no log-probs)."""
+    diverged = r["compared"] - r["equal"]
+    return "n/a" if not diverged or r.get("near_ties") is None else f"{r['near_ties']} of {diverged}"
+
+
+def _gap(r: dict) -> str:
+    kind = r.get("divergence_kind")
+    if kind is None:
+        return "n/a"
+    return f"{r['divergence_gap_nats']:.3f} ({kind})" if r.get("divergence_gap_nats") is not None else kind
 
 
 def images(rep: Report, *prefixes: str) -> list[tuple]:

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from specstack.measure import per_request
-from specstack.report import stats as st
-from specstack.results import layout
+from specstack.figures import stats as st
+from specstack.figures.host_load import host_load_per_core
 from specstack.results.reader import MethodData, RunData, load_text
+from specstack.results.summary import BenchCell, Window
 from specstack.report.format import over_repeats
 
 METRICS = ("tpot", "itl", "ttft", "e2el")
@@ -27,30 +28,25 @@ def _load_json(path: Path) -> dict | None:
 LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open-loop ones by request rate
 
 
-def _window(cell: dict) -> str | None:
-    """The cell's window name, `bench/<cell>` (a merged session's file is `../<method>-s<i>/bench/<cell>.json`)."""
-    return layout.bench_window(layout.bench_cell(cell["file"])) if cell.get("file") else None
-
-
-def _counter(summary: dict, cell: dict, name: str) -> float | None:
-    for w in summary.get("windows") or []:
+def _counter(windows: list[Window], cell: BenchCell, name: str) -> float | None:
+    for w in windows:
         # sessions share window names: the repeat (a merged session's index) tells them apart
-        if w.get("name") == _window(cell) and w.get("repeat") == cell.get("repeat"):
-            return ((w.get("counters") or {}).get("counters") or {}).get(name)
+        if w.name == cell.window and w.repeat == cell.repeat:
+            return ((w.counters or {}).get("counters") or {}).get(name)
     return None
 
 
 def bench_cells(md: MethodData, task: str) -> list[dict]:
     """One row per bench repeat, read from the raw bench JSON (the summary's copy if the file is gone)."""
     rows = []
-    for cell in (md.tasks.get(task) or {}).get("bench") or []:
-        raw = _load_json(md.path / cell["file"]) if cell.get("file") else None
-        src = raw if raw is not None else cell
-        c, r = cell.get("concurrency"), cell.get("repeat")
-        row = {"method": md.name, "task": task, "load": cell.get("load") or "concurrency", "concurrency": c,
-               "request_rate": cell.get("request_rate"), "repeat": r, "session": cell.get("session"),
-               "status": cell.get("status"),
-               "file": cell.get("file"), "source": "bench json" if raw is not None else "summary",
+    for cell in md.figures(task).cells:
+        raw = _load_json(md.path / cell.file) if cell.file else None
+        src = raw if raw is not None else cell.to_json()   # bench's figures under bench's names, either way
+        c, r = cell.concurrency, cell.repeat
+        row = {"method": md.name, "task": task, "load": cell.load or "concurrency", "concurrency": c,
+               "request_rate": cell.request_rate, "repeat": r, "session": cell.session,
+               "status": cell.status,
+               "file": cell.file, "source": "bench json" if raw is not None else "summary",
                "completed": src.get("completed"), "failed": src.get("failed"),
                "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
                "output_throughput": src.get("output_throughput"),
@@ -76,9 +72,9 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                                                            row["spec_decode_accepted_tokens"])
         row["drafting_share"] = st.drafting_share(decode, row["spec_decode_num_drafts"],
                                                   row["spec_decode_accepted_tokens"])
-        row["preemptions"] = _counter(md.summary, cell, PREEMPTIONS)
-        _per_request(row, per_request.cell_figures(raw, c) if raw is not None else cell.get("per_request"))
-        row.update(_goodput(cell.get("goodput")))
+        row["preemptions"] = _counter(md.record.window_list, cell, PREEMPTIONS)
+        _per_request(row, per_request.cell_figures(raw, c) if raw is not None else cell.per_request)
+        row.update(_goodput(cell.goodput))
         rows.append(row)
     _slower_than_serial(rows)
     return rows
@@ -151,7 +147,7 @@ def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, floa
 
 
 def _sessions(md: MethodData | None) -> bool:
-    return md is not None and md.replication.get("design") == "sessions"
+    return md is not None and md.replication.design == "sessions"
 
 
 def _ratio(md: MethodData, base: MethodData | None, num: list[dict], den: list[dict], key: str) -> st.Interval:
@@ -215,16 +211,6 @@ def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
     if tput.has_interval and tput.low > 1.0:
         return "helped"
     return "faster per token only"
-
-
-def _host_load(summary: dict, cells: list[dict]) -> float | None:
-    """Highest 1-minute load average per core seen at the bench windows of the cell (None: not recorded)."""
-    loads, names = [], {_window(c) for c in cells}
-    for w in summary.get("windows") or []:
-        load = w.get("host_load") or {}
-        if w.get("name") in names and load.get("cores"):
-            loads += [v / load["cores"] for v in (load.get("open"), load.get("close")) if v is not None]
-    return max(loads, default=None)
 
 
 def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
@@ -390,8 +376,9 @@ def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, cells: l
                     base_cells: list[dict]) -> None:
     """The busiest host seen at the cell's bench windows, on both sides: a verdict measured while something
     else competed for the CPU is marked, never silently trusted (None: not recorded, not 0)."""
-    row["host_load_per_core"] = _host_load(md.summary, cells)
-    row["baseline_host_load_per_core"] = _host_load(base.summary, base_cells) if md.baseline and base else None
+    row["host_load_per_core"] = host_load_per_core(md.record.window_list, cells)
+    row["baseline_host_load_per_core"] = (host_load_per_core(base.record.window_list, base_cells)
+                                          if md.baseline and base else None)
     row["host_busy"] = st.host_busy(row["host_load_per_core"], row["baseline_host_load_per_core"])
 
 
@@ -432,8 +419,8 @@ def _bursts(cells: list[dict]) -> str:
 
 
 def _kv_and_failures(row: dict, md: MethodData, base: MethodData | None, cells: list[dict]) -> None:
-    kv = (md.summary.get("server") or {}).get("kv_cache_tokens")
-    base_kv = ((base.summary.get("server") or {}).get("kv_cache_tokens")) if base else None
+    kv = md.record.server_facts.kv_cache_tokens
+    base_kv = base.record.server_facts.kv_cache_tokens if base else None
     row["preemptions"] = _sum(cells, "preemptions")
     row["failed_requests"] = _sum(cells, "failed")
     row["kv_cache_tokens"] = kv

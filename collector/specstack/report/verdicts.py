@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstack.report import stats as st
+from specstack.figures import stats as st
 from specstack.report.format import interval, over_repeats, times
 
 if TYPE_CHECKING:
-    from specstack.report.build import Report
+    from specstack.report.contents import Report
 
 
 # The marks a method's name carries in every table, and what each means (the verdict legend).

@@ -4,24 +4,26 @@ A method's files go to a staging folder that becomes `<method>/` only when the r
 becomes `<method>.failed-<time>/`, so it never overwrites (or looks like) a good result. The one reader of
 what is written here is `results.reader`; both share the schema names below. A summary is written only here:
 staged with its folder (MethodBundle.write_summary), and rewritten in place after publication by
-rewrite_summary (Prometheus's view, checked in the background by runs/monitoring.py).
+rewrite_summary (Prometheus's view, checked in the background by runs/monitoring.py); both take the typed record
+(results/summary.py) and write its JSON.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstack.errors import UserError
 from specstack.results import layout
-from specstack.results.files import atomic_write_json, atomic_write_text, fsync_dir
+from specstack.results.files import atomic_write_json, atomic_write_text, folder_locked, fsync_dir
 from specstack.results.layout import SAMPLER_PROBE_FILE as SAMPLER_PROBE_FILE, SUMMARY_FILE   # re-exported
+
+if TYPE_CHECKING:   # host/ (the host's plain python3) imports this module: the standard-library-only list stays
+    from specstack.results.summary import Summary
 
 SUMMARY_SCHEMA = "specstack.summary/3"
 MANIFEST_SCHEMA = "specstack.manifest/1"
@@ -51,8 +53,8 @@ class MethodBundle:
     def write_text(self, rel: str, text: str) -> Path:
         return atomic_write_text(self.path(rel), text)
 
-    def write_summary(self, summary: dict) -> Path:
-        return self.write_json(SUMMARY_FILE, summary)
+    def write_summary(self, summary: Summary) -> Path:
+        return self.write_json(SUMMARY_FILE, summary.to_json())
 
     def finalize(self, ok: bool) -> Path:
         """Publish the staged folder: as `<method>/` if ok, else as `<method>.failed-<time>/`."""
@@ -71,23 +73,10 @@ class MethodBundle:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
-def rewrite_summary(method_dir: Path, summary: dict) -> Path:
+def rewrite_summary(method_dir: Path, summary: Summary) -> Path:
     """Replace the summary of a method folder already published, atomically (a reader sees the old file or the
     new one, never half of either): for what is learned after publication."""
-    return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary)
-
-
-@contextlib.contextmanager
-def _run_dir_locked(run_dir: Path):
-    """An exclusive flock on the run folder itself (no lock file in the bundle): parallel collectors (make sweep
-    GPUS=..., each its own container on the same bind mount) update one manifest, one at a time."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)   # closing the last descriptor releases the lock
+    return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary.to_json())
 
 
 def update_manifest(run_dir: Path, **fields) -> dict:
@@ -95,7 +84,7 @@ def update_manifest(run_dir: Path, **fields) -> dict:
     `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)
     path = run_dir / layout.MANIFEST
-    with _run_dir_locked(run_dir):
+    with folder_locked(run_dir):   # parallel collectors update one manifest
         manifest: dict[str, Any] = (json.loads(path.read_text()) if path.exists()
                                     else {"schema": MANIFEST_SCHEMA, "methods": {}})
         methods = fields.pop("methods", None) or {}

@@ -3,10 +3,12 @@ a full disk never leaves a half-written summary, record file or Prometheus targe
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from specstack.errors import UserError
 
@@ -62,3 +64,16 @@ def check_writable(folder: Path) -> None:
     except OSError as e:
         raise UserError(f"results folder {folder} is not writable ({e.strerror}); pass --results DIR "
                         "pointing at a writable folder") from None
+
+
+@contextlib.contextmanager
+def folder_locked(folder: Path) -> Iterator[None]:
+    """An exclusive flock on a folder itself (made if missing; no lock file left in it): parallel writers (make
+    sweep GPUS=..., each collector its own container on one bind mount; two Slurm submits of one run) take turns."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the last descriptor releases the lock

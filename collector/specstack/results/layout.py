@@ -16,6 +16,9 @@ REPORT_DIR = "report"             # `specstack report`: its plots and report/tab
 REPORT_TABLES_DIR = f"{REPORT_DIR}/tables"   # the report's tidy tables, one .csv and one .parquet each
 INPUTS_DIR = "inputs"             # the workload files the run measured (built-in tasks, datasets, turn-2 chats)
 HOST_DIR = "host-provenance"      # what `make` wrote on the host per result: image digests, server logs, pods
+SLURM_DIR = ".slurm"              # `specstack slurm submit`: its scripts, plans, job ids and the tasks' logs (a
+                                  # dot folder: the reader, the archive and SHA256SUMS pass over it)
+SLURM_SUBMISSIONS = f"{SLURM_DIR}/submissions.json"   # every submit's job ids and methods, in order
 NOT_METHODS = (INPUTS_DIR, HOST_DIR, REPORT_DIR)   # the run folder's folders that are no method's result
 FAILED_MARK = ".failed-"          # <method>.failed-<time>/: a failed attempt, listed, never used as data
 REPLACED_MARK = ".replaced-"      # <method>.replaced-<time>/: the result --force replaced, kept, ignored
@@ -83,6 +86,7 @@ def host_container_log(method: str, container: str) -> str:
 SUMMARY_FILE = "summary.json"     # the method's figures and verdict (bundle.MethodBundle.write_summary)
 SAMPLER_PROBE_FILE = "sampler-probe.json"   # the engine sampler probe's full verdict (runs/sampler_probe.py)
 SERVER_LOG = "server.log"         # the server's log, on every runtime that has one
+PACKAGES_FILE = "provenance/packages.txt"   # `pip freeze` of the collector that measured (reproduce's drift check)
 WARMUP_RECORDS = "warmup.jsonl"   # the warm-up requests' records
 METHOD_TABLES_DIR = "tables"      # per-method tidy tables: requests, windows, checks, bench (.csv)
 BENCH_DIR = "bench"               # one bench cell each: <cell>.json (bench's result), .log, .cmd
@@ -144,3 +148,15 @@ def bench_window(cell: str) -> str:
 def snapshot(window: str, edge: str) -> str:
     """The server's /metrics at one edge (before, after) of a window, as scraped."""
     return f"snapshots/{window.replace('/', '_')}.{edge}.prom"
+
+
+# --- a comparison's folder (`specstack compare`, `specstack reproduce`): beside the runs, never inside a bundle ---
+COMPARE_MD = "compare.md"
+COMPARE_HTML = "compare.html"     # the same, plots embedded
+COMPARE_JSON = "compare.json"     # every figure, paired, with its verdict
+REPRODUCE_VERDICT = "reproduce.json"   # `specstack reproduce`: reproduced or not, drift and failures
+
+
+def compare_dir(run_a: str, run_b: str) -> str:
+    """The comparison of run A with run B, beside run B (names already made safe for a folder)."""
+    return f"compare-{run_a}-vs-{run_b}"

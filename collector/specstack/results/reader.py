@@ -17,6 +17,7 @@ from pathlib import Path
 from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
+from specstack.results.summary import BenchCell, CrossCheck, Replication, Summary, TaskFigures, Window
 
 _SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
 
@@ -88,16 +89,13 @@ def read_summary(method_dir: Path) -> dict | None:
 
 
 def closed_loop(cell: dict) -> bool:
-    """A closed-loop bench cell (a fixed concurrency, keyed by it); open-loop cells ("rate", and the capacity
-    search's "probe") are keyed by their request rate. A summary older than open-loop cells has only closed ones."""
-    return (cell.get("load") or "concurrency") == "concurrency"
+    """A closed-loop bench cell as JSON (BenchCell.closed_loop)."""
+    return BenchCell.from_json(cell).closed_loop
 
 
 def load_text(cell: dict) -> str:
-    """A bench cell's load in a few characters: "c=4", "0.5 req/s", "0.5 req/s probe"."""
-    if closed_loop(cell):
-        return f"c={cell.get('concurrency')}"
-    return f"{cell['request_rate']:g} req/s" + (" probe" if cell.get("load") == "probe" else "")
+    """A bench cell's load as JSON in a few characters (BenchCell.load_text)."""
+    return BenchCell.from_json(cell).load_text
 
 
 def read_manifest(run_dir: Path) -> dict:
@@ -111,41 +109,49 @@ def read_manifest(run_dir: Path) -> dict:
     return manifest
 
 
-def display_name(method: str, summary: dict) -> str:
+def display_name(method: str, summary: dict | Summary) -> str:
     """The method's label from methods.toml where it has one ("suffix (prompt trees only)"), so a table never
     shows a configuration under a bare name that overstates it; a label always starts with the method's name
     (tests/config), and a variant such as a K-sweep member keeps its own name."""
-    label = summary.get("label")
+    label = summary.label if isinstance(summary, Summary) else summary.get("label")
     return label if label and label.startswith(method + " ") else method
 
 
 @dataclass
 class MethodData:
+    """A method's result: its summary as read (migrated to the current version) and as typed records.
+
+    `record` is the typed summary (results/summary.py), parsed from `summary` once; the readers read it. `summary`
+    is the same JSON as a dict, for tests that build one by hand; nothing changes either after construction."""
     name: str              # folder name = summary["method"]
     path: Path
     summary: dict
+    record: Summary = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.record = Summary.from_json(self.summary)
 
     @property
     def baseline(self) -> str | None:
-        return self.summary.get("baseline_method")
+        return self.record.baseline_method
 
     @property
     def display_name(self) -> str:
-        return display_name(self.name, self.summary)
+        return display_name(self.name, self.record)
 
     @property
     def speculative(self) -> bool:
-        return self.summary.get("speculative_config") is not None
+        return self.record.speculative_config is not None
 
     @property
     def comparable(self) -> bool:
-        return self.summary.get("comparable", True) is not False
+        return self.record.comparable is not False
 
     @property
     def server_contradictions(self) -> list[str]:
         """What an attached server showed against the method asked for, in a run measured anyway
         (--trust-server, runs/method_run.py); [] for every other run."""
-        return list((self.summary.get("server_contradictions") or {}).get("found") or [])
+        return list((self.record.server_contradictions or {}).get("found") or [])
 
     @property
     def contradiction_warning(self) -> str | None:
@@ -153,26 +159,36 @@ class MethodData:
         found = self.server_contradictions
         if not found:
             return None
-        how = "with --trust-server " if self.summary["server_contradictions"].get("trusted") else ""
+        how = "with --trust-server " if (self.record.server_contradictions or {}).get("trusted") else ""
         return (f"⚠ {self.display_name}: measured {how}although the server contradicted the method: "
                 f"{'; '.join(found)}. Its figures are what that server ran, not what {self.name} asks for.")
 
     @property
     def k(self) -> int | None:
-        return (self.summary.get("speculative_config") or {}).get("num_speculative_tokens")
+        return (self.record.speculative_config or {}).get("num_speculative_tokens")
 
     @property
     def tasks(self) -> dict:
+        """Task -> its figures as JSON (task_figures: as records)."""
         return self.summary.get("tasks") or {}
 
     @property
-    def replication(self) -> dict:
-        return self.summary.get("replication") or {"design": "repeats"}
+    def task_figures(self) -> dict[str, TaskFigures]:
+        return self.record.task_figures
+
+    def figures(self, task: str) -> TaskFigures:
+        """A task's figures; an empty record (every figure None) where the method has none for the task."""
+        return self.record.task_figures.get(task) or TaskFigures.from_json({})
+
+    @property
+    def replication(self) -> Replication:
+        """The design its figures rest on ("repeats" where the summary records none)."""
+        return self.record.replication or Replication.from_json({"design": "repeats"})
 
     @property
     def folders(self) -> list[str]:
         """The folders its figures come from: one, or one per server session."""
-        return self.replication.get("folders") or [self.path.name]
+        return self.replication.folders or [self.path.name]
 
 
 @dataclass
@@ -242,8 +258,12 @@ def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
 
 
 def _session_of(md: MethodData) -> str | None:
-    rep = md.summary.get("replication") or {}
-    return rep.get("of") if rep.get("design") == "sessions" else None
+    rep = md.record.replication
+    return rep.of if rep is not None and rep.design == "sessions" else None
+
+
+def _session(md: MethodData) -> int | None:
+    return md.record.replication.session if md.record.replication else None
 
 
 def merge_sessions(methods: dict[str, MethodData]) -> dict[str, MethodData]:
@@ -260,29 +280,31 @@ def merge_sessions(methods: dict[str, MethodData]) -> dict[str, MethodData]:
         else:
             groups.setdefault(of, []).append(md)
     for of, sessions in groups.items():
-        sessions.sort(key=lambda md: md.summary["replication"].get("session") or 0)
-        first = sessions[0]
-        merged = json.loads(json.dumps(first.summary))
-        merged["method"] = of
-        merged["replication"] = {**first.summary["replication"], "session": None,
-                                 "sessions_ok": len(sessions), "folders": [md.path.name for md in sessions]}
-        merged["windows"] = []
-        for task in merged.get("tasks") or {}:
-            merged["tasks"][task]["bench"] = []
+        sessions.sort(key=lambda md: _session(md) or 0)
+        first = sessions[0].record
+        cells: dict[str, list[BenchCell]] = {t: [] for t in first.task_figures}
+        windows: list[Window] = []
         checks, ok = 0, True
         for md in sessions:
-            index = (md.summary["replication"].get("session") or 1) - 1
-            for task, figures in md.tasks.items():
-                for cell in figures.get("bench") or []:
-                    merged["tasks"].setdefault(task, {"bench": []})["bench"].append(
-                        {**cell, "repeat": index, "session": index + 1, "file": f"../{md.path.name}/{cell['file']}"})
-            merged["windows"] += [{**w, "repeat": index, "session": index + 1} if w.get("phase") == "bench" else w
-                                  for w in md.summary.get("windows") or []]
-            cc = md.summary.get("crosscheck") or {}
-            checks += cc.get("checks") or 0
-            ok = ok and bool(cc.get("ok"))
-        merged["crosscheck"] = {**(first.summary.get("crosscheck") or {}), "ok": ok, "checks": checks}
-        out[of] = MethodData(of, first.path, merged)
+            index = (_session(md) or 1) - 1
+            for task, figures in md.task_figures.items():
+                if figures.cells:
+                    cells.setdefault(task, []).extend(
+                        cell.but(repeat=index, session=index + 1, file=f"../{md.path.name}/{cell.file}")
+                        for cell in figures.cells)
+            windows += [w.but(repeat=index, session=index + 1) if w.phase == "bench" else w
+                        for w in md.record.window_list]
+            cc = md.record.crosscheck or CrossCheck.from_json({})
+            checks += cc.checks or 0
+            ok = ok and bool(cc.ok)
+        tasks = {t: first.task_figures.get(t, TaskFigures.from_json({})).but(bench=c) for t, c in cells.items()}
+        # a summary without tasks (none, or null) keeps them as read unless a session has cells to merge in
+        merged = first.but(method=of, **({"tasks": tasks} if first.tasks is not None or tasks else {}),
+                           windows=windows,
+                           replication=(first.replication or Replication.from_json({})).but(
+                               session=None, sessions_ok=len(sessions), folders=[md.path.name for md in sessions]),
+                           crosscheck=(first.crosscheck or CrossCheck.from_json({})).but(ok=ok, checks=checks))
+        out[of] = MethodData(of, sessions[0].path, json.loads(json.dumps(merged.to_json())))
     return out
 
 

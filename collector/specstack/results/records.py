@@ -1,6 +1,7 @@
 """The request records of a method's bundle (`acceptance/<task>.jsonl`, `warmup.jsonl`): one JSON line per
 request as sent and answered (`id`, a dataset row's `category` and `question_id`, `request`, `http_status`,
-`response` or `error`, `seconds`), and the facts the accounting, the tables and the report take from each."""
+`response` or `error`, `seconds`; a plain-decode server's greedy answers also `top_logprobs`, per position
+[[token_id, logprob], ...]), and the facts the accounting, the tables and the report take from each."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ def request_fields(record: dict) -> dict:
     return {"id": record["id"], "text": (choice.get("message") or {}).get("content"),
             "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
             "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
-            "token_ids": choice.get("token_ids"),
+            "token_ids": choice.get("token_ids"), "top_logprobs": record.get("top_logprobs"),
             "seconds": record.get("seconds")}
 
 

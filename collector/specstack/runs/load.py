@@ -1,6 +1,6 @@
 """Load the way production sees it, inside a method run: after a task's closed-loop cells (a fixed number of
 requests in flight), open-loop cells (requests arriving at a rate, Poisson or bursty, no cap on in-flight
-requests), then, with --capacity, the bounded search for the highest rate meeting the SLO (runs/capacity.py).
+requests), then, with --capacity, the bounded search for the highest rate meeting the SLO (figures/capacity.py).
 
 Every open-loop cell is a bench window like the closed-loop ones: the same fixed number of prompts, the same
 cross-checks (completeness, spec counters, goodput against bench's own), the same repeats.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from statistics import median
 
 from specstack.errors import UserError
+from specstack.figures import capacity
 from specstack.measure import bench, goodput
 from specstack.results.bundle import update_manifest
 from specstack.results.reader import read_manifest
-from specstack.runs import capacity
 
 AUTO_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 

@@ -28,6 +28,7 @@ from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manife
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
+from specstack.results.summary import PrometheusView, Replication, Server, Summary
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs import load, prefix_cache, recipe, sampler_probe, turns
@@ -187,20 +188,20 @@ class MethodRun:
         server; on the url runtime what the server was observed to run (None until observed). What the run
         asked for is kept apart, under `asked_for`, and never presented as the server's."""
         plan, native = self.plan, self.opts.runtime == "native"
-        return {"schema": SUMMARY_SCHEMA, "run_id": self.opts.run_id, "method": self.name,
-                "label": plan.get("label"), "base_method": plan["method"],
-                "baseline_method": plan.get("baseline_result") or plan["baseline"], "status": "running",
-                "error": None, "speculative_config": plan["speculative_config"] if native else None,
-                "speculative_config_source": "the plan specstack started" if native else "not observed",
-                "spec_override": self.opts.spec_override, "comparable": not _synthetic(plan), "server": {},
-                "prefix_caching": prefix_cache.setting(plan, self.opts.prefix_caching),
-                "asked_for": {"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
-                              "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
-                              "model_set": plan["model_set"], "speculative_config": plan["speculative_config"],
-                              "spec_override": self.opts.spec_override},
-                "server_contradictions": None,
-                "tasks": {}, "windows": [], "timings": {}, "replication": self.opts.replication(),
-                "prometheus_view": {"status": "not collected", "tasks": {}}}
+        return Summary.make(
+            schema=SUMMARY_SCHEMA, run_id=self.opts.run_id, method=self.name, label=plan.get("label"),
+            base_method=plan["method"], baseline_method=plan.get("baseline_result") or plan["baseline"],
+            status="running", error=None, speculative_config=plan["speculative_config"] if native else None,
+            speculative_config_source="the plan specstack started" if native else "not observed",
+            spec_override=self.opts.spec_override, comparable=not _synthetic(plan), server=Server.make(),
+            prefix_caching=prefix_cache.setting(plan, self.opts.prefix_caching),
+            asked_for={"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
+                       "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
+                       "model_set": plan["model_set"], "speculative_config": plan["speculative_config"],
+                       "spec_override": self.opts.spec_override},
+            server_contradictions=None, tasks={}, windows=[], timings={},
+            replication=Replication.make(**self.opts.replication()),
+            prometheus_view=PrometheusView.make(status="not collected", tasks={})).to_json()   # filled in as it runs
 
     # --- the server and the measured phases --------------------------------------------------------------
 
@@ -209,8 +210,9 @@ class MethodRun:
         if opts.prometheus_targets:
             # Before the server starts: Prometheus discovers the file while vLLM loads (scrapes say up=0
             # until it is ready) and scrapes it from the first interval after ready.
+            labels = {**self.labels, **({"slot": opts.slot} if opts.slot is not None else {})}
             atomic_write_json(opts.prometheus_targets,
-                              [{"targets": [self._server_url().split("://", 1)[-1]], "labels": self.labels}])
+                              [{"targets": [self._server_url().split("://", 1)[-1]], "labels": labels}])
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
@@ -473,15 +475,23 @@ class MethodRun:
                                      runtime=self.opts.runtime, speculative=self.speculative)
         with events.step("verdict and bundle", method=self.name):
             finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
-            bundle.write_text("provenance/packages.txt", "\n".join(provenance.packages()) + "\n")
+            bundle.write_text(layout.PACKAGES_FILE, "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
-            bundle.write_summary(summary)
+            bundle.write_summary(_named(summary))
             published = bundle.finalize(summary["status"] == "ok")
             update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
                                                                "error": summary["error"]}})
         if check_view:
             self.monitoring.check_view_later(summary, published, self.labels)
         return published
+
+
+def _named(summary: dict) -> Summary:
+    """The summary as its record: filled in as JSON while the method ran, every key one the record names."""
+    record = Summary.from_json(summary)
+    if record.extra:
+        raise TypeError(f"the summary holds keys results/summary.py does not name: {', '.join(record.extra)}")
+    return record
 
 
 def _load(path: Path) -> dict:

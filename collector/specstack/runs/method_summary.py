@@ -1,5 +1,6 @@
 """A method's figures and verdict, from its windows and its bundle: per task the acceptance summed over the
-acceptance phase's responses and the bench cells; then whether every cross-check held, and the run's status."""
+acceptance phase's responses and the bench cells; then whether every cross-check held, and the run's status.
+The figures are built as the summary's records (results/summary.py `make`: a key they do not name is an error)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ from specstack.config.workloads import Task
 from specstack.measure import goodput, per_request
 from specstack.results import layout
 from specstack.results.records import read_records
+from specstack.results.summary import BenchCell, CrossCheck, PhaseFigures, TaskFigures
 from specstack.results.bundle import MethodBundle
 from specstack.runs import prefix_cache
 
@@ -21,6 +23,8 @@ BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_
 
 
 def _bench_cell(bench: dict, slo: dict | None, concurrency: int | None) -> dict:
+    """What the summary keeps of one bench result: its figures (bench's latencies and spec-decode figures under
+    bench's own names) and what it derives from them."""
     cell = {k: bench.get(k) for k in BENCH_FIELDS}
     # bench's "max_concurrent_requests" counts the requests active at any time within a one-second bucket, not
     # requests in flight at once (a sub-second cell counts every request): kept under a name that says so
@@ -37,15 +41,18 @@ def _bench_cell(bench: dict, slo: dict | None, concurrency: int | None) -> dict:
     return cell
 
 
-def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict | None) -> list[dict]:
+def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict | None) -> list[BenchCell]:
     out = []
     for w in windows:
         if w["phase"] == "bench" and w["task"] == task:
             file = layout.bench_file(layout.bench_cell(w["name"]))   # the window's cell (measure/bench.py cell_name)
+            figures = _bench_cell(_load(bundle.path(file)), slo, w["concurrency"])
+            named = {k: v for k, v in figures.items() if k in BenchCell.keys()}
             # load: "concurrency" (closed loop; a summary older than open-loop cells has no key), "rate" or "probe"
-            out.append(dict(concurrency=w["concurrency"], request_rate=w.get("request_rate"),
-                            load=w.get("load") or "concurrency", repeat=w["repeat"], status=w["status"], file=file,
-                            **_bench_cell(_load(bundle.path(file)), slo, w["concurrency"])))
+            out.append(BenchCell.make(concurrency=w["concurrency"], request_rate=w.get("request_rate"),
+                                      load=w.get("load") or "concurrency", repeat=w["repeat"], status=w["status"],
+                                      file=file, **named,
+                                      extra={k: v for k, v in figures.items() if k not in named}))
     return out
 
 
@@ -67,21 +74,21 @@ def _acceptance(figures: dict) -> dict:
     }
 
 
-def _categories(window: dict | None) -> dict:
+def _categories(window: dict | None) -> dict[str, PhaseFigures]:
     """category -> requests and acceptance, split exactly from the window's per-request metrics ({} when the
     task's rows have no category)."""
-    return {name: {"requests": c["requests"], **_acceptance(c)}
+    return {name: PhaseFigures.make(requests=c["requests"], **_acceptance(c))
             for name, c in ((window or {}).get("by_category") or {}).items()}
 
 
-def _sampled(windows: list[dict], task: str, temperatures) -> dict:
+def _sampled(windows: list[dict], task: str, temperatures) -> dict[str, PhaseFigures]:
     """temperature (as text, "0.6") -> acceptance and requests of the task's sampled window."""
     out = {}
     for t in temperatures:
         w = next((w for w in windows if w["name"] == layout.sampled_window(task, t)), None)
         if w is not None:
-            out[f"{t:g}"] = {"temperature": t, "status": w["status"], **_acceptance(w.get("from_responses") or {}),
-                             "categories": _categories(w)}
+            out[f"{t:g}"] = PhaseFigures.make(temperature=t, status=w["status"],
+                                              **_acceptance(w.get("from_responses") or {}), categories=_categories(w))
     return out
 
 
@@ -91,37 +98,44 @@ def _answers(rows: list[dict]) -> dict:
             "finish_reasons": _count(r.get("finish_reason") for r in rows)}
 
 
-def _turns(windows: list[dict], task: str, inputs: dict, bundle: MethodBundle) -> dict:
+def _turns(windows: list[dict], task: str, inputs: dict, bundle: MethodBundle) -> dict[str, PhaseFigures]:
     """{"2": turn 2's greedy acceptance, split by category like turn 1, with the file its chats came from}
     ({} without a turn-2 window)."""
     w = next((w for w in windows if w["name"] == layout.turn2_window(task)), None)
     if w is None:
         return {}
     rows = read_records(bundle.staging / layout.turn2_records(task))
-    return {"2": {"turn": 2, "status": w["status"], **(inputs.get(task) or {}),
-                  **_acceptance(w.get("from_responses") or {}), **_answers(rows), "categories": _categories(w)}}
+    # the run's turn-2 inputs (file, sha256, answers_from, left_out); its "requests" are this run's answers'
+    figures = {"turn": 2, "status": w["status"], **(inputs.get(task) or {}),
+               **_acceptance(w.get("from_responses") or {}), **_answers(rows)}
+    return {"2": PhaseFigures.make(**figures, categories=_categories(w))}
+
+
+def task_figures(name: str, windows: list[dict], bundle: MethodBundle, temperatures=(), slo: dict | None = None,
+                 turn2_inputs: dict | None = None) -> TaskFigures:
+    """One task's figures: the acceptance phase's acceptance summed over its responses and its answers, split by
+    category, its bench cells, its sampled phases and its turn 2."""
+    acc = next((w for w in windows if w["name"] == layout.acceptance_window(name)), None)
+    # read only (no bundle.path): no empty acceptance/ folder
+    rows = read_records(bundle.staging / layout.acceptance_records(name))
+    return TaskFigures.make(
+        **_acceptance((acc or {}).get("from_responses") or {}),
+        **_answers(rows),
+        # a dataset's categories (mt-bench, spec-bench, …): the acceptance window split by request
+        categories=_categories(acc),
+        bench=_bench_cells(windows, name, bundle, slo),
+        # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
+        sampled=_sampled(windows, name, temperatures),
+        # --turns 2: turn 2 on the baseline's turn-1 answers (runs/turns.py), the same chats for every method
+        turns=_turns(windows, name, turn2_inputs or {}, bundle))
 
 
 def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
            temperatures=(), slo: dict | None = None) -> None:
     """Per-task figures, then the verdict."""
-    windows = summary["windows"]
     for name in tasks:
-        acc = next((w for w in windows if w["name"] == layout.acceptance_window(name)), None)
-        # read only (no bundle.path): no empty acceptance/ folder
-        rows = read_records(bundle.staging / layout.acceptance_records(name))
-        figures = (acc or {}).get("from_responses") or {}
-        summary["tasks"][name] = {
-            **_acceptance(figures),
-            **_answers(rows),
-            # a dataset's categories (mt-bench, spec-bench, …): the acceptance window split by request
-            "categories": _categories(acc),
-            "bench": _bench_cells(windows, name, bundle, slo),
-            # acceptance when users sample (--temperatures): one window per temperature, same prompts and seeds
-            "sampled": _sampled(windows, name, temperatures),
-            # --turns 2: turn 2 on the baseline's turn-1 answers (runs/turns.py), the same chats for every method
-            "turns": _turns(windows, name, summary.get("turn2_inputs") or {}, bundle),
-        }
+        summary["tasks"][name] = task_figures(name, summary["windows"], bundle, temperatures, slo,
+                                              summary.get("turn2_inputs")).to_json()
     prefix_cache.add_to_summary(summary, bundle.staging)   # hit rate per window, task, sampled phase, bench cell
     verdict(summary, allow_mismatch)
 
@@ -131,8 +145,9 @@ def verdict(summary: dict, allow_mismatch: bool) -> None:
     windows = summary["windows"]
     mismatches = [dict(window=w["name"], **c) for w in windows for c in w["checks"] if not c["ok"]]
     broken = [w for w in windows if w["status"] != "ok"]
-    summary["crosscheck"] = {"ok": not mismatches and not broken, "checks": sum(len(w["checks"]) for w in windows),
-                             "mismatches": mismatches, "allowed": allow_mismatch}
+    summary["crosscheck"] = CrossCheck.make(ok=not mismatches and not broken,
+                                            checks=sum(len(w["checks"]) for w in windows),
+                                            mismatches=mismatches, allowed=allow_mismatch).to_json()
     if summary["error"] is None and broken:
         summary["error"] = "; ".join(f"{w['name']}: {w['status']}: {w['reason']}" for w in broken)
     if summary["error"] is None and mismatches and not allow_mismatch:

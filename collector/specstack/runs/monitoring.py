@@ -20,6 +20,7 @@ from specstack import events
 from specstack.measure import prometheus_view
 from specstack.measure.exporter import WindowExporter
 from specstack.results.bundle import rewrite_summary
+from specstack.results.summary import Summary
 
 PENDING = {"status": "pending", "tasks": {}}   # what a run stopped before its check leaves in summary.json
 
@@ -76,7 +77,7 @@ class Monitoring:
                 view = prometheus_view.bundle_view(self.prometheus_url, windows, labels, folder / "plots",
                                                    self.scrape_seconds)
                 summary["prometheus_view"] = {"status": "checked", **view}
-                rewrite_summary(folder, summary)
+                rewrite_summary(folder, Summary.from_json(summary))
 
         thread = threading.Thread(target=check, name=f"prometheus-view-{labels.get('method')}", daemon=True)
         thread.start()

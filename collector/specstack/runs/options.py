@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
@@ -17,9 +17,11 @@ from specstack.results.files import atomic_write_bytes
 
 
 REPLICATE = ("repeats", "sessions")
-SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (runs/sweep.py session_entries)
+SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (pipeline/sweep.py session_entries)
 RUNTIMES = ("native", "url")
 MAX_TEMPERATURE = 2.0
+_PATHS = ("results_dir", "prometheus_targets")     # Options' Path fields (to_json / from_json)
+_TUPLE_FIELDS = ("tasks", "datasets", "concurrencies", "rates", "temperatures")
 TURNS = (1, 2)   # MT-Bench and Spec-Bench's multi-turn rows have two
 
 
@@ -49,7 +51,7 @@ class Options:
     rates_auto: bool = False
     burstiness: float = 1.0         # 1: Poisson arrivals; < 1 burstier, > 1 more regular (Gamma, as bench's)
     rates_max_concurrency: int | None = None   # open loop: a cap on requests in flight (a gateway's); None: none
-    # capacity at the SLO (runs/capacity.py): the highest rate whose share of requests meeting every --slo target
+    # capacity at the SLO (figures/capacity.py): the highest rate whose share of requests meeting every --slo target
     # is at least capacity_share, bisected between the rate cells with at most capacity_probes more rates, until
     # the failing rate is within capacity_resolution (relative) of the passing one
     capacity_share: float | None = None
@@ -89,6 +91,24 @@ class Options:
     replicate: str = "repeats"
     session: int | None = None          # sessions: which one this run is (1-based) ...
     sessions: int | None = None         # ... of how many
+    slot: str | None = None             # a parallel sweep's slot (GPU or CPU set): the server target's `slot` label
+
+    def to_json(self) -> dict:
+        """Every field as JSON (a parallel sweep hands each slot's run its options so: pipeline/parallel.py)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update({k: str(out[k]) for k in _PATHS if out[k] is not None})
+        out.update({k: list(out[k]) for k in _TUPLE_FIELDS})
+        out["workload_files"] = {t: [str(p), str(a)] for t, (p, a) in self.workload_files.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Options:
+        """The Options to_json wrote (a key Options does not have is an error, not ignored)."""
+        values = dict(data)
+        values.update({k: Path(values[k]) for k in _PATHS if values.get(k) is not None})
+        values.update({k: tuple(values[k]) for k in _TUPLE_FIELDS if k in values})
+        values["workload_files"] = {t: (Path(p), Path(a)) for t, (p, a) in (values.get("workload_files") or {}).items()}
+        return cls(**values)
 
     def replication(self) -> dict:
         """The design the run's figures rest on, recorded in its summary and the manifest."""

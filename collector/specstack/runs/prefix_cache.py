@@ -1,9 +1,6 @@
 """Prefix caching in a run: whether it was on (`--prefix-caching` flips methods.toml's [common] key for every
-method through services/serve_args.py), and the hit rate of every window from vLLM's two counters.
-
-hit rate = Δ vllm:prefix_cache_hits / Δ vllm:prefix_cache_queries over the window, both in prompt tokens
-(docs/figures.md, "Prefix cache hit rate"); None (shown n/a) when the window queried nothing: caching off, or
-no request admitted. A run id keeps one setting: resuming or extending a run with the other is refused, so its
+method through services/serve_args.py), and the hit rate of every window (figures/prefix_cache.py) recorded in
+the summary. A run id keeps one setting: resuming or extending a run with the other is refused, so its
 methods stay comparable.
 """
 from __future__ import annotations
@@ -11,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstack.config import metric_names as m
 from specstack.config.methods import serve_args
 from specstack.errors import UserError
+from specstack.figures.prefix_cache import figures
 from specstack.measure import bench, snapshots
 from specstack.results import layout
 
@@ -21,37 +18,10 @@ from specstack.results import layout
 FIRST_SNAPSHOT = layout.snapshot("warmup", "before")
 
 
-def figures(counters: dict | None) -> dict:
-    """queries, hits and hit rate from a window's counter deltas (family -> Δ); None where unknown: the
-    counters absent (an older vLLM, a window without snapshots) or, for the rate, no queries."""
-    counters = counters or {}
-    if m.PREFIX_CACHE_QUERIES not in counters:
-        return {"queries": None, "hits": None, "hit_rate": None}
-    queries = int(round(counters[m.PREFIX_CACHE_QUERIES]))
-    hits = int(round(counters.get(m.PREFIX_CACHE_HITS, 0.0)))
-    return {"queries": queries, "hits": hits, "hit_rate": hits / queries if queries else None}
-
-
-def pooled(parts: list[dict]) -> dict:
-    """Several windows as one (bench repeats of a cell): Σ hits / Σ queries, never a mean of rates."""
-    known = [p for p in parts if p.get("queries") is not None]
-    if not known:
-        return {"queries": None, "hits": None, "hit_rate": None}
-    queries, hits = sum(p["queries"] for p in known), sum(p["hits"] for p in known)
-    return {"queries": queries, "hits": hits, "hit_rate": hits / queries if queries else None}
-
-
 def setting(plan: dict, prefix_caching: bool) -> dict:
     """What the summary records before the server starts: the option, and the flag the plan serves."""
     return {"option": bool(prefix_caching), "serve_flag": plan["flags"].get(serve_args.PREFIX_CACHING_KEY),
             "observed": None}
-
-
-def enabled(summary: dict) -> bool | None:
-    """Whether the method's server cached prefixes: what it reported (vllm:cache_config_info), else the plan's
-    flag (None for a summary recorded before prefix caching was)."""
-    record = summary.get("prefix_caching") or {}
-    return record.get("observed") if record.get("observed") is not None else record.get("serve_flag")
 
 
 def _observed(staging: Path) -> bool | None:

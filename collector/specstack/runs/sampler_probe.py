@@ -4,13 +4,15 @@ lossless test flags the method's, or the engine's own sampler's on this platform
 Natively the server is this venv's vLLM on this machine, so the probe (in-process, no model, seconds) answers
 for exactly the sampler the server ran; it runs once per process (a sweep's methods share it), after the
 server stopped, so it measures nothing of the server's time. An attached server (`--runtime url`, the compose
-stack) may run another vLLM on another device: the summary says the probe was not run and how to run it there.
+stack) may run another vLLM on another device: the summary says the probe was not run and how to run it there;
+so does a server that ran Model Runner V2, whose sampler is another module than the one the probe drives.
 The run never fails for the probe: its verdict is a label on the figures, not a check of the run.
 """
 from __future__ import annotations
 
 from specstack.results.bundle import MethodBundle
 from specstack.results.layout import SAMPLER_PROBE_FILE
+from specstack.results.summary import SamplerProbe
 
 _cached: dict | None = None   # one probe per process: the installed vLLM does not change within it
 
@@ -29,10 +31,11 @@ def _probe() -> dict:
 def compact(report: dict, where: str) -> dict:
     """What the summary keeps (the report's label reads it); the full report is SAMPLER_PROBE_FILE."""
     if report.get("verdict") == "error":
-        return {"verdict": "error", "where": where, "error": report["error"]}
-    return {"verdict": report["verdict"], "where": where, "schema": report["schema"], "file": SAMPLER_PROBE_FILE,
-            "platform": report["platform"], "failing_shapes": report["failing_shapes"], "cause": report["cause"],
-            "min_power": report["statistics"]["min_power"], "family_alpha": report["statistics"]["family_alpha"]}
+        return SamplerProbe.make(verdict="error", where=where, error=report["error"]).to_json()
+    return SamplerProbe.make(verdict=report["verdict"], where=where, schema=report["schema"], file=SAMPLER_PROBE_FILE,
+                             platform=report["platform"], failing_shapes=report["failing_shapes"],
+                             cause=report["cause"], min_power=report["statistics"]["min_power"],
+                             family_alpha=report["statistics"]["family_alpha"]).to_json()
 
 
 def record(summary: dict, bundle: MethodBundle, *, temperatures, runtime: str, speculative: bool) -> None:
@@ -40,10 +43,16 @@ def record(summary: dict, bundle: MethodBundle, *, temperatures, runtime: str, s
     if not temperatures or not speculative:
         return
     if runtime != "native":
-        summary["sampler_probe"] = {
-            "verdict": "not run", "where": runtime,
-            "reason": "the attached server may run another vLLM on another device than this process; run "
-                      "`python3 -m specstack.cli.probe_sampler` where the server runs (in its image) to know"}
+        summary["sampler_probe"] = SamplerProbe.make(
+            verdict="not run", where=runtime,
+            reason="the attached server may run another vLLM on another device than this process; run "
+                   "`python3 -m specstack.cli.probe_sampler` where the server runs (in its image) to know").to_json()
+        return
+    if (summary.get("server") or {}).get("model_runner") == "V2":
+        summary["sampler_probe"] = SamplerProbe.make(
+            verdict="not run", where=runtime,
+            reason="the server ran Model Runner V2, whose rejection sampler (vllm/v1/worker/gpu/spec_decode/"
+                   "rejection_sampler.py) the probe does not drive: it checks V1's (docs/sampler-probe.md)").to_json()
         return
     report = _probe()
     where = "native: the installed vLLM the server ran, on this machine"

@@ -7,6 +7,7 @@ Both end in the same `Server` handle, checked ready by polling /health and /v1/m
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -73,6 +74,28 @@ class Server:
         if own.status == "foreign":
             host, port = self.address
             raise ForeignServer(identity.foreign_message(host, port, own.holders, self.process.pid) + f" ({when})")
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now: the OS picks it, or, where SPECSTACK_PORT_RANGE ("20000-22999") is
+    set, one of that range (the test suite gives each of its parallel workers its own range below the ephemeral
+    ports, so a port one worker picked and will bind seconds later is never the OS's pick for the other)."""
+    span = os.environ.get("SPECSTACK_PORT_RANGE")
+    if not span:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    low, high = (int(x) for x in span.split("-"))
+    for port in random.sample(range(low, high + 1), min(200, high - low + 1)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return port
+    raise UserError(f"no free loopback port in SPECSTACK_PORT_RANGE={span}; widen it or unset it")
 
 
 def port_free(host: str, port: int) -> bool:

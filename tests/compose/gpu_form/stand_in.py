@@ -130,10 +130,14 @@ with open(state / "calls.jsonl", "a") as f:
     f.write(json.dumps(["nvidia-smi", *sys.argv[1:]]) + "\n")
 q = next((a for a in sys.argv[1:] if a.startswith("--query-gpu=")), None)
 if q == "--query-gpu=memory.used":
-    # Memory is released one poll after a server stopped: 30000 MiB, then 300 MiB.
-    n = state / "mem-polls"
+    # Memory is released one poll after a server stopped: 30000 MiB, then 300 MiB. Counted per GPU (-i), and
+    # written by rename: a parallel sweep polls two GPUs at once (a shared count once read a half-written file).
+    gpu = sys.argv[sys.argv.index("-i") + 1] if "-i" in sys.argv else "all"
+    n = state / f"mem-polls-{gpu}"
     k = int(n.read_text()) if n.exists() else 0
-    n.write_text(str(k + 1))
+    tmp = state / f".mem-polls-{gpu}.{os.getpid()}"
+    tmp.write_text(str(k + 1))
+    os.replace(tmp, n)
     print(30000 if k % 3 == 0 else 300)
 elif q == "--query-gpu=driver_version,compute_cap":
     print(os.environ.get("FAKE_DRIVER", "580.65.06") + ", " + os.environ.get("FAKE_CC", "9.0"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from specstack.errors import UserError
-from specstack.runs import sweep
+from specstack.pipeline import sweep
 from specstack.runs.options import Options
 
 from tests.bundles import write_k_sweep

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from specstack.report import stats as st
+from specstack.figures import stats as st
 
 pytestmark = pytest.mark.unit
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -64,19 +64,21 @@ class Interval:
     @property
     def crosses_one(self) -> bool | None:
         """True when the interval includes 1.0x (no clear difference); None without an interval."""
-        if not self.has_interval:
+        low, high = self.low, self.high
+        if low is None or high is None:
             return None
-        return self.low <= 1.0 <= self.high
+        return low <= 1.0 <= high
 
     def verdict(self, better: str = "faster", worse: str = "slower") -> str:
         if self.point is None:
             return "n/a"
-        if not self.has_interval:
+        low, high = self.low, self.high
+        if low is None or high is None:
             n = min(self.n_num, self.n_den)
             return f"no interval ({n} repeat{'s' if n != 1 else ''}; needs ≥ {MIN_REPEATS})"
-        if self.crosses_one:
+        if low <= 1.0 <= high:
             return "no clear difference"
-        return better if self.low > 1.0 else worse
+        return better if low > 1.0 else worse
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -184,7 +186,7 @@ def target_passes(decode_tokens: int | None, drafts: int | None, accepted: int |
 def tokens_per_pass(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
     """The efficiency bound: decode tokens per target forward pass, all decode steps (1.0 without drafts)."""
     passes = target_passes(decode_tokens, drafts, accepted)
-    return None if not passes else decode_tokens / passes
+    return None if not passes or decode_tokens is None else decode_tokens / passes
 
 
 def drafting_share(decode_tokens: int | None, drafts: int | None, accepted: int | None) -> float | None:
@@ -210,7 +212,7 @@ def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | N
 
 
 def crossover(points: dict[float, float | None], lows: dict[float, float | None] | None = None, *,
-              unit: str = "concurrency", suffix: str = "") -> dict:
+              unit: str = "concurrency", suffix: str = "") -> dict[str, Any]:
     """Where a method stops beating the baseline as concurrency grows.
 
     `points`: concurrency -> speedup (> 1.0 = method better); `lows`: the lower ends of their 95 % intervals,
@@ -221,10 +223,10 @@ def crossover(points: dict[float, float | None], lows: dict[float, float | None]
     concurrency before it, "by": "interval"|"point", "text": one plain sentence}. `unit` and `suffix` name the
     load in the text (the open-loop rows: unit "rate", suffix " req/s"); the keys stay "concurrency".
     """
-    def at(c) -> str:
+    def at(c: float) -> str:
         return f"{c:g}{suffix}"
 
-    def listed(values) -> str:
+    def listed(values: Iterable[float]) -> str:
         return ", ".join(at(c) for c in values)
 
     lows = lows or {}
@@ -233,10 +235,11 @@ def crossover(points: dict[float, float | None], lows: dict[float, float | None]
         return {"kind": "n/a", "concurrency": None, "last_win": None, "by": None,
                 "text": "n/a (no comparable cells)"}
     by_interval = all(lows.get(c) is not None for c in cs)
-    wins = [lows[c] > 1.0 if by_interval else points[c] > 1.0 for c in cs]
+    judged = [lows[c] if by_interval else points[c] for c in cs]   # each known: by_interval, cs say so
+    wins = [v is not None and v > 1.0 for v in judged]
     clearly = "clearly " if by_interval else ""
     said = "" if by_interval else f" (by point estimates: fewer than {MIN_REPEATS} repeats, no interval)"
-    out = {"by": "interval" if by_interval else "point"}
+    out: dict[str, Any] = {"by": "interval" if by_interval else "point"}
     if all(wins):
         return {**out, "kind": "always", "concurrency": None, "last_win": cs[-1],
                 "text": f"{clearly}beats the baseline at every tested {unit} ({listed(cs)}){said}"}
@@ -255,7 +258,7 @@ def crossover(points: dict[float, float | None], lows: dict[float, float | None]
             "text": f"does not {clearly}beat the baseline at {unit} {at(cs[0])}, wins at {listed(won)}{said}"}
 
 
-def first_divergence(a: Sequence, b: Sequence) -> int | None:
+def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:
     """Index of the first position where the sequences differ; None when they are equal.
     If one is a strict prefix of the other, the index is the shorter one's length."""
     n = min(len(a), len(b))
@@ -268,8 +271,9 @@ def first_divergence(a: Sequence, b: Sequence) -> int | None:
 def gain_stop(tpot_by_k: dict[int, float | None], tolerance: float = GAIN_TOLERANCE) -> int | None:
     """The smallest K whose TPOT is within `tolerance` of the best (lowest) TPOT of the sweep: raising K beyond
     it bought less than that. None without data."""
-    ks = sorted(k for k, v in tpot_by_k.items() if v is not None)
+    measured = {k: v for k, v in tpot_by_k.items() if v is not None}
+    ks = sorted(measured)
     if not ks:
         return None
-    best = min(tpot_by_k[k] for k in ks)
-    return next(k for k in ks if tpot_by_k[k] <= best * (1 + tolerance))
+    best = min(measured[k] for k in ks)
+    return next(k for k in ks if measured[k] <= best * (1 + tolerance))

@@ -9,7 +9,8 @@ import pytest
 
 from specstack.compare.build import compare
 from specstack.errors import UserError
-from specstack.runs import drift, reproduce
+from specstack.pipeline import reproduce
+from specstack.runs import drift
 
 from tests.bundles import make_run, perturb
 

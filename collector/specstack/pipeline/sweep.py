@@ -15,8 +15,8 @@ from specstack import events
 from specstack.config import methods
 from specstack.errors import UserError
 from specstack.results.reader import good_result
-from specstack.runs.method_run import run_method
 from specstack.runs import prefix_cache
+from specstack.runs.method_run import run_method
 from specstack.runs.monitoring import Monitoring
 from specstack.runs.options import Options
 
@@ -124,7 +124,7 @@ def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report:
             per_load: bool = False) -> list[dict]:
     """The method's baseline (unless present or disabled), then every K variant; the report's "K sweep"
     section plots TPOT and mean acceptance length against K and marks where the gain stops. `per_load`
-    (--k-per-load): then the best K per concurrency band, derived from these cells (report/k_per_load.py), run
+    (--k-per-load): then the best K per concurrency band, derived from these cells (figures/k_per_load.py), run
     as one more folder `<method>-kload` when it differs between bands."""
     if per_load:
         check_per_load(opts)
@@ -149,7 +149,7 @@ def schedule_name(method: str) -> str:
 
 
 def check_per_load(opts: Options) -> None:
-    from specstack.report.k_per_load import MIN_RUNS
+    from specstack.figures.k_per_load import MIN_RUNS
     if opts.repeats < MIN_RUNS:
         raise UserError(f"--k-per-load needs --repeats {MIN_RUNS} or more: its stability gate reads the spread "
                         f"of the repeats (vLLM tune_speculative_k's --min-runs), got --repeats {opts.repeats}")
@@ -161,7 +161,7 @@ def check_per_load(opts: Options) -> None:
 def run_schedule(opts: Options, *, report: bool) -> list[dict]:
     """The schedule derived from the run's own cells, run as `<method>-kload` (vLLM 0.32.0's speculative config
     `num_speculative_tokens_per_batch_size`) unless it is one K at every load; then the report."""
-    from specstack.report import k_per_load as kpl
+    from specstack.figures import k_per_load as kpl
     from specstack.report.ksweep import schedule_for
     run_dir = Path(opts.results_dir) / opts.run_id
     sched, verdict = schedule_for(run_dir, opts.method)

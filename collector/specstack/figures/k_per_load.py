@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 MIN_RUNS = 3                 # vLLM's --min-runs default
 MAX_RELATIVE_MAD = 0.10      # --max-objective-relative-mad
@@ -41,14 +42,14 @@ class Candidate:
     @property
     def relative_mad(self) -> float | None:
         m, mad = self.median, self.mad
-        if m is None:
+        if m is None or mad is None:   # both or neither
             return None
         return mad / abs(m) if m else (0.0 if mad == 0 else math.inf)
 
     @property
     def conservative(self) -> float | None:
-        m = self.median
-        return None if m is None else max(m - UNCERTAINTY_PENALTY * MAD_TO_SD * self.mad, 0.0)
+        m, mad = self.median, self.mad
+        return None if m is None or mad is None else max(m - UNCERTAINTY_PENALTY * MAD_TO_SD * mad, 0.0)
 
     @property
     def rejected(self) -> str | None:
@@ -57,14 +58,15 @@ class Candidate:
             return f"{self.failed} repeat(s) failed"
         if len(self.values) < MIN_RUNS:
             return f"{len(self.values)} repeat(s) < {MIN_RUNS}"
-        if self.relative_mad > MAX_RELATIVE_MAD:
-            return f"unstable: relative MAD {self.relative_mad:.3f} > {MAX_RELATIVE_MAD:.2f}"
+        spread = self.relative_mad   # known: the cell has repeats
+        if spread is not None and spread > MAX_RELATIVE_MAD:
+            return f"unstable: relative MAD {spread:.3f} > {MAX_RELATIVE_MAD:.2f}"
         return None
 
 
-def candidates(cells: list[dict]) -> dict[int, dict[int, Candidate]]:
+def candidates(cells: list[dict[str, Any]]) -> dict[int, dict[int, Candidate]]:
     """concurrency -> K -> Candidate, from the cells (one per repeat)."""
-    grouped: dict[tuple[int, int], list[dict]] = {}
+    grouped: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for cell in cells:
         grouped.setdefault((cell["concurrency"], cell["k"]), []).append(cell)
     out: dict[int, dict[int, Candidate]] = {}
@@ -74,7 +76,7 @@ def candidates(cells: list[dict]) -> dict[int, dict[int, Candidate]]:
     return out
 
 
-def pick(by_k: dict[int, Candidate]) -> dict:
+def pick(by_k: dict[int, Candidate]) -> dict[str, Any]:
     """The band's K: among the stable cells, every K within RELATIVE_TOLERANCE of the best conservative
     figure ties and the smallest wins. None when the baseline (K=0) cell is missing or rejected: the speedup
     of every other K would rest on it."""
@@ -84,14 +86,15 @@ def pick(by_k: dict[int, Candidate]) -> dict:
         return {"k": None, "why": "no baseline (K=0) cells", "ties": []}
     if base.rejected:
         return {"k": None, "why": f"baseline rejected by the gate ({base.rejected})", "ties": []}
-    best = max(c.conservative for c in stable.values())
+    figure = {k: c.conservative for k, c in stable.items() if c.conservative is not None}   # every stable one
+    best = max(figure.values())
     if best <= 0:
         return {"k": None, "why": "no positive throughput", "ties": []}
-    ties = sorted(k for k, c in stable.items() if c.conservative / best >= 1.0 - RELATIVE_TOLERANCE)
+    ties = sorted(k for k, v in figure.items() if v / best >= 1.0 - RELATIVE_TOLERANCE)
     return {"k": ties[0], "why": None, "ties": ties}
 
 
-def bands(cells: list[dict]) -> list[dict]:
+def bands(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per concurrency: the chosen K with its evidence, and every candidate with the gate's verdict."""
     table = candidates(cells)
     concurrencies = sorted(table)
@@ -120,7 +123,7 @@ def _ratio(cell: Candidate, base: Candidate | None) -> float | None:
     return cell.median / base.median
 
 
-def schedule(rows: list[dict]) -> tuple[list[list[int]] | None, str | None]:
+def schedule(rows: list[dict[str, Any]]) -> tuple[list[list[int]] | None, str | None]:
     """The `num_speculative_tokens_per_batch_size` schedule of the bands, or None and why not. As vLLM's tuner:
     every cell must pass the gate, the smallest band must start at batch size 1, every band must offer the same
     K candidates, and neighbouring bands with the same K merge; the last band ends at the largest concurrency
@@ -145,7 +148,7 @@ def schedule(rows: list[dict]) -> tuple[list[list[int]] | None, str | None]:
     return out, None
 
 
-def best_fixed_k(rows: list[dict]) -> int | None:
+def best_fixed_k(rows: list[dict[str, Any]]) -> int | None:
     """The one K > 0 best over every band: the highest geometric mean of its median speedups, among the K
     whose cells all pass the gate (ties within RELATIVE_TOLERANCE → the smaller K). None when no such K."""
     if not rows:
@@ -155,8 +158,11 @@ def best_fixed_k(rows: list[dict]) -> int | None:
         for x in r["candidates"]:
             if x["k"] > 0:
                 by_k.setdefault(x["k"], []).append(x["speedup"] if x["gate"] == "ok" else None)
-    scores = {k: math.exp(statistics.fmean(math.log(s) for s in v)) for k, v in by_k.items()
-              if len(v) == len(rows) and all(s for s in v)}
+    scores = {}
+    for k, v in by_k.items():
+        passed = [s for s in v if s]
+        if len(v) == len(rows) and len(passed) == len(v):   # every band measured, every cell passed the gate
+            scores[k] = math.exp(statistics.fmean(math.log(s) for s in passed))
     if not scores:
         return None
     best = max(scores.values())
@@ -180,7 +186,7 @@ def runnable(sched: list[list[int]] | None) -> bool:
     return sched is not None and len({k for _, _, k in sched}) > 1
 
 
-def spec_override(sched: list[list[int]]) -> dict:
+def spec_override(sched: list[list[int]]) -> dict[str, Any]:
     """The speculative-config keys that run the schedule on vLLM 0.32.0: `num_speculative_tokens` is the upper
     bound every scheduled K is clamped to (v1/spec_decode/dynamic/utils.py), so it is the schedule's largest K."""
     return {"num_speculative_tokens": max(k for _, _, k in sched), "num_speculative_tokens_per_batch_size": sched}

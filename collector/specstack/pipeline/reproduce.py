@@ -19,16 +19,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specstack.compare.build import Comparison, compare, default_out, write
+from specstack.compare.build import compare, default_out, write
+from specstack.compare.contents import Comparison
 from specstack.config.workloads import sha256
 from specstack.errors import UserError
+from specstack.pipeline.sweep import run_all
 from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_json
 from specstack.results.reader import read_manifest, read_summary
 from specstack.runs import drift, recipe
 from specstack.runs.options import Options
-from specstack.runs.sweep import run_all
 
 # Two same-machine reproductions of `make demo` (docs/reproduce.md): all 166 exact-by-design figures identical
 # both times; bench throughput (one repeat per cell, 2 vCPUs) moved by a median of 16 % and 20 %. A headline
@@ -122,7 +123,7 @@ def _with_files(opts: Options, built_in: dict) -> Options:
 def drifts(p: Plan, env: drift.Environment | None = None) -> tuple[list[drift.Drift], list[str]]:
     env = env or drift.Environment.here()
     first = next(iter(p.entries))[0]
-    packages = p.original / (p.manifest["methods"][first].get("dir") or first) / "provenance" / "packages.txt"
+    packages = p.original / (p.manifest["methods"][first].get("dir") or first) / layout.PACKAGES_FILE
     found, unknown = drift.environment(p.manifest, packages.read_text().splitlines() if packages.exists() else None,
                                        env)
     for name, opts in p.entries:
@@ -233,5 +234,5 @@ def conclude(original: Path, run_dir: Path, tolerance: float = SPEED_TOLERANCE) 
                "not_checked": began.get("not_checked") or [], "skipped": began.get("skipped") or [],
                "failed": failed, **judge(cmp, tolerance)}
     verdict["reproduced"] = verdict["reproduced"] and not verdict["failed"]
-    files["verdict"] = atomic_write_json(out / "reproduce.json", verdict)
+    files["verdict"] = atomic_write_json(out / layout.REPRODUCE_VERDICT, verdict)
     return {"verdict": verdict, "files": files, "run_dir": run_dir}

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import Callable
+from typing import Any, Callable, cast
 
 SIGNIFICANT = 3   # probe rates are rounded to 3 significant digits: readable cell names, no false precision
 
 
 def passes(shares: list[float | None], share: float) -> bool:
     """A rate's verdict from its repeats' SLO shares (None: a repeat without figures fails the rate)."""
-    return bool(shares) and None not in shares and median(shares) >= share
+    known = [s for s in shares if s is not None]
+    return bool(shares) and len(known) == len(shares) and median(known) >= share
 
 
 def rounded(rate: float) -> float:
@@ -36,7 +37,7 @@ def bracket(tested: dict[float, bool]) -> tuple[float | None, float | None]:
 
 def _next_rate(low: float | None, high: float | None) -> float:
     if low is None:
-        return rounded(high / 2)
+        return rounded(cast(float, high) / 2)   # the search asks only with a rate on one side at least
     if high is None:
         return rounded(low * 2)
     return rounded(math.sqrt(low * high))   # geometric: rates span orders of magnitude, the resolution is relative
@@ -47,14 +48,14 @@ def resolved(low: float | None, high: float | None, resolution: float) -> bool:
 
 
 def search(probe: Callable[[float], bool], tested: dict[float, bool], *, max_probes: int,
-           resolution: float) -> dict:
+           resolution: float) -> dict[str, Any]:
     """Bisect the capacity bracket with `probe(rate) -> passed`, starting from `tested` (rate -> passed).
 
     Returns {"kind": "found" (resolved bracket) | "unresolved" (probes ran out) | "at least" (no rate failed) |
     "never" (no rate passed), "rate": highest passing rate or None, "bound": lowest failing rate or None,
     "resolution", "probes": [{"rate", "passed"}] in the order run, "text": one sentence}."""
     tested = dict(tested)
-    probes: list[dict] = []
+    probes: list[dict[str, Any]] = []
     low, high = bracket(tested)
     while len(probes) < max_probes and not resolved(low, high, resolution) and (low or high):
         rate = _next_rate(low, high)
@@ -86,7 +87,7 @@ def describe(low: float | None, high: float | None, resolution: float) -> str:
     return f"{low:g} req/s (meets the SLO; {high:g} req/s fails it){within}"
 
 
-def ratio(method: dict | None, base: dict | None) -> dict | None:
+def ratio(method: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, float] | None:
     """Capacity speedup against the baseline with the interval the two brackets allow: the method's capacity lies
     in [rate, bound), the baseline's too, so the ratio lies in [rate_m / bound_b, bound_m / rate_b]
     (an open end is math.inf, a missing one None)."""

@@ -1,4 +1,4 @@
-"""The capacity search (runs/capacity.py) on fake probes: a server whose SLO share falls past a known rate. The
+"""The capacity search (figures/capacity.py) on fake probes: a server whose SLO share falls past a known rate. The
 search must bracket that rate within the stated resolution, never spend more probes than allowed, and say so
 when a method never meets the SLO or meets it everywhere."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from specstack.runs import capacity
+from specstack.figures import capacity
 
 pytestmark = pytest.mark.unit
 
