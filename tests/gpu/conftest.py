@@ -4,7 +4,9 @@ once per session. `make test-gpu` runs it; `make test` never collects it (-m "no
 Environment (all optional): SPECSTACK_GPU_PLATFORM (gpu-native: compile mode, the default; gpu-native-eager:
 the quick smoke mode; gpu-native-v2: Model Runner V2), SPECSTACK_GPU_METHODS (comma-separated; default the
 seven of the default sweep), SPECSTACK_GPU_RESULTS (where the bundles stay; default a temporary folder),
-SPECSTACK_GPU_SAMPLES (sampled-phase samples per prompt; default 1024, so the lossless test can see a TV of 0.3).
+SPECSTACK_GPU_SAMPLES (sampled-phase samples per prompt; default 1024, so the lossless test can see a TV of 0.3),
+SPECSTACK_GPU_CONCURRENCY (requests in flight in the acceptance and sampled phases; default 16, methods.toml's
+max-num-seqs: raise both together, as tests/gpu/remote/launch.sh does, to sample faster).
 """
 from __future__ import annotations
 
@@ -33,10 +35,11 @@ CONCURRENCIES = (1, 4, 16)
 RUN_ID = os.environ.get("SPECSTACK_GPU_RUN_ID", f"gpu-{PLATFORM}")
 # The method started a second time with warm caches: the sweep's first baseline (mtp-baseline in an mtp-only one)
 CACHED_METHOD = next((m for m in METHODS if not methods.is_speculative(m)), "baseline")
-# 8 prompts of one task; the sampled phase at T=1 with SAMPLES per prompt, 16 in flight (max-num-seqs)
+CONCURRENCY = int(os.environ.get("SPECSTACK_GPU_CONCURRENCY", "16"))
+# 8 prompts of one task; the sampled phase at T=1 with SAMPLES per prompt, CONCURRENCY in flight (max-num-seqs)
 WORKLOAD = dict(tasks=("code",), num_prompts=8, perf_output_len=64, acceptance_max_tokens=32,
                 concurrencies=CONCURRENCIES, temperatures=(1.0,), samples_per_prompt=SAMPLES,
-                acceptance_concurrency=16, warmup_requests=2, ready_timeout=1200.0)
+                acceptance_concurrency=CONCURRENCY, warmup_requests=2, ready_timeout=1200.0)
 
 
 def _require_gpu() -> None:

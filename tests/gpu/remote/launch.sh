@@ -1,18 +1,20 @@
 #!/bin/bash
 # On the lent GPU machine, the call after the last part: unpack the venv of pack.sh, wrap it in a venv of this
-# machine's Python 3.12, copy the checkout out of the synced folder, and start the stages detached (setsid: they
-# outlive this call; poll.sh watches them). usage: launch.sh SECONDS [STREAMS]
-#   STREAMS=1 (default): every stage one after another, one server on the GPU at a time.
-#   STREAMS=2: two queues side by side, each server with gpu-memory-utilization 0.40 (recorded in its serve
-#   arguments); faster, but speed figures then share the GPU, and a start can fail vLLM's memory profiling when
-#   the other queue's server stops meanwhile ("Error in memory profiling", seen 2026-12-02).
-# Edit STAGES_* below for what a session should run; each stage is one `make test-gpu` (RUN_ID = stage name).
+# machine's Python 3.12, copy the checkout out of the synced folder, and start the streams detached (setsid: they
+# outlive this call; poll.sh watches them).
+#   usage: launch.sh SECONDS STREAM [STREAM ...]      STREAM: "NAME PLATFORM METHODS[;NAME PLATFORM METHODS ...]"
+# Each stage is one `make test-gpu` (RUN_ID = NAME); the stages of a stream run one after another, the streams side
+# by side, all cut at the shared deadline SECONDS from now. PROBE=1 runs `specstack probe-sampler` first.
+# One stream: every server with methods.toml's own memory settings. Several: the GPU is shared, so every server
+# gets gpu-memory-utilization 0.8/N and a fixed KV cache (kv-cache-memory-bytes, 8 GiB), which skips vLLM's memory
+# profiling: a profile taken while another stream's server starts or stops fails ("Error in memory profiling",
+# seen 2026-12-02). Both land in each summary's serve arguments; speed figures of such a run share the GPU.
+# SEQS=N (default 64): max-num-seqs N for every server and N requests in flight in the acceptance and sampled
+# phases (1024 samples a prompt at 16 in flight took 2-4 min a method); bench's concurrencies stay 1, 4, 16.
+# Each stream has its own vLLM cache root (torch.compile), so its cached second start reads only its own.
 set -uo pipefail
-W=${W:-/root/sx}; V=$W/venv; SP=$V/lib/python3.12/site-packages; BUDGET=${1:-1200}; STREAMS=${2:-1}
-STAGES_A=("gpu-native gpu-native baseline,ngram,draft_model,eagle3,suffix,mtp-baseline,mtp"
-          "gpu-native-v2 gpu-native-v2 baseline,ngram,eagle3,draft_model,mtp-baseline,mtp"
-          "gpu-native-eager gpu-native-eager baseline,ngram,suffix")
-STAGES_B=()
+W=${W:-/root/sx}; V=$W/venv; SP=$V/lib/python3.12/site-packages; BUDGET=${1:?seconds}; shift
+[ $# -ge 1 ] || { echo "usage: launch.sh SECONDS STREAM [STREAM ...]" >&2; exit 2; }
 mkdir -p $W/log $W/results $W/parts; date -u
 pgrep -af "vllm serve|pytest" | grep -v pgrep && echo "LEFT-OVER PROCESSES ABOVE"
 for p in .specstack/parts/*; do [ -e "$p" ] && mv "$p" $W/parts/; done
@@ -35,13 +37,18 @@ ln -sfn $V $W/repo/.venv-gpu; touch $V/.ready-gpu
 $V/bin/python -c "import torch, vllm; assert torch.cuda.is_available(); print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version(), 'vllm', vllm.__version__, torch.cuda.get_device_name())" || exit 1
 export SPECSTACK_TEST_MODELS=$W/models SPECSTACK_GPU_RESULTS=$W/results PYTHONUNBUFFERED=1 \
   PYTEST_ADDOPTS="-v -rfE --durations=15" W END=$(( $(date +%s) + BUDGET ))
-if [ "$STREAMS" = 2 ]; then
-  rm -rf $W/services; cp -r $W/repo/services $W/services
-  sed -i 's/^gpu-memory-utilization = 0.85/gpu-memory-utilization = 0.40/' $W/services/methods.toml
-  export SPECSTACK_SERVICES_DIR=$W/services
-  STAGES_B=("${STAGES_A[@]:1}"); STAGES_A=("${STAGES_A[0]}")
+SEQS=${SEQS:-64}; export SPECSTACK_GPU_CONCURRENCY=$SEQS
+rm -rf $W/services; cp -r $W/repo/services $W/services; export SPECSTACK_SERVICES_DIR=$W/services
+sed -i "s/^max-num-seqs = 16$/max-num-seqs = $SEQS/" $W/services/methods.toml
+if [ $# -gt 1 ]; then
+  util=$(python3 -c "print(round(0.8 / $#, 2))")
+  sed -i "s/^gpu-memory-utilization = 0.85/gpu-memory-utilization = $util\nkv-cache-memory-bytes = 8589934592/" \
+    $W/services/methods.toml
 fi
+grep -nE "^(max-num-seqs|gpu-memory-utilization|kv-cache-memory-bytes)" $W/services/methods.toml
 cd $W/repo
+# The test models are built once, before the streams, so no two streams build them at once
+mkdir -p $W/models; HF_HUB_OFFLINE=1 .venv-gpu/bin/python -c "import sys; from pathlib import Path; from specstack.fixtures import tiny_models; tiny_models.build_all(Path(sys.argv[1]))" $W/models || exit 1
 cat > $W/stage.sh <<'EOS'
 #!/bin/bash
 # stage NAME PLATFORM METHODS: one make test-gpu, cut at the shared deadline END
@@ -52,10 +59,12 @@ SPECSTACK_GPU_PLATFORM=$2 SPECSTACK_GPU_METHODS=$3 SPECSTACK_GPU_RUN_ID=$name ti
 echo $? > $W/log/$name.rc; echo "$(date -u +%T) end" >> $W/log/$name.log
 EOS
 chmod +x $W/stage.sh
-queue() { for s in "$@"; do echo "$W/stage.sh $s;"; done; }
-SPECSTACK_PORT_RANGE=20000-20999 setsid bash -c "
-  timeout 300 .venv-gpu/bin/specstack probe-sampler --json $W/results/probe-sampler-cuda.json > $W/log/probe.log 2>&1
-  echo \$? > $W/log/probe.rc; $(queue "${STAGES_A[@]}")" > $W/log/a.out 2>&1 < /dev/null &
-[ ${#STAGES_B[@]} -gt 0 ] && SPECSTACK_PORT_RANGE=21000-21999 setsid bash -c "$(queue "${STAGES_B[@]}")" \
-  > $W/log/b.out 2>&1 < /dev/null &
-sleep 2; echo "started; deadline in $BUDGET s"; pgrep -af "stage.sh|probe-sampler" | head
+i=0
+for stream in "$@"; do
+  cmds=""; IFS=';' read -ra stages <<< "$stream"
+  for s in "${stages[@]}"; do cmds+="$W/stage.sh $s; "; done
+  [ $i = 0 ] && [ "${PROBE:-0}" = 1 ] && cmds="timeout 300 .venv-gpu/bin/specstack probe-sampler --json $W/results/probe-sampler-cuda.json > $W/log/probe.log 2>&1; echo \$? > $W/log/probe.rc; $cmds"
+  VLLM_CACHE_ROOT=$W/vllm-cache/stream$i SPECSTACK_PORT_RANGE=$((20000 + 1000 * i))-$((20999 + 1000 * i)) setsid bash -c "$cmds" > $W/log/stream$i.out 2>&1 < /dev/null &
+  i=$((i + 1)); sleep 1
+done
+sleep 2; echo "started $i streams; deadline in $BUDGET s"; pgrep -af "stage.sh|probe-sampler" | head -20
