@@ -5,6 +5,7 @@ Environment (all optional): SPECSTACK_GPU_PLATFORM (gpu-native: compile mode, th
 the quick smoke mode; gpu-native-v2: Model Runner V2), SPECSTACK_GPU_METHODS (comma-separated; default the
 seven of the default sweep), SPECSTACK_GPU_RESULTS (where the bundles stay; default a temporary folder),
 SPECSTACK_GPU_SAMPLES (sampled-phase samples per prompt; default 1024, so the lossless test can see a TV of 0.3),
+SPECSTACK_GPU_CACHED ("first": the first baseline started again with warm caches; "all": every method),
 SPECSTACK_GPU_CONCURRENCY (requests in flight in the acceptance and sampled phases; default 16, methods.toml's
 max-num-seqs: raise both together, as tests/gpu/remote/launch.sh does, to sample faster).
 """
@@ -33,8 +34,11 @@ METHODS = tuple(m for m in os.environ.get("SPECSTACK_GPU_METHODS", ",".join(DEMO
 SAMPLES = int(os.environ.get("SPECSTACK_GPU_SAMPLES", "1024"))
 CONCURRENCIES = (1, 4, 16)
 RUN_ID = os.environ.get("SPECSTACK_GPU_RUN_ID", f"gpu-{PLATFORM}")
-# The method started a second time with warm caches: the sweep's first baseline (mtp-baseline in an mtp-only one)
-CACHED_METHOD = next((m for m in METHODS if not methods.is_speculative(m)), "baseline")
+# The methods started a second time with warm caches (SPECSTACK_GPU_CACHED): "first" (default), the sweep's first
+# baseline (mtp-baseline in an mtp-only one); "all", every method of the sweep, baselines first
+_FIRST_BASELINE = next((m for m in METHODS if not methods.is_speculative(m)), "baseline")
+CACHED_METHODS = (tuple(sorted(METHODS, key=methods.is_speculative))
+                  if os.environ.get("SPECSTACK_GPU_CACHED", "first") == "all" else (_FIRST_BASELINE,))
 CONCURRENCY = int(os.environ.get("SPECSTACK_GPU_CONCURRENCY", "16"))
 # 8 prompts of one task; the sampled phase at T=1 with SAMPLES per prompt, CONCURRENCY in flight (max-num-seqs)
 WORKLOAD = dict(tasks=("code",), num_prompts=8, perf_output_len=64, acceptance_max_tokens=32,
@@ -57,14 +61,16 @@ def gpu_results(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def gpu_sweep(models_dir, gpu_results):
-    """The sweep on the GPU; then its first baseline started once more (run `<run id>-cached`): its start-up
+    """The sweep on the GPU; then CACHED_METHODS started once more (run `<run id>-cached`): their start-up
     with every cache the first start filled (torch.compile, Triton, FlashInfer JIT), the saving item 5 asks for."""
     _require_gpu()
     opts = Options(method="baseline", run_id=RUN_ID, results_dir=gpu_results, model_set="tiny", platform=PLATFORM,
                    models_dir=str(models_dir), port=free_port(), **WORKLOAD)
     summaries = {s["method"]: s for s in sweep(opts, list(METHODS))}
-    again = Options(method=CACHED_METHOD, run_id=RUN_ID + "-cached", results_dir=gpu_results, model_set="tiny",
-                    platform=PLATFORM, models_dir=str(models_dir), port=free_port(),
-                    **{**WORKLOAD, "temperatures": (), "samples_per_prompt": 1, "concurrencies": (1,)})
-    cached, _ = run_method(again)
+    cached = {}
+    for method in CACHED_METHODS:
+        again = Options(method=method, run_id=RUN_ID + "-cached", results_dir=gpu_results, model_set="tiny",
+                        platform=PLATFORM, models_dir=str(models_dir), port=free_port(),
+                        **{**WORKLOAD, "temperatures": (), "samples_per_prompt": 1, "concurrencies": (1,)})
+        cached[method], _ = run_method(again)
     return {"run_dir": gpu_results / RUN_ID, "summaries": summaries, "cached": cached}

@@ -9,7 +9,7 @@ import pytest
 
 from specstack.config import methods
 
-from tests.gpu.conftest import CACHED_METHOD, CONCURRENCIES, METHODS, PLATFORM
+from tests.gpu.conftest import CACHED_METHODS, CONCURRENCIES, METHODS, PLATFORM
 
 pytestmark = pytest.mark.gpu
 
@@ -83,11 +83,12 @@ def test_startup_phases_recorded(gpu_sweep, method):
         assert startup["compile"] is not None and startup["graph_capture"] is not None
 
 
-def test_cached_start_recorded(gpu_sweep):
-    """The baseline's second start, every cache warm: its phases are there to compare with the first's."""
-    first = gpu_sweep["summaries"][CACHED_METHOD]["server"]["startup"] if CACHED_METHOD in METHODS else None
-    again = gpu_sweep["cached"]["server"]["startup"]
-    assert gpu_sweep["cached"]["status"] == "ok", gpu_sweep["cached"]["error"]
+@pytest.mark.parametrize("method", CACHED_METHODS)
+def test_cached_start_recorded(gpu_sweep, method):
+    """A method's second start, every cache warm: its phases are there to compare with the first's."""
+    first = gpu_sweep["summaries"][method]["server"]["startup"] if method in METHODS else None
+    again = gpu_sweep["cached"][method]["server"]["startup"]
+    assert gpu_sweep["cached"][method]["status"] == "ok", gpu_sweep["cached"][method]["error"]
     assert again["total"] is not None
     if first is not None and not PLATFORM.endswith("-eager"):
         assert again["compile_cache"] == "hit"
