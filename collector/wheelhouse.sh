@@ -13,6 +13,13 @@ PY=${PYTHON:-python3}
 PLATFORM=${PLATFORM:-cpu}
 [ "$PLATFORM" = cpu ] || [ "$PLATFORM" = gpu ] || { echo "collector/wheelhouse.sh: PLATFORM is cpu or gpu, not '$PLATFORM'" >&2; exit 2; }
 if [ "$PLATFORM" = gpu ]; then WH=${1:-.specstack/wheelhouse-gpu}; else WH=${1:-.specstack/wheelhouse}; fi
+# A PYTHON that does not run (a pyenv shim of a version not selected, a typo) would read below as "could not
+# download": say what it is before anything is fetched
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
+  echo "collector/wheelhouse.sh: PYTHON=$PY does not run pip ($(command -v "$PY" || echo "not on PATH"))." >&2
+  echo "Fix: set PYTHON to the path of a Python 3.11 or 3.12 that has pip, e.g. PYTHON=/usr/bin/python3.12 make venv ..." >&2
+  exit 2
+fi
 mkdir -p "$WH"
 quiet() { grep -v "^WARNING: Location" || true; }   # noise from pip configs that list missing folders
 
