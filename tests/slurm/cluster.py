@@ -60,7 +60,11 @@ ReturnToService=2
 KillWait=30
 MinJobAge=600
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP
+# A job of `urgent` (higher tier) that needs the CPUs a `test` job holds cancels it: state PREEMPTED
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes={host} MaxTime=INFINITE State=UP PriorityTier=2
 """
 
 
