@@ -56,10 +56,17 @@ def submit_stalled(cluster, results: Path, run_id: str, models_dir: Path, *optio
     return task, lock
 
 
-def gathered(cluster, run_dir: Path) -> tuple[int, dict, dict]:
-    proc = specstack(cluster, "gather", str(run_dir), "--no-report")
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    return proc.returncode, json.loads(proc.stdout), manifest
+def assert_named(cluster, results: Path, run_id: str, task: str, status: str, state: str) -> dict:
+    """gather names the task's end in the bundle (status, Slurm state, the task, the resubmit) and no process of
+    the task is left; the manifest, for what a test checks further."""
+    proc = specstack(cluster, "gather", str(results / run_id), "--no-report")
+    out, manifest = json.loads(proc.stdout), json.loads((results / run_id / "manifest.json").read_text())
+    assert proc.returncode == 1 and out["missing"] == {"baseline": status}, out
+    entry = manifest["methods"]["baseline"]
+    assert entry["status"] == status and entry["slurm_state"] == state, entry
+    assert f"task {task}" in entry["error"] and f"specstack slurm submit --run-id {run_id}" in entry["error"], entry
+    assert not no_task_process_left(run_id)
+    return manifest
 
 
 def no_task_process_left(run_id: str) -> list[str]:
@@ -74,13 +81,8 @@ def test_a_task_past_its_time_limit_is_named_timed_out(slurm_cluster, models_dir
         slurm_cluster.wait_idle(240)   # Slurm checks limits every 30 s; SIGTERM, then KillWait
     finally:
         lock.release()
-    code, out, manifest = gathered(slurm_cluster, results / run_id)
-    assert code == 1 and out["missing"] == {"baseline": "timed out"}, out
-    entry = manifest["methods"]["baseline"]
-    assert entry["status"] == "timed out" and entry["slurm_state"] == "TIMEOUT", entry
-    assert f"task {task}" in entry["error"] and f"specstack slurm submit --run-id {run_id}" in entry["error"], entry
+    manifest = assert_named(slurm_cluster, results, run_id, task, "timed out", "TIMEOUT")
     assert manifest["slurm"]["methods"]["baseline"]["end"]["time_limit"] == "00:01:00"
-    assert not no_task_process_left(run_id)
 
 
 def test_a_preempted_task_is_named_preempted(slurm_cluster, models_dir, tmp_path):
@@ -94,9 +96,4 @@ def test_a_preempted_task_is_named_preempted(slurm_cluster, models_dir, tmp_path
         slurm_cluster.wait_idle(180)
     finally:
         lock.release()
-    code, out, manifest = gathered(slurm_cluster, results / run_id)
-    assert code == 1 and out["missing"] == {"baseline": "preempted"}, out
-    entry = manifest["methods"]["baseline"]
-    assert entry["status"] == "preempted" and entry["slurm_state"] == "PREEMPTED", entry
-    assert f"task {task}" in entry["error"] and f"specstack slurm submit --run-id {run_id}" in entry["error"], entry
-    assert not no_task_process_left(run_id)
+    assert_named(slurm_cluster, results, run_id, task, "preempted", "PREEMPTED")
