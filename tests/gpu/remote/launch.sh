@@ -2,8 +2,9 @@
 # On the lent GPU machine, the call after the last part: unpack the venv of pack.sh, wrap it in a venv of this
 # machine's Python 3.12, copy the checkout out of the synced folder, and start the streams detached (setsid: they
 # outlive this call; poll.sh watches them).
-#   usage: launch.sh SECONDS STREAM [STREAM ...]      STREAM: "NAME PLATFORM METHODS[;NAME PLATFORM METHODS ...]"
-# Each stage is one `make test-gpu` (RUN_ID = NAME); the stages of a stream run one after another, the streams side
+#   usage: launch.sh SECONDS STREAM [STREAM ...]
+#   STREAM: "STAGE[;STAGE ...]", STAGE: "NAME PLATFORM METHODS [VAR=VALUE ...]" (e.g. SPECSTACK_GPU_CACHED=all)
+# Each stage is one `make test-gpu` (RUN_ID = NAME, the VAR=VALUE words in its environment); the stages of a stream run one after another, the streams side
 # by side, all cut at the shared deadline SECONDS from now. PROBE=1 runs `specstack probe-sampler` first.
 # One stream: every server with methods.toml's own memory settings. Several: the GPU is shared, so every server
 # gets gpu-memory-utilization 0.8/N and a fixed KV cache (kv-cache-memory-bytes, 8 GiB), which skips vLLM's memory
@@ -51,10 +52,11 @@ cd $W/repo
 mkdir -p $W/models; HF_HUB_OFFLINE=1 .venv-gpu/bin/python -c "import sys; from pathlib import Path; from specstack.fixtures import tiny_models; tiny_models.build_all(Path(sys.argv[1]))" $W/models || exit 1
 cat > $W/stage.sh <<'EOS'
 #!/bin/bash
-# stage NAME PLATFORM METHODS: one make test-gpu, cut at the shared deadline END
+# stage NAME PLATFORM METHODS [VAR=VALUE ...]: one make test-gpu, cut at the shared deadline END
 name=$1; left=$(( END - $(date +%s) )); [ $left -gt 30 ] || { echo "no time" > $W/log/$name.log; echo 124 > $W/log/$name.rc; exit 0; }
 echo "$(date -u +%T) start ($left s left)" > $W/log/$name.log
-SPECSTACK_GPU_PLATFORM=$2 SPECSTACK_GPU_METHODS=$3 SPECSTACK_GPU_RUN_ID=$name timeout -k 20 $left \
+echo "environment: ${*:4}" >> $W/log/$name.log
+env "${@:4}" SPECSTACK_GPU_PLATFORM=$2 SPECSTACK_GPU_METHODS=$3 SPECSTACK_GPU_RUN_ID=$name timeout -k 20 $left \
   make test-gpu VENV=.venv-gpu >> $W/log/$name.log 2>&1
 echo $? > $W/log/$name.rc; echo "$(date -u +%T) end" >> $W/log/$name.log
 EOS
