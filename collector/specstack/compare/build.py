@@ -13,11 +13,11 @@ from specstack.compare.contents import Comparison, run_id
 from specstack.compare.outputs import output_rows
 from specstack.compare.speed import speed_rows
 from specstack.report.equality import Tokenizers
-from specstack.report.plots import safe_name
+from specstack.report.plots import safe_name, stamped
 from specstack.report.render import render_html, render_markdown
 from specstack.results import layout
 from specstack.results.files import atomic_write_bytes, atomic_write_json, atomic_write_text
-from specstack.results.reader import load_run
+from specstack.results.reader import EAGER_NOTE, load_run
 
 SCHEMA = "specstack.compare/1"
 
@@ -34,7 +34,12 @@ def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None
                      out_rows, out_summary, thresholds, gate.evaluate(thresholds, acc, pos, speed),
                      capacity=capacity_rows(prs))
     if with_plots:
-        _plots(cmp)
+        eager = [f"{side} {', '.join(run.eager_smoke)}" for side, run in (("A", run_a), ("B", run_b)) if run.eager_smoke]
+        note = f"{EAGER_NOTE} ({'; '.join(eager)})" if eager else None
+        with stamped(note):
+            _plots(cmp)
+        if note:
+            cmp.plot_captions = {n: f"{c} ({note})" for n, c in cmp.plot_captions.items()}
     return cmp
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from specstack.results.reader import MethodData, RunData
+from specstack.results.reader import EAGER_NOTE, MethodData, RunData
 
 # The figure kinds a difference can rule out.
 ACCEPTANCE = "acceptance"   # acceptance rate, mean acceptance length (acceptance phase)
@@ -174,6 +174,8 @@ def unmatched(run_a: RunData, run_b: RunData) -> list[str]:
             notes.append(f"{name}: failed in {side} (no figures)")
         notes += [f"{side}: {w}" for w in run.warnings]
         notes += [f"{side}: {md.contradiction_warning}" for md in run.methods.values() if md.contradiction_warning]
+        if run.eager_smoke:
+            notes.append(f"{side}: {EAGER_NOTE}: {', '.join(run.eager_smoke)}")
     for name in sorted(set(run_a.methods) & set(run_b.methods)):
         ta, tb = set(run_a.methods[name].task_figures), set(run_b.methods[name].task_figures)
         notes += [f"{name} {t}: only in A" for t in sorted(ta - tb)]

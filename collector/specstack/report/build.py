@@ -32,7 +32,7 @@ from specstack.report.tables import table_bytes
 from specstack.results import archive
 from specstack.results.files import atomic_write_bytes, atomic_write_text
 from specstack.results import layout
-from specstack.results.reader import RunData, load_run
+from specstack.results.reader import EAGER_NOTE, RunData, load_run
 from specstack.results.summary import PrometheusView, Server, Summary, given
 
 
@@ -98,8 +98,11 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.frontier = load.frontier_rows(speed, report.rates)
     report.capacity = load.capacity_rows(run)
     if with_plots:
-        plots.make_all(report)
-        load_view.make_plots(report)
+        with plots.stamped(EAGER_NOTE if run.eager_smoke else None):
+            plots.make_all(report)
+            load_view.make_plots(report)
+        if run.eager_smoke:
+            report.plot_captions = {n: f"{c} ({EAGER_NOTE})" for n, c in report.plot_captions.items()}
     return report
 
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import io
 import re
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Iterator
 
 import matplotlib
 
@@ -21,10 +23,28 @@ DPI = 100
 BLUE, ORANGE, GREY = "#3274d9", "#e8743b", "#888888"
 
 
+# A line every figure drawn inside `stamped(...)` carries at its foot, so a PNG read on its own still says what its
+# figures are (the eager smoke mode: reader.EAGER_NOTE)
+_STAMP: ContextVar[str | None] = ContextVar("figure_stamp", default=None)
+
+
+@contextmanager
+def stamped(text: str | None) -> Iterator[None]:
+    token = _STAMP.set(text)
+    try:
+        yield
+    finally:
+        _STAMP.reset(token)
+
+
 def png_bytes(fig) -> bytes:
     buf = io.BytesIO()
     try:
         fig.tight_layout()
+        stamp = _STAMP.get()
+        if stamp:
+            fig.subplots_adjust(bottom=max(fig.subplotpars.bottom, 0.2))
+            fig.text(0.01, 0.01, f"⚠ {stamp}", fontsize=8, color=ORANGE, wrap=True)
         fig.savefig(buf, format="png", dpi=DPI)
     finally:
         plt.close(fig)

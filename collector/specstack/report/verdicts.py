@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from specstack.figures import stats as st
 from specstack.report.format import interval, over_repeats, times
+from specstack.results.reader import EAGER_NOTE
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
@@ -104,6 +105,12 @@ def _contradicted(rep: Report) -> list[tuple]:
     return [("p", "**Measured despite a contradicting server** (--trust-server):"), ("ul", lines)] if lines else []
 
 
+def _eager(rep: Report) -> list[tuple]:
+    """Above the matrix, bold: the figures of these methods are the eager smoke mode's, not compile mode's."""
+    eager = rep.run.eager_smoke
+    return [("p", f"**⚠ {EAGER_NOTE[0].upper() + EAGER_NOTE[1:]}:** {', '.join(eager)}.")] if eager else []
+
+
 def verdict(rep: Report) -> list[tuple]:
     """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
     run = rep.run
@@ -113,6 +120,7 @@ def verdict(rep: Report) -> list[tuple]:
         out.append(("p", "**Failed runs** (reported, never used as data):"))
         out.append(("ul", failed))
     out += _contradicted(rep)
+    out += _eager(rep)
     spec = [r for r in rep.speed if r["role"] == "spec"]
     order = {t: i for i, t in enumerate(run.tasks)}
     columns = sorted({(r["task"], r["concurrency"]) for r in spec},

@@ -109,12 +109,20 @@ def read_manifest(run_dir: Path) -> dict:
     return manifest
 
 
+EAGER_MARK = " [eager smoke]"
+EAGER_NOTE = ("eager smoke run: served without torch.compile and CUDA graphs, so its "
+              "speed and start-up figures are not those of compile mode, the GPU default")
+
+
 def display_name(method: str, summary: dict | Summary) -> str:
     """The method's label from methods.toml where it has one ("suffix (prompt trees only)"), so a table never
     shows a configuration under a bare name that overstates it; a label always starts with the method's name
-    (tests/config), and a variant such as a K-sweep member keeps its own name."""
-    label = summary.label if isinstance(summary, Summary) else summary.get("label")
-    return label if label and label.startswith(method + " ") else method
+    (tests/config), and a variant such as a K-sweep member keeps its own name. A method served in the GPU's eager
+    smoke mode carries EAGER_MARK wherever its name is shown."""
+    record = summary if isinstance(summary, Summary) else Summary.from_json(summary)
+    label = record.label
+    name = label if label and label.startswith(method + " ") else method
+    return name + (EAGER_MARK if record.server is not None and record.server.eager_smoke else "")
 
 
 @dataclass
@@ -206,6 +214,11 @@ class RunData:
     methods: dict[str, MethodData]
     failed: list[FailedRun]
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def eager_smoke(self) -> list[str]:
+        """The methods served in the GPU's eager smoke mode (Server.eager_smoke): every figure says so."""
+        return [name for name, md in self.methods.items() if md.record.server and md.record.server.eager_smoke]
 
     @property
     def tasks(self) -> list[str]:

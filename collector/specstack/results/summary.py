@@ -279,6 +279,16 @@ class Server(_Record):
         """What a fact of the server (model_runner, async_scheduling) rests on, where its evidence says."""
         return ((self.evidence or {}).get(fact) or {}).get("basis")
 
+    @property
+    def eager_smoke(self) -> bool:
+        """Served in eager mode (no torch.compile, no CUDA graphs) on a GPU platform: the quick GPU smoke mode
+        (platform gpu-native-eager), whose speed and start-up are not what compile mode, the GPU default, gives.
+        The mode is the engine's own (server.startup, read from its log), else the serve arguments'."""
+        if not str(self.extra.get("platform") or "").startswith("gpu"):
+            return False   # on CPU eager is the platform's only mode here (services/methods.toml): nothing to mark
+        mode = (self.extra.get("startup") or {}).get("mode")
+        return mode == "eager" if mode else "--enforce-eager" in (self.extra.get("argv") or [])
+
 
 @dataclass(frozen=True, kw_only=True)
 class CrossCheck(_Record):
