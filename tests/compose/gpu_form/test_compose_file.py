@@ -256,6 +256,10 @@ def test_gpu_health_caches_and_shm(resolved):
         mounts = {v.split(":")[1]: v.split(":")[0] for v in svc["volumes"]}
         assert mounts[svc["environment"]["HF_HOME"]] == "hf-cache"
         assert mounts[svc["environment"]["VLLM_CACHE_ROOT"]] == "vllm-cache"
+        # every cache a start fills lives on that volume, so a new container reuses it (FlashInfer's JIT kernels:
+        # 76 s of a first start on the H200)
+        for cache in ("TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE"):
+            assert svc["environment"][cache].startswith(svc["environment"]["VLLM_CACHE_ROOT"]), (name, cache)
         assert mounts["/services"] == "./services" and "./services:/services:ro" in svc["volumes"]
     gpu = interpolate(yaml.safe_load(COMPOSE.read_text()), {**lock_env(), "SPECSTACK_GPU": "3"})
     assert gpu["services"]["vllm-ngram"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == ["3"]
