@@ -24,8 +24,10 @@ timeout 900 mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,
 
 # Versions for the image labels, read from the tarball itself.
 DEBIAN=$(tar -xOf "$WORK/base.tar" ./etc/debian_version)
+# awk reads to the end: an early `exit` closes the pipe under tar, whose SIGPIPE (141) pipefail turns into a
+# silent failure of this script (CI, 2026-12-02: "images-base Error 141")
 PYTHON=$(tar -xOf "$WORK/base.tar" ./var/lib/dpkg/status \
-  | awk '/^Package: /{p=$2} /^Version: /{if (p=="python3") {print $2; exit}}')
+  | awk '/^Package: /{p=$2} /^Version: /{if (p=="python3" && v=="") v=$2} END{print v}')
 [ -n "$DEBIAN" ] && [ -n "$PYTHON" ] || { echo "could not read the Debian/Python versions from the tarball" >&2; exit 1; }
 
 "$DOCKER" import \
