@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -143,3 +144,47 @@ def test_parallel_records_calibration_in_the_manifest(tmp_path):
     assert parallel(platform="cpu-container", slots_text="0", cores=1, methods=["baseline"], calibrate=True,
                     command=[sys.executable, "-c", "pass"], run_dir=tmp_path / "r") == []
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["calibration"] is True
+
+
+# A parallel sweep in its own process (signal handlers are process-wide): two slots whose jobs run until the
+# interruption, then clean up, slot 0 for longer; a signal arrives while the main thread waits for slot 0.
+_INTERRUPTED_QUEUE = """
+import os, signal, sys, threading, time
+from specstack.host import interrupts
+from specstack.host.slots import run_queue
+
+started = threading.Barrier(3)
+
+def job(fields):
+    started.wait()
+    try:
+        while not interrupts.interrupted():
+            time.sleep(0.01)
+        return 143
+    finally:
+        time.sleep({"a": 2.0, "b": 0.2}[fields["name"]])   # stopping its server
+        print("cleaned", fields["name"], flush=True)
+
+def signal_soon():
+    started.wait()
+    time.sleep(0.3)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=signal_soon, daemon=True).start()
+with interrupts.handled():
+    try:
+        run_queue([{"slot": "0", "cpuset": ""}, {"slot": "1", "cpuset": ""}], ["a", "b"], job)
+    except interrupts.Interrupted:
+        print("down", flush=True)
+"""
+
+
+def test_an_interrupted_queue_goes_down_only_after_every_slot_cleaned_up(tmp_path):
+    """The race of the parallel compose interrupt test (CI, 2026-12-02: one server never stopped): the main thread
+    was joining slot 0 when the signal came, and CPython 3.11's Thread.join then marks that thread stopped while it
+    still runs its cleanup, so `down` came first and the process ended under it. Deterministic: no load needed."""
+    script = tmp_path / "queue.py"
+    script.write_text(_INTERRUPTED_QUEUE)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("===")]
+    assert out.returncode == 0 and sorted(lines[:2]) == ["cleaned a", "cleaned b"] and lines[2:] == ["down"], out

@@ -168,7 +168,20 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
     order, todo = [j.name for j in jobs], _Queue(jobs)
     failed: set[str] = set()
 
+    # Each slot says itself when it has ended: Thread.join cannot be trusted once a signal interrupts it. CPython
+    # before 3.13 then marks the joined thread stopped while it still runs (python/cpython#90882, "Thread
+    # spuriously marked dead after interrupting a join call"), so the run went down, and the process ended,
+    # before that slot's cleanup had stopped its server (the parallel compose interrupt test, twice in CI;
+    # tests/host/test_slots.py reproduces it).
+    ended = [threading.Event() for _ in slots]
+
     def worker(index: int, slot: dict[str, str]) -> None:
+        try:
+            _work(index, slot)
+        finally:
+            ended[index].set()
+
+    def _work(index: int, slot: dict[str, str]) -> None:
         while (job := todo.take(index)) is not None:
             base = calibration_name(job.baseline, index) if job.baseline else ""
             fields = dict(method=job.method, name=job.name, baseline=base, index=str(index), **slot)
@@ -191,16 +204,18 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.5)
+        for done in ended:
+            while not done.wait(0.5):
+                pass
     except BaseException:
         todo.close()
         if stop is not None:
             stop()
-        for t in threads:
-            t.join()
+        for done in ended:   # the signal handler ignores any later signal: these waits are not cut short
+            done.wait()
         raise
+    for t in threads:
+        t.join()
     return [n for n in order if n in failed]
 
 
