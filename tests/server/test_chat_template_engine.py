@@ -35,13 +35,18 @@ def _serve(base_models, tmp_path, **extra):
 
 def test_without_a_template_every_chat_request_gets_http_400(base_models, tmp_path):
     server = _serve(base_models, tmp_path)
+    ipc = server.ipc_dir
     try:
         r = requests.post(f"{server.base_url}/v1/chat/completions",
                           json=chat_payload(server.served_model_name, PROMPT, MAX_TOKENS), timeout=120)
+        # the same real server, for runtime.py: vLLM's IPC sockets are in a folder of this server's own ...
+        sockets = [p for p in ipc.iterdir() if p.is_socket()] if ipc else []
     finally:
         stop_native(server)
     assert r.status_code == 400, r.text
     assert "chat template" in r.json()["error"]["message"]
+    assert ipc is not None and ipc.name.startswith("specstack-vllm-ipc-") and sockets, (ipc, sockets)
+    assert not ipc.exists()   # ... gone with it (a killed vLLM leaves them in the temp folder)
 
 
 def test_with_the_named_fix_the_prompt_goes_as_written(base_models, tmp_path):

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ class Server:
     models: list[dict] = field(default_factory=list)   # /v1/models data once ready
     ready_seconds: float | None = None
     identity: str | None = None   # native: why the server answering is the one started (identity.py)
+    ipc_dir: Path | None = field(default=None, repr=False)   # native: its IPC sockets, removed when it stops
 
     @property
     def root_model(self) -> str | None:
@@ -245,11 +247,19 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
     elif not port_free(host, port):
         raise UserError(port_in_use_message(host, port))
     env = {**os.environ, **plan["env"], **(extra_env or {})}
+    # vLLM's ZMQ sockets (engine core <-> API server) are files in VLLM_RPC_BASE_PATH, default the temp folder,
+    # that a killed server never removes (742 were left in /tmp by the test suite): a folder of the server's own,
+    # removed with it. A user's own VLLM_RPC_BASE_PATH is left as it is.
+    ipc_dir = None
+    if "VLLM_RPC_BASE_PATH" not in env:
+        ipc_dir = Path(tempfile.mkdtemp(prefix="specstack-vllm-ipc-"))
+        env["VLLM_RPC_BASE_PATH"] = str(ipc_dir)
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")
     # Own session: stopping the server's process group also stops its engine-core children.
-    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path)
+    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path,
+                    ipc_dir=ipc_dir)
     try:
         server.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         log.close()
@@ -259,12 +269,19 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
         raise
 
 
+def _remove_ipc_dir(server: Server) -> None:
+    if server.ipc_dir is not None:
+        shutil.rmtree(server.ipc_dir, ignore_errors=True)
+        server.ipc_dir = None
+
+
 def stop_native(server: Server, timeout: float = 30.0) -> None:
     """Stop the server's whole process group (engine core included): SIGTERM, SIGKILL after `timeout`; a server
     that never became ready gets SIGKILL at once (vLLM 0.32.0 mid-start ignores SIGTERM for minutes, its engine
     core waiting for a handshake). Then confirm the group is gone and its port free."""
     process = server.process
     if process is None:
+        _remove_ipc_dir(server)
         return
     if process.poll() is None:
         first = signal.SIGTERM if server.ready_seconds is not None else signal.SIGKILL
@@ -282,6 +299,7 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
     except ProcessLookupError:
         pass
     _wait_group_gone(process.pid, timeout)
+    _remove_ipc_dir(server)
     # Its sockets closed with it. Whatever listens there now is someone else's (a refused foreign server, say):
     # not waited for, and left alone; only a process of this session that left the group would be a leftover.
     host, port = server.address
