@@ -50,7 +50,7 @@ def test_an_eager_gpu_run_is_marked_in_every_table_above_its_verdicts_and_on_eve
 def test_the_plot_stamp_is_drawn_only_inside_stamped():
     def texts(stamp):
         fig, _ = plt.subplots()
-        with plots.stamped(stamp):
+        with plots.stamped(stamp, {}):
             png = plots.png_bytes(fig)
         return png, [t.get_text() for t in fig.texts]
 

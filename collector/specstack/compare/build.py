@@ -35,11 +35,8 @@ def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None
                      capacity=capacity_rows(prs))
     if with_plots:
         eager = [f"{side} {', '.join(run.eager_smoke)}" for side, run in (("A", run_a), ("B", run_b)) if run.eager_smoke]
-        note = f"{EAGER_NOTE} ({'; '.join(eager)})" if eager else None
-        with stamped(note):
+        with stamped(f"{EAGER_NOTE} ({'; '.join(eager)})" if eager else None, cmp.plot_captions):
             _plots(cmp)
-        if note:
-            cmp.plot_captions = {n: f"{c} ({note})" for n, c in cmp.plot_captions.items()}
     return cmp
 
 

@@ -177,28 +177,25 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
 
     def worker(index: int, slot: dict[str, str]) -> None:
         try:
-            _work(index, slot)
+            while (job := todo.take(index)) is not None:
+                base = calibration_name(job.baseline, index) if job.baseline else ""
+                fields = dict(method=job.method, name=job.name, baseline=base, index=str(index), **slot)
+                print(f"=== slot {index} ({slot['slot']}): {job.name} ===", flush=True)
+                try:
+                    rc = command(fields) if callable(command) else _run_argv([a.format(**fields) for a in command],
+                                                                             job.name)
+                    if rc != 0:
+                        failed.add(job.name)
+                except BaseException as e:  # noqa: BLE001 - one job's failure (or its interruption) is its own
+                    failed.add(job.name)
+                    if not isinstance(e, Exception):
+                        todo.close()
+                    else:
+                        print(f"[{job.name}] failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                finally:
+                    todo.done(job)
         finally:
             ended[index].set()
-
-    def _work(index: int, slot: dict[str, str]) -> None:
-        while (job := todo.take(index)) is not None:
-            base = calibration_name(job.baseline, index) if job.baseline else ""
-            fields = dict(method=job.method, name=job.name, baseline=base, index=str(index), **slot)
-            print(f"=== slot {index} ({slot['slot']}): {job.name} ===", flush=True)
-            try:
-                rc = command(fields) if callable(command) else _run_argv([a.format(**fields) for a in command],
-                                                                         job.name)
-                if rc != 0:
-                    failed.add(job.name)
-            except BaseException as e:  # noqa: BLE001 - one job's failure (or its interruption) is its own
-                failed.add(job.name)
-                if not isinstance(e, Exception):
-                    todo.close()
-                else:
-                    print(f"[{job.name}] failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-            finally:
-                todo.done(job)
 
     threads = [threading.Thread(target=worker, args=(i, s), name=f"slot-{i}") for i, s in enumerate(slots)]
     for t in threads:

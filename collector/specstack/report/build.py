@@ -98,11 +98,9 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.frontier = load.frontier_rows(speed, report.rates)
     report.capacity = load.capacity_rows(run)
     if with_plots:
-        with plots.stamped(EAGER_NOTE if run.eager_smoke else None):
+        with plots.stamped(EAGER_NOTE if run.eager_smoke else None, report.plot_captions):
             plots.make_all(report)
             load_view.make_plots(report)
-        if run.eager_smoke:
-            report.plot_captions = {n: f"{c} ({EAGER_NOTE})" for n, c in report.plot_captions.items()}
     return report
 
 

@@ -29,12 +29,15 @@ _STAMP: ContextVar[str | None] = ContextVar("figure_stamp", default=None)
 
 
 @contextmanager
-def stamped(text: str | None) -> Iterator[None]:
+def stamped(text: str | None, captions: dict[str, str]) -> Iterator[None]:
+    """Every figure drawn inside carries `text` at its foot; on leaving, every caption in `captions` ends with it."""
     token = _STAMP.set(text)
     try:
         yield
     finally:
         _STAMP.reset(token)
+    if text:
+        captions.update({n: f"{c} ({text})" for n, c in captions.items()})
 
 
 def png_bytes(fig) -> bytes:
