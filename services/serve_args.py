@@ -16,6 +16,7 @@ import argparse
 import copy
 import json
 import os
+import string
 import sys
 import tomllib
 from pathlib import Path
@@ -195,6 +196,35 @@ def render(model: str, table: dict) -> list[str]:
     return argv
 
 
+def models_needed(entry: dict) -> list[str]:
+    """The model-set keys a method serves: its target and every {key} its speculative config names."""
+    keys = [entry.get("target", "target")]
+
+    def walk(value):
+        if isinstance(value, str):
+            keys.extend(f for _, f, _, _ in string.Formatter().parse(value) if f and f not in keys)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(entry.get(SPEC_KEY))
+    return keys
+
+
+def check_models(cfg: dict, method: str, set_name: str, models: dict[str, str] | None = None) -> None:
+    """Refuse a method the model set cannot serve (eagle3 on a set without an EAGLE-3 head, mtp on one without an
+    MTP model), naming the sets that can. A sweep checks every method so before its first server starts."""
+    method = resolve_method(cfg, method)
+    models = model_set(cfg, set_name, "/models") if models is None else models
+    for key in models_needed(cfg["methods"][method]):
+        if key not in models:
+            having = [n for n, t in cfg["model_sets"].items() if key in t and not isinstance(t[key], dict)]
+            raise MethodError(f"model set {set_name!r} has no {key!r} model, which method {method!r} needs; the model "
+                              f"sets that have one: {', '.join(having) or 'none'} (--model-set)")
+
+
 def _pinned_runner(env: dict[str, str]) -> str | None:
     if RUNNER_ENV not in env:
         return None
@@ -216,8 +246,7 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     models = model_set(cfg, model_set_name, models_dir)
     entry = cfg["methods"][method]
     target_key = entry.get("target", "target")
-    if target_key not in models:
-        raise MethodError(f"model set {model_set_name!r} has no {target_key!r} model for method {method!r}")
+    check_models(cfg, method, model_set_name, models)
     table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models,
                   prefix_caching=prefix_caching)
     _pin(table, models, model_revisions(cfg, model_set_name), target_key)

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from specstack.measure import per_request
+from specstack.figures import bench_cell
 
 
 def bench_json(tpot: float, tput: float, *, completed: int = 8, failed: int = 0, out_tokens: int = 384,
@@ -70,6 +70,47 @@ def chat_record(rid: str, prompt: str, text: str | None, finish: str = "stop", s
     return rec
 
 
+def answers(texts: dict) -> dict:
+    """A task's requests, completion tokens and finish reasons as its records give them (chat_record: one token
+    per word of an answer; a failed request has no answer)."""
+    reasons: dict[str, int] = {}
+    for spec in texts.values():
+        finish = None if len(spec) > 2 and spec[2] else spec[1]
+        reasons[str(finish)] = reasons.get(str(finish), 0) + 1
+    return {"requests": len(texts), "finish_reasons": reasons,
+            "completion_tokens": sum(len((spec[0] or "").split()) for spec in texts.values()
+                                     if not (len(spec) > 2 and spec[2]))}
+
+
+def request_metrics(acc: dict, k: int | None, *, first: bool) -> dict:
+    """A response's metrics.speculative_decoding such that a task's records sum to its summary's sums (R, D, C,
+    the histogram; the per-step arrays where `acc` has them, step_figures), as in a real bundle: the first record
+    carries them, the others drafted nothing."""
+    hist = acc.get("histogram") or [acc.get("num_spec_steps") or 0] + [0] * (k or 0)
+    steps = {key: acc[key] for key in ("per_step_drafted", "per_step_accepted") if key in acc}
+    if not first:
+        return {"num_spec_steps": 0, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0,
+                "acceptance_histogram": [0] * len(hist), **{key: [] for key in steps}}
+    return {"num_spec_steps": acc.get("num_spec_steps") or 0, "num_draft_tokens": acc.get("num_draft_tokens") or 0,
+            "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens") or 0, "acceptance_histogram": hist,
+            **steps}
+
+
+def step_figures(drafted: list[int], accepted: list[int], k: int = 4) -> dict:
+    """A task's acceptance figures from `detailed` per-step arrays (what each verify step drafted and accepted),
+    summed by the run's own accounting, with the arrays (write_method puts them into the records)."""
+    from specstack.figures import recompute
+    from specstack.measure import accounting
+
+    hist = [0] * (k + 1)
+    for a in accepted:
+        hist[a] += 1
+    spec = {"num_spec_steps": len(drafted), "num_draft_tokens": sum(drafted), "num_accepted_draft_tokens":
+            sum(accepted), "acceptance_histogram": hist, "per_step_drafted": drafted, "per_step_accepted": accepted}
+    return {**recompute.acceptance_figures(accounting.from_requests([spec])), "per_step_drafted": drafted,
+            "per_step_accepted": accepted}
+
+
 def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict, texts: dict[str, dict],
                  k: int | None = 4, kv: int | None = 100_000, acceptance: dict | None = None, comparable=True,
                  preemptions: dict | None = None, status: str = "ok", folder: str | None = None,
@@ -95,10 +136,9 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                 data = bench_json(tpot, tput, c=conc, **extra)
                 (d / "bench").mkdir(parents=True, exist_ok=True)
                 (d / f).write_text(json.dumps(data))
+                # the cell as runs/method_summary.py writes it from its file (figures/recompute.py holds them equal)
                 bench.append({"concurrency": conc, "request_rate": rate, "load": load, "repeat": r, "status": "ok",
-                              "file": f, "output_throughput": data["output_throughput"],
-                              "completed": data["completed"], "mean_e2el_ms": data["mean_e2el_ms"],
-                              "per_request": per_request.cell_figures(data, conc)})
+                              "file": f, **bench_cell.cell_figures(data, None, conc)})
                 pre = (preemptions or {}).get((task, c, r), 0.0)
                 windows.append({"name": f"bench/{cell}", "phase": "bench", "task": task, "concurrency": conc,
                                 "request_rate": rate, "load": load, "repeat": r, "status": "ok", "checks": [],
@@ -112,14 +152,15 @@ def write_method(run_dir: Path, name: str, *, baseline: str | None, cells: dict,
                        "no_accept_share": acc.get("no_accept_share"), "num_spec_steps": acc.get("num_spec_steps"),
                        "num_draft_tokens": acc.get("num_draft_tokens"),
                        "num_accepted_draft_tokens": acc.get("num_accepted_draft_tokens"),
-                       "requests": len(texts.get(task, {})), "completion_tokens": 0, "finish_reasons": {},
+                       **answers(texts.get(task, {})),
                        "bench": bench}
         lines = []
+        carried = False   # the first answered record carries the task's sums, the others none: they add up to them
         for rid, spec in texts.get(task, {}).items():
             text, finish = spec[0], spec[1]
             error = spec[2] if len(spec) > 2 else None
-            metrics = {"num_spec_steps": 1, "num_draft_tokens": k, "num_accepted_draft_tokens": 0,
-                       "acceptance_histogram": [1] + [0] * k} if speculative else None
+            metrics = None if error or not speculative or not acc else request_metrics(acc, k, first=not carried)
+            carried = carried or metrics is not None
             lines.append(json.dumps(chat_record(rid, f"prompt {rid}", text, finish, metrics, error)))
         (d / "acceptance").mkdir(parents=True, exist_ok=True)
         (d / "acceptance" / f"{task}.jsonl").write_text("\n".join(lines) + "\n")
@@ -209,14 +250,39 @@ def make_run(root: Path, name: str, *, k: int = 4, hist: list[int] | None = None
     return run
 
 
+def set_acceptance(run: Path, method: str, task: str, fig: dict, k: int = 4) -> None:
+    """A method's acceptance figures of a task replaced, in its summary and its answers' records alike (as a run
+    that measured them would have written them)."""
+    path = run / method / "summary.json"
+    s = json.loads(path.read_text())
+    s["tasks"][task].update({key: v for key, v in fig.items() if not key.startswith("per_step_")})
+    path.write_text(json.dumps(s))
+    records = run / method / "acceptance" / f"{task}.jsonl"
+    lines = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    first = True
+    for rec in lines:
+        if (rec.get("response") or {}).get("metrics"):
+            rec["response"]["metrics"]["speculative_decoding"] = request_metrics(fig, k, first=first)
+            first = False
+    records.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+
+
 def perturb(src: Path, dst: Path, method: str = "ngram", factor: float = 0.8) -> Path:
-    """A copy of a run whose accepted counts are scaled (the summary edited as by hand): what a regression looks
-    like in the acceptance phase."""
+    """A copy of a run whose accepted counts are scaled, in the answers' records and in the summary alike (a
+    summary edited alone is flagged and recomputed from its records, figures/recompute.py): what a regression
+    looks like in the acceptance phase."""
     shutil.copytree(src, dst)
     path = dst / method / "summary.json"
     s = json.loads(path.read_text())
-    for f in s["tasks"].values():
+    for task, f in s["tasks"].items():
         if f.get("num_draft_tokens"):
+            records = dst / method / "acceptance" / f"{task}.jsonl"
+            lines = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+            for rec in lines:
+                spec = ((rec.get("response") or {}).get("metrics") or {}).get("speculative_decoding")
+                if spec:
+                    spec["num_accepted_draft_tokens"] = round(spec["num_accepted_draft_tokens"] * factor)
+            records.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
             f["num_accepted_draft_tokens"] = round(f["num_accepted_draft_tokens"] * factor)
             f["acceptance_rate"] = f["num_accepted_draft_tokens"] / f["num_draft_tokens"]
             f["mean_acceptance_length"] = 1 + f["num_accepted_draft_tokens"] / f["num_spec_steps"]

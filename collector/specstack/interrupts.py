@@ -7,8 +7,10 @@ same bounded cleanup as Ctrl+C: the server's process group stopped, the bundle f
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
+import time
 from typing import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -61,3 +63,20 @@ def default_in_child() -> None:
     """In a forked child (the bench client): the parent's handler is not the child's; the default ends it."""
     for s in SIGNALS:
         signal.signal(s, signal.SIG_DFL)
+
+
+def stop_when_orphaned(poll: float = 0.5) -> threading.Thread:
+    """A process that a harness started and waits for (a parallel sweep's `slot-run`) stops as if SIGTERMed once
+    that harness is gone, however it went (kill -9 included): the same bounded cleanup (its server stopped, its
+    bundle kept as failed) instead of measuring on, unwatched, into a run nobody reads. A dead parent's child is
+    re-parented (to init or a subreaper), so a changed parent pid is the sign; a daemon thread polls it."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="stop-when-orphaned", daemon=True)
+    thread.start()
+    return thread

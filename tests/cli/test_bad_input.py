@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 
 from specstack.config import methods
+from specstack.config.workloads import default_prompt
 from specstack.fixtures import tiny_models
 from specstack.datasets.pinned import WHEELS
+from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.runs import recipe
 from specstack.runs.options import Options
@@ -34,6 +36,7 @@ from tests.support import run_main as run_cli  # `specstack <argv>` in-process
 REPO = Path(__file__).resolve().parents[2]
 SPECSTACK = Path(sys.executable).with_name("specstack")
 TINY = ("--model-set", "tiny", "--platform", "cpu-native")
+LONG = " ".join(f"w{i}" for i in range(3000))   # ~13,000 tokens of the tiny models' tokenizer
 # Tiny workload everywhere: if a check regresses and a run goes ahead, it ends in seconds, not minutes.
 SMALL = ("--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8", "--perf-output-len", "8",
          "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "2")
@@ -101,6 +104,10 @@ class Ctx:
         blocker.write_text("")
         self.results = blocker / "results"
         return self.results
+
+    def long_prompt_workload(self) -> str:
+        """A workload whose second row is far over the tiny target's 4096 tokens."""
+        return self.workload(json.dumps({"prompt": "a"}).encode() + b"\n" + json.dumps({"prompt": LONG}).encode())
 
     def workload(self, content: bytes, suffix: str = ".jsonl") -> str:
         path = self.tmp / f"workload{suffix}"
@@ -206,11 +213,43 @@ ROWS = [
     ("request-rate-zero", "baseline", lambda c: ["--request-rate", "0"], 2,
      ["--request-rate must be > 0 (omit it for an unlimited rate)"]),
     ("port-release-timeout-negative", "baseline", lambda c: ["--port-release-timeout", "-1"], 2,
-     ["--port-release-timeout must be >= 0 seconds, got -1.0"]),
+     ["--port-release-timeout must be >= 0 seconds (and finite), got -1"]),
+    ("quiet-gap-negative", "baseline", lambda c: ["--quiet-gap=-0.5"], 2,
+     ["--quiet-gap must be >= 0 seconds (and finite), got -0.5"]),
+    ("port-out-of-range", "baseline", lambda c: ["--port", "70000"], 2,
+     ["--port must be a TCP port from 1 to 65535, got 70000; pass a free port (or leave the option out for the "
+      "default)"]),
+    ("port-zero", "baseline", lambda c: ["--port", "0"], 2, ["--port must be a TCP port from 1 to 65535, got 0"]),
+    ("port-negative", "baseline", lambda c: ["--port=-8000"], 2,
+     ["--port must be a TCP port from 1 to 65535, got -8000"]),
+    ("windows-port-out-of-range", "baseline", lambda c: ["--windows-port", "65536"], 2,
+     ["--windows-port must be a TCP port from 1 to 65535, got 65536"]),
+    ("ready-timeout-zero", "baseline", lambda c: ["--ready-timeout", "0"], 2,
+     ["--ready-timeout must be a positive, finite number of seconds, got 0; leave it out for the default (900 s)"]),
+    ("ready-timeout-not-a-number", "baseline", lambda c: ["--ready-timeout", "nan"], 2,
+     ["--ready-timeout must be a positive, finite number of seconds, got nan"]),
+    ("request-timeout-negative", "baseline", lambda c: ["--request-timeout=-1"], 2,
+     ["--request-timeout must be a positive, finite number of seconds, got -1; leave it out for the default (600 s)"]),
     ("output-longer-than-max-model-len", "baseline", lambda c: ["--perf-output-len", "5000"], 2,
      ["output length 5000 does not fit --max-model-len 4096", "lower --perf-output-len/--acceptance-max-tokens"]),
+    ("prompt-longer-than-max-model-len", "baseline", lambda c: ["--workload", c.long_prompt_workload()], 2,
+     ["specstack: error: task code: ", "/workload.jsonl:2 (id code-001): ", " prompt tokens + max_tokens 8 = ",
+      ": over the max model length 4096 of tiny-qwen3 (vLLM would refuse the prompt or cut its output short). "
+      "Shorten or drop those prompts, lower the output length (--acceptance-max-tokens, a row's max_tokens, "
+      "--perf-output-len), or raise max-model-len in services/methods.toml"]),
+    ("output-past-max-model-len-after-the-prompt", "baseline", lambda c: ["--acceptance-max-tokens", "4090"], 2,
+     ["specstack: error: task code: ", "/code.acceptance.jsonl:1 (id code-000): ", " prompt tokens + max_tokens 4090",
+      "/code.acceptance.jsonl:2 (id code-001): ", "over the max model length 4096 of tiny-qwen3"]),
     ("unknown-model-set", "baseline", lambda c: ["--model-set", "huge"], 2,
      ["unknown model set 'huge'; choose one of: default, tiny"]),
+    ("eagle3-on-a-set-without-a-head", "eagle3", lambda c: ["--model-set", "smollm2"], 2,
+     ["model set 'smollm2' has no 'eagle3' model, which method 'eagle3' needs; the model sets that have one: "
+      "default, tiny (--model-set)"]),
+    ("mtp-on-a-set-without-mtp-layers", "mtp", lambda c: ["--model-set", "smollm2"], 2,
+     ["model set 'smollm2' has no 'mtp_target' model, which method 'mtp' needs; the model sets that have one: "
+      "default, tiny (--model-set)"]),
+    ("mtp-baseline-on-a-set-without-mtp-layers", "mtp-baseline", lambda c: ["--model-set", "smollm2"], 2,
+     ["model set 'smollm2' has no 'mtp_target' model, which method 'mtp-baseline' needs"]),
     ("unknown-platform", "baseline", lambda c: ["--platform", "tpu"], 2,
      ["unknown platform 'tpu'; choose one of:"]),
     ("url-runtime-without-url", "baseline", lambda c: ["--runtime", "url"], 2,
@@ -260,6 +299,18 @@ def test_unknown_method_in_a_sweep_is_refused_before_anything_runs(tmp_path, mod
     ran = sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) if (ctx.results / ctx.run_id).exists() else []
     assert not [name for name in ran if name.startswith(("baseline", ".baseline"))], \
         f"baseline ran before the bad method name was noticed: {ran}"
+
+
+@pytest.mark.config
+def test_a_method_the_model_set_cannot_serve_in_a_sweep_is_refused_before_anything_runs(tmp_path, models_dir, capsys):
+    """mtp last in a sweep on the trained set (no MTP layers): refused before the baseline's server starts."""
+    ctx = Ctx(tmp_path, models_dir)
+    dead = f"http://127.0.0.1:{free_port()}"  # if baseline is run anyway, it fails in seconds
+    result = run_cli(capsys, ctx.args("baseline,ngram,mtp", "--model-set", "smollm2", "--runtime", "url", "--url", dead,
+                                      command="sweep"))
+    assert_refused(result, ["model set 'smollm2' has no 'mtp_target' model, which method 'mtp' needs; the model sets "
+                            "that have one: default, tiny"], ctx.results, ctx.run_id, "baseline", 2)
+    assert not (ctx.results / ctx.run_id).exists()
 
 
 @pytest.mark.config
@@ -389,6 +440,22 @@ def test_dataset_wheel_not_downloadable(tmp_path, models_dir, capsys, monkeypatc
 
 
 @pytest.mark.config
+def test_a_perf_prompt_longer_than_max_model_len(tmp_path, models_dir, capsys):
+    """The perf file is counted as `vllm bench serve` sends it (it surfaced as "1 of 4 bench requests failed", no
+    cause); with --skip-bench it is not sent, so not counted."""
+    ctx = Ctx(tmp_path, models_dir)
+    perf, acceptance = tmp_path / "perf.jsonl", tmp_path / "acceptance.jsonl"
+    perf.write_text(json.dumps({"prompt": "a"}) + "\n" + json.dumps({"prompt": LONG}) + "\n")
+    acceptance.write_text(json.dumps({"prompt": "a"}) + "\n")
+    argv = [a for a in ctx.args("baseline", "--workload", f"mine={perf},{acceptance}") if a != "--skip-bench"]
+    result = run_cli(capsys, argv)
+    assert_refused(result, [f"specstack: error: task mine: {perf}:2: ", " prompt tokens + --perf-output-len 8 = ",
+                            "over the max model length 4096 of tiny-qwen3"], ctx.results, ctx.run_id, "baseline", 2)
+    assert "acceptance.jsonl" not in result.err and len(result.err.strip().splitlines()) == 1, result.err
+    assert not (ctx.results / ctx.run_id).exists(), "a refused run left a run folder"
+
+
+@pytest.mark.config
 def test_port_in_use_by_another_program(tmp_path, models_dir, capsys):
     ctx = Ctx(tmp_path, models_dir)
     with socket.socket() as s:
@@ -444,8 +511,9 @@ def test_run_id_that_already_has_a_result(tmp_path, models_dir, capsys, live_ser
     assert f"{ctx.results / ctx.run_id / 'baseline'} already holds a result for run 'bad'; choose another " \
            "--run-id or pass --force to replace it" in again.text
     assert summary.read_bytes() == before, "the good result was touched"
-    assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == ["SHA256SUMS", "baseline", "inputs",
-                                                                            "manifest.json", "tables.txt"]
+    # the run lock (results/run_lock.py) stays, free: the kernel dropped it with the harness
+    assert sorted(p.name for p in (ctx.results / ctx.run_id).iterdir()) == sorted(
+        [layout.RUN_LOCK, "SHA256SUMS", "baseline", "inputs", "manifest.json", "tables.txt"])
 
 
 @pytest.mark.integration
@@ -473,3 +541,55 @@ def test_workload_text_is_data_never_executed(tmp_path, models_dir, capsys, live
     assert sent == prompts  # verbatim, as data
     bench = json.loads((bundle / "bench" / "code-c1-r0.json").read_text())
     assert bench["completed"] == 3 and not marker.exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_second_harness_of_a_run_id_is_refused_naming_the_first(tmp_path, capsys, command):
+    """One run per run id at a time: the second is refused before it contacts or starts any server (the first one's
+    pid named), and the first run's folder is left as it was. The lock itself: tests/results/test_run_lock.py."""
+    from tests.runs.test_attach import FakeEndpoints
+    server = FakeEndpoints(None)
+    first = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom specstack.results import run_lock\n"
+                              "run_lock.acquire(sys.argv[1])\nprint('held', flush=True)\ntime.sleep(120)",
+                              str(tmp_path / "results" / "bad")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline() == "held\n"
+        before = sorted(p.name for p in (tmp_path / "results" / "bad").iterdir())
+        head = ["run", "--method"] if command == "run" else ["sweep", "--methods"]
+        result = run_cli(capsys, [*head, "baseline", "--results", tmp_path / "results", "--run-id", "bad",
+                                  "--url", server.url, "--model-set", "tiny", "--platform", "cpu-native", *SMALL])
+    finally:
+        first.kill()
+        first.wait()
+        server.close()
+    assert_refused(result, [f"specstack: error: run 'bad' is being measured by another specstack: pid {first.pid}",
+                            f"Wait for it to end, stop it (kill {first.pid}), or use another --run-id"],
+                   tmp_path / "results", "bad", "baseline", 2)
+    assert server.posts == 0, "the refused run measured the server"
+    assert sorted(p.name for p in (tmp_path / "results" / "bad").iterdir()) == before
+
+
+@pytest.mark.integration
+def test_prompt_tokens_are_counted_as_the_server_counts_them(models_dir, live_server):
+    """The length check's counts (server/prompt_lengths.py) are the real server's: a chat request's and a bench
+    request's `usage.prompt_tokens` (bench sends its templated text to /v1/completions), for a short prompt, a
+    code prompt and a long one still under the limit."""
+    import requests
+
+    from specstack.measure.chat import CHAT_TEMPLATE_KWARGS, chat_payload
+    from specstack.server.prompt_lengths import Counter
+
+    plan = methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    count = Counter(plan, CHAT_TEMPLATE_KWARGS)
+    for prompt in ("a", default_prompt("code", 3), " ".join(f"w{i}" for i in range(600))):
+        chat = requests.post(f"{live_server.base_url}/v1/chat/completions",
+                             json=chat_payload(live_server.served_model_name, prompt, 1), timeout=120)
+        assert chat.status_code == 200, chat.text
+        assert chat.json()["usage"]["prompt_tokens"] == count.chat(prompt)
+        text = count.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                                   tokenize=False, **CHAT_TEMPLATE_KWARGS)
+        completion = requests.post(f"{live_server.base_url}/v1/completions", timeout=120,
+                                   json={"model": live_server.served_model_name, "prompt": text, "max_tokens": 1})
+        assert completion.status_code == 200, completion.text
+        assert completion.json()["usage"]["prompt_tokens"] == count.bench(prompt)

@@ -7,6 +7,7 @@ import pytest
 
 from specstack.cli import demo, run, sweep_k
 from specstack.cli.options import options_from_args, run_tasks
+from specstack.runs.options import Options, load_tasks
 
 pytestmark = pytest.mark.unit
 
@@ -83,6 +84,32 @@ def test_datasets_are_tasks_of_their_name_alone_unless_tasks_names_more():
     args = parse(sweep_k, ["sweep-k", "--method", "ngram", "--k", "2", "--dataset", "sharegpt"])
     assert options_from_args(args, "ngram").tasks == ("sharegpt",)
     assert options_from_args(parse(run, ["run", "--method", "ngram"]), "ngram").tasks == ("code", "chat")
+
+
+def test_a_workload_is_measured_like_a_dataset(tmp_path):
+    """`--workload mine=P,A` without `--tasks mine` once validated the files, measured code and chat instead and
+    said ok: the task a user gives files for is measured, alone without --tasks, beside --tasks with it."""
+    rows = tmp_path / "mine.jsonl"
+    rows.write_text('{"prompt": "a"}\n')
+    workload = ["--workload", f"mine={rows},{rows}"]
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", *workload]), "ngram")
+    assert opts.tasks == ("mine",)
+    opts.validate()
+    assert list(load_tasks(opts, tmp_path / "inputs")) == ["mine"]
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--tasks", "code", *workload,
+                                         "--dataset", "mt-bench"]), "ngram")
+    assert opts.tasks == ("code", "mt-bench", "mine")
+    # `--workload code=...` alone: code from the user's files, and nothing else
+    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--workload", f"code={rows},{rows}"]), "ngram")
+    assert opts.tasks == ("code",)
+
+
+def test_a_workload_the_tasks_leave_out_is_refused_for_callers_without_the_command_line(tmp_path):
+    from specstack.errors import UserError
+    opts = Options(method="ngram", run_id="x", tasks=("code",), workload_files={"mine": (tmp_path / "p.jsonl",) * 2})
+    with pytest.raises(UserError, match=r"--workload mine is a task the run leaves out: add it to --tasks "
+                                        r"\(code,mine\) or drop --tasks"):
+        opts.validate()
 
 
 def test_the_demo_runs_on_datasets_instead_of_code_and_chat_when_asked():

@@ -1,7 +1,6 @@
 """Acceptance-phase figures: exact verdicts on the counts, and the request interval that sizes a change."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from specstack.cli.main import main
 from specstack.compare.pairing import SHAPE
 
-from tests.bundles import HIST, figures, make_run, perturb
+from tests.bundles import HIST, figures, make_run, perturb, set_acceptance
 
 from .common import compare, one
 
@@ -55,13 +54,11 @@ def test_one_count_is_a_change(run_a, tmp_path):
     """Exact sums: a single accepted draft more is "changed", not noise."""
     b = tmp_path / "run-b"
     shutil.copytree(run_a, b)
-    path = b / "ngram" / "summary.json"
-    s = json.loads(path.read_text())
     hist = list(HIST[4])
     hist[3], hist[4] = hist[3] + 1, hist[4] - 1
-    s["tasks"]["chat"].update(figures(hist))
-    path.write_text(json.dumps(s))
+    set_acceptance(b, "ngram", "chat", figures(hist))
     cmp = compare(run_a, b)
+    assert not cmp.run_b.findings   # measured so, not edited: its summary and its records agree
     assert one(cmp.acceptance, task="chat", figure="acceptance_length")["verdict"] == "changed"
     assert one(cmp.acceptance, task="code", figure="acceptance_length")["verdict"] == "same"
     assert [r["position"] for r in cmp.histogram if r["verdict"] == "changed"] == [3, 4]

@@ -60,9 +60,10 @@ def test_vllm_image_matches_the_native_venv(refs):
                           capture_output=True, text=True, check=True, timeout=120).stdout
     native = freeze(venv)
     native.pop("pip")
-    # the linter (collector/lint.lock) is the venv's only, by design: no image needs it
-    linter = pins(("lint.lock",))
-    assert {n: native.pop(n, None) for n in linter} == linter
+    # the linter (collector/lint.lock) and the model builder's GGUF reader (collector/models.lock) are the venv's
+    # only, by design: no image needs them
+    venv_only = pins(("lint.lock", "models.lock"))
+    assert {n: native.pop(n, None) for n in venv_only} == venv_only
     image = freeze(run_in(refs["VLLM_IMAGE"], "/opt/specstack/pip-freeze.txt", entrypoint="cat"))
     image.pop("pip")
     assert image == native

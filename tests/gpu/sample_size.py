@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from specstack.report.lossless import ALPHA, POSITIONS, _samples, permutation_test
+from specstack.report.lossless import ALPHA, POSITIONS, permutation_test, samples_by_prompt
 from specstack.results.records import read_records
 
 
 def critical_tv(run_dir: Path, per_side: int, baseline: str = "baseline", seed: int = 1) -> float:
     """Median critical TV over the baseline's prompts × positions at `per_side` samples a side."""
     records = [r for f in sorted((run_dir / baseline / "sampled").glob("*.jsonl")) for r in read_records(f)]
-    by_prompt = _samples(records, POSITIONS)
+    by_prompt = samples_by_prompt(records, POSITIONS)
     rng = np.random.default_rng(seed)
     m = len(by_prompt) * POSITIONS
     crits = []

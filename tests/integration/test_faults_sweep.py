@@ -100,6 +100,7 @@ def faulty_sweep(models_dir, tmp_path_factory):
             seen["holder"] = hold_port(int(server.base_url.rsplit(":", 1)[1]), 600)
 
     mp.setattr(runtime, "subprocess", types.SimpleNamespace(Popen=spawn, STDOUT=subprocess.STDOUT,
+                                                          DEVNULL=subprocess.DEVNULL,
                                                           TimeoutExpired=subprocess.TimeoutExpired))
     mp.setattr(run_module, "start_native", start)
     mp.setattr(run_module, "stop_native", stop)

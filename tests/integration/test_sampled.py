@@ -67,13 +67,28 @@ def test_every_sample_has_its_own_seed_and_the_answers_differ_from_greedy(sample
     assert any(r["text"] != greedy[r["id"].rsplit("/s", 1)[0]] for r in sampled), "temperature 1 was not applied"
 
 
+def split_samples(records: list[dict], side_a) -> tuple[dict, dict]:
+    """The samples of each prompt split in two by their number k (`<prompt>/s<k>`): side_a(k) true on side A."""
+    return (lossless.samples_by_prompt(records, lossless.POSITIONS, side_a),
+            lossless.samples_by_prompt(records, lossless.POSITIONS, lambda k: not side_a(k)))
+
+
 def test_the_losslessness_test_is_calibrated_has_power_and_flags_draft_model_on_cpu(sampled_run):
     run_dir, _ = sampled_run
     base = load_run(run_dir).methods["baseline"]
     at = {t: lossless.sampled_records(base, "code", t) for t in (1.0, 0.5)}
-    # calibration on real answers: the baseline against itself (even vs odd samples) shows nothing
-    same = lossless.compare_samples(*lossless.independent_samples(at[1.0], at[1.0]))
-    assert len(same["tests"]) == 4 * lossless.POSITIONS and same["flagged"] == 0, same["verdict"]
+    # calibration on real answers: the baseline against itself. Under no difference one split flags with
+    # probability at most α (Holm over its 16 tests), so "never flags" cannot be asserted of one split without a
+    # 1-in-20 false alarm (the even/odd split of one run here flagged once, raw p 0.0003, while its other 15 p-values
+    # spread evenly). Three disjoint splits of the same samples are tested instead; more than one flag is what a
+    # miscalibrated test shows.
+    splits = {"even/odd": lambda k: k % 2 == 0, "halves": lambda k: k < SAMPLES // 2, "k mod 4": lambda k: k % 4 < 2}
+    verdicts = {}
+    for name, side_a in splits.items():
+        same = lossless.compare_samples(*split_samples(at[1.0], side_a))
+        assert len(same["tests"]) == 4 * lossless.POSITIONS, name
+        verdicts[name] = same["verdict"] if same["flagged"] else None
+    assert sum(v is not None for v in verdicts.values()) <= 1, verdicts
     # power: a deliberately different sampler (the baseline at temperature 0.5 against 1.0) is flagged
     other = lossless.compare_samples(*lossless.independent_samples(at[1.0], at[0.5]))
     assert other["flagged"] > 0 and other["verdict"].startswith("differs: prompt "), other["verdict"]

@@ -194,7 +194,8 @@ def test_the_run_sealed_itself(sweep_run):
 
     run_dir = sweep_run["run_dir"]
     listed = dict(reversed(line.split("  ", 1)) for line in (run_dir / "SHA256SUMS").read_text().splitlines())
-    assert "tables.txt" in listed and (run_dir / "tables.txt").read_text().startswith("task: ")
+    first, second = (run_dir / "tables.txt").read_text().splitlines()[:2]
+    assert "tables.txt" in listed and first.startswith("model set tiny: random weights") and second.startswith("task: ")
     for name in sweep_run["summaries"]:
         rel = f"{name}/summary.json"
         assert listed[rel] == hashlib.sha256((run_dir / rel).read_bytes()).hexdigest(), rel

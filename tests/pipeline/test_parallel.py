@@ -104,6 +104,51 @@ def test_a_slots_process_pins_itself_and_records_its_slot(tmp_path):
     assert manifest["methods"]["baseline-slot1"]["slot"] == record["slot"]
 
 
+ORPHANED_SLOT = """
+import json, subprocess, sys, time
+from specstack import interrupts
+from specstack.pipeline import parallel
+if sys.argv[1] == "harness":   # the sweep: starts the slot's process, says its pid, and waits (until SIGKILLed)
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[2], "slot", sys.argv[3], sys.argv[4]])
+    print(child.pid, flush=True)
+    child.wait()
+else:   # the slot's process: enters its slot as `specstack slot-run` does, then measures (sleeps) until stopped
+    with interrupts.as_exception():
+        try:
+            parallel.enter_slot(json.loads(sys.argv[2]))
+            time.sleep(60)
+            ended = "not stopped"
+        except interrupts.Interrupted as e:
+            ended = interrupts.reason(e)
+    open(sys.argv[3], "w").write(ended)
+"""
+
+
+def test_a_slots_process_stops_when_its_sweep_is_killed(tmp_path):
+    """kill -9 of a parallel sweep (no stop() runs): each slot's run notices its harness is gone and stops as if
+    SIGTERMed (its server stopped, its bundle kept as failed: the interrupt path), instead of measuring on."""
+    import psutil
+    import signal
+    import time
+    core = min(os.sched_getaffinity(0))
+    opts = Options(method="baseline", run_id="r", results_dir=tmp_path, platform="cpu-native",
+                   bundle_name="baseline-slot1", slot=str(core))
+    spec = {"options": opts.to_json(), "slot": str(core), "cpuset": str(core)}
+    ended = tmp_path / "ended"
+    harness = subprocess.Popen([sys.executable, "-c", ORPHANED_SLOT, "harness", ORPHANED_SLOT, json.dumps(spec),
+                                str(ended)], stdout=subprocess.PIPE, text=True)
+    assert harness.stdout is not None
+    slot = psutil.Process(int(harness.stdout.readline()))
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "r" / layout.host_record("baseline-slot1")).exists():   # it entered its slot
+        assert time.monotonic() < deadline and slot.is_running(), "the slot's process never entered its slot"
+        time.sleep(0.1)
+    harness.send_signal(signal.SIGKILL)
+    harness.wait()
+    slot.wait(30)
+    assert ended.read_text() == "interrupted (SIGTERM); rerun the same command to resume"
+
+
 def test_calibrate_without_slots_is_refused_by_the_command(tmp_path):
     out = subprocess.run([str(Path(sys.executable).with_name("specstack")), "sweep", "--methods", "baseline",
                           "--calibrate", "--results", str(tmp_path), "--platform", "cpu-native"],
@@ -115,10 +160,17 @@ def test_calibrate_without_slots_is_refused_by_the_command(tmp_path):
 STAND_IN_SPECSTACK = """#!{python}
 import json, os, sys
 from specstack.pipeline import parallel
+from specstack.results import run_lock
 opts = parallel.enter_slot(json.loads(open(sys.argv[2]).read()))
+try:   # as the slot's run_method takes it: a part of the sweep's run joins the sweep's lock
+    run_lock.acquire(os.path.join(opts.results_dir, opts.run_id))
+    lock = "joined"
+except Exception as e:
+    lock = str(e)
 with open(os.path.join(os.environ["FAKE_STATE"], "runs.jsonl"), "a") as f:
     f.write(json.dumps({{"name": opts.bundle_name or opts.method, "cuda": os.environ["CUDA_VISIBLE_DEVICES"],
-                        "baseline_result": opts.baseline_result, "port": opts.port, "slot": opts.slot}}) + "\\n")
+                        "baseline_result": opts.baseline_result, "port": opts.port, "slot": opts.slot,
+                        "lock": lock}}) + "\\n")
 """
 
 
@@ -142,6 +194,7 @@ def test_the_gpu_form_gives_each_slot_its_gpu_and_waits_for_its_memory(tmp_path,
     assert parallel.parallel_sweep(opts, ["baseline", "ngram"], gpus="0,1", calibrate=True, report=False) == []
     runs = {r["name"]: r for r in map(json.loads, (state / "runs.jsonl").read_text().splitlines())}
     assert sorted(runs) == ["baseline", "baseline-slot1", "ngram"]
+    assert {r["lock"] for r in runs.values()} == {"joined"}, "a slot of the sweep was refused its own run"
     assert (runs["baseline"]["cuda"], runs["baseline"]["port"]) == ("0", 8100)
     assert (runs["baseline-slot1"]["cuda"], runs["baseline-slot1"]["port"]) == ("1", 8101)
     ngram = runs["ngram"]

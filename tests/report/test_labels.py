@@ -3,7 +3,6 @@ targets), every acceptance rate of a summary a fraction, bench's per-second requ
 so, the verdict intro promising intervals only where a cell has them, the README naming the current schema."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,9 @@ from rich.console import Console
 
 from specstack.report import build, console_table, render, sections
 from specstack.results.bundle import SUMMARY_SCHEMA
-from specstack.runs.method_summary import _bench_cell
+from specstack.figures.bench_cell import cell_figures as _bench_cell
 
-from tests.bundles import bench_json, write_method
+from tests.bundles import bench_json, step_figures, write_method
 
 pytestmark = pytest.mark.unit
 
@@ -23,27 +22,20 @@ ACC = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _with_finish(d: Path, task: str, reasons: dict) -> None:
-    s = json.loads((d / "summary.json").read_text())
-    s["tasks"][task]["finish_reasons"] = reasons
-    (d / "summary.json").write_text(json.dumps(s))
-
-
 def test_finish_reasons_are_counted_per_target_model(tmp_path):
     run_dir = tmp_path / "two"
     run_dir.mkdir()
     cells = {("chat", 1): [(1.0, 100.0, {})]}
     spec = {("chat", 1): [(1.0, 100.0, {"acc_len": 2.0})]}
-    texts = {"chat": {"a": ("t", "stop"), "b": ("u", "length")}}
     qwen, mimo = {"target": "/models/tiny-qwen3"}, {"target": "/models/tiny-mimo"}
-    for name, base, server, reasons in (("baseline", None, qwen, {"length": 1, "stop": 1}),
-                                        ("ngram", "baseline", qwen, {"length": 2}),
-                                        ("mtp-baseline", None, mimo, {"stop": 2}),
-                                        ("mtp", "mtp-baseline", mimo, {"stop": 2})):
-        d = write_method(run_dir, name, baseline=base, k=None if base is None else 1,
-                         cells=spec if base else cells, texts=texts, server=server,
-                         acceptance={"chat": ACC} if base else None)
-        _with_finish(d, "chat", reasons)
+    for name, base, server, reasons in (("baseline", None, qwen, ("length", "stop")),
+                                        ("ngram", "baseline", qwen, ("length", "length")),
+                                        ("mtp-baseline", None, mimo, ("stop", "stop")),
+                                        ("mtp", "mtp-baseline", mimo, ("stop", "stop"))):
+        texts = {"chat": {"a": ("t", reasons[0]), "b": ("u", reasons[1])}}   # how each answer ended
+        write_method(run_dir, name, baseline=base, k=None if base is None else 1,
+                     cells=spec if base else cells, texts=texts, server=server,
+                     acceptance={"chat": ACC} if base else None)
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
     # each target's count sums its methods' answers, and the heading says so ("3 of 4" is 2 methods × 2)
@@ -160,7 +152,7 @@ def test_the_verdict_legend_and_the_position_captions_name_only_what_the_run_sho
     write_method(run_dir, "baseline", baseline=None, k=None, texts=texts, cells={("chat", 1): [(2.0, 100.0, {})]})
     # every position drafted by some step: the conditional panel has a rate at each, so no ×
     write_method(run_dir, "ngram", baseline="baseline", texts=texts,
-                 acceptance={"chat": {**ACC, "per_position_conditional": [0.75, 0.83, 0.8, 1.0]}},
+                 acceptance={"chat": step_figures([4, 4, 4, 4, 3, 2, 1, 1], [4, 4, 4, 4, 2, 1, 0, 0])},
                  cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
     rep = build.build(run_dir, with_plots=True)
     md = render.render_markdown(sections.blocks(rep))
@@ -172,7 +164,7 @@ def test_the_verdict_legend_and_the_position_captions_name_only_what_the_run_sho
     assert "right: as a share of the steps that drafted at least p+1 tokens" in caption and "×" not in caption
     # a position no step drafted that far: the plot draws its ×, and the caption says what it is
     write_method(run_dir, "ngram", baseline="baseline", texts=texts,
-                 acceptance={"chat": {**ACC, "per_position_conditional": [0.75, 0.83, 0.8, None]}},
+                 acceptance={"chat": step_figures([3, 3, 3, 3, 3, 2, 1, 1], [3, 3, 3, 3, 2, 1, 0, 0])},
                  cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
     rep = build.build(run_dir, with_plots=True)
     [caption] = [c for n, c in rep.plot_captions.items() if "acceptance_by_position" in n]

@@ -212,7 +212,7 @@ def test_acceptance_none_vs_zero(bundle):
     assert code["acceptance_rate"] == 0.5 and code["no_accept_share"] == 0.25
     assert [p["rate"] for p in rep.positions if p["method"] == "ngram" and p["task"] == "code"] == ACC["per_position"]
     md = render.render_markdown(sections.blocks(rep))
-    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 | n/a |"))
+    chat_line = next(line for line in md.splitlines() if line.startswith("| ngram | 4 | n/a ⚑ |"))   # 0.0 stated
     assert "0.0 %" not in chat_line
 
 
@@ -524,9 +524,9 @@ def test_a_methods_label_names_it_in_every_table_and_a_variant_keeps_its_own_nam
     assert _row(rep.speed, method="suffix-k4")["label"] == "suffix-k4"      # the label does not name it
     md = render.render_markdown(sections.blocks(rep))
     rows = [line for line in md.splitlines() if line.startswith("| suffix")]
-    # methods, verdict, speed, latency, crossover, acceptance and equality tables: each names both, none bare
-    assert [line.split("|")[1].strip() for line in rows].count("suffix (prompt trees only)") == 7, rows
-    assert [line.split("|")[1].strip() for line in rows].count("suffix-k4") == 7
+    # methods, verdict, speed, latency, drafting cost, crossover, acceptance and equality tables: each names both
+    assert [line.split("|")[1].strip() for line in rows].count("suffix (prompt trees only)") == 8, rows
+    assert [line.split("|")[1].strip() for line in rows].count("suffix-k4") == 8
     assert not [line for line in rows if line.split("|")[1].strip() == "suffix"]
 
 

@@ -114,3 +114,71 @@ def test_manifest_merges_a_methods_entry_key_by_key(tmp_path):
     update_manifest(tmp_path, methods={"a": {"slot": {"cpuset": "1"}}})
     m = update_manifest(tmp_path, methods={"a": {"status": "ok", "dir": "a"}})
     assert m["methods"]["a"] == {"slot": {"cpuset": "1"}, "status": "ok", "dir": "a"}
+
+
+STAGE_AND_WAIT = """import sys, time
+from specstack.results.bundle import MethodBundle
+bundle = MethodBundle(sys.argv[1], "r1", sys.argv[2], force=len(sys.argv) > 3)
+bundle.write_json("warmup.jsonl", {"half": "written"})
+print(bundle.staging, flush=True)
+time.sleep(120)
+"""
+
+
+def _staging_process(results, method: str, *force: str):
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", STAGE_AND_WAIT, str(results), method, *force],
+                            stdout=subprocess.PIPE, text=True)
+    from pathlib import Path
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def test_a_killed_runs_staging_is_kept_as_failed_and_a_live_ones_left_alone(tmp_path):
+    """A harness SIGKILLed while it stages (nothing of it runs any cleanup) leaves `.<method>.staging-*`: the next
+    run of the run id turns it into `<method>.failed-*` naming the cause, the manifest says failed, a resumed sweep
+    runs it again; a staging folder a live harness holds (a parallel slot) is not touched."""
+    import signal
+
+    from specstack.results import bundle as bundle_module
+    from specstack.results import layout
+    from specstack.results.reader import good_result, load_run
+    killed, dead = _staging_process(tmp_path, "ngram")
+    live, alive = _staging_process(tmp_path, "suffix")
+    try:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        run_dir = tmp_path / "r1"
+        update_manifest(run_dir, methods={"ngram": {"slot": "0"}})   # what a parallel sweep recorded before the kill
+        (kept,) = bundle_module.keep_dead_staging(run_dir)
+        assert kept.name.startswith("ngram" + layout.FAILED_MARK) and not dead.exists() and alive.is_dir()
+        assert json.loads((kept / "warmup.jsonl").read_text()) == {"half": "written"}   # what it had is kept
+        summary = json.loads((kept / layout.SUMMARY_FILE).read_text())
+        assert summary["status"] == "failed" and summary["error"].startswith("the harness was killed (no clean exit)")
+        entry = json.loads((run_dir / layout.MANIFEST).read_text())["methods"]["ngram"]
+        assert entry == {"slot": "0", "status": "failed", "dir": kept.name, "error": summary["error"]}
+        assert good_result(run_dir, "ngram") is None   # a resumed sweep runs it again
+        assert [f.name for f in load_run(run_dir).failed] == ["ngram"]
+        assert bundle_module.keep_dead_staging(run_dir) == [] and alive.is_dir()   # once, and never a live one
+    finally:
+        live.kill()
+        live.wait()
+    (kept,) = bundle_module.keep_dead_staging(tmp_path / "r1")   # its harness gone too: now it is kept
+    assert kept.name.startswith("suffix" + layout.FAILED_MARK)
+
+
+def test_a_killed_forced_rerun_leaves_the_good_result_the_manifests(tmp_path):
+    """--force rerun killed while staging: the good result it would have replaced stays the manifest's entry."""
+    import signal
+
+    from specstack.results import bundle as bundle_module
+    good = MethodBundle(tmp_path, "r1", "ngram")
+    good.write_json("summary.json", {"status": "ok"})
+    update_manifest(tmp_path / "r1", methods={"ngram": {"status": "ok", "dir": good.finalize(ok=True).name}})
+    killed, _ = _staging_process(tmp_path, "ngram", "--force")
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    (kept,) = bundle_module.keep_dead_staging(tmp_path / "r1")
+    assert kept.name.startswith("ngram.failed-") and (tmp_path / "r1" / "ngram" / "summary.json").exists()
+    methods = json.loads((tmp_path / "r1" / "manifest.json").read_text())["methods"]
+    assert methods["ngram"] == {"status": "ok", "dir": "ngram"}

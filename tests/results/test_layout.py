@@ -18,13 +18,13 @@ PACKAGE = Path(specstack.__file__).parent
 FILES = {layout.MANIFEST, layout.SUMS, layout.TABLES_FILE, layout.REPORT_MD, layout.REPORT_HTML,
          layout.SUMMARY_FILE, layout.SAMPLER_PROBE_FILE, layout.SERVER_LOG, layout.WARMUP_RECORDS,
          *layout.PACKAGES_FILE.split("/")[1:], *layout.SLURM_SUBMISSIONS.split("/")[1:], layout.COMPARE_MD,
-         layout.COMPARE_HTML, layout.COMPARE_JSON, layout.REPRODUCE_VERDICT}
+         layout.COMPARE_HTML, layout.COMPARE_JSON, layout.REPRODUCE_VERDICT, layout.RUN_LOCK, layout.TRACEBACK_FILE}
 # folder names: common words too (a phase "bench", a manifest key "inputs"), so only as a path part
 FOLDERS = {layout.INPUTS_DIR, layout.HOST_DIR, layout.REPORT_DIR, layout.BENCH_DIR, layout.METHOD_TABLES_DIR,
            layout.acceptance_records("t").split("/")[0], layout.sampled_records("t", 1).split("/")[0],
            layout.snapshot("w", "before").split("/")[0]}
 ENDINGS = (".perf.jsonl", ".acceptance.jsonl", ".dataset.json", ".server.log", ".prom", layout.COMMAND_SUFFIX)
-MARKS = (layout.TURN2_MARK, layout.FAILED_MARK, layout.REPLACED_MARK)
+MARKS = (layout.TURN2_MARK, layout.FAILED_MARK, layout.REPLACED_MARK, layout.STAGING_MARK)
 # (file under the package, literal): not the bundle's, though spelled alike
 NOT_BUNDLE = {("host/snapshot.py", "snapshots"): "the Hugging Face cache's snapshots/ folder"}
 
@@ -95,6 +95,10 @@ def test_the_helpers_give_todays_names():
         "manifest.json", "SHA256SUMS", "tables.txt", "report.md", "report.html")
     assert layout.report_table("speed", "csv") == "report/tables/speed.csv"
     assert layout.NOT_METHODS == ("inputs", "host-provenance", "report")
+    assert (layout.RUN_LOCK, layout.staging_prefix("ngram"), layout.TRACEBACK_FILE) == (
+        ".specstack.lock", ".ngram.staging-", "traceback.txt")
+    assert [layout.staged_method(n) for n in (".ngram-k2.staging-ab_1", "ngram", ".slurm", ".x.staging-")] == [
+        "ngram-k2", None, None, "x"]
     assert (layout.failed_dir("eagle3", "20250101T000000"), layout.replaced_dir("eagle3", "X")) == (
         "eagle3.failed-20250101T000000", "eagle3.replaced-X")
     assert (layout.perf_input("code"), layout.acceptance_input("code"), layout.dataset_record("mt-bench"),

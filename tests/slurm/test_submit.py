@@ -51,3 +51,54 @@ def test_a_resubmit_while_tasks_still_queue_is_refused(monkeypatch, tmp_path):
     with pytest.raises(UserError, match=r"still has Slurm tasks queued or running \(11_1\).*scancel"):
         submit.check_queue(tmp_path / "r1", subs)
     submit.check_queue(tmp_path / "r1", [])
+
+
+ACQUIRE = "import sys\nfrom specstack.results import run_lock\nrun_lock.acquire(sys.argv[1])\n"
+HOLD = ACQUIRE + "print('held', flush=True)\nimport time\ntime.sleep(120)\n"
+
+
+def test_the_tasks_of_a_submission_share_the_runs_lock_and_another_harness_is_refused(monkeypatch, tmp_path):
+    """Array tasks of one run id run at once by design: the submission's token (in its plan, set by `slurm task`)
+    lets every task of it join the lock the first one took; a native run of that id is refused meanwhile, and so is
+    a submit while another harness measures into the run."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from specstack.results import run_lock
+    from specstack.slurm.script import SbatchOptions
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\necho 42\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(submit.facts, "active", lambda ids: [])
+    run_dir, exe = tmp_path / "r1", str(Path(sys.executable).with_name("specstack"))
+
+    def process(script: str, token: str | None = None, **kw):
+        env = {k: v for k, v in os.environ.items() if k != run_lock.TOKEN_ENV}
+        return (subprocess.Popen if kw.pop("background", False) else subprocess.run)(
+            [sys.executable, "-c", script, str(run_dir)], env={**env, **({run_lock.TOKEN_ENV: token} if token else {})},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+    native = process(HOLD, background=True)   # `specstack run` of that run id, measuring
+    try:
+        assert native.stdout.readline() == "held\n"
+        with pytest.raises(run_lock.RunInUse, match=f"pid {native.pid}"):
+            submit.submit(run_dir, ["baseline"], [], SbatchOptions(), specstack=exe, baseline_of=lambda m: None)
+    finally:
+        native.kill()
+        native.wait()
+    submit.submit(run_dir, ["baseline"], [], SbatchOptions(), specstack=exe, baseline_of=lambda m: None)
+    token = json.loads((run_dir / ".slurm" / "submission-1.json").read_text())["lock_token"]
+    first = process(HOLD, token, background=True)   # the first task: holds the run's lock
+    try:
+        assert first.stdout.readline() == "held\n"
+        assert process(ACQUIRE, token).returncode == 0, "a task of the same submission was refused"
+        refused = process(ACQUIRE)
+        assert refused.returncode != 0 and f"pid {first.pid}" in refused.stderr
+    finally:
+        first.kill()
+        first.wait()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from specstack.cli.options import add_tokenizer_option
 from specstack.compare import gate
 from specstack.compare.build import compare, default_out, write
 from specstack.errors import UserError
+from specstack.report import findings
 from specstack.results.files import check_writable
 from specstack.results.reader import resolve_run_dir
 
@@ -29,6 +31,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(json.dumps({"compare_md": str(files["md"]), "compare_html": str(files["html"]),
                       "compare_json": str(files["json"]), "changed": len(cmp.changed()),
                       "gate": "failed" if cmp.failed else ("passed" if thresholds else "none")}))
+    for side, run in (("A", cmp.run_a), ("B", cmp.run_b)):   # a hand-edited summary: compared as recomputed
+        for f in run.findings:
+            print(f"specstack: warning: {side}: {findings.line(f)}", file=sys.stderr)
     for r in cmp.gate:
         if r["failed"]:
             change = "" if r["change"] is None else f" changed {100 * r['change']:+.1f} %"

@@ -1,5 +1,5 @@
 """`specstack COMMAND`: builds the parser from the command modules and dispatches; user errors become one
-line naming the fix and exit code 2."""
+line naming the fix and exit code 2; a method run that broke unexpectedly (runs/outcome.py) one line and exit 1."""
 from __future__ import annotations
 
 import argparse
@@ -7,12 +7,13 @@ import os
 import sys
 
 from specstack import interrupts
-from specstack.cli import (archive, compare, datasets, demo, k8s, preflight, probe_sampler, report, reproduce, run,
-                           slurm, sweep_k, tiny_models, workloads)
+from specstack.cli import (archive, compare, datasets, demo, k8s, models, preflight, probe_sampler, report, reproduce,
+                           run, slurm, sweep_k, tiny_models, workloads)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
 from specstack.host import cli as host
+from specstack.runs.outcome import RunBroke
 
 # In the order `specstack --help` lists them.
 COMMANDS = (
@@ -21,6 +22,7 @@ COMMANDS = (
     workloads,    # workloads
     datasets,     # datasets
     tiny_models,  # tiny-models
+    models,       # models build (smollm2: the trained set; tiny)
     preflight,    # preflight
     probe_sampler,  # probe-sampler
     report,       # report
@@ -55,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, MethodError, WorkloadError) as e:
         print(f"specstack: error: {e}", file=sys.stderr)
         return 2
+    except RunBroke as e:   # a method ended by an unexpected exception or an unwritable bundle, kept as failed
+        print(f"specstack: error: {e}", file=sys.stderr)
+        return e.exit_code
 
 
 def entry() -> None:

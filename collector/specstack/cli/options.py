@@ -89,10 +89,12 @@ def add_turns_option(p: argparse.ArgumentParser) -> None:
                         "baseline's greedy answer, turn 2], the same bytes for every method (docs/workloads.md)")
 
 
-def run_tasks(tasks: str | None, datasets: list[str]) -> tuple[str, ...]:
-    """--tasks plus each --dataset's task; without --tasks, the datasets alone (or the built-in tasks)."""
-    named = tuple(t for t in (tasks or "").split(",") if t) or (() if datasets else TASKS)
-    return named + tuple(n for n in (d.partition("=")[0] for d in datasets) if n not in named)
+def run_tasks(tasks: str | None, datasets: list[str], workloads: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """--tasks plus each --dataset's and --workload's task; without --tasks, those alone (or the built-in tasks).
+    A set the user names is measured: `--workload mine=P,A` alone measures mine, not code and chat beside it."""
+    given = tuple(d.partition("=")[0] for d in datasets) + tuple(workloads)
+    named = tuple(t for t in (tasks or "").split(",") if t) or (() if given else TASKS)
+    return named + tuple(dict.fromkeys(n for n in given if n not in named))
 
 
 def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:
@@ -112,12 +114,13 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--port", type=int, default=None, help="native server port (default from methods.toml)")
     p.add_argument("--served-model-name", default="spec-demo")
     p.add_argument("--tasks", default=None,
-                   help=f"comma-separated: {','.join(TASKS)} (the default without --dataset; with it, the datasets "
-                        "alone unless --tasks names more)")
+                   help=f"comma-separated: {','.join(TASKS)} (the default without --dataset or --workload; with "
+                        "them, their tasks alone unless --tasks names more)")
     add_dataset_option(p)
     add_turns_option(p)
     p.add_argument("--workload", action="append", default=[], metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl",
-                   help="your own JSONL files for a task (repeatable)")
+                   help="your own JSONL files for a task (repeatable); the task is measured, with --tasks beside "
+                        "it when given (without --tasks, the --workload and --dataset tasks alone)")
     p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
     p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN)
     p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
@@ -189,7 +192,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
         if not task or not perf or not acc:
             raise UserError(f"--workload expects TASK=PERF.jsonl,ACCEPTANCE.jsonl, got {item!r}")
         workload_files[task] = (Path(perf), Path(acc))
-    tasks = run_tasks(args.tasks, args.datasets)
+    tasks = run_tasks(args.tasks, args.datasets, tuple(workload_files))
     # --url names a server to attach to: alone it means the url runtime (Options.validate refuses it with native)
     runtime = args.runtime or ("url" if args.url else "native")
     return Options(method=method, run_id=args.run_id or default_run_id(), results_dir=args.results_dir,

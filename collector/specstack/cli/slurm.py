@@ -12,6 +12,7 @@ from pathlib import Path
 from specstack.cli.options import default_run_id
 from specstack.config import methods
 from specstack.errors import UserError
+from specstack.results import run_lock
 from specstack.results.reader import good_result, resolve_run_dir
 from specstack.server.runtime import free_port
 from specstack.slurm import gather, submit, task
@@ -77,6 +78,8 @@ def _cmd_task(args: argparse.Namespace) -> int:
         print(f"{method}: already done in run {plan['run_id']}; nothing to run", file=sys.stderr)
         return 0
     task.write_start_record(run_dir, method, task.start_record())
+    # the tasks of one submission run at once by design: they share the run's lock (results/run_lock.py)
+    os.environ[run_lock.TOKEN_ENV] = plan.get("lock_token") or run_lock.token()
     print(f"specstack slurm task: {method} of run {plan['run_id']}", file=sys.stderr, flush=True)
     run = build_parser().parse_args(_run_argv(method, plan["run_id"], Path(plan["results"]), plan["run_args"],
                                               port=free_port()))

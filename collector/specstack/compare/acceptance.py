@@ -27,6 +27,42 @@ def relative(a: float | None, b: float | None) -> float | None:
     return (b - a) / a
 
 
+SAME, CHANGED = "same", "changed"
+# a compared figure -> the summary key it is (figures/recompute.py checks each against its sums and records)
+SUMMARY_KEY = {"acceptance_rate": "acceptance_rate", "acceptance_length": "mean_acceptance_length",
+               "per_position": "per_position", "histogram": "histogram"}
+
+
+def decide(counts_a, counts_b, a, b, blocked: str | None = None, missing: str | None = None) -> str:
+    """The verdict on one acceptance figure, A against B: the one decision the table, the summary's count of
+    changed figures and the --fail-on gate all read (gate.py fails a threshold only on CHANGED). Exact sums:
+    SAME when the counts the figure rests on are identical, CHANGED on any difference. The counts and the figures
+    are the recomputed ones (results/reader.py): a figure edited in summary.json moves neither."""
+    if blocked:
+        return blocked
+    if missing:
+        return f"missing in {missing}'s summary.json (cannot be recomputed)"
+    if a is None and b is None:
+        return "n/a (no drafts on either side)"
+    return SAME if counts_a == counts_b else CHANGED
+
+
+def moved(row: dict) -> bool:
+    """The row's figure changed from A to B (decide)."""
+    return row["verdict"] == CHANGED
+
+
+def _sides(pair: Pair, figure: str, which: str) -> str | None:
+    """"A", "B" or "A and B": the sides whose summary.json disagreed on the figure (which="flagged") or lost it
+    beyond recomputing (which="missing"); None: neither."""
+    out = []
+    for side, md in (("A", pair.a), ("B", pair.b)):
+        f = md.finding(pair.task, SUMMARY_KEY[figure])
+        if f is not None and (which == "flagged" or f.unknown):
+            out.append(side)
+    return " and ".join(out) or None
+
+
 def _figures(md, task: str) -> TaskFigures:
     f = md.figures(task)
     return TaskFigures() if not f.num_draft_tokens else f    # plain decode or no drafts: n/a, never 0
@@ -79,17 +115,12 @@ def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_
 
 
 def _row(pair: Pair, figure: str, position: int | None, a, b, counts_a, counts_b, blocked: str | None) -> dict:
-    if blocked:
-        verdict = blocked
-    elif a is None and b is None:
-        verdict = "n/a (no drafts on either side)"
-    elif counts_a == counts_b:
-        verdict = "same"
-    else:
-        verdict = "changed"
+    missing = _sides(pair, figure, "missing")
     return {"method": pair.method, "label": pair.label, "task": pair.task, "figure": figure, "position": position,
             "a": a, "b": b, "delta": None if a is None or b is None else b - a, "relative": relative(a, b),
-            "verdict": verdict, "comparable": blocked is None}
+            "verdict": decide(counts_a, counts_b, a, b, blocked, missing),
+            "comparable": blocked is None and missing is None,
+            "flagged": _sides(pair, figure, "flagged"), "missing": missing}
 
 
 def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dict]]:

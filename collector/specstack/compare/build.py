@@ -79,7 +79,7 @@ def to_json(cmp: Comparison) -> dict:
         "histogram": cmp.histogram, "speed": cmp.speed, "capacity": cmp.capacity, "outputs": cmp.outputs,
         "outputs_summary": cmp.outputs_summary,
         "fail_on": [asdict(t) for t in cmp.thresholds], "gate": cmp.gate, "gate_failed": cmp.failed,
-        "changed": cmp.changed()})
+        "changed": cmp.changed(), "summary_findings": cmp.findings})
 
 
 def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specstack.compare import gate, pairing
+from specstack.compare.acceptance import moved
+from specstack.report import findings
 from specstack.results.reader import RunData
 
 
@@ -27,13 +29,18 @@ class Comparison:
     plot_captions: dict[str, str] = field(default_factory=dict)
 
     @property
+    def findings(self) -> list[dict]:
+        """Each figure a side's summary.json stated otherwise than its sums and records (shown recomputed)."""
+        return findings.rows(self.run_a.findings, "A", raw=True) + findings.rows(self.run_b.findings, "B", raw=True)
+
+    @property
     def failed(self) -> bool:
         return any(r["failed"] for r in self.gate)
 
     def changed(self) -> list[str]:
         """Every comparable figure whose verdict is "changed", in words."""
         out = [f"{r['method']} {r['task']} {r['figure']}" + (f" {r['position']}" if r["position"] is not None else "")
-               for r in self.acceptance + self.positions + self.histogram if r["verdict"] == "changed"]
+               for r in self.acceptance + self.positions + self.histogram if moved(r)]
         out += [f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
                 for r in self.speed if r["verdict"].startswith("changed")]
         out += [f"{r['method']} {r['task']} capacity at the SLO ({r['verdict']})" for r in self.capacity

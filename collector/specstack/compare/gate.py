@@ -3,7 +3,9 @@ metric moved beyond X % (B against A) in the threshold's direction:
 
 - X < 0: fails when the figure fell by more than |X| %; X > 0: when it rose by more than X %. Without a sign,
   the direction that is worse for the metric (a drop for acceptance and throughput, a rise for latencies).
-- Acceptance-phase figures (exact sums): the point change decides.
+- Acceptance-phase figures (exact sums): the comparison table's own verdict (compare/acceptance.py `decide`, on
+  the figures recomputed from the bundle's records) must be "changed", and the point change beyond X %; a figure
+  missing from a side's summary.json that cannot be recomputed fails the gate (nothing was checked).
 - Bench figures: the 95 % interval of B/A must lie entirely beyond the threshold, so noise alone does not
   fail a job; a cell without an interval (under MIN_REPEATS repeats a side) is decided by its point change,
   and says "point only".
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from specstack.compare.acceptance import moved
 from specstack.compare.speed import FIGURES as SPEED_FIGURES
 from specstack.errors import UserError
 
@@ -60,6 +63,11 @@ def _beyond(change: float, t: Threshold) -> bool:
     return change < limit if limit < 0 else change > limit
 
 
+def _where(r: dict) -> str:
+    return f"{r['method']} {r['task']}" + (f" c={r['concurrency']}" if "concurrency" in r else "") + \
+        (f" position {r['position']}" if r.get("position") is not None else "")
+
+
 def evaluate(thresholds: list[Threshold], acceptance: list[dict], positions: list[dict],
              speed: list[dict]) -> list[dict]:
     """One row per threshold × comparable figure of its metric (and one per threshold that found none)."""
@@ -72,14 +80,23 @@ def evaluate(thresholds: list[Threshold], acceptance: list[dict], positions: lis
         else:
             candidates = [r for r in speed if r["figure"] == t.metric]
         for r in candidates:
+            if r.get("missing"):   # a figure no side can be read on checks nothing: the gate cannot pass on it
+                found += 1
+                rows.append({"threshold": t.text, "figure": _where(r), "change": None, "low": None, "high": None,
+                             "basis": r["verdict"], "failed": True})
+                continue
             if not r["comparable"] or r.get("relative") is None:
                 continue
             found += 1
-            where = f"{r['method']} {r['task']}" + (f" c={r['concurrency']}" if "concurrency" in r else "") + \
-                (f" position {r['position']}" if r.get("position") is not None else "")
-            if t.metric in ACCEPTANCE_METRICS or r.get("ratio_low") is None:
+            where = _where(r)
+            if t.metric in ACCEPTANCE_METRICS:
+                # the table's own verdict (compare/acceptance.py decide), then the size of the move
+                failed = moved(r) and _beyond(r["relative"], t)
+                basis = "exact sums" + (f"; recomputed ({r['flagged']}'s summary.json disagreed)"
+                                        if r.get("flagged") else "")
+            elif r.get("ratio_low") is None:
                 failed = _beyond(r["relative"], t)
-                basis = "exact sums" if t.metric in ACCEPTANCE_METRICS else "point only"
+                basis = "point only"
             else:
                 low, high = r["ratio_low"] - 1, r["ratio_high"] - 1
                 failed = _beyond(high, t) if t.percent < 0 else _beyond(low, t)

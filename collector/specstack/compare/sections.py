@@ -1,9 +1,10 @@
 """The comparison as blocks for report/render.py (Markdown and HTML from one list)."""
 from __future__ import annotations
 
+from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
 from specstack.figures import stats as st
-from specstack.report import format as fmt
+from specstack.report import findings, format as fmt
 
 _ACCEPTANCE_FORMAT = {"acceptance_rate": fmt.pct, "acceptance_length": fmt.num, "per_position": fmt.pct}
 
@@ -18,6 +19,14 @@ def _value(figure: str, v) -> str:
     if figure in _ACCEPTANCE_FORMAT:
         return _ACCEPTANCE_FORMAT[figure](v)
     return fmt.num(v)
+
+
+def _side_value(r: dict, side: str) -> str:
+    """A side's figure: as recomputed, flagged where its summary.json disagreed; "missing" where it cannot be."""
+    if side in (r.get("missing") or ""):
+        return f"{findings.MISSING} {findings.FLAG}"
+    text = _value(r["figure"], r[side.lower()])
+    return f"{text} {findings.FLAG}" if side in (r.get("flagged") or "") else text
 
 
 def _delta(r: dict) -> str:
@@ -37,7 +46,7 @@ def _acceptance_table(rows: list[dict], label: str) -> list[tuple]:
     head = ["method", "task", label, "A", "B", "Δ", "Δ %"] + \
         (["B/A [95 % interval over requests]"] if paired else []) + ["verdict"]
     body = [[r["label"], r["task"], r["figure"] if r["position"] is None else r["position"],
-             _value(r["figure"], r["a"]), _value(r["figure"], r["b"]), _delta(r), _signed_pct(r["relative"])]
+             _side_value(r, "A"), _side_value(r, "B"), _delta(r), _signed_pct(r["relative"])]
             + ([fmt.times(r["ratio"], 3) + fmt.interval(r["ratio_low"], r["ratio_high"])
                 + f" ({r['requests_paired']} requests)"] if paired else []) + [r["verdict"]] for r in rows]
     return [("table", head, body)]
@@ -103,7 +112,7 @@ def _grouped(cmp: Comparison) -> list[str]:
     """The changed figures, one line per method × task."""
     groups: dict[tuple, list[str]] = {}
     for r in cmp.acceptance + cmp.positions + cmp.histogram:
-        if r["verdict"] == "changed":
+        if moved(r):
             name = r["figure"] if r["position"] is None else f"{r['figure']} {r['position']}"
             name += f" {_signed_pct(r['relative'])}" if r["relative"] is not None else ""
             groups.setdefault((r["label"], r["task"]), []).append(name)
@@ -121,9 +130,11 @@ HOW_TO_READ = [
     "Δ % and B/A: B against A (B/A − 1). A figure is compared only where both runs have it.",
     "Acceptance phase (greedy, n=1): acceptance rate, mean acceptance length, per-position rates and the histogram "
     "are exact sums over the task's requests, not samples: **same** = the counts are identical, **changed** = "
-    "any difference in them (its size is in Δ). Beside the rate and the length, B/A with a paired bootstrap "
-    "interval over the requests answered on both sides: how far the choice of prompts alone could move it (it "
-    "sizes a change; the verdict stays exact).",
+    "any difference in them (its size is in Δ); the --fail-on gate reads the same verdict. Every figure and count "
+    "is recomputed from the run's request records (else its summary's own sums): "
+    f"{findings.FLAG} marks one its summary.json stated otherwise, \"missing\" one it lost beyond recomputing. "
+    "Beside the rate and the length, B/A with a paired bootstrap interval over the requests answered on both "
+    "sides: how far the choice of prompts alone could move it (it sizes a change; the verdict stays exact).",
     f"Bench cells: the median over repeats; B/A with a 95 % percentile-bootstrap interval over repeats when both "
     f"sides have ≥ {st.MIN_REPEATS}. **within noise**: the interval includes 1.0×; **changed (better|worse)**: it "
     "excludes it; **point only**: no interval. Repeats in one server session leave session-to-session variance "
@@ -155,6 +166,7 @@ def blocks(cmp: Comparison) -> list[tuple]:
     bl.append(("p", f"**{len(changed)} figure(s) changed**" + (":" if changed else " (no change beyond noise).")))
     if changed:
         bl.append(("ul", _grouped(cmp)))
+    bl += findings.table(cmp.findings)   # a side's hand-edited summary.json: named, and its figures recomputed
     bl += [("h2", "Gate (--fail-on)")] + _gate(cmp)
     bl += [("h2", "Pairs and what differs")] + _pairs(cmp)
     bl += [("h2", "Acceptance (acceptance phase, exact sums)")] + _acceptance_table(cmp.acceptance, "figure")

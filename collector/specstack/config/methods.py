@@ -29,6 +29,16 @@ load = serve_args.load
 resolve_method = serve_args.resolve_method
 
 
+def check_model_set(method: str, model_set: str) -> None:
+    """MethodError unless the model set has every model the method serves (naming the sets that have them)."""
+    serve_args.check_models(load(), method, model_set)
+
+
+def weights_of(model_set: str) -> str | None:
+    """"trained" or "random": what the set's weights are ([model_weights] in methods.toml), None if not said."""
+    return load().get("model_weights", {}).get(model_set)
+
+
 def names() -> list[str]:
     return serve_args.method_names(load())
 

@@ -32,6 +32,14 @@ _TOPICS = (
 )
 
 
+# Short edits of a short function: copy-heavy like `code`, but small enough for a 135M instruct model to follow (the
+# trained set's demo and tests, docs/models.md); asked for with --tasks edit,chat.
+EDIT_FUNCTIONS = ("greet", "welcome", "announce", "report", "notify", "remind", "thank", "cheer")
+EDIT_WORDS = (("Hello", "Goodbye"), ("Welcome", "Farewell"), ("Good morning", "Good night"), ("Hi", "Bye"),
+              ("Congratulations", "Condolences"), ("Attention", "Reminder"), ("Thanks", "Sorry"), ("Hooray", "Oops"))
+BUILT_IN = (*TASKS, "edit")
+
+
 class WorkloadError(ValueError):
     """A workload file the collector cannot use; the message names the file and line."""
 
@@ -53,7 +61,11 @@ def default_prompt(task: str, i: int) -> str:
                 "Print the whole Python file, with no explanation and no code fences.\n" + _SOURCE)
     if task == "chat":
         return f"Case {i}: Write two full paragraphs on {_TOPICS[i % len(_TOPICS)]}."
-    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(TASKS)} (a named dataset is "
+    if task == "edit":
+        name, (old, new) = EDIT_FUNCTIONS[i % len(EDIT_FUNCTIONS)], EDIT_WORDS[(i + i // len(EDIT_WORDS)) % len(EDIT_WORDS)]
+        return (f"Here is a Python function:\n\ndef {name}(name):\n    print('{old}, ' + name)\n\n"
+                f"Rewrite it so that it says '{new}' instead of '{old}'.")
+    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(BUILT_IN)} (a named dataset is "
                         "asked for with --dataset NAME, your own files with --workload TASK=PERF,ACCEPTANCE)")
 
 

@@ -38,7 +38,8 @@ from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
 from specstack.host.stack import GRAFANA_SECRET, RESULTS, TARGETS, TARGETS_DIR, Place, Settings, Shell
 from specstack.host.targets import write_targets
-from specstack.results import layout
+from specstack.errors import UserError
+from specstack.results import layout, run_lock
 
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
 PORT_HINT = ("if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, "
@@ -303,8 +304,9 @@ class Stack:
             # collector:9400 would reach one of the concurrent collectors at random.
             args = self.collector_args(method, svc, run_id=run_id, result=result, baseline_result=baseline_result,
                                        k=k, reproduce_of=reproduce_of, allow_drift=allow_drift)
-            return self.compose("run", "--rm", *([] if place.slot is not None else ["--use-aliases"]), "collector",
-                                *args, env=env)
+            # the collector is a part of this make call's run: it joins the run's lock with its token
+            return self.compose("run", "--rm", "-e", f"{run_lock.TOKEN_ENV}={run_lock.token()}",
+                                *([] if place.slot is not None else ["--use-aliases"]), "collector", *args, env=env)
         finally:
             if upped:
                 save_log()
@@ -425,6 +427,17 @@ class Stack:
 
 # --- the flows make calls ------------------------------------------------------------------------------
 
+def _lock_run(stack: Stack, run_id: str) -> bool:
+    """This make call is the one harness of the run (results/run_lock.py) until its flow ends: another make or
+    specstack of the run id is refused before any server starts; the collectors it starts join with its token."""
+    try:
+        run_lock.acquire(RESULTS / run_id)
+    except UserError as e:
+        stack.sh.say(f"specstack containers: {e}", err=True)
+        return False
+    return True
+
+
 def _interrupted(stack: Stack, e: Interrupted) -> int:
     stack.down(quiet=True)
     stack.sh.say(f"interrupted (SIG{e.name}): every container of the stack stopped and removed (make down)", err=True)
@@ -438,6 +451,8 @@ def run(stack: Stack, method: str) -> int:
     if rc:
         return rc
     grafana = stack.grafana_here()
+    if not _lock_run(stack, s.run_id):
+        return 2
     with interrupts.handled():
         try:
             rc = stack.start([method])
@@ -451,6 +466,8 @@ def run(stack: Stack, method: str) -> int:
             return rc
         except Interrupted as e:
             return _interrupted(stack, e)
+        finally:
+            run_lock.release(RESULTS / s.run_id)
 
 
 def sweep(stack: Stack) -> int:
@@ -464,6 +481,8 @@ def sweep(stack: Stack) -> int:
         if stack.check("baseline", gpu=gpu):
             return 2
     grafana = stack.grafana_here()
+    if not _lock_run(stack, s.run_id):
+        return 2
     with interrupts.handled():
         try:
             rc = stack.start(s.sweep)
@@ -485,6 +504,8 @@ def sweep(stack: Stack) -> int:
             return 0
         except Interrupted as e:
             return _interrupted(stack, e)
+        finally:
+            run_lock.release(RESULTS / s.run_id)
 
 
 def parallel_sweep(stack: Stack) -> list[str]:
@@ -570,6 +591,8 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
     rc = stack.stack_up() or stack.models()
     if rc:
         return rc
+    if not _lock_run(stack, run_id):
+        return 2
     with interrupts.handled():
         try:
             failed = stack.serially([(m, f"=== reproduce {p.original} as {run_id}: {m} ===",
@@ -588,6 +611,8 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
             return rc
         except Interrupted as e:
             return e.code
+        finally:
+            run_lock.release(RESULTS / run_id)
 
 
 def logs(stack: Stack, service: str) -> int:

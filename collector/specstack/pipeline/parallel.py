@@ -21,12 +21,13 @@ import tempfile
 import threading
 from pathlib import Path
 
+from specstack import interrupts
 from specstack.config import methods
 from specstack.errors import UserError
 from specstack.host import HostError, slots
 from specstack.host.gpu import nvidia_smi_host, wait_gpu_free
 from specstack.host.provenance import cpu_host, slot_of
-from specstack.results import layout
+from specstack.results import layout, run_lock
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_json
 from specstack.results.reader import good_result
@@ -81,7 +82,10 @@ def parallel_sweep(opts: Options, names: list[str], *, gpus: str = "", cpusets: 
     check(opts, gpus, cpusets)
     cfg = methods.load()
     names = [methods.resolve_method(cfg, n) for n in names]   # a typo fails before any server starts
+    for name in names:   # so does a method the model set has no model for
+        methods.check_model_set(name, opts.model_set)
     run_dir, gpu = Path(opts.results_dir) / opts.run_id, opts.platform.startswith("gpu")
+    run_lock.acquire(run_dir)   # one harness per run (its slots' runs join it); released in the finally below
     work = Path(tempfile.mkdtemp(prefix="specstack-slots-"))
     ports: dict[int, int] = {}
     started: set[int] = set()
@@ -101,8 +105,12 @@ def parallel_sweep(opts: Options, names: list[str], *, gpus: str = "", cpusets: 
         spec.write_text(json.dumps({"options": slot_options(opts, job, port, index in started).to_json(),
                                     "slot": job["slot"], "cpuset": job["cpuset"]}))
         started.add(index)
+        # a part of this harness's run: its token joins the lock, the inherited descriptor keeps it held while any
+        # slot's run lives (results/run_lock.py)
+        fd = run_lock.inheritable_fd(run_dir)
         proc = subprocess.Popen([SPECSTACK, "slot-run", str(spec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, bufsize=1)
+                                text=True, bufsize=1, env={**os.environ, run_lock.TOKEN_ENV: run_lock.token()},
+                                pass_fds=(fd,) if fd is not None else ())
         with lock:
             running[job["name"]] = proc
         try:
@@ -141,6 +149,9 @@ def parallel_sweep(opts: Options, names: list[str], *, gpus: str = "", cpusets: 
                                 methods=names, command=one, run_dir=run_dir, cpusets=cpusets if gpus else "",
                                 baselines={m: methods.baseline_of(m) or "" for m in names}, calibrate=calibrate,
                                 stop=stop)
+        if report and run_dir.is_dir():
+            from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
+            print(f"report: {write_report(run_dir)}", file=sys.stderr)
     except HostError as e:   # host/slots.py names make's knobs: say the sweep's own options instead
         message = str(e)
         for knob, option in KNOBS.items():
@@ -148,9 +159,7 @@ def parallel_sweep(opts: Options, names: list[str], *, gpus: str = "", cpusets: 
         raise UserError(message) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if report and run_dir.is_dir():
-        from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
-        print(f"report: {write_report(run_dir)}", file=sys.stderr)
+        run_lock.release(run_dir)
     return failed
 
 
@@ -163,7 +172,9 @@ def _unused(taken: set[int]) -> int:
 # --- inside a slot's process (`specstack slot-run`) ------------------------------------------------------------
 
 def enter_slot(spec: dict) -> Options:
-    """Pin this process (and the server it starts) to the slot, record the slot, and return the run's options."""
+    """Pin this process (and the server it starts) to the slot, record the slot, and return the run's options.
+    The slot's run ends with its sweep: a sweep killed outright (no `stop()`) leaves no slot measuring on."""
+    interrupts.stop_when_orphaned()
     opts = Options.from_json(spec["options"])
     gpu = opts.platform.startswith("gpu")
     if spec.get("cpuset"):

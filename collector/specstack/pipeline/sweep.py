@@ -14,6 +14,7 @@ from rich.console import Console
 from specstack import events
 from specstack.config import methods
 from specstack.errors import UserError
+from specstack.results import run_lock
 from specstack.results.reader import good_result
 from specstack.runs import prefix_cache
 from specstack.runs.method_run import run_method
@@ -30,31 +31,35 @@ def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool =
     each method's Prometheus check overlaps the next server's start). Returns the summaries in order.
     `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
     run_dir = Path(opts.results_dir) / opts.run_id
+    for _, one in entries:   # eagle3 or mtp on a set without their models fails before any server starts
+        methods.check_model_set(one.method, one.model_set)
     prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
     results = []
     started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
     events.emit("sweep.start", methods=[name for name, _ in entries])
-    with Monitoring.for_options(opts) as monitoring:
-        for i, (name, one) in enumerate(entries):
-            done = None if opts.force else good_result(run_dir, name)
-            if done is not None:
-                console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
-                events.emit("method.skip", method=name, reason="already done in this run")
-                results.append(done)
-                continue
-            one = dataclasses.replace(one, port_wait=opts.port_release_timeout
-                                      if started and opts.runtime == "native" else 0.0)
-            summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
-            results.append(summary)
-            started = True
-            stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1:]])
-    events.emit("sweep.end")
-    if report:
-        from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
-        console.print(f"report: {write_report(run_dir)}")
-    if run_dir.is_dir():   # the tables saved and every file of the run under SHA256SUMS (`specstack verify RUN`)
-        from specstack.report.console_table import seal_run
-        seal_run(run_dir)
+    # one harness per run: held from before the first skip decision to the seal (each method takes it again)
+    with run_lock.held(run_dir):
+        with Monitoring.for_options(opts) as monitoring:
+            for i, (name, one) in enumerate(entries):
+                done = None if opts.force else good_result(run_dir, name)
+                if done is not None:
+                    console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
+                    events.emit("method.skip", method=name, reason="already done in this run")
+                    results.append(done)
+                    continue
+                one = dataclasses.replace(one, port_wait=opts.port_release_timeout
+                                          if started and opts.runtime == "native" else 0.0)
+                summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
+                results.append(summary)
+                started = True
+                stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1:]])
+        events.emit("sweep.end")
+        if report:
+            from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
+            console.print(f"report: {write_report(run_dir)}")
+        if run_dir.is_dir():   # the tables saved and every file of the run under SHA256SUMS (`specstack verify RUN`)
+            from specstack.report.console_table import seal_run
+            seal_run(run_dir)
     return results
 
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstack.report import crosscheck, load, load_view, plots, sections
+from specstack.report import crosscheck, findings, load, load_view, plots, sections
 from specstack.figures import stats as st
 from specstack.report.contents import Report
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.lossless import lossless_rows
+from specstack.report.loops import loop_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.equality import Tokenizers, equality_rows
 from specstack.report.ksweep import k_per_load_rows, ksweep_rows
@@ -97,6 +98,8 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.rate_crossover = load.rate_crossover_rows(report.rates)
     report.frontier = load.frontier_rows(speed, report.rates)
     report.capacity = load.capacity_rows(run)
+    report.summary_findings = findings.rows(run.findings)
+    report.loops = loop_rows(run)
     if with_plots:
         with plots.stamped(EAGER_NOTE if run.eager_smoke else None, report.plot_captions):
             plots.make_all(report)

@@ -8,13 +8,15 @@ from itertools import dropwhile
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from specstack.measure import per_request
-from specstack.report import crosscheck, prefix_cache
+from specstack.figures.recompute import Finding
+from specstack.report import crosscheck, findings as shown, prefix_cache
 from specstack.report.acceptance import (acceptance_records, answers_by_target, distinct_outputs, finish_by_target,
                                          pooled, target_name)
-from specstack.report.format import num, pct
+from specstack.report.format import num, pct, weights_line
 from specstack.figures.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
@@ -30,6 +32,17 @@ def summaries_of(run) -> tuple[dict[str, Summary], list]:
 
 
 Summaries = Mapping[str, Summary | dict]   # the tables take records, or summaries as JSON (Summary.of)
+Findings = Mapping[str, list[Finding]]     # method -> what its summary.json stated otherwise (results/reader.py)
+
+
+def _marked(found: Findings | None, name: str, task: str, phase: str = "greedy"):
+    """mark(figure, text): the cell flagged where the method's summary.json disagreed on it (report/findings.py)."""
+    mine = [f for f in (found or {}).get(name, []) if (f.task, f.phase) == (task, phase)]
+
+    def mark(text: str, *figures: str) -> str:
+        hit = [f for f in mine if f.figure in figures]
+        return shown.cell(text, next((f for f in hit if f.unknown), hit[0]) if hit else None)
+    return mark
 
 
 def _records(summaries: Summaries) -> dict[str, Summary]:
@@ -130,8 +143,10 @@ def distinct_answers(run, task: str) -> dict[str, str]:
     return out
 
 
-def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None = None) -> Table:
-    """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers)."""
+def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None = None,
+               found: Findings | None = None) -> Table:
+    """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers);
+    `found`: per method what its summary.json stated otherwise (those cells show the recomputed figure, flagged)."""
     records = _records(summaries)
     concurrencies = sorted({c for s in records.values() for c in _throughput(s, task)})
     table = Table(title=f"task: {task} (acceptance answers ended by: {ended(records, task)})",
@@ -154,19 +169,21 @@ def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None =
             ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
             cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
         status = "" if s.status == "ok" else " [red](failed)[/]"
+        mark = _marked(found, name, task)
         table.add_row(display_name(name, s) + status, s.baseline_method or "-",
                       *([answers.get(name, "n/a")] if answers is not None else []),
-                      pct(figures.acceptance_rate),
-                      num(figures.mean_acceptance_length),
-                      _histogram(figures.histogram), bench_acceptance(s, task),
+                      mark(pct(figures.acceptance_rate), "acceptance_rate"),
+                      mark(num(figures.mean_acceptance_length), "mean_acceptance_length"),
+                      mark(_histogram(figures.histogram), "histogram"), bench_acceptance(s, task),
                       crosscheck_label(s), *cells)
     return table
 
 
-def _rate_and_length(figures: Acceptance | None) -> str:
-    if figures is None or not figures.drafted:
-        return "n/a"
-    return f"{pct(figures.acceptance_rate)} · {num(figures.mean_acceptance_length)}"
+def _rate_and_length(figures: Acceptance | None, mark=None) -> str:
+    """"55.6 % · 2.67"; flagged where `mark` (_marked, the method's findings on that phase) says so."""
+    text = "n/a" if figures is None or not figures.drafted else \
+        f"{pct(figures.acceptance_rate)} · {num(figures.mean_acceptance_length)}"
+    return mark(text, "acceptance_rate", "mean_acceptance_length") if mark else text
 
 
 def _per_method_table(title: str, first: str, summaries: dict[str, Summary]) -> Table:
@@ -179,9 +196,10 @@ def _per_method_table(title: str, first: str, summaries: dict[str, Summary]) -> 
     return table
 
 
-def category_table(summaries: Summaries, task: str) -> Table | None:
+def category_table(summaries: Summaries, task: str, found: Findings | None = None) -> Table | None:
     """Acceptance per dataset category (rate · mean length), one column per method; the last row is the task's
-    total, which the categories sum to and which equals the counter deltas (the "Σ_category" checks)."""
+    total, which the categories sum to and which equals the counter deltas (the "Σ_category" checks). `found`:
+    as task_table's."""
     records = _records(summaries)
     per_method = {name: _figures(s, task) for name, s in records.items()}
     categories = list(dict.fromkeys(c for f in per_method.values() for c in f.category_figures))
@@ -192,15 +210,16 @@ def category_table(summaries: Summaries, task: str) -> Table | None:
     for c in categories:
         mine = first.category_figures.get(c)
         table.add_row(c, str("n/a" if mine is None else given(mine, "requests", "n/a")),
-                      *[_rate_and_length(f.category_figures.get(c)) for f in per_method.values()])
+                      *[_rate_and_length(f.category_figures.get(c), _marked(found, n, task, f"greedy · {c}"))
+                        for n, f in per_method.items()])
     table.add_row("[bold]all (the task)[/]", str(first.requests),
-                  *[_rate_and_length(f) for f in per_method.values()])
+                  *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()])
     return table
 
 
-def turn_table(summaries: Summaries, task: str) -> Table | None:
+def turn_table(summaries: Summaries, task: str, found: Findings | None = None) -> Table | None:
     """Acceptance per turn (--turns 2), rate · mean length per method: turn 1 (the task), turn 2 (on the
-    baseline's turn-1 answers), then turn 2 by category."""
+    baseline's turn-1 answers), then turn 2 by category. `found`: as task_table's."""
     records = _records(summaries)
     per_method = {name: _figures(s, task) for name, s in records.items()}
     seconds = {name: f.turn2 for name, f in per_method.items()}
@@ -209,13 +228,14 @@ def turn_table(summaries: Summaries, task: str) -> Table | None:
         return None
     table = _per_method_table(f"{task} per turn: acceptance rate · mean length", "turn", records)
     table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).requests),
-                  *[_rate_and_length(f) for f in per_method.values()])
+                  *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()])
     # rows with no second turn are not in turn 2: say how many
     table.add_row(f"turn 2 ({given(first, 'left_out', 0)} left out)", str(first.requests),
-                  *[_rate_and_length(t) for t in seconds.values()])
+                  *[_rate_and_length(t, _marked(found, n, task, "turn2")) for n, t in seconds.items()])
     for c, figures in first.category_figures.items():
         table.add_row(f"turn 2 · {c}", str(figures.requests),
-                      *[_rate_and_length(None if t is None else t.category_figures.get(c)) for t in seconds.values()])
+                      *[_rate_and_length(None if t is None else t.category_figures.get(c),
+                                         _marked(found, n, task, f"turn2 · {c}")) for n, t in seconds.items()])
     return table
 
 
@@ -236,13 +256,18 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(150, Console().width))
     run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
     summaries, failed = summaries_of(run)
-    tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t != "code", t))
+    weights = weights_line(run.manifest)
+    if weights:
+        console.print(f"[bold]{weights}[/]")
+    # the copy-heavy task first
+    tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t not in ("code", "edit"), t))
     for task in tasks:
-        console.print(task_table(summaries, task, distinct_answers(run, task)))
-        by_category = category_table(summaries, task)
+        found = {name: md.findings for name, md in run.methods.items()}
+        console.print(task_table(summaries, task, distinct_answers(run, task), found))
+        by_category = category_table(summaries, task, found)
         if by_category is not None:
             console.print(by_category)
-        by_turn = turn_table(summaries, task)
+        by_turn = turn_table(summaries, task, found)
         if by_turn is not None:
             console.print(by_turn)
         caching = prefix_cache.console_table(run, task)   # only when a method cached prefixes (--prefix-caching)
@@ -272,6 +297,11 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
         console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
                       "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
                       "--repeats 3 --replicate sessions for intervals that count).")
+    if run.findings:
+        console.print(f"[bold red]{shown.FLAG} {shown.HEADING}[/] ({len(run.findings)} figure(s)):")
+        for finding in run.findings:
+            console.print(f"[red]  {escape(shown.line(finding))}[/]")
+        console.print(shown.NOTE)
     for f in failed:
         where = f" ({f.path.name}/)" if f.path else ""
         console.print(f"[red]{f.name}: failed{where}[/]: {f.error}")

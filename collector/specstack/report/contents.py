@@ -30,6 +30,8 @@ class Report:
     rate_crossover: list[dict] = field(default_factory=list)
     frontier: list[dict] = field(default_factory=list)  # per-user vs system speed, every cell
     capacity: list[dict] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
+    summary_findings: list[dict] = field(default_factory=list)  # summary.json against its records (report/findings.py)
+    loops: list[dict] = field(default_factory=list)   # repetition loops per method × task (report/loops.py)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -41,4 +43,5 @@ class Report:
                 "lossless": self.lossless, "acceptance_by_category": self.categories,
                 "prefix_cache": self.prefix_cache,
                 "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load, "load_speed": self.rates,
-                "load_crossover": self.rate_crossover, "frontier": self.frontier, "capacity": self.capacity}
+                "load_crossover": self.rate_crossover, "frontier": self.frontier, "capacity": self.capacity,
+                "summary_findings": self.summary_findings, "repetition_loops": self.loops}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specstack.figures import stats as st
-from specstack.figures.equality import compare_texts, divergence_at_baseline, not_compared
+from specstack.figures.equality import compare_texts, divergence_at_baseline, is_near_tie, not_compared
 from specstack.report.acceptance import acceptance_records, distinct_outputs
 from specstack.results.reader import MethodData, RunData
 
@@ -84,7 +84,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                        "baseline_finish_reason": b["finish_reason"] if b else None,
                        "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
                        "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
-                       "divergence_gap_nats": None, "divergence_kind": None,
+                       "divergence_gap_nats": None, "divergence_kind": None, "divergence_cause": None,
                        "note": not_compared(a, b, "no baseline response with this id")}
                 if row["note"] is None:
                     row.update(compare_texts(a["text"], b["text"], tok))
@@ -96,12 +96,13 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                         divergences.append(idx)
                         at = divergence_at_baseline(a["token_ids"], b["token_ids"], b["top_logprobs"])
                         row["divergence_gap_nats"], row["divergence_kind"] = at["gap_nats"], at["kind"]
+                        row["divergence_cause"] = at["cause"]
                         kinds.append(at["kind"])
                 rows.append(row)
             s["equal_rate"] = s["equal"] / s["compared"] if s["compared"] else None
             s["first_divergence_min"] = min(divergences) if divergences else None
             s["first_divergence_median"] = st.median(divergences)
             # near ties among the divergences, where the baseline's log-probabilities say (None: none says)
-            s["near_ties"] = sum(k == "near tie" for k in kinds) if any(kinds) else None
+            s["near_ties"] = sum(is_near_tie(k) for k in kinds) if any(kinds) else None
             summary.append(s)
     return rows, summary

@@ -44,3 +44,14 @@ def over_repeats(repeats: int) -> str:
     """How the figure pools repeats, said only where there are several: "median over repeats" promises a spread a
     one-repeat run does not have."""
     return "median over repeats" if repeats > 1 else "one repeat"
+
+
+# What a run's weights make of its figures (the manifest's model_weights, from [model_weights] in methods.toml).
+WEIGHTS_NOTE = {"trained": "trained weights: acceptance and speed are a real model's",
+                "random": "random weights: the accounting only, acceptance and speed mean nothing"}
+
+
+def weights_line(manifest: dict) -> str | None:
+    """"model set tiny: random weights: ..." for a run whose manifest says its weights, else None."""
+    note = WEIGHTS_NOTE.get(manifest.get("model_weights") or "")
+    return f"model set {manifest.get('model_set')}: {note}" if note else None

@@ -16,6 +16,8 @@ the first step), median over the tests.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from specstack.results import layout
@@ -59,9 +61,10 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
-def _samples(records: list[dict], positions: int, parity: int | None = None) -> dict[str, list[list[int]]]:
-    """prompt id -> the first token ids of each answered sample (ids `<prompt>/s<k>`); with `parity`, only the
-    samples whose k has that parity. Every method draws the same seeds, so sample k of the baseline and of the
+def samples_by_prompt(records: list[dict], positions: int,
+                      keep: Callable[[int], bool] | None = None) -> dict[str, list[list[int]]]:
+    """prompt id -> the first token ids of each answered sample (ids `<prompt>/s<k>`); with `keep`, only the
+    samples whose k it keeps. Every method draws the same seeds, so sample k of the baseline and of the
     method are dependent (their first tokens are even identical): comparing the baseline's even samples with
     the method's odd ones keeps the two sides independent, as the permutation test assumes (a dependence of
     either sign between paired samples would make it too lenient or too strict)."""
@@ -70,7 +73,7 @@ def _samples(records: list[dict], positions: int, parity: int | None = None) -> 
         if r["error"] or r["token_ids"] is None:
             continue
         prompt, _, k = r["id"].rpartition("/s")
-        if parity is not None and int(k) % 2 != parity:
+        if keep is not None and not keep(int(k)):
             continue
         out.setdefault(prompt, []).append(list(r["token_ids"][:positions]))
     return out
@@ -78,7 +81,8 @@ def _samples(records: list[dict], positions: int, parity: int | None = None) -> 
 
 def independent_samples(records_a: list[dict], records_b: list[dict], positions: int = POSITIONS) -> tuple[dict, dict]:
     """Side A's even-numbered samples and side B's odd-numbered ones: disjoint seeds, independent samples."""
-    return _samples(records_a, positions, parity=0), _samples(records_b, positions, parity=1)
+    return (samples_by_prompt(records_a, positions, lambda k: k % 2 == 0),
+            samples_by_prompt(records_b, positions, lambda k: k % 2 == 1))
 
 
 def compare_samples(a: dict[str, list[list[int]]], b: dict[str, list[list[int]]], *, positions: int = POSITIONS,

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING
 from specstack.measure import per_request
 from specstack.figures import stats as st
 from specstack.figures.equality import NEAR_TIE_NATS
-from specstack.report.format import interval, num, over_repeats, pct, times
+from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
+from specstack.report import findings
+from specstack.report.drafting_cost import drafting_cost_table
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
+from specstack.report.loops import loop_table
 from specstack.report.placement import placement
 from specstack.report.load_view import load_section
 from specstack.report.plots import safe_name
@@ -87,6 +90,9 @@ def header(rep: Report) -> list[tuple]:
                      f"in each acceptance table); concurrencies "
                      f"{', '.join(str(c) for c in wl.get('concurrencies') or [])}{_open_loop(wl)}; "
                      f"{_replication(wl)}."))
+    weights = weights_line(man)
+    if weights:
+        out.append(("p", f"**{weights[0].upper()}{weights[1:]}.**"))
     return out
 
 
@@ -125,8 +131,9 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, goodput_table, crossover_table, acceptance_table, category_table, turn_table,
-                     sampled_table, lossless_table, equality_tables, speedup_plot, prefix_cache_table):
+        for part in (speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
+                     loop_table, category_table, turn_table, sampled_table, lossless_table, equality_tables,
+                     speedup_plot, prefix_cache_table):
             out += part(rep, task)
     return out
 
@@ -277,6 +284,32 @@ def _rates(text: str | None, missing: str) -> str:
     return ", ".join("—" if x is None else f"{x:.2f}" for x in json.loads(text))
 
 
+def _acceptance_cells(mark, r: dict, positions: bool = True) -> list[str]:
+    """rate, length, no-accept share, histogram, both per-position rates (positions=True), steps, drafts,
+    accepted; each marked where summary.json disagreed on it (_marker)."""
+    per_position = [mark("per_position", _rates(r["per_position"], "n/a")),
+                    mark("per_position_conditional", _rates(
+                        r["per_position_conditional"],
+                        "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"))
+                    ] if positions else []
+    return [mark("acceptance_rate", pct(r["acceptance_rate"])),
+            mark("mean_acceptance_length", num(r["mean_acceptance_length"])),
+            mark("no_accept_share", pct(r["no_accept_share"])), mark("histogram", r["histogram"] or "n/a"),
+            *per_position,
+            mark("num_spec_steps", num(r["num_spec_steps"])), mark("num_draft_tokens", num(r["num_draft_tokens"])),
+            mark("num_accepted_draft_tokens", num(r["num_accepted_draft_tokens"]))]
+
+
+def _marker(rep: Report, r: dict, phase: str):
+    """mark(figure, text): the cell as it is, or flagged where the method's summary.json disagreed on that figure
+    of that phase (report/findings.py; "missing" where it cannot be recomputed)."""
+    md = rep.run.methods.get(r["method"])
+
+    def mark(figure: str, text: str) -> str:
+        return findings.cell(text, md.finding(r["task"], figure, phase) if md else None)
+    return mark
+
+
 def acceptance_table(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     acc = [r for r in rep.acceptance if r["task"] == task]
@@ -287,11 +320,7 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
                           "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
                           "steps", "drafts", "accepted", "requests (distinct answers)", "failed req.",
                           "finish reasons"],
-                [[_label(r), num(r["k"]), pct(r["acceptance_rate"]), num(r["mean_acceptance_length"]),
-                  pct(r["no_accept_share"]), r["histogram"] or "n/a", _rates(r["per_position"], "n/a"),
-                  _rates(r["per_position_conditional"],
-                         "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"),
-                  num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
+                [[_label(r), num(r["k"]), *_acceptance_cells(_marker(rep, r, "greedy"), r),
                   _distinct(r["requests"], r.get("distinct_outputs")), num(r["failed_requests"]),
                   r["finish_reasons"]] for r in acc]))
     out.append(("p", "Distinct answers: how many different greedy answers the task's requests produced, the "
@@ -317,11 +346,8 @@ def category_table(rep: Report, task: str) -> list[tuple]:
                        "no-accept steps", "histogram (steps accepting j=0..K)",
                        "per position, share of all drafting steps", "per position, conditional",
                        "steps", "drafts", "accepted"],
-             [[_label(r), num(r["k"]), r["category"], num(r["requests"]), pct(r["acceptance_rate"]),
-               num(r["mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
-               _rates(r["per_position"], "n/a"), _rates(r["per_position_conditional"], "n/a"),
-               num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"])]
-              for r in rows]),
+             [[_label(r), num(r["k"]), r["category"], num(r["requests"]),
+               *_acceptance_cells(_marker(rep, r, f"greedy · {r['category']}"), r)] for r in rows]),
             ("p", "One acceptance window, split by request: each request's own metrics go to its category, so the "
                   "categories' steps, drafts, accepted tokens and per-position counts sum to the task's, which "
                   "equal the window's counter deltas (the checks named \"Σ_category …\" in the summary). Ratios "
@@ -338,10 +364,9 @@ def turn_table(rep: Report, task: str) -> list[tuple]:
     return [("h3", "Acceptance per turn (acceptance phase, greedy)"),
             ("table", ["method", "K", "turn", "requests", "acceptance rate", "mean acc. length", "no-accept steps",
                        "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted", "window"],
-             [[_label(r), num(r["k"]), r["turn"], num(r["requests"]), pct(r["acceptance_rate"]),
-               num(r["mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
-               num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
-               r["status"]] for r in rows]),
+             [[_label(r), num(r["k"]), r["turn"], num(r["requests"]),
+               *_window_cells(_marker(rep, r, "turn2" if r["turn"] == 2 else "greedy"), r), r["status"]]
+              for r in rows]),
             ("p", f"Turn 2 is the chat [turn 1, the baseline's greedy answer, turn 2], byte-identical for every method "
                   f"(inputs/{task}.turn2.<baseline>.jsonl, sha256 in the manifest); {left_out} row(s) without a second "
                   "turn are left out of it. Its own window, checked against the counters like turn 1; per category "
@@ -357,11 +382,21 @@ def sampled_table(rep: Report, task: str) -> list[tuple]:
             ("table", ["method", "K", "temperature", "acceptance rate", "greedy", "mean acc. length", "greedy",
                        "no-accept steps", "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted",
                        "window"],
-             [[_label(r), num(r["k"]), f"{r['temperature']:g}", pct(r["acceptance_rate"]),
-               pct(r["greedy_acceptance_rate"]), num(r["mean_acceptance_length"]),
-               num(r["greedy_mean_acceptance_length"]), pct(r["no_accept_share"]), r["histogram"] or "n/a",
-               num(r["num_spec_steps"]), num(r["num_draft_tokens"]), num(r["num_accepted_draft_tokens"]),
-               r["status"]] for r in rows])]
+             [[_label(r), num(r["k"]), f"{r['temperature']:g}", *_sampled_cells(rep, r), r["status"]]
+              for r in rows])]
+
+
+def _window_cells(mark, r: dict) -> list[str]:
+    """rate, length, no-accept share, histogram, steps, drafts, accepted (a turn's or a sampled phase's)."""
+    return _acceptance_cells(mark, r, positions=False)
+
+
+def _sampled_cells(rep: Report, r: dict) -> list[str]:
+    """The sampled phase's figures, each beside the greedy one where the table has it."""
+    mark, greedy = _marker(rep, r, f"t{r['temperature']:g}"), _marker(rep, r, "greedy")
+    rate, length, *rest = _window_cells(mark, r)
+    return [rate, greedy("acceptance_rate", pct(r["greedy_acceptance_rate"])), length,
+            greedy("mean_acceptance_length", num(r["greedy_mean_acceptance_length"])), *rest]
 
 
 def lossless_table(rep: Report, task: str) -> list[tuple]:
@@ -407,7 +442,7 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
             out.append(("p", "Requests whose output differs from the baseline's (all others are identical):"))
             out.append(("table", ["method", "request id", "first diverging index", "unit",
                                   "finish_reason (method / baseline)", "completion tokens (method / baseline)",
-                                  "baseline's log-prob gap there (nats)", "note"],
+                                  "baseline's log-prob gap there (nats): consistent with", "note"],
                         [[r["method"], r["id"],
                           num(r["first_token_divergence" if r["unit"] == "token" else "first_char_divergence"], 0),
                           r["unit"], f"{r['finish_reason']} / {r['baseline_finish_reason']}",
@@ -415,10 +450,12 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
                           _gap(r), r["note"] or ""] for r in diffs]))
             out.append(("p", "The baseline's log-prob gap: at the first token where the answers differ, the "
                              "baseline's log-probability of its own token minus that of the method's (both from "
-                             "the baseline's top-2, recorded with its greedy answers). A near tie (gap <= "
-                             f"{NEAR_TIE_NATS} nats, about a bf16 logit's rounding) can flip when the target "
-                             "computes the same position in a batch of another shape, as a speculative verify "
-                             "step does; a larger gap is a change the method made."))
+                             "the baseline's top-2, recorded with its greedy answers). An exact tie (gap 0: the "
+                             f"same bf16 logit) or a near tie (gap <= {NEAR_TIE_NATS} nats, two bf16 steps of a "
+                             "logit between 16 and 32) flips when the target computes the same position in a "
+                             "batch of another shape, as a speculative verify step does (bf16 numerics, "
+                             "docs/greedy-divergence.md); a larger gap is not bf16 rounding but a change the "
+                             "method made."))
     return out
 
 
@@ -432,7 +469,8 @@ def _gap(r: dict) -> str:
     kind = r.get("divergence_kind")
     if kind is None:
         return "n/a"
-    return f"{r['divergence_gap_nats']:.3f} ({kind})" if r.get("divergence_gap_nats") is not None else kind
+    text = f"{r['divergence_gap_nats']:.3f} ({kind})" if r.get("divergence_gap_nats") is not None else kind
+    return text + (f": {r['divergence_cause']}" if r.get("divergence_cause") else "")
 
 
 def images(rep: Report, *prefixes: str) -> list[tuple]:

@@ -4,25 +4,18 @@ concurrency where a method stops beating its baseline."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from specstack.measure import per_request
 from specstack.figures import stats as st
 from specstack.figures.host_load import host_load_per_core
 from specstack.results.reader import MethodData, RunData, load_text
 from specstack.results.summary import BenchCell, Window
+from specstack.report import drafting_cost
 from specstack.report.format import over_repeats
 
 METRICS = ("tpot", "itl", "ttft", "e2el")
 PERCENTILES = (50, 95, 99)
 PREEMPTIONS = "vllm:num_preemptions"
-
-
-def _load_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open-loop ones by request rate
@@ -40,7 +33,7 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
     """One row per bench repeat, read from the raw bench JSON (the summary's copy if the file is gone)."""
     rows = []
     for cell in md.figures(task).cells:
-        raw = _load_json(md.path / cell.file) if cell.file else None
+        raw = md.bench_file(cell.file) if cell.file else None
         src = raw if raw is not None else cell.to_json()   # bench's figures under bench's names, either way
         c, r = cell.concurrency, cell.repeat
         row = {"method": md.name, "task": task, "load": cell.load or "concurrency", "concurrency": c,
@@ -254,6 +247,7 @@ def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str,
     latency = _latency_verdict(row, md, ok, bok, tpot, e2el, tput)
     _host_load_gate(row, md, base, cells, base_cells)
     _efficiency(row, md, ok, tpot, note)
+    drafting_cost.add_to_row(row)
     _kv_and_failures(row, md, base, cells)
     if not md.comparable:
         note.append("NOT COMPARABLE: synthetic rejection sampling")

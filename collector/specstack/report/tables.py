@@ -6,6 +6,8 @@ import io
 
 import pandas as pd
 
+from specstack.report.drafting_cost import FIELDS as DRAFTING_COST_FIELDS
+from specstack.report.loops import COLUMNS as LOOP_COLUMNS
 from specstack.report.speed import METRICS, PERCENTILES
 
 _PCT_COLS = [f"{m}_p{p}_ms" for m in METRICS for p in PERCENTILES]
@@ -45,7 +47,8 @@ COLUMNS: dict[str, list[str]] = {
               "tpot_spread", "baseline_tpot_spread", "host_load_per_core", "baseline_host_load_per_core",
               "host_busy", "itl_degenerate",
               "tokens_per_target_pass", "drafting_share", "efficiency", "efficiency_verify_steps", "preemptions",
-              "failed_requests", "kv_cache_tokens", "kv_cache_loss", "note"],
+              "failed_requests", "kv_cache_tokens", "kv_cache_loss", "note",
+              *DRAFTING_COST_FIELDS],
     "crossover": ["method", "label", "baseline", "task", "comparable", "server_contradicted", "tpot_kind",
                   "tpot_crossover_concurrency",
                   "tpot_text", "latency_basis",
@@ -78,7 +81,7 @@ COLUMNS: dict[str, list[str]] = {
     "equality_requests": ["method", "baseline", "task", "id", "equal", "first_token_divergence",
                           "first_char_divergence", "unit", "finish_reason", "baseline_finish_reason",
                           "completion_tokens", "baseline_completion_tokens", "divergence_gap_nats",
-                          "divergence_kind", "note"],
+                          "divergence_kind", "note", "divergence_cause"],
     "equality_summary": ["method", "label", "baseline", "task", "comparable", "server_contradicted", "requests",
                          "distinct_outputs", "baseline_distinct_outputs", "compared", "equal",
                          "equal_rate",
@@ -99,8 +102,11 @@ COLUMNS: dict[str, list[str]] = {
     "k_per_load": ["family", "task", "concurrency", "band", "k", "ties", "why_no_k", "median_tok_s", "speedup",
                    "relative_mad", "candidates", "schedule", "schedule_verdict", "best_fixed_k",
                    "best_fixed_k_speedup", "schedule_method", "schedule_ran", "schedule_tok_s", "schedule_speedup"],
+    # figures summary.json stated otherwise than its sums and request records give (report/findings.py)
+    "summary_findings": ["method", "task", "phase", "figure", "summary_json", "recomputed", "from", "check"],
 }
 
+COLUMNS["repetition_loops"] = LOOP_COLUMNS
 COLUMNS["load_speed"] = COLUMNS["speed"]   # the open-loop cells' speed rows (report/load.py): the same figures
 
 

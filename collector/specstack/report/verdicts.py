@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstack.figures import stats as st
+from specstack.report import findings
 from specstack.report.format import interval, over_repeats, times
 from specstack.results.reader import EAGER_NOTE
 
@@ -121,6 +122,7 @@ def verdict(rep: Report) -> list[tuple]:
         out.append(("ul", failed))
     out += _contradicted(rep)
     out += _eager(rep)
+    out += findings.table(findings.rows(run.findings))   # a hand-edited summary.json, named before any figure
     spec = [r for r in rep.speed if r["role"] == "spec"]
     order = {t: i for i, t in enumerate(run.tasks)}
     columns = sorted({(r["task"], r["concurrency"]) for r in spec},

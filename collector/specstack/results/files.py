@@ -3,6 +3,7 @@ a full disk never leaves a half-written summary, record file or Prometheus targe
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -55,15 +56,28 @@ def atomic_write_json(path: Path, obj) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT)   # the disk (or the user's quota) is full
+
+
+def unwritable_message(folder: Path, e: OSError) -> str:
+    """What a user does about a results folder that cannot be written: one line naming the fix."""
+    if e.errno in FULL:
+        return (f"the disk holding {folder} is full ({e.strerror}); free space there, or pass --results DIR on a "
+                "disk with room, then rerun the same command")
+    return f"results folder {folder} is not writable ({e.strerror}); pass --results DIR pointing at a writable folder"
+
+
 def check_writable(folder: Path) -> None:
+    """The folder takes a file (a byte written and synced: a full disk says so here, not minutes into a run)."""
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-", delete=True)
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-", delete=True) as probe:
+            probe.write(b"x")
+            probe.flush()
+            os.fsync(probe.fileno())
     except OSError as e:
-        raise UserError(f"results folder {folder} is not writable ({e.strerror}); pass --results DIR "
-                        "pointing at a writable folder") from None
+        raise UserError(unwritable_message(folder, e)) from None
 
 
 @contextlib.contextmanager

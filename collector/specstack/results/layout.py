@@ -22,6 +22,8 @@ SLURM_SUBMISSIONS = f"{SLURM_DIR}/submissions.json"   # every submit's job ids a
 NOT_METHODS = (INPUTS_DIR, HOST_DIR, REPORT_DIR)   # the run folder's folders that are no method's result
 FAILED_MARK = ".failed-"          # <method>.failed-<time>/: a failed attempt, listed, never used as data
 REPLACED_MARK = ".replaced-"      # <method>.replaced-<time>/: the result --force replaced, kept, ignored
+STAGING_MARK = ".staging-"        # .<method>.staging-<random>/: a method's files while it runs (results/bundle.py)
+RUN_LOCK = ".specstack.lock"      # held (flock) by the one harness measuring into the run (results/run_lock.py)
 
 
 def report_table(name: str, ext: str) -> str:
@@ -35,6 +37,18 @@ def failed_dir(method: str, stamp: str) -> str:
 
 def replaced_dir(method: str, stamp: str) -> str:
     return f"{method}{REPLACED_MARK}{stamp}"
+
+
+def staging_prefix(method: str) -> str:
+    """The start of a method's staging folder's name (a dot folder: the reader and the archive pass over it)."""
+    return f".{method}{STAGING_MARK}"
+
+
+def staged_method(name: str) -> str | None:
+    """The method a staging folder's name belongs to; None for any other name."""
+    if not name.startswith(".") or STAGING_MARK not in name:
+        return None
+    return name[1:].rsplit(STAGING_MARK, 1)[0] or None
 
 
 # --- inputs/ (names inside it: the task loaders are handed the folder) -------------------------------------
@@ -84,6 +98,7 @@ def host_container_log(method: str, container: str) -> str:
 
 # --- a method folder (paths relative to it) ---------------------------------------------------------------
 SUMMARY_FILE = "summary.json"     # the method's figures and verdict (bundle.MethodBundle.write_summary)
+TRACEBACK_FILE = "traceback.txt"  # a run ended by an unexpected exception: where it was raised (runs/outcome.py)
 SAMPLER_PROBE_FILE = "sampler-probe.json"   # the engine sampler probe's full verdict (runs/sampler_probe.py)
 SERVER_LOG = "server.log"         # the server's log, on every runtime that has one
 PACKAGES_FILE = "provenance/packages.txt"   # `pip freeze` of the collector that measured (reproduce's drift check)

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.errors import UserError
+from specstack.figures import recompute
 from specstack.results import layout
 from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
+from specstack.results.records import read_records
 from specstack.results.summary import BenchCell, CrossCheck, Replication, Summary, TaskFigures, Window
 
 _SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
@@ -130,11 +132,14 @@ class MethodData:
     """A method's result: its summary as read (migrated to the current version) and as typed records.
 
     `record` is the typed summary (results/summary.py), parsed from `summary` once; the readers read it. `summary`
-    is the same JSON as a dict, for tests that build one by hand; nothing changes either after construction."""
+    is the same JSON as a dict, for tests that build one by hand; nothing changes either after construction.
+    `findings`: the figures its summary.json stated otherwise than its sums and request records give
+    (figures/recompute.py); `summary` and `record` then hold the recomputed figures (load_run, checked)."""
     name: str              # folder name = summary["method"]
     path: Path
     summary: dict
     record: Summary = field(init=False, repr=False, compare=False)
+    findings: list[recompute.Finding] = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
         self.record = Summary.from_json(self.summary)
@@ -142,6 +147,14 @@ class MethodData:
     @property
     def baseline(self) -> str | None:
         return self.record.baseline_method
+
+    def bench_file(self, file: str) -> dict | None:
+        """A bench cell's `vllm bench serve` result (`file` as the cell names it, relative to this folder; a merged
+        session's cell names its own folder, ../<method>-s<i>/bench/…); None where it is gone or unreadable."""
+        try:
+            return json.loads((self.path / file).read_text())
+        except (OSError, ValueError):
+            return None
 
     @property
     def display_name(self) -> str:
@@ -184,6 +197,10 @@ class MethodData:
     def task_figures(self) -> dict[str, TaskFigures]:
         return self.record.task_figures
 
+    def finding(self, task: str, figure: str, phase: str = "greedy") -> recompute.Finding | None:
+        """The finding on one figure of one phase of a task (None: summary.json states what it rests on)."""
+        return next((f for f in self.findings if (f.task, f.phase, f.figure) == (task, phase, figure)), None)
+
     def figures(self, task: str) -> TaskFigures:
         """A task's figures; an empty record (every figure None) where the method has none for the task."""
         return self.record.task_figures.get(task) or TaskFigures.from_json({})
@@ -219,6 +236,11 @@ class RunData:
     def eager_smoke(self) -> list[str]:
         """The methods served in the GPU's eager smoke mode (Server.eager_smoke): every figure says so."""
         return [name for name, md in self.methods.items() if md.record.server and md.record.server.eager_smoke]
+
+    @property
+    def findings(self) -> list[recompute.Finding]:
+        """Every figure a method's summary.json stated otherwise than its sums and records give (shown recomputed)."""
+        return [f for md in self.methods.values() for f in md.findings]
 
     @property
     def tasks(self) -> list[str]:
@@ -321,6 +343,19 @@ def merge_sessions(methods: dict[str, MethodData]) -> dict[str, MethodData]:
     return out
 
 
+def checked(md: MethodData) -> MethodData:
+    """The method with every acceptance figure recomputed from its request records (else its summary's own sums),
+    every bench cell's copied figures read again from its bench file, and, where summary.json stated one otherwise
+    or lost it, its findings (figures/recompute.py): a hand-edited summary never reaches a table as it was edited."""
+    def records(name: str) -> list[dict] | None:
+        path = md.path / name
+        return read_records(path) if path.exists() else None
+    record, findings = recompute.check_summary(md.name, md.record, records, md.bench_file)
+    if not findings:
+        return md
+    return MethodData(md.name, md.path, record.to_json(), findings=findings)
+
+
 def load_run(run_dir: Path) -> RunData:
     """Every method result of a run, baselines first, with the failed attempts and what does not add up."""
     run_dir = Path(run_dir)
@@ -329,7 +364,7 @@ def load_run(run_dir: Path) -> RunData:
     manifest = read_manifest(run_dir)
     methods, failed = _scan(run_dir)
     order = list(manifest.get("methods") or {})
-    methods = merge_sessions(methods)
+    methods = {name: checked(md) for name, md in merge_sessions(methods).items()}
     folders = {f for md in methods.values() for f in md.folders}
     order = [next((n for n, md in methods.items() if name in md.folders), name) for name in order]
     methods = _grouped(methods, list(dict.fromkeys(order)))

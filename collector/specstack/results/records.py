@@ -16,7 +16,7 @@ def request_fields(record: dict) -> dict:
             "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
             "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
             "token_ids": choice.get("token_ids"), "top_logprobs": record.get("top_logprobs"),
-            "seconds": record.get("seconds")}
+            "seconds": record.get("seconds"), "category": record.get("category")}
 
 
 def read_records(path: Path) -> list[dict]:

@@ -1,16 +1,42 @@
-"""The demo's run: every method on the tiny local models with vLLM on the CPU, at a workload small enough for
-two CPU cores and large enough for every figure to mean something (`specstack demo`, `make demo`)."""
+"""The demo's runs (`specstack demo`, `make demo`), vLLM on the CPU, one method after another:
+  * the trained set `smollm2` (SmolLM2-135M-Instruct, docs/models.md): baseline, ngram, draft_model and suffix on a
+    copy-heavy task the model follows (`edit`: short edits of a short function) and the `chat` task; its acceptance
+    and speed are a real model's;
+  * the tiny set (random weights) for what the trained set has no model for: eagle3, and MTP with its own baseline,
+    with the tiny baseline eagle3 is compared with; the accounting only.
+Each its own run (a run has one model set): `<run-id>` and `<run-id>-tiny`. The workloads are small enough for two
+CPU cores (a fresh clone's demo within 12 minutes here, docs/demo.md) and large enough for every figure to mean
+something."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from specstack.runs.options import Options
 
+# Every method: the integration tests' shared sweep and the GPU tests run them all on the tiny set.
 DEMO_METHODS = ("baseline", "ngram", "draft_model", "eagle3", "suffix", "mtp-baseline", "mtp")
-DEMO_WORKLOAD = dict(num_prompts=16, perf_output_len=64, acceptance_max_tokens=96, concurrencies=(1, 4))
+DEMO_TASKS = ("edit", "chat")
 
 
-def demo_options(run_id: str, results_dir: Path, models_dir: Path, port: int, **overrides) -> Options:
-    return Options(method=DEMO_METHODS[0], run_id=run_id, results_dir=results_dir, model_set="tiny",
-                   platform="cpu-native", models_dir=str(models_dir), port=port,
-                   **{**DEMO_WORKLOAD, **overrides})
+@dataclass(frozen=True)
+class DemoPart:
+    suffix: str                 # of the run id
+    model_set: str
+    methods: tuple[str, ...]
+    workload: dict
+
+
+PARTS = (
+    # 135M parameters decode far slower than the tiny models on two cores: few prompts, short answers
+    DemoPart("", "smollm2", ("baseline", "ngram", "draft_model", "suffix"),
+             dict(num_prompts=8, perf_output_len=32, acceptance_max_tokens=64, concurrencies=(1, 4))),
+    DemoPart("-tiny", "tiny", ("baseline", "eagle3", "mtp-baseline", "mtp"),
+             dict(num_prompts=8, perf_output_len=32, acceptance_max_tokens=64, concurrencies=(1, 4))),
+)
+
+
+def demo_options(part: DemoPart, run_id: str, results_dir: Path, models_dir: Path, port: int, **overrides) -> Options:
+    return Options(method=part.methods[0], run_id=run_id + part.suffix, results_dir=results_dir,
+                   model_set=part.model_set, platform="cpu-native", models_dir=str(models_dir), port=port,
+                   **{"tasks": DEMO_TASKS, **part.workload, **overrides})

@@ -1,6 +1,9 @@
 """One method, end to end: checks -> inputs -> server -> warm-up -> acceptance -> performance -> stop ->
 verdict -> published bundle. Any broken phase marks the run failed with its reason (the bundle is still
-written, as `<method>.failed-<time>/`); a cross-check mismatch fails it too unless --allow-mismatch.
+written, as `<method>.failed-<time>/`); a cross-check mismatch fails it too unless --allow-mismatch. Whatever
+ends a run, of whatever type, is recorded the same way (runs/outcome.py): only a run whose every phase completed
+is published ok. One harness measures into a run at a time (results/run_lock.py); what a killed one left is kept
+as failed before a method starts (results/bundle.py keep_dead_staging).
 
 Each step is a method of MethodRun, timed with events.step (listeners, such as the harness benchmark, see
 where the time goes). Prometheus's view is checked after publishing, off this path (runs/monitoring.py).
@@ -10,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -18,23 +23,25 @@ from typing import Iterator
 from rich.console import Console
 
 from specstack import __version__, events
+from specstack.config import methods
 from specstack.config.workloads import Task
 from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
 from specstack.measure import bench, chat
 from specstack.measure.windows import Outcome, Window, Windows
 from specstack.results import layout
-from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, update_manifest
+from specstack.results import run_lock
+from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, keep_dead_staging, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.results.summary import PrometheusView, Replication, Server, Summary
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import load, prefix_cache, recipe, sampler_probe, turns
+from specstack.runs import load, outcome, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
-from specstack.server import model_checks, model_identity, model_source, observed, preflight, provenance, startup
-from specstack import interrupts
+from specstack.server import (model_checks, model_identity, model_source, observed, preflight, prompt_lengths,
+                              provenance, startup)
 from specstack.server.runtime import (ServerError, attach, native_address, port_free, port_in_use_message, probe,
                                       start_native, stop_native, vllm_executable)
 
@@ -57,9 +64,13 @@ def run_method(opts: Options, *, index: int = 1, total: int = 1,
     the run has its own and closes it before returning, so the summary holds Prometheus's view."""
     own = monitoring is None
     monitoring = monitoring or Monitoring.for_options(opts)
+    run_dir = Path(opts.results_dir) / opts.run_id
     try:
         plan = check(opts)
-        return MethodRun(opts, plan, monitoring).run(index, total)
+        with run_lock.held(run_dir):   # before any server starts: a second harness of this run is refused
+            for kept in keep_dead_staging(run_dir):
+                console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
+            return MethodRun(opts, plan, monitoring).run(index, total)
     finally:
         if own:
             monitoring.close()
@@ -70,12 +81,14 @@ def check(opts: Options) -> dict:
     with events.step("checks"):
         opts.validate()
         check_writable(opts.results_dir)
+        if (Path(opts.results_dir) / opts.run_id).is_dir():   # a run folder made read-only since it was started
+            check_writable(Path(opts.results_dir) / opts.run_id)
         prefix_cache.check_same_setting(opts.run_id, Path(opts.results_dir) / opts.run_id, opts.prefix_caching)
         plan = plan_for(opts)
         if _synthetic(plan) and not opts.allow_synthetic:
             raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
                             "--allow-synthetic for a stress run (its results are marked not comparable)")
-        check_inputs(opts)   # every local input before any server is contacted or started
+        check_inputs(opts, plan)   # every local input before any server is contacted or started
         if opts.runtime != "native":
             probe(opts.url)   # a wrong --url is refused here, before any result folder
             return plan
@@ -99,11 +112,18 @@ def check(opts: Options) -> dict:
     return plan
 
 
-def check_inputs(opts: Options) -> None:
+def check_inputs(opts: Options, plan: dict) -> None:
     """The workload files and datasets parse (load_tasks into a scratch folder: the run's inputs/ is written
-    only once the run starts), so a bad file is named even when the server is unreachable."""
+    only once the run starts), so a bad file is named even when the server is unreachable; and, for a server
+    this run starts, every prompt fits its max model length with the output asked (an attached server's target
+    and length are its own)."""
     with tempfile.TemporaryDirectory() as scratch:
-        load_tasks(opts, Path(scratch))
+        tasks = load_tasks(opts, Path(scratch))
+        if opts.runtime == "native":
+            too_long = prompt_lengths.problems(plan, tasks, perf_output_len=opts.perf_output_len,
+                                               chat_kwargs=chat.CHAT_TEMPLATE_KWARGS, perf=not opts.skip_bench)
+            if too_long:
+                raise UserError("; ".join(too_long))
 
 
 class MethodRun:
@@ -117,7 +137,7 @@ class MethodRun:
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
         self.server = self.windows = None
-        self.interrupted = False
+        self.ending = outcome.Ending()
         self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
@@ -125,14 +145,26 @@ class MethodRun:
             self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
             load.check_rates_known(self)   # --rates auto: the baseline's rates exist before this server starts
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
-            self._record_run_in_manifest()
-        self.summary = self._new_summary()
+        try:
+            self.summary = self._new_summary()
+        except BaseException:
+            self.bundle.discard()
+            raise
+
+    @property
+    def interrupted(self) -> bool:
+        return self.ending.interrupted
 
     def run(self, index: int, total: int) -> tuple[dict, Path]:
+        """Every phase, then the wind-up, whatever ended them; a signal or an unexpected exception then ends the
+        command (outcome.Ending.raise_if_fatal) once the bundle is published as failed."""
         t0 = time.monotonic()
         events.emit("method.start", method=self.name, index=index, total=total)
-        help_hash = provenance.HelpHash(vllm_executable())  # overlaps the server start
+        help_hash = None
         try:
+            with events.step("manifest"):
+                self._record_run_in_manifest()
+            help_hash = provenance.HelpHash(vllm_executable())  # overlaps the server start
             self.turn_two.check_ready()   # a method's turn-2 chats (its baseline's answers) exist: before any server
             self.start_server()
             self.warm_up()
@@ -142,29 +174,41 @@ class MethodRun:
             self.sampled()
             self.performance()
             self.measured = True
-        except (ServerError, UserError) as e:
-            self.summary["error_type"] = type(e).__name__
-            if not self._window_failed():   # else the failed windows say why, first cause first (finish)
-                self.summary["error"] = str(e)
-        except KeyboardInterrupt as e:
-            self.summary["error"], self.summary["error_type"] = interrupts.reason(e), "Interrupted"
-            self.interrupted = True
-            raise
-        finally:
-            self.stop_server()
-            self.observe_answers()
-            self.summary["timings"]["total"] = time.monotonic() - t0
-            self.describe(help_hash)
-            published = self.publish()
-            events.emit("method.end", method=self.name, status=self.summary["status"], seconds=time.monotonic() - t0)
+        except BaseException as e:   # whatever it is: recorded, and the wind-up runs (outcome.py)
+            self.ending.record(self.summary, e, window_failed=self._window_failed())
+        published = self.wind_up(t0, help_hash)
+        self.ending.raise_if_fatal(self.name, self.run_dir, published)
+        assert published is not None   # else raise_if_fatal raised
         return self.summary, published
+
+    def wind_up(self, t0: float, help_hash: provenance.HelpHash | None) -> Path | None:
+        """The server stopped, what ran described, the bundle published: each step runs whatever broke before it,
+        and one that breaks fails the method too, so no server is left running and no bundle stays hidden."""
+        for step in (self.stop_server, self.observe_answers, lambda: self.describe(help_hash)):
+            try:
+                step()
+            except BaseException as e:
+                self.ending.record(self.summary, e)
+                if step == self.stop_server:
+                    self._kill_server()
+        if help_hash is not None:
+            help_hash.cancel()   # a no-op once describe read it
+        self.summary["timings"]["total"] = time.monotonic() - t0
+        try:
+            published: Path | None = self.publish()
+        except BaseException as e:
+            self.ending.record(self.summary, e)
+            published = self.publish_failed()
+        events.emit("method.end", method=self.name, status=self.summary["status"], seconds=time.monotonic() - t0)
+        return published
 
     # --- before the server -------------------------------------------------------------------------------
 
     def _record_run_in_manifest(self) -> None:
         opts, run_dir = self.opts, self.run_dir
         update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__,
-                        git_commit=provenance.git_commit(REPO), model_set=opts.model_set, platform=opts.platform,
+                        git_commit=provenance.git_commit(REPO), model_set=opts.model_set,
+                        model_weights=methods.weights_of(opts.model_set), platform=opts.platform,
                         host=provenance.host(),
                         inputs={**turns.kept_inputs(run_dir), **{
                                 str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
@@ -394,6 +438,13 @@ class MethodRun:
 
     # --- after the measurements --------------------------------------------------------------------------
 
+    def _kill_server(self) -> None:
+        """Its stop broke: the server's whole group (its own session, runtime.start_native) is killed."""
+        process = self.server.process if self.server is not None else None
+        if process is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+
     def stop_server(self) -> None:
         if self.windows is not None:
             self.summary["windows"] = [w.to_dict() for w in self.windows.records]
@@ -425,13 +476,14 @@ class MethodRun:
         own = self.run_dir / name_of(self.name)
         return own if own.exists() else self.run_dir / name_of(self.plan["method"])
 
-    def describe(self, help_hash: provenance.HelpHash) -> None:
+    def describe(self, help_hash: provenance.HelpHash | None) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
         with events.step("provenance", method=self.name):
-            if self.server is None or self.windows is None:
+            if help_hash is not None and (self.server is None or self.windows is None):
                 help_hash.cancel()  # nothing was measured; do not keep the user waiting for it
             self.summary["provenance"] = {
-                "help_all": help_hash.result(), "vllm_client": provenance.client_vllm_version(),
+                "help_all": help_hash.result() if help_hash is not None else None,
+                "vllm_client": provenance.client_vllm_version(),
                 # whose flag list that is: on the url runtime the local vllm's, not the attached server's
                 "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == "native"
                 else "the local vllm (the bench client); the attached server's flags are unknown",
@@ -477,12 +529,36 @@ class MethodRun:
             finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
             bundle.write_text(layout.PACKAGES_FILE, "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
+            self.ending.write_traceback(bundle.staging)
             bundle.write_summary(_named(summary))
             published = bundle.finalize(summary["status"] == "ok")
             update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
                                                                "error": summary["error"]}})
         if check_view:
             self.monitoring.check_view_later(summary, published, self.labels)
+        return published
+
+    def publish_failed(self) -> Path | None:
+        """publish() broke: the bundle as far as it got, kept as failed (demoted if it was already published), with
+        the summary as far as it got; on a disk too full even for that, the staging folder is removed."""
+        summary, bundle = self.summary, self.bundle
+        summary["status"] = "failed"
+        folder = bundle.staging if bundle.published is None else bundle.demote()
+        for write in (lambda: self.ending.write_traceback(folder),   # the summary as JSON: its record may be
+                      lambda: atomic_write_json(folder / layout.SUMMARY_FILE, summary)):   # what broke
+            with contextlib.suppress(Exception):
+                write()
+        try:
+            published = folder if bundle.published is not None else bundle.finalize(False)
+        except OSError as e:
+            self.ending.record(summary, e)
+            bundle.discard()
+            return None
+        try:
+            update_manifest(self.run_dir, methods={self.name: {"status": "failed", "dir": published.name,
+                                                               "error": summary["error"]}})
+        except OSError as e:
+            self.ending.record(summary, e)
         return published
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from specstack.config.workloads import Task
-from specstack.measure import goodput, per_request
+from specstack.figures import bench_cell
 from specstack.results import layout
 from specstack.results.records import read_records
 from specstack.results.summary import BenchCell, CrossCheck, PhaseFigures, TaskFigures
@@ -18,35 +18,12 @@ from specstack.runs import prefix_cache
 
 console = Console(stderr=True)
 
-BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
-                "request_throughput", "output_throughput", "total_token_throughput")
-
-
-def _bench_cell(bench: dict, slo: dict | None, concurrency: int | None) -> dict:
-    """What the summary keeps of one bench result: its figures (bench's latencies and spec-decode figures under
-    bench's own names) and what it derives from them."""
-    cell = {k: bench.get(k) for k in BENCH_FIELDS}
-    # bench's "max_concurrent_requests" counts the requests active at any time within a one-second bucket, not
-    # requests in flight at once (a sub-second cell counts every request): kept under a name that says so
-    cell["max_requests_active_in_one_second"] = bench.get("max_concurrent_requests")
-    # bench writes its acceptance rate in percent; the summary keeps every rate as a fraction (acceptance_rate)
-    cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")
-                 and k != "spec_decode_acceptance_rate"})
-    rate = bench.get("spec_decode_acceptance_rate")
-    cell["acceptance_rate"] = None if rate is None else rate / 100
-    # stalls and burst reads, from bench's per-request data (None: bench kept none)
-    cell["per_request"] = per_request.cell_figures(bench, concurrency)
-    if slo:   # --slo: the requests meeting every target, from bench's per-request results
-        cell["goodput"] = goodput.figures(bench, slo)
-    return cell
-
-
 def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict | None) -> list[BenchCell]:
     out = []
     for w in windows:
         if w["phase"] == "bench" and w["task"] == task:
             file = layout.bench_file(layout.bench_cell(w["name"]))   # the window's cell (measure/bench.py cell_name)
-            figures = _bench_cell(_load(bundle.path(file)), slo, w["concurrency"])
+            figures = bench_cell.cell_figures(_load(bundle.path(file)), slo, w["concurrency"])
             named = {k: v for k, v in figures.items() if k in BenchCell.keys()}
             # load: "concurrency" (closed loop; a summary older than open-loop cells has no key), "rate" or "probe"
             out.append(BenchCell.make(concurrency=w["concurrency"], request_rate=w.get("request_rate"),

@@ -23,6 +23,7 @@ MAX_TEMPERATURE = 2.0
 _PATHS = ("results_dir", "prometheus_targets")     # Options' Path fields (to_json / from_json)
 _TUPLE_FIELDS = ("tasks", "datasets", "concurrencies", "rates", "temperatures")
 TURNS = (1, 2)   # MT-Bench and Spec-Bench's multi-turn rows have two
+MAX_PORT = 65535
 
 
 @dataclass
@@ -141,8 +142,7 @@ class Options:
             raise UserError(f"--turns must be 1 or 2 (MT-Bench and Spec-Bench rows have at most two), got {self.turns}")
         if self.replicate not in REPLICATE:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
-        if self.port_release_timeout < 0:
-            raise UserError(f"--port-release-timeout must be >= 0 seconds, got {self.port_release_timeout}")
+        self._validate_ports_and_times()
         if self.runtime not in RUNTIMES:
             raise UserError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
         if self.runtime == "url" and not self.url:
@@ -159,13 +159,31 @@ class Options:
         names = [parse_spec(d).name for d in self.datasets]
         if len(set(names)) < len(names):
             raise UserError(f"--dataset names a set twice ({', '.join(self.datasets)}); give each once")
-        for name in names:
-            if name not in self.tasks:
-                raise UserError(f"--dataset {name} is a task the run leaves out: add it to --tasks "
-                                f"({','.join(self.tasks)}) or drop --tasks")
+        for option, name in [*(("--dataset", n) for n in names), *(("--workload", n) for n in self.workload_files)]:
+            if name not in self.tasks:   # the command line adds them (cli/options.py run_tasks); a caller may not
+                raise UserError(f"{option} {name} is a task the run leaves out: add it to --tasks "
+                                f"({','.join(self.tasks)},{name}) or drop --tasks")
         k = (self.spec_override or {}).get("num_speculative_tokens")
         if k is not None and (not isinstance(k, int) or k <= 0):
             raise UserError(f"num_speculative_tokens must be a positive integer, got {k!r}")
+
+    def _validate_ports_and_times(self) -> None:
+        """Ports a socket can have, and timeouts that can pass: `--port 0` would fall back to methods.toml's port,
+        70000 fail in the middle of a bind, `--ready-timeout 0` give up on every server before it could start."""
+        for name in ("port", "windows_port"):
+            port = getattr(self, name)
+            if port is not None and not 1 <= port <= MAX_PORT:
+                raise UserError(f"--{name.replace('_', '-')} must be a TCP port from 1 to {MAX_PORT}, got {port}; "
+                                "pass a free port (or leave the option out for the default)")
+        for name in ("ready_timeout", "request_timeout"):
+            seconds = getattr(self, name)
+            if not 0 < seconds < float("inf"):
+                raise UserError(f"--{name.replace('_', '-')} must be a positive, finite number of seconds, got "
+                                f"{seconds:g}; leave it out for the default ({_DEFAULTS[name]:g} s)")
+        for name in ("port_release_timeout", "quiet_gap"):   # 0: no wait, no gap
+            seconds = getattr(self, name)
+            if not 0 <= seconds < float("inf"):
+                raise UserError(f"--{name.replace('_', '-')} must be >= 0 seconds (and finite), got {seconds:g}")
 
     def _validate_load(self) -> None:
         bad = [r for r in self.rates if not 0 < r < float("inf")]
@@ -198,6 +216,9 @@ class Options:
     @property
     def open_loop(self) -> bool:
         return bool(self.rates) or self.rates_auto
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Options)}
 
 
 def check_baseline_result(plan: dict, name: str) -> None:

@@ -101,7 +101,7 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
 
 # --- chat template -------------------------------------------------------------------------------------------
 
-def _tokenizer_folder(model: str, revision: str | None) -> tuple[Path | None, str]:
+def tokenizer_folder(model: str, revision: str | None) -> tuple[Path | None, str]:
     """The folder holding a model's tokenizer files (local, or its snapshot in the Hugging Face cache)."""
     if looks_local(model):
         path = Path(os.path.expanduser(model))
@@ -180,7 +180,7 @@ def chat_template_check(plan: dict) -> tuple[str | None, str | None]:
         return _given_template_problem(str(given)), None
     tokenizer = flags.get("tokenizer") or plan["target"]
     revision = flags.get("tokenizer-revision") or flags.get("revision")
-    folder, where = _tokenizer_folder(tokenizer, revision)
+    folder, where = tokenizer_folder(tokenizer, revision)
     if folder is None:
         return None, f"chat template of {tokenizer}: not checked ({where})"
     if chat_template_source(folder):

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import requests
 
 from specstack.errors import UserError
-from specstack.server import identity
+from specstack.server import identity, ipc, leash
 
 
 class ServerError(RuntimeError):
@@ -252,16 +251,20 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
     # removed with it. A user's own VLLM_RPC_BASE_PATH is left as it is.
     ipc_dir = None
     if "VLLM_RPC_BASE_PATH" not in env:
-        ipc_dir = Path(tempfile.mkdtemp(prefix="specstack-vllm-ipc-"))
+        ipc_dir = ipc.new_folder()
         env["VLLM_RPC_BASE_PATH"] = str(ipc_dir)
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")
-    # Own session: stopping the server's process group also stops its engine-core children.
     server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path,
                     ipc_dir=ipc_dir)
     try:
-        server.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        # Own session: stopping the server's process group also stops its engine core and workers. Through the
+        # leash (leash.py): a watchdog in that group kills it, and clears the IPC folder, if this process dies
+        # without stopping it (SIGKILL, OOM killer).
+        server.process = subprocess.Popen(leash.command(argv, str(ipc_dir) if ipc_dir else None), stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                          start_new_session=True)
         log.close()
         return wait_ready(server, timeout)
     except BaseException:
@@ -309,23 +312,10 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
                           f"{port}; stop it by pid")
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group."""
-    import psutil
-    found = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                found.append(proc.pid)
-        except (ProcessLookupError, PermissionError):
-            continue
-    return found
-
-
 def _wait_group_gone(pgid: int, timeout: float) -> None:
     """SIGKILLed processes take a moment to die; a sweep must not start the next server before they have."""
     deadline = time.monotonic() + timeout
-    while members := _group_members(pgid):
+    while members := leash.group_members(pgid):
         if time.monotonic() > deadline:
             raise ServerError(f"processes {members} of the stopped server's group are still alive {timeout:.0f} s "
                               f"after SIGKILL; check `ps -o pid,stat,cmd -g {pgid}`")

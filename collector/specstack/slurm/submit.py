@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specstack.errors import UserError
-from specstack.results import layout
+from specstack.results import layout, run_lock
 from specstack.results.files import atomic_write_json, atomic_write_text, check_writable, folder_locked
 from specstack.results.reader import good_result
 from specstack.slurm import facts, script
@@ -84,12 +84,17 @@ def submit(run_dir: Path, methods: list[str], run_args: list[str], sbatch_opts: 
     exe = sbatch_binary()
     check_specstack(specstack)
     check_writable(run_dir.parent)
-    with folder_locked(slurm_dir(run_dir)):   # two submits of one run at once would both submit the missing methods
-        return _submit(run_dir, exe, methods, run_args, sbatch_opts, specstack=specstack, baseline_of=baseline_of)
+    # no submit while another harness measures into the run; two submits of one run at once would both submit the
+    # missing methods
+    # (the submission's token: a task that starts before this returns joins it)
+    token = run_lock.new_token()
+    with run_lock.held(run_dir, token_=token), folder_locked(slurm_dir(run_dir)):
+        return _submit(run_dir, exe, methods, run_args, sbatch_opts, specstack=specstack, baseline_of=baseline_of,
+                       token=token)
 
 
 def _submit(run_dir: Path, exe: str, methods: list[str], run_args: list[str], sbatch_opts: script.SbatchOptions,
-            *, specstack: str, baseline_of: Callable[[str], str | None]) -> Submission:
+            *, specstack: str, baseline_of: Callable[[str], str | None], token: str) -> Submission:
     submissions = read_submissions(run_dir)
     check_queue(run_dir, submissions)
     result = Submission(run_dir)
@@ -101,8 +106,9 @@ def _submit(run_dir: Path, exe: str, methods: list[str], run_args: list[str], sb
     n = len(submissions) + 1
     arrays = script.split_arrays(missing, baseline_of)
     plan = folder / f"submission-{n}.json"
+    # lock_token: the tasks of this submission are the parts of one run, sharing its lock (results/run_lock.py)
     atomic_write_json(plan, {"run_id": run_dir.name, "results": str(run_dir.parent), "run_args": run_args,
-                             "arrays": dict(arrays)})
+                             "arrays": dict(arrays), "lock_token": token})
     record: dict[str, Any] = {"submission": n, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "plan": plan.name,
               "sbatch": vars(sbatch_opts), "arrays": []}
     depends_on = None

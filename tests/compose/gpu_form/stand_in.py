@@ -84,6 +84,13 @@ if args and args[0] == "compose":
             targets = [t for p in sorted(Path(".specstack/prometheus-targets").glob("*.json"))
                        for t in json.loads(p.read_text())]
             (state / "targets-during-collector.jsonl").open("a").write(json.dumps(targets) + "\n")
+            # As the collector's `specstack run` does first: take the run's lock, joining make's with its token.
+            token = [w.split("=", 1)[1] for w in words if w.startswith("SPECSTACK_RUN_LOCK=")]
+            lock = subprocess.run([sys.executable, "-c", "import sys; from specstack.results import run_lock; "
+                                   "run_lock.acquire(sys.argv[1])", "results/" + words[words.index("--run-id") + 1]],
+                                  env={**os.environ, "PYTHONPATH": "collector", "SPECSTACK_RUN_LOCK": "".join(token)},
+                                  capture_output=True, text=True)
+            (state / "collector-lock.jsonl").open("a").write(json.dumps(lock.stderr.strip()[-300:] or "joined") + "\n")
             held.close()
             time.sleep(float(os.environ.get("FAKE_COLLECTOR_SECONDS", "0")))  # a measurement takes a while
     if verb == "ps":   # compose ps -q SERVICE: the id of a started service's container

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -32,6 +33,8 @@ def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack
     assert ["--results", "/results"] == tail[tail.index("--results"):tail.index("--results") + 2]
     report = next(c for c in calls if step_of(c) == "collector:report")
     assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results", "--seal"]
+    # make holds the run's lock; its collector joins it (results/run_lock.py), nothing else of the run may start
+    assert (fake_stack["state"] / "collector-lock.jsonl").read_text().splitlines() == ['"joined"']
     # Grafana password generated once, private folder; the Prometheus target was live during the
     # collector and cleared afterwards.
     secret = fake_stack["dir"] / ".specstack" / "secrets" / "grafana_admin_password"
@@ -176,3 +179,22 @@ def test_an_unpinned_model_is_recorded_as_main_and_its_snapshot(fake_stack):
     (target,) = [m for m in doc["server"]["models"] if m["role"] == "target"]
     assert target["id"] == "XiaomiMiMo/MiMo-7B-Base" and "XiaomiMiMo/MiMo-7B-Base" not in PINS
     assert target["revision_requested"] == "main" and target["snapshot"] == fake_main("XiaomiMiMo/MiMo-7B-Base")
+
+
+def test_a_run_id_another_harness_measures_into_is_refused_before_any_server(fake_stack):
+    """One run per run id: while another harness holds results/<run>/ (a native sweep, another make), make run of
+    that run id stops before any server starts, naming the holder's pid."""
+    run_dir = fake_stack["dir"] / "results" / "r1"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom specstack.results import run_lock\n"
+                               "run_lock.acquire(sys.argv[1])\nprint('held', flush=True)\ntime.sleep(120)",
+                               str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        out = run_make(fake_stack, "run", "METHOD=ngram", "RUN_ID=r1", check=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert out.returncode != 0
+    assert f"run 'r1' is being measured by another specstack: pid {holder.pid}" in out.stderr, out.stderr
+    steps = [s for s in map(step_of, docker_calls(fake_stack)) if s]
+    assert not [s for s in steps if s.startswith(("up:vllm", "collector:"))], steps
