@@ -123,3 +123,10 @@ def npm_installed(folder: Path) -> str:
             assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stdout}\n{proc.stderr}"
             stamp.write_text(lock_hash + "\n")
     return node
+
+
+def is_vllm_serve(cmdline: list[str]) -> bool:
+    """A `vllm serve` process, not its launcher (server/leash.py): before the launcher execs vllm, it and the
+    children it forks for the watchdog carry `... leash launch ... -- vllm serve --port N` as their command line
+    for a moment, and a process sampler must not count those as servers."""
+    return "serve" in cmdline and "--port" in cmdline and "specstack.server.leash" not in cmdline

@@ -18,7 +18,7 @@ import pytest
 from specstack.runs import method_run
 from specstack.server import runtime
 from tests.server.test_identity import stale_server
-from tests.support import free_port, run_main
+from tests.support import free_port, is_vllm_serve, run_main
 
 pytestmark = pytest.mark.config
 
@@ -46,7 +46,7 @@ def vllm_serving(port: int) -> list[int]:
     found = []
     for p in psutil.process_iter(["cmdline", "status"]):
         cmd = p.info["cmdline"] or []
-        if "serve" in cmd and str(port) in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+        if is_vllm_serve(cmd) and str(port) in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(p.pid)
     return found
 

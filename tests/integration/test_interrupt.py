@@ -17,7 +17,7 @@ import pytest
 from specstack.runs.method_run import INTERRUPT_GRACE
 from specstack.server.runtime import port_free
 from tests.integration.faults import assert_failed_bundle, group_gone, live_group_members, windows_by_name
-from tests.support import free_port
+from tests.support import free_port, is_vllm_serve
 
 pytestmark = pytest.mark.integration
 
@@ -74,6 +74,6 @@ def _serving_pid(port: int) -> int | None:
     import psutil
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if "serve" in cmd and "--port" in cmd and cmd[cmd.index("--port") + 1] == str(port):
+        if is_vllm_serve(cmd) and cmd[cmd.index("--port") + 1] == str(port):
             return p.pid
     return None

@@ -19,6 +19,7 @@ import pytest
 
 from specstack.host.slots import calibration_name
 from specstack.results import layout
+from tests.support import is_vllm_serve
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ class Servers:
             for p in children:
                 try:
                     cmd = p.cmdline()
-                    if "serve" in cmd and "--port" in cmd:
+                    if is_vllm_serve(cmd):
                         first, _, _ = self.seen.get(p.pid, (now, now, None))
                         self.seen[p.pid] = (first, now, tuple(sorted(p.cpu_affinity())))
                 except psutil.Error:
