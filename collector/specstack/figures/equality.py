@@ -44,26 +44,57 @@ def compare_texts(a: str, b: str, tokenizer: Encoder | None = None) -> dict[str,
 # and a trained model's top logits lie there (SmolLM2-135M-Instruct: 16-42 at every first divergence of its CPU
 # run). A speculative verify step runs the target over K + 1 positions at once where plain decode runs one, so its
 # sums are rounded in another order and its logits land a step or two away: such a choice can flip
-# (docs/greedy-divergence.md: measured on the trained model, every divergence of the CPU run is one, and none is
-# left in float32). 0.25 nats = two steps of a logit in [16, 32).
+# (docs/greedy-divergence.md: measured on the trained model, every divergence of the CPU run is one; in float32 the
+# two shapes agree to 3e-5). 0.25 nats = two steps of a logit in [16, 32).
 NEAR_TIE_NATS = 0.25
 
-# What each kind of divergence is consistent with (the report's words).
-CAUSES = {"exact tie": "bf16 numerics: the two logits are equal in bf16, the verify pass rounds the other way",
-          "near tie": "bf16 numerics: within two bf16 steps, the verify pass rounds the other way",
-          "not a tie": "not bf16 rounding: a change the method made"}
+# The served dtype -> (its short name, the near-tie bound in nats, how the report words that bound). bf16 and fp16:
+# two steps of a logit in [16, 32) (8 and 11 significant bits). fp32: its own step there is 2e-6, but a verify pass
+# of another shape adds the rounding of every layer (and a GPU may run fp32 matmuls as TF32), so the bound is not
+# the format's: 1e-3 nats, an order above the largest logit change measured between plain decode and a verify pass
+# in fp32 (3e-5, the trained model in transformers, docs/greedy-divergence.md), which the H200 engine's fp32 run
+# bears out (its two divergences at 1.3e-5 and 1.8e-4 nats, docs/gpu.md).
+NUMERICS = {"bfloat16": ("bf16", NEAR_TIE_NATS, "within two bf16 steps"),
+            "float16": ("fp16", 2 ** -5, "within two fp16 steps"),
+            "float32": ("fp32", 1e-3, "within 0.001 nats (a pass of another shape rounds through every layer)")}
+DTYPE_NAMES = {"bf16": "bfloat16", "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32"}
+
+
+def numerics(dtype: str | None) -> tuple[str, float, str]:
+    """NUMERICS of the served dtype (vLLM's --dtype, its aliases too); bf16's, named "(assumed)", where none is
+    recorded, or it is "auto" or one this table does not know: the trained models served here are bf16."""
+    key = DTYPE_NAMES.get(dtype or "", dtype or "")
+    if key in NUMERICS:
+        return NUMERICS[key]
+    name, bound, words = NUMERICS["bfloat16"]
+    return f"{name} (assumed: dtype {dtype or 'not recorded'})", bound, words
+
+
+def causes(dtype: str | None = None) -> dict[str, str]:
+    """What each kind of divergence is consistent with (the report's words), for a server of this dtype."""
+    name, _, words = numerics(dtype)
+    short = name.split(" ")[0]
+    return {"exact tie": f"{name} numerics: the two logits are equal in {short}, the verify pass rounds the other way",
+            "near tie": f"{name} numerics: {words}, the verify pass rounds the other way",
+            "not a tie": f"not {short} rounding: a change the method made"}
+
+
+CAUSES = causes("bfloat16")
 
 
 def divergence_at_baseline(mine: Sequence[int] | None, theirs: Sequence[int] | None,
-                           their_top: Sequence[Sequence[Sequence[float]]] | None) -> dict[str, Any]:
+                           their_top: Sequence[Sequence[Sequence[float]]] | None,
+                           dtype: str | None = None) -> dict[str, Any]:
     """Where two greedy answers' token ids first differ, how the baseline rated the method's token there
     (`their_top`: the baseline's top log-probabilities per position, [[token_id, logprob], ...]):
     `gap_nats` (the baseline's token's log-probability minus the method's token's), `kind` and `cause` (CAUSES):
-    "exact tie" (gap 0: the same bf16 logit), "near tie" (gap <= NEAR_TIE_NATS), "not a tie"; a method's token
-    outside the baseline's top is "not a tie" only when the baseline's last listed token is already further
-    behind than a near tie, else "unknown". kind None when it cannot be said at all (no token ids or
+    "exact tie" (gap 0: the same logit), "near tie" (gap <= the near-tie bound of the baseline's served `dtype`,
+    NUMERICS), "not a tie"; a method's token outside the baseline's top is "not a tie" only when the baseline's
+    last listed token is already further behind than a near tie, else "unknown". kind None when it cannot be said at all (no token ids or
     log-probabilities, or one answer ended where the other went on)."""
     out: dict[str, Any] = {"token_index": None, "gap_nats": None, "kind": None, "cause": None}
+    _, bound, _ = numerics(dtype)
+    words = causes(dtype)
     if mine is None or theirs is None:
         return out
     i = st.first_divergence(mine, theirs)
@@ -75,18 +106,18 @@ def divergence_at_baseline(mine: Sequence[int] | None, theirs: Sequence[int] | N
         return out             # is not this server's answer
     if mine[i] not in top:
         # the method's token is at least as far behind as the last token listed
-        if top[theirs[i]] - min(top.values()) > NEAR_TIE_NATS:
+        if top[theirs[i]] - min(top.values()) > bound:
             out["kind"] = f"not a tie (outside the baseline's top {len(top)})"
-            out["cause"] = CAUSES["not a tie"]
+            out["cause"] = words["not a tie"]
         else:
             out["kind"] = f"unknown (outside the baseline's top {len(top)}, which are within a near tie)"
         return out
     out["gap_nats"] = gap = top[theirs[i]] - top[mine[i]]
-    out["kind"] = "exact tie" if gap == 0 else "near tie" if gap <= NEAR_TIE_NATS else "not a tie"
-    out["cause"] = CAUSES[out["kind"]]
+    out["kind"] = "exact tie" if gap == 0 else "near tie" if gap <= bound else "not a tie"
+    out["cause"] = words[out["kind"]]
     return out
 
 
 def is_near_tie(kind: str | None) -> bool:
-    """Whether a divergence's kind is a tie within bf16 resolution (exact or near)."""
+    """Whether a divergence's kind is a tie within the served dtype's resolution (exact or near)."""
     return kind in ("exact tie", "near tie")

@@ -62,11 +62,13 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                  "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
                  "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
                  "first_divergence_min": None, "first_divergence_median": None, "near_ties": None,
-                 "unit": None, "tokenizer": None, "note": None}
+                 "unit": None, "tokenizer": None, "dtype": None, "note": None}
             if base is None:
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
                 continue
+            # ties are judged at the resolution of the dtype the baseline computed its answers and log-probs in
+            s["dtype"] = dtype = base.record.server_facts.dtype
             tok_path = tokenizer or tokenizer_path(base) or tokenizer_path(md)
             tok, s["unit"], s["tokenizer"] = load_tokenizer(tokenizers, tok_path)
             theirs = {r["id"]: r for r in acceptance_records(base, task)}
@@ -94,7 +96,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                     idx = row["first_token_divergence"] if tok is not None else row["first_char_divergence"]
                     if idx is not None:
                         divergences.append(idx)
-                        at = divergence_at_baseline(a["token_ids"], b["token_ids"], b["top_logprobs"])
+                        at = divergence_at_baseline(a["token_ids"], b["token_ids"], b["top_logprobs"], dtype)
                         row["divergence_gap_nats"], row["divergence_kind"] = at["gap_nats"], at["kind"]
                         row["divergence_cause"] = at["cause"]
                         kinds.append(at["kind"])

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from specstack.measure import per_request
 from specstack.figures import stats as st
-from specstack.figures.equality import NEAR_TIE_NATS
+from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
 from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report import findings
@@ -448,15 +448,27 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
                           r["unit"], f"{r['finish_reason']} / {r['baseline_finish_reason']}",
                           f"{num(r['completion_tokens'], 0)} / {num(r['baseline_completion_tokens'], 0)}",
                           _gap(r), r["note"] or ""] for r in diffs]))
-            out.append(("p", "The baseline's log-prob gap: at the first token where the answers differ, the "
-                             "baseline's log-probability of its own token minus that of the method's (both from "
-                             "the baseline's top-2, recorded with its greedy answers). An exact tie (gap 0: the "
-                             f"same bf16 logit) or a near tie (gap <= {NEAR_TIE_NATS} nats, two bf16 steps of a "
-                             "logit between 16 and 32) flips when the target computes the same position in a "
-                             "batch of another shape, as a speculative verify step does (bf16 numerics, "
-                             "docs/greedy-divergence.md); a larger gap is not bf16 rounding but a change the "
-                             "method made."))
+            out.append(("p", tie_note(eqs)))
     return out
+
+
+def tie_note(eqs: list[dict]) -> str:
+    """What the log-prob gap column means, at the resolution of the dtype(s) the task's baselines served in."""
+    text = ("The baseline's log-prob gap: at the first token where the answers differ, the baseline's log-probability "
+            "of its own token minus that of the method's (both from the baseline's top-2, recorded with its greedy "
+            "answers). ")
+    found = {numerics(r.get("dtype")) for r in eqs}
+    if found == {NUMERICS["bfloat16"]}:
+        return text + ("An exact tie (gap 0: the same bf16 logit) or a near tie (gap <= "
+                       f"{NEAR_TIE_NATS} nats, two bf16 steps of a logit between 16 and 32) flips when the target "
+                       "computes the same position in a batch of another shape, as a speculative verify step does "
+                       "(bf16 numerics, docs/greedy-divergence.md); a larger gap is not bf16 rounding but a change "
+                       "the method made.")
+    bounds = "; ".join(f"{name} {bound:g} nats" for name, bound, _ in sorted(found))
+    return text + ("An exact tie (gap 0: the same logit) or a near tie (a gap within the served dtype's bound: "
+                   f"{bounds}) flips when the target computes the same position in a batch of another shape, as a "
+                   "speculative verify step does (numerics, docs/greedy-divergence.md); a larger gap is not "
+                   "rounding but a change the method made.")
 
 
 def _near_ties(r: dict) -> str:
@@ -469,7 +481,9 @@ def _gap(r: dict) -> str:
     kind = r.get("divergence_kind")
     if kind is None:
         return "n/a"
-    text = f"{r['divergence_gap_nats']:.3f} ({kind})" if r.get("divergence_gap_nats") is not None else kind
+    gap = r.get("divergence_gap_nats")
+    # a gap under a thousandth of a nat (a float32 server's ties) in significant digits, not as "0.000"
+    text = kind if gap is None else f"{gap:.2g} ({kind})" if 0 < abs(gap) < 5e-4 else f"{gap:.3f} ({kind})"
     return text + (f": {r['divergence_cause']}" if r.get("divergence_cause") else "")
 
 

@@ -86,7 +86,7 @@ COLUMNS: dict[str, list[str]] = {
                          "distinct_outputs", "baseline_distinct_outputs", "compared", "equal",
                          "equal_rate",
                          "finish_reason_differs", "first_divergence_min", "first_divergence_median", "near_ties",
-                         "unit", "tokenizer", "note"],
+                         "unit", "tokenizer", "dtype", "note"],
     "load_crossover": ["method", "label", "baseline", "task", "latency_kind", "latency_crossover_rate", "latency_text",
                        "throughput_kind", "throughput_crossover_rate", "throughput_text"],
     "frontier": ["method", "label", "baseline", "task", "role", "load", "offered", "concurrency", "request_rate",

@@ -289,6 +289,18 @@ class Server(_Record):
         mode = (self.extra.get("startup") or {}).get("mode")
         return mode == "eager" if mode else "--enforce-eager" in (self.extra.get("argv") or [])
 
+    @property
+    def dtype(self) -> str | None:
+        """The dtype the server computed in, as its serve arguments gave it (`--dtype X` or `--dtype=X`); None where
+        they do not say (an attached server's, or vLLM's default)."""
+        argv = [str(a) for a in self.extra.get("argv") or []]
+        for i, arg in enumerate(argv):
+            if arg == "--dtype" and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith("--dtype="):
+                return arg.split("=", 1)[1]
+        return None
+
 
 @dataclass(frozen=True, kw_only=True)
 class CrossCheck(_Record):
