@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from specstack.server import leash
 from specstack.server.runtime import wait_port_free
 from tests.integration.faults import group_gone, live_group_members
 from tests.integration.test_interrupt import _serving_pid, wait_for
@@ -55,4 +57,8 @@ def test_kill_9_of_the_harness_leaves_no_server(models_dir, tmp_path, when):
     assert group_gone(server_pid, within=60), \
         f"processes of the server's group outlived the killed harness: {live_group_members(server_pid)}"
     wait_port_free("127.0.0.1", port, 30, after="the harness was killed")
+    # the watchdog removes the folder once the group it left is gone, a poll after the group_gone above saw it
+    deadline = time.monotonic() + leash.GONE_SECONDS
+    while ipc_dir.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not ipc_dir.exists(), f"the killed harness's server left its IPC folder {ipc_dir}"
