@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 

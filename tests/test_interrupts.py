@@ -17,14 +17,13 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize("signum", interrupts.SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_each_signal_raises_interrupted_once(signum):
     cleaned = []
-    with pytest.raises(interrupts.Interrupted) as e:
-        with interrupts.as_exception():
-            try:
-                os.kill(os.getpid(), signum)
-                time.sleep(5)
-            finally:
-                os.kill(os.getpid(), signum)   # a second signal while cleaning up: ignored
-                cleaned.append(True)
+    with pytest.raises(interrupts.Interrupted) as e, interrupts.as_exception():
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(5)
+        finally:
+            os.kill(os.getpid(), signum)   # a second signal while cleaning up: ignored
+            cleaned.append(True)
     assert cleaned == [True]
     assert e.value.signum == signum and e.value.exit_code == 128 + signum
     assert interrupts.reason(e.value) == ("interrupted (Ctrl+C)" if signum == signal.SIGINT

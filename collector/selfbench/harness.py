@@ -22,8 +22,18 @@ import os
 import time
 from pathlib import Path
 
-from selfbench.harness_runs import (FINAL_SCRAPE_STEP, BenchPrometheus, Plan, ab_and_render, exporter_render_cost,
-                                    measured_run, ratio, say, start_pair, vllm_import_seconds)
+from selfbench.harness_runs import (
+    FINAL_SCRAPE_STEP,
+    BenchPrometheus,
+    Plan,
+    ab_and_render,
+    exporter_render_cost,
+    measured_run,
+    ratio,
+    say,
+    start_pair,
+    vllm_import_seconds,
+)
 from selfbench.machine import load_now, machine, wait_for_low_load
 from selfbench.probe import RunProbe
 from selfbench.prometheus import free_port
@@ -105,7 +115,7 @@ def sweep_of_two(plan: Plan, models_dir: Path, work: Path, prom: BenchPrometheus
 def bench_harness(plan: Plan, *, models_dir: Path, work: Path, max_load: float | None = None,
                   load_wait: float = 600.0) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report: dict = {"schema": SCHEMA, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    report: dict = {"schema": SCHEMA, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "quick": plan.quick, "method": plan.method, "machine": machine(), "goals": GOALS,
                     "plan": {k: v for k, v in plan.__dict__.items()}, "load": {}}
     cores = report["machine"]["logical_cores"] or os.cpu_count() or 1

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfbench.machine import load_now, say as _sayer
+from selfbench.machine import load_now
+from selfbench.machine import say as _sayer
 from selfbench.probe import RunProbe, process_cpu
 from selfbench.prometheus import Prometheus, free_port, shipped_config
 from selfbench.stats import model_inspection_seconds, overhead_of, paired_interval, shipped_scrape_interval
@@ -98,7 +99,7 @@ class Plan:
     scale_factors: tuple[int, ...] = (1, 10, 100)
 
     @classmethod
-    def make(cls, quick: bool, method: str) -> "Plan":
+    def make(cls, quick: bool, method: str) -> Plan:
         if quick:
             return cls(True, method, 8, 32, 32, (1, 4), ab_pairs=2, ab_prompts=16, ab_output_len=48,
                        ab_concurrency=4, render_scrapes=40, extra_start_pair=False)

@@ -23,9 +23,9 @@ import sys
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from selfbench.machine import load_now, machine, say
 from selfbench.prometheus import free_port
@@ -163,7 +163,7 @@ class Sampler:
         while not self._stop.wait(self.interval):
             self._take()
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self.t0 = time.monotonic()
         self._take()
         self._thread.start()
@@ -205,7 +205,7 @@ class Plan:
     page_mb: float = 5.0
 
     @classmethod
-    def make(cls, quick: bool, requests: int | None = None, bench_minutes: float | None = None) -> "Plan":
+    def make(cls, quick: bool, requests: int | None = None, bench_minutes: float | None = None) -> Plan:
         n = requests or (200 if quick else 1000)
         return cls(quick, n, max(1, n // 10), bench_minutes or (2.0 if quick else 20.0),
                    probe_prompts=32 if quick else 64)
@@ -352,7 +352,7 @@ def metrics_parse(page_mb: float, real_page: str | None = None) -> dict:
 def run_all(plan: Plan, *, models_dir: Path, work: Path) -> dict:
     import requests
 
-    report = {"schema": SCHEMA, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    report = {"schema": SCHEMA, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "quick": plan.quick, "plan": asdict(plan), "machine": machine(), "load": {"start": load_now()}}
     server_plan = methods.build("ngram", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir),
                                 extra={"port": free_port()})

@@ -7,8 +7,8 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from specstack.server.provenance import client_vllm_version
 

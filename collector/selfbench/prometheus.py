@@ -61,7 +61,7 @@ class Prometheus:
 
     def start(self) -> None:
         """Start (or restart, on the same port and data folder) and wait until ready."""
-        self.log = open(self.workdir / "prometheus.log", "ab")
+        self.log = open(self.workdir / "prometheus.log", "ab")  # noqa: SIM115 (the child process writes it past this block)
         self.proc = subprocess.Popen(
             [self.binary, f"--config.file={self.config_file}", f"--storage.tsdb.path={self.tsdb}",
              f"--web.listen-address=127.0.0.1:{self.port}", f"--storage.tsdb.retention.time={self.retention}"],

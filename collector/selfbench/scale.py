@@ -6,8 +6,9 @@ import math
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from selfbench.stats import growth
 from selfbench.synthetic import ScaleInput, scale_input
@@ -62,10 +63,10 @@ def measure_scale(factors: tuple[int, ...] = (1, 10, 100), *, repeats: int = 3, 
                 "kept_lines": snapshots.filter_exposition(data.after).count("\n"),
                 "page_bytes": len(data.after.encode()),
                 "records_bytes": sum(p.stat().st_size for p in data.files.values()),
-                "parse_seconds": best_seconds(lambda: snapshots.parse(data.after), reps),
-                "aggregate_seconds": best_seconds(lambda: aggregate(data), reps),
-                "parse_peak_bytes": _peak_bytes(lambda: snapshots.parse(data.after)),
-                "aggregate_peak_bytes": _peak_bytes(lambda: aggregate(data)),
+                "parse_seconds": best_seconds(partial(snapshots.parse, data.after), reps),
+                "aggregate_seconds": best_seconds(partial(aggregate, data), reps),
+                "parse_peak_bytes": _peak_bytes(partial(snapshots.parse, data.after)),
+                "aggregate_peak_bytes": _peak_bytes(partial(aggregate, data)),
             })
             for p in data.files.values():
                 p.unlink()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from selfbench.prometheus import SHIPPED_CONFIG
 
-
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
 

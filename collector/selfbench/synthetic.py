@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
-
 
 K = 4  # drafts per step in the synthetic data (ngram/draft_model use 4)
 
@@ -68,7 +67,8 @@ def synthetic_page(engines: int = 1, *, requests_done: int = 128, k: int = K) ->
                                                          for v in values])
 
     for name in ("python_gc_objects_collected", "python_gc_objects_uncollectable", "python_gc_collections"):
-        family(f"{name}_total", "counter", lambda _: [f'{name}_total{{generation="{g}"}} {g * 7}.0' for g in range(3)],
+        family(f"{name}_total", "counter", lambda _, name=name: [f'{name}_total{{generation="{g}"}} {g * 7}.0'
+                                                               for g in range(3)],
                per_engine=False)
     family("python_info", "gauge", lambda _: ['python_info{implementation="CPython",major="3",minor="11"} 1.0'],
            per_engine=False)

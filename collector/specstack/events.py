@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 Listener = Callable[[str, dict], None]
 _listeners: list[Listener] = []

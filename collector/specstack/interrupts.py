@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

@@ -23,8 +23,8 @@ import pytest
 
 from specstack.config import methods
 from specstack.config.workloads import default_prompt
-from specstack.fixtures import tiny_models
 from specstack.datasets.pinned import WHEELS
+from specstack.fixtures import tiny_models
 from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.runs import recipe

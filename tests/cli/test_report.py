@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from specstack.cli.main import main
-
 from tests.bundles import manifest, tokenizer_folder, write_method
 
 pytestmark = pytest.mark.unit

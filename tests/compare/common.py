@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from specstack.compare import build, gate
-
 from tests.report.test_report import FixedTokenizers
 
 

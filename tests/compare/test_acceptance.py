@@ -8,7 +8,6 @@ import pytest
 
 from specstack.cli.main import main
 from specstack.compare.pairing import SHAPE
-
 from tests.bundles import HIST, figures, make_run, perturb, set_acceptance
 
 from .common import compare, one

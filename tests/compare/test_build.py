@@ -6,7 +6,6 @@ import json
 import pytest
 
 from specstack.cli.main import main
-
 from tests.report.test_report import WordTokenizer
 
 from .common import compare

@@ -6,7 +6,6 @@ import pytest
 from specstack.cli.main import main
 from specstack.compare import gate
 
-
 pytestmark = pytest.mark.unit
 
 

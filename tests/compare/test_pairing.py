@@ -6,9 +6,8 @@ import shutil
 
 import pytest
 
-from tests.bundles import TEXTS, contradict, make_run, write_method
-
 from specstack.compare import build
+from tests.bundles import TEXTS, contradict, make_run, write_method
 
 from .common import compare, one
 

@@ -84,7 +84,7 @@ class Events:
         self._proc = None
         self._thread = None
 
-    def __enter__(self) -> "Events":
+    def __enter__(self) -> Events:
         self._proc = subprocess.Popen(
             [DOCKER, "events", "--format", "{{json .}}", "--filter", "type=container", "--filter", "type=volume",
              "--filter", "type=network",
@@ -154,7 +154,7 @@ class ImageEvents:
         self._proc = None
         self._thread = None
 
-    def __enter__(self) -> "ImageEvents":
+    def __enter__(self) -> ImageEvents:
         self._proc = subprocess.Popen([DOCKER, "events", "--format", "{{json .}}", "--filter", "type=image"],
                                       stdout=subprocess.PIPE, text=True)
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -203,7 +203,7 @@ class Registry:
         config = workdir / "registry.yml"
         config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
                           f"    rootdirectory: {workdir / 'data'}\nhttp:\n  addr: {self.address}\n")
-        self.log = open(workdir / "registry.log", "wb")
+        self.log = open(workdir / "registry.log", "wb")  # noqa: SIM115 (the child process writes it past this block)
         self.proc = subprocess.Popen([binary, "serve", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:

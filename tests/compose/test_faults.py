@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+
 from specstack.measure.bench import bench_requests_done
 
 from . import engine

@@ -51,7 +51,7 @@ def test_sweep_runs_one_server_at_a_time(sweep_run):
     # Each method: the model fetch and the pre-flight (`compose run`s of the service), then the server.
     assert [s for s, _, _ in spans] == [f"vllm-{m}" for m in METHODS for _ in range(3)], spans
     assert all(die is not None for _, _, die in spans), spans
-    for (a, a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
+    for (a, _a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
     servers = [c for c in sweep_run["events"].started.values()
                if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)]

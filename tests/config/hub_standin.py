@@ -49,7 +49,7 @@ class Hub(HttpStandIn):
                     if name not in hub.files:
                         return self._send(404, b"", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": hub.commit})
                     c = hub.files[name]
-                    return self._send(200, c, {"X-Repo-Commit": hub.commit, "ETag": '"%s"' % hashlib.sha1(c).hexdigest()})
+                    return self._send(200, c, {"X-Repo-Commit": hub.commit, "ETag": f'"{hashlib.sha1(c).hexdigest()}"'})
                 return self._send(404, b"")
         super().__init__(H)
 

@@ -7,7 +7,6 @@ import pytest
 from specstack.datasets import fetch
 from specstack.datasets.pinned import WHEELS
 from specstack.errors import UserError
-
 from tests.datasets.wheels import build, data_file
 
 pytestmark = pytest.mark.unit

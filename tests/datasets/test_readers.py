@@ -6,7 +6,6 @@ import pytest
 
 from specstack.config.workloads import WorkloadError
 from specstack.datasets import readers
-
 from tests.datasets.wheels import HUMANEVAL, MT_BENCH, SHAREGPT, data_file, jsonl
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,6 @@ from specstack.config.workloads import load_task, read_jsonl, sha256
 from specstack.datasets import pinned, tasks
 from specstack.datasets.tasks import DatasetSpec, parse_spec, select, write_task
 from specstack.errors import UserError
-
 from tests.datasets.wheels import MT_BENCH, build, data_file, jsonl
 
 pytestmark = pytest.mark.unit

@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 
 from specstack.figures.equality import (
-    CAUSES, NEAR_TIE_NATS, NUMERICS, causes, divergence_at_baseline, is_near_tie, numerics,
+    CAUSES,
+    NEAR_TIE_NATS,
+    NUMERICS,
+    causes,
+    divergence_at_baseline,
+    is_near_tie,
+    numerics,
 )
 
 pytestmark = pytest.mark.unit

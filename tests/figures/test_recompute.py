@@ -16,7 +16,6 @@ from specstack.report import console_table
 from specstack.results.reader import load_run
 from specstack.results.summary import TaskFigures
 from specstack.runs import method_summary
-
 from tests.bundles import figures, make_run
 
 pytestmark = pytest.mark.unit

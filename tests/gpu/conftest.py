@@ -36,7 +36,6 @@ from specstack.pipeline.sweep import sweep
 from specstack.runs.demo import DEMO_METHODS
 from specstack.runs.method_run import run_method
 from specstack.runs.options import Options
-
 from tests.support import free_port
 
 # What each model set runs unless the environment says otherwise. The TV the lossless test can detect depends on

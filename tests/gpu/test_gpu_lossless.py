@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from specstack.config import methods
-
 from tests.gpu.conftest import METHODS, report_table
 
 pytestmark = pytest.mark.gpu

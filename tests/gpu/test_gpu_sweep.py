@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from specstack.config import methods
-
 from tests.gpu.conftest import CONCURRENCIES, METHODS, PLATFORM, REPEATS, TASKS, report_table
 
 pytestmark = pytest.mark.gpu

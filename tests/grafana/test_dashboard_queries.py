@@ -330,7 +330,7 @@ def test_windows_table_has_exact_times(prom: Prom):
            for s in prom.query(render(targets["B"], run_id="r1"), at)}
     duration = {s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
                 for s in prom.query(render(targets["C"], run_id="r1"), at)}
-    for method, phase, task, conc, s, e in WINDOWS:
+    for method, phase, _task, _conc, s, e in WINDOWS:
         assert start[phase + method] == pytest.approx((prom.t0 + s) * 1000, abs=1)
         assert end[phase + method] == pytest.approx((prom.t0 + e) * 1000, abs=1)
         assert duration[phase + method] == pytest.approx(e - s, abs=1e-3)

@@ -243,7 +243,7 @@ def test_panels_do_not_overlap_and_fit_the_grid():
         cells = set()
         for panel in load(name)["panels"]:
             g = panel["gridPos"]
-            assert 0 <= g["x"] and g["x"] + g["w"] <= 24, (name, panel["title"])
+            assert g["x"] >= 0 and g["x"] + g["w"] <= 24, (name, panel["title"])
             for x in range(g["x"], g["x"] + g["w"]):
                 for y in range(g["y"], g["y"] + g["h"]):
                     assert (x, y) not in cells, (name, panel["title"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specstack.host import HostError, registry as reg
+from specstack.host import HostError
+from specstack.host import registry as reg
 
 from .fake_registry import DIGEST, Registry
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from specstack.host import HostError
 from specstack.config import methods
+from specstack.host import HostError
 from specstack.host.server_log import NEVER, START_LINE, save_server_log, this_start
 
 pytestmark = pytest.mark.unit

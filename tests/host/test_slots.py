@@ -132,7 +132,7 @@ def test_a_calibrated_queue_never_runs_one_method_twice_at_once_and_compares_on_
         slot = runs[method][3]
         assert runs[method][2] == ("baseline" if slot == "0" else "baseline-slot1"), runs[method]
     busy = 0
-    for m, name, _, _, what, _ in events:
+    for m, _name, _, _, what, _ in events:
         if m == "baseline":
             busy += 1 if what == "start" else -1
             assert busy <= 1, "two runs of the baseline's service at once"

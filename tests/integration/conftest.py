@@ -12,7 +12,6 @@ from specstack.pipeline.sweep import sweep
 from specstack.runs.demo import DEMO_METHODS
 from specstack.runs.method_run import run_method
 from specstack.runs.options import Options
-
 from tests.support import SCRAPE_SECONDS, Prometheus, free_port
 
 HF_TOKEN_SENTINEL = "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0123"

@@ -12,10 +12,9 @@ from pathlib import Path
 
 from specstack.config import methods
 from specstack.measure import chat
-from specstack.server import runtime
 from specstack.runs.options import Options
+from specstack.server import runtime
 from specstack.server.runtime import start_native, stop_native
-
 from tests.support import free_port
 
 SMALL = dict(tasks=("code",), num_prompts=3, acceptance_max_tokens=16, perf_output_len=16, warmup_requests=1,

@@ -7,8 +7,8 @@ import pytest
 import requests
 
 from specstack.config import methods
-from specstack.server.provenance import client_vllm_version
 from specstack.server import observed
+from specstack.server.provenance import client_vllm_version
 
 from .attach import only_bundle, run_cli
 from .faults import ManagedServer

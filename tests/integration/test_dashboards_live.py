@@ -14,7 +14,6 @@ import requests
 
 from specstack.config import metric_names as m
 from specstack.measure.prometheus_view import query_acceptance_by_position
-
 from tests.support import REPO, SCRAPE_SECONDS
 
 sys.path.insert(0, str(REPO / "grafana"))

@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from specstack.cli.main import main
-from specstack.report import build as report, console_table
+from specstack.report import build as report
+from specstack.report import console_table
 from specstack.results.reader import load_run
 
 pytestmark = pytest.mark.integration
@@ -121,7 +122,7 @@ def test_a_deleted_figure_is_recomputed_and_one_beyond_recomputing_reads_missing
     (gone / method / "acceptance" / f"{task}.jsonl").unlink()
     text = _table(gone)
     row = next(line for line in text.splitlines() if line.startswith(f"│ {edited['label']} "))
-    assert "missing ⚑" in row and "n/a" not in row.split("│")[4], row
+    assert "missing ⚑" in row and "n/a" not in row.split("│")[3], row
     out = tmp / "cmp-gone"
     assert main(["compare", str(edited["a"]), str(gone), "--out", str(out), "--fail-on", "acceptance_rate:-1%"]) == 1   # a figure it cannot read fails the gate
     assert "missing in B's summary.json" in capsys.readouterr().out

@@ -18,15 +18,24 @@ import time
 import pytest
 import requests
 
-from specstack.server import runtime
+from specstack.pipeline.sweep import sweep
 from specstack.runs import method_run as run_module
 from specstack.runs.method_run import run_method
-from specstack.pipeline.sweep import sweep
+from specstack.server import runtime
 from specstack.server.runtime import port_free
-
-from .faults import (ManagedServer, assert_failed_bundle, assert_warmup_intact, group_gone, manifest, negatives,
-                     on_acceptance_request, options, windows_by_name)
 from tests.support import free_port
+
+from .faults import (
+    ManagedServer,
+    assert_failed_bundle,
+    assert_warmup_intact,
+    group_gone,
+    manifest,
+    negatives,
+    on_acceptance_request,
+    options,
+    windows_by_name,
+)
 
 pytestmark = pytest.mark.integration
 

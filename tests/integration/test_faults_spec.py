@@ -10,14 +10,21 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from specstack.measure import accounting, chat
-from specstack.results.records import request_fields
 from specstack.config import metric_names as m
+from specstack.measure import accounting, chat
 from specstack.report.build import write_report
+from specstack.results.records import request_fields
 from specstack.runs.method_run import run_method
-
-from .faults import ManagedServer, assert_failed_bundle, assert_warmup_intact, on_acceptance_request, options, windows_by_name
 from tests.support import SCRAPE_SECONDS, HttpStandIn, Prometheus, free_port
+
+from .faults import (
+    ManagedServer,
+    assert_failed_bundle,
+    assert_warmup_intact,
+    on_acceptance_request,
+    options,
+    windows_by_name,
+)
 
 pytestmark = pytest.mark.integration
 

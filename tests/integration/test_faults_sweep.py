@@ -20,22 +20,29 @@ import signal
 import subprocess
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from vllm.benchmarks.lib import endpoint_request_func
 
-from specstack.measure import bench as bench_module
-from specstack.server import runtime
-from specstack.runs import method_run as run_module
 from specstack.errors import UserError
+from specstack.measure import bench as bench_module
 from specstack.pipeline.sweep import sweep
+from specstack.runs import method_run as run_module
+from specstack.server import runtime
 from specstack.server.runtime import port_free
-
-from .faults import (assert_failed_bundle, assert_warmup_intact, group_gone, hold_port, manifest, options,
-                     windows_by_name)
 from tests.support import free_port
+
+from .faults import (
+    assert_failed_bundle,
+    assert_warmup_intact,
+    group_gone,
+    hold_port,
+    manifest,
+    options,
+    windows_by_name,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,6 @@ import pytest
 from specstack.cli.main import main
 from specstack.figures import k_per_load as kpl
 from specstack.report.build import write_report
-
 from tests.support import free_port
 
 pytestmark = pytest.mark.integration

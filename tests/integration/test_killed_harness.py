@@ -5,6 +5,7 @@ harness's server dies with it is the server's own watchdog's matter; this test s
 before the rerun, so the rerun's start is not what it measures.)"""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -29,10 +30,8 @@ def kill_port_holders(port: int) -> None:
     """Whatever listens on the port, with its process group (a server started in a session of its own)."""
     for conn in psutil.net_connections("tcp"):
         if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(os.getpgid(conn.pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     deadline = time.monotonic() + 30
     while any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
               for c in psutil.net_connections("tcp")):

@@ -3,7 +3,6 @@
 counters, the tables show it, and the run id keeps its setting."""
 from __future__ import annotations
 
-
 import pytest
 from rich.console import Console
 

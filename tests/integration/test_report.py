@@ -17,7 +17,6 @@ import pytest
 
 from specstack.report import build as report
 from specstack.results.reader import display_name
-
 from tests.support import read_jsonl
 
 from .conftest import WORKLOAD
@@ -88,7 +87,7 @@ def test_speedup_is_baseline_tpot_over_method_tpot_from_raw_bench_files(written)
         base = s["baseline_method"]
         for task in s["tasks"]:
             for c in WORKLOAD["concurrencies"]:
-                def raw(method, key):
+                def raw(method, key, task=task, c=c):
                     files = sorted((run_dir / method / "bench").glob(f"{task}-c{c}-r*.json"))
                     assert files, (method, task, c)
                     return [json.loads(f.read_text()).get(key) for f in files]
@@ -283,7 +282,7 @@ def test_the_past_end_footnote_is_recomputed_from_the_records(written):
         note = next((line for line in section.splitlines() if line.startswith("Drafts accepted past the end")), "")
         listed = dict(item.rsplit(" ", 1) for item in
                       note.split("At least ", 1)[1].split(" (per request", 1)[0].split(", ")) if note else {}
-        for name, s in _spec(summaries).items():
+        for name, _s in _spec(summaries).items():
             past = 0
             for rec in _records(run_dir, name, task):
                 spec, usage = _spec_metrics(rec), (rec.get("response") or {}).get("usage") or {}

@@ -15,7 +15,6 @@ from specstack.report import console_table
 from specstack.results import reader
 from specstack.results.summary import Summary
 from specstack.runs.demo import DEMO_METHODS
-
 from tests.support import read_jsonl
 
 from .conftest import HF_TOKEN_SENTINEL, WORKLOAD
@@ -169,7 +168,7 @@ def test_engine_facts_and_provenance(sweep_run):
 
 def test_bench_cells(sweep_run):
     for name, s in sweep_run["summaries"].items():
-        for task, figures in s["tasks"].items():
+        for _task, figures in s["tasks"].items():
             cells = figures["bench"]
             assert [c["concurrency"] for c in cells] == list(WORKLOAD["concurrencies"])
             for c in cells:

@@ -18,7 +18,6 @@ from specstack.pipeline.sweep import sweep
 from specstack.report import build as report
 from specstack.report.acceptance import acceptance_records
 from specstack.runs.options import Options
-
 from tests.support import free_port
 
 pytestmark = pytest.mark.integration

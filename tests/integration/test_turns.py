@@ -12,7 +12,6 @@ from rich.console import Console
 from specstack.cli.main import main
 from specstack.config.workloads import read_jsonl, sha256
 from specstack.report import console_table
-
 from tests.support import free_port
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from specstack.k8s.chart import CHART_DIR
-
 from tests.k8s.tools import tools
 
 RUN_ID = "k8s-run-1"

@@ -15,7 +15,6 @@ import yaml
 from specstack.cli.main import main
 from specstack.config import methods as methods_config
 from specstack.k8s import chart
-
 from tests.k8s.conftest import NAMESPACE, RELEASE, RUN_ID, helm, of_kind, render, sets
 
 pytestmark = pytest.mark.config

@@ -15,7 +15,6 @@ import pytest
 
 from specstack.cli.main import main
 from specstack.results.reader import load_run
-
 from tests.bundles import TEXTS, figures, manifest, write_method
 from tests.k8s.conftest import NAMESPACE, RUN_ID, of_kind, render
 from tests.k8s.tools import tools

@@ -1,8 +1,14 @@
 """Acceptance arithmetic and the cross-check identities."""
 import pytest
 
-from specstack.measure.accounting import (Acceptance, crosscheck_bench, crosscheck_bench_answers, crosscheck_requests,
-                                          from_requests, positions_from_histogram)
+from specstack.measure.accounting import (
+    Acceptance,
+    crosscheck_bench,
+    crosscheck_bench_answers,
+    crosscheck_requests,
+    from_requests,
+    positions_from_histogram,
+)
 
 pytestmark = pytest.mark.unit
 

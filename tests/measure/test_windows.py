@@ -14,8 +14,8 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from specstack.results.bundle import MethodBundle
 from specstack.measure.windows import Outcome, Window, Windows
+from specstack.results.bundle import MethodBundle
 from specstack.server import identity
 from specstack.server.runtime import Server
 

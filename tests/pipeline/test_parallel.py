@@ -127,9 +127,10 @@ else:   # the slot's process: enters its slot as `specstack slot-run` does, then
 def test_a_slots_process_stops_when_its_sweep_is_killed(tmp_path):
     """kill -9 of a parallel sweep (no stop() runs): each slot's run notices its harness is gone and stops as if
     SIGTERMed (its server stopped, its bundle kept as failed: the interrupt path), instead of measuring on."""
-    import psutil
     import signal
     import time
+
+    import psutil
     core = min(os.sched_getaffinity(0))
     opts = Options(method="baseline", run_id="r", results_dir=tmp_path, platform="cpu-native",
                    bundle_name="baseline-slot1", slot=str(core))

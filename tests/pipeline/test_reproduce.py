@@ -11,7 +11,6 @@ from specstack.compare.build import compare
 from specstack.errors import UserError
 from specstack.pipeline import reproduce
 from specstack.runs import drift
-
 from tests.bundles import make_run, perturb
 
 pytestmark = pytest.mark.unit

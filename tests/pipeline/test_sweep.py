@@ -6,7 +6,6 @@ import pytest
 from specstack.errors import UserError
 from specstack.pipeline import sweep
 from specstack.runs.options import Options
-
 from tests.bundles import write_k_sweep
 
 pytestmark = pytest.mark.unit

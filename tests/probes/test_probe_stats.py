@@ -4,8 +4,15 @@ import random
 
 import pytest
 
-from specstack.probes.stats import (chi2_goodness_of_fit, chi2_isf, chi2_sf, noncentral_chi2_sf, normal_isf,
-                                    pool_small_cells, rate_z_test)
+from specstack.probes.stats import (
+    chi2_goodness_of_fit,
+    chi2_isf,
+    chi2_sf,
+    noncentral_chi2_sf,
+    normal_isf,
+    pool_small_cells,
+    rate_z_test,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,6 @@ from specstack.compare import build as compare_build
 from specstack.report import build, plots, render, sections
 from specstack.report.plots import plt
 from specstack.results.reader import EAGER_MARK, EAGER_NOTE, display_name
-
 from tests.bundles import make_run
 
 pytestmark = pytest.mark.unit

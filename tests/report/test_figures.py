@@ -3,13 +3,11 @@ degenerate ITL where TPOT is ~0 too, the per-position plot's never-drafted posit
 of the verdict matrix. Fast: no server, no model."""
 from __future__ import annotations
 
-
 import pytest
 
 from specstack.figures import stats as st
 from specstack.report import build, render, sections
 from specstack.report import speed as sp
-
 from tests.bundles import write_method
 
 pytestmark = pytest.mark.unit
@@ -76,6 +74,7 @@ def test_an_itl_is_degenerate_when_its_own_tpot_is_a_burst_read(tmp_path):
 def test_positions_never_drafted_get_no_bar_and_a_marker():
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
+
     from specstack.report import plots
     # suffix at K=16: code drafted up to position 7, chat up to position 3; a drafted position whose drafts were
     # never accepted (chat 3: 0.0) is a real 0, the rest have no rate at all
@@ -101,6 +100,7 @@ def test_positions_never_drafted_get_no_bar_and_a_marker():
 
 def test_few_positions_never_drafted_are_labelled_in_words():
     import matplotlib.pyplot as plt
+
     from specstack.report import plots
     fig, ax = plt.subplots()
     try:

@@ -8,7 +8,6 @@ import pytest
 
 from specstack.figures import k_per_load as kpl
 from specstack.report import build, render, sections
-
 from tests.bundles import write_k_sweep, write_method
 
 pytestmark = pytest.mark.unit

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from specstack.figures.bench_cell import cell_figures as _bench_cell
 from specstack.report import build, console_table, render, sections
 from specstack.results.bundle import SUMMARY_SCHEMA
-from specstack.figures.bench_cell import cell_figures as _bench_cell
-
 from tests.bundles import bench_json, step_figures, write_method
 
 pytestmark = pytest.mark.unit
@@ -58,21 +57,6 @@ def test_a_summary_keeps_every_rate_a_fraction_and_names_bench_s_per_second_coun
 def test_the_readme_names_the_summary_schema_this_code_writes():
     readme = (ROOT / "README.md").read_text()
     assert f"`{SUMMARY_SCHEMA}`" in readme
-
-
-def test_the_console_shows_bench_s_own_acceptance_per_verify_step_and_per_target_pass():
-    """Issue 29 point 4: ngram's length per verify step (3.11) next to what it gains per target pass (1.95, on
-    45 % of passes drafted), from the perf phase's own cells, so it is not read as a drafter's 3.1 per pass."""
-    def summary(drafts, accepted):
-        cell = {"concurrency": 1, "load": "concurrency", "repeat": 0, "status": "ok", "completed": 16,
-                "total_output_tokens": 16 * 64, "output_throughput": 500.0,
-                "spec_decode_num_drafts": drafts, "spec_decode_accepted_tokens": accepted}
-        return {"status": "ok", "tasks": {"code": {"bench": [cell]}}, "windows": []}
-    # 1008 decode tokens; 491 accepted: 517 target passes, 233 of them drafted
-    assert console_table.bench_acceptance(summary(233, 491), "code") == "3.11 · 1.95/pass (45 % drafted)"
-    # a drafter on every pass: length per verify step and tokens per pass agree
-    assert console_table.bench_acceptance(summary(327, 681), "code") == "3.08 · 3.08/pass (100 % drafted)"
-    assert console_table.bench_acceptance(summary(0, 0), "code") == "n/a"
 
 
 def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):

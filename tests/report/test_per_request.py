@@ -10,7 +10,6 @@ from rich.console import Console
 
 from specstack.measure import per_request as pr
 from specstack.report import build, console_table, render, sections
-
 from tests.bundles import per_request_lists, write_method
 
 pytestmark = pytest.mark.unit

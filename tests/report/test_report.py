@@ -15,7 +15,6 @@ from specstack.figures import equality as text_equality
 from specstack.figures import stats as st
 from specstack.report import build, equality, render, sections, tables
 from specstack.results.reader import resolve_run_dir
-
 from tests.bundles import chat_record, contradict, manifest, write_method
 
 pytestmark = pytest.mark.unit
@@ -403,6 +402,7 @@ def test_verdicts_never_contradict_their_intervals(tmp_path):
 
 def test_no_zero_length_interval_bars(monkeypatch):
     from matplotlib.axes import Axes
+
     from specstack.report import plots
     drawn = []
     real = Axes.errorbar

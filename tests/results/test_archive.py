@@ -12,7 +12,6 @@ import pytest
 
 from specstack.cli.main import main
 from specstack.results.archive import SUMS, pack, verify
-
 from tests.bundles import make_run
 
 pytestmark = pytest.mark.unit
@@ -136,7 +135,7 @@ def test_a_sealed_run_proves_itself_and_a_report_reseals_only_an_intact_one(tmp_
     run = make_run(tmp_path / "results", "run-s")
     seal_run(run)
     tables = (run / "tables.txt").read_text()
-    assert tables.startswith("task: ") and "out tok/s c=1" in tables
+    assert tables.startswith("task: ") and "c=1 (× base)" in tables
     listed = dict(reversed(line.split("  ", 1)) for line in (run / SUMS).read_text().splitlines())
     assert "tables.txt" in listed and "ngram/summary.json" in listed and SUMS not in listed
     assert verify(run).ok and main(["verify", str(run)]) == 0

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
+from specstack.errors import UserError
 from specstack.results.bundle import MethodBundle, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
-from specstack.errors import UserError
 from tests.support import free_port
 
 pytestmark = pytest.mark.unit

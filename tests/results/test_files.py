@@ -15,7 +15,6 @@ import pytest
 
 from specstack.results import layout
 from specstack.server.provenance import HelpHash
-
 from tests.runs.test_attach import FakeEndpoints
 from tests.server.test_observed import vllm_page
 from tests.support import run_main

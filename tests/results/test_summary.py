@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from specstack.figures.bench_cell import cell_figures as _bench_cell
 from specstack.measure.windows import Window as MeasuredWindow
 from specstack.results import reader
 from specstack.results.bundle import SUMMARY_SCHEMA
 from specstack.results.summary import BenchCell, PhaseFigures, PrometheusView, Summary, TaskFigures, Window
-from specstack.figures.bench_cell import cell_figures as _bench_cell
 from specstack.runs.method_summary import _acceptance
 from tests.bundles import bench_json, make_run, manifest, per_request_lists, write_k_sweep, write_method
 

@@ -12,7 +12,6 @@ import pytest
 from specstack.runs.method_run import run_method
 from specstack.runs.options import Options
 from specstack.server.provenance import HelpHash
-
 from tests.server.test_observed import vllm_page
 from tests.support import HttpStandIn
 

@@ -5,7 +5,6 @@ import pytest
 from specstack.datasets import fetch, pinned
 from specstack.errors import UserError
 from specstack.runs.options import Options, load_tasks
-
 from tests.datasets.wheels import build
 
 pytestmark = pytest.mark.unit

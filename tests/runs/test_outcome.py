@@ -17,7 +17,6 @@ from specstack.runs import method_run
 from specstack.runs.method_run import MethodRun, run_method
 from specstack.runs.outcome import MethodCrashed
 from specstack.server.provenance import HelpHash
-
 from tests.runs.test_attach import FakeEndpoints, options
 from tests.support import HttpStandIn, run_main
 

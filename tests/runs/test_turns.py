@@ -18,7 +18,6 @@ from specstack.results.bundle import update_manifest
 from specstack.runs import turns
 from specstack.runs.method_summary import _turns
 from specstack.runs.options import Options, load_tasks
-
 from tests.datasets.wheels import MT_BENCH, jsonl
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,7 @@ import pytest
 
 from specstack.config import methods
 from specstack.server import model_source
-from tests.support import free_port, HttpStandIn
+from tests.support import HttpStandIn, free_port
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specstack.config import methods
 from specstack.cli import preflight as preflight_command
+from specstack.config import methods
 from specstack.server import model_checks, preflight
 
 from .tiny_base import without_chat_template

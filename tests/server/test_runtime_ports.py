@@ -8,11 +8,11 @@ import time
 import pytest
 
 from specstack.config import methods
-from specstack.server import runtime
 from specstack.errors import UserError
+from specstack.server import runtime
+from tests.support import free_port
 
 from ..integration.faults import hold_port as hold
-from tests.support import free_port
 
 pytestmark = pytest.mark.unit
 

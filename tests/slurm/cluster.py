@@ -77,7 +77,7 @@ class Cluster:
         self.conf = self.dir / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         d = self.dir
         for sub in ("state", "spool", "munge"):
             (d / sub).mkdir(mode=0o700, exist_ok=True)
@@ -98,7 +98,7 @@ class Cluster:
         return self
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.dir / f"{name}.out", "wb")
+        log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 (the child process writes it past this block)
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                             start_new_session=True)
         log.close()

@@ -9,7 +9,13 @@ import os
 from pathlib import Path
 
 from specstack.cli import progress
-from specstack.cli.options import add_dataset_option, add_prefix_caching_option, add_turns_option, default_run_id, run_tasks
+from specstack.cli.options import (
+    add_dataset_option,
+    add_prefix_caching_option,
+    add_turns_option,
+    default_run_id,
+    run_tasks,
+)
 from specstack.fixtures import smollm2, tiny_models
 from specstack.pipeline.sweep import console, sweep
 from specstack.report import console_table

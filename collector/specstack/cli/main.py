@@ -7,8 +7,23 @@ import os
 import sys
 
 from specstack import interrupts
-from specstack.cli import (archive, compare, datasets, demo, k8s, models, preflight, probe_sampler, report, reproduce,
-                           run, slurm, sweep_k, tiny_models, workloads)
+from specstack.cli import (
+    archive,
+    compare,
+    datasets,
+    demo,
+    k8s,
+    models,
+    preflight,
+    probe_sampler,
+    report,
+    reproduce,
+    run,
+    slurm,
+    sweep_k,
+    tiny_models,
+    workloads,
+)
 from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError

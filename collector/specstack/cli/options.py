@@ -7,7 +7,12 @@ import os
 import time
 from pathlib import Path
 
-from specstack.config.workloads import DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN, TASKS
+from specstack.config.workloads import (
+    DEFAULT_ACCEPTANCE_MAX_TOKENS,
+    DEFAULT_NUM_PROMPTS,
+    DEFAULT_PERF_OUTPUT_LEN,
+    TASKS,
+)
 from specstack.datasets.fetch import CACHE_ENV, DEFAULT_CACHE
 from specstack.datasets.pinned import USER_FILES, WHEELS
 from specstack.errors import UserError

@@ -33,7 +33,7 @@ def _run_argv(method: str, run_id: str, results: Path, run_args: list[str], port
 
 def _check_run_args(names: list[str], run_id: str, results: Path, run_args: list[str]):
     """`specstack run`'s own parser and checks on every method's command line, before anything is submitted."""
-    from specstack.cli.main import build_parser   # main imports this module
+    from specstack.cli.main import build_parser  # main imports this module
     from specstack.cli.options import options_from_args
     submit.check_run_args(run_args)
     for name in names:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from specstack.cli.options import add_dataset_option
-from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN,
-                                        sha256, write_defaults)
+from specstack.config.workloads import (
+    DEFAULT_ACCEPTANCE_MAX_TOKENS,
+    DEFAULT_NUM_PROMPTS,
+    DEFAULT_PERF_OUTPUT_LEN,
+    sha256,
+    write_defaults,
+)
 from specstack.datasets.tasks import parse_spec, write_task
 
 

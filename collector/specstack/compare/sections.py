@@ -4,7 +4,8 @@ from __future__ import annotations
 from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
 from specstack.figures import stats as st
-from specstack.report import findings, format as fmt
+from specstack.report import findings
+from specstack.report import format as fmt
 
 _ACCEPTANCE_FORMAT = {"acceptance_rate": fmt.pct, "acceptance_length": fmt.num, "per_position": fmt.pct}
 

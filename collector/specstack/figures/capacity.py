@@ -11,8 +11,9 @@ The answer is a bracket, never a point pretending to be exact: capacity ≥ `rat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import median
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 SIGNIFICANT = 3   # probe rates are rounded to 3 significant digits: readable cell names, no false precision
 

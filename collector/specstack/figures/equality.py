@@ -4,7 +4,8 @@ from the baseline's, whether the baseline's own choice there was a near tie. The
 against the baseline) and compare (compare/outputs.py, run A against run B) both judge with these."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from specstack.figures import stats as st
 

@@ -3,7 +3,8 @@ open and close (measure/ records it; the report's and compare's busy-host marks 
 figures/stats.py `host_busy` judges it against MAX_LOAD_PER_CORE)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from specstack.results import layout
 from specstack.results.summary import Window

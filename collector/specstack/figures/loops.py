@@ -11,7 +11,8 @@ Exact repetition only: an answer that counts on ("def scale_25 … def scale_26 
 answer that repeated itself and then stopped on its own (EOS)."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MAX_PERIOD = 64   # tokens: the longest repeated unit looked for (seen: 2 for "1.", 52-62 for a sentence pair)
 MIN_RUN = 32      # tokens: a shorter periodic tail ("1. 1. 1.") may be a list the answer was writing

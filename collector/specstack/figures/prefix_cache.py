@@ -8,7 +8,8 @@ no request admitted.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from specstack.config import metric_names as m
 from specstack.results.summary import Summary

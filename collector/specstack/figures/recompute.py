@@ -222,8 +222,11 @@ Records = Callable[[str], "list[dict[str, Any]] | None"]   # a bundle path (resu
 BenchFile = Callable[[str], "dict[str, Any] | None"]        # a cell's `file` -> bench's result JSON, None: no file
 
 
+BENCH_FIELDS = frozenset(BenchCell.keys())   # the typed record's own figures; the rest are its `extra`
+
+
 def _bench_stated(cell: BenchCell, key: str) -> Any:
-    if key in BenchCell.keys():
+    if key in BENCH_FIELDS:
         return ABSENT if key in cell.absent else getattr(cell, key)
     return cell.extra.get(key, ABSENT)
 
@@ -248,8 +251,8 @@ def _bench(method: str, task: str, cells: list[BenchCell], bench: BenchFile) -> 
                 for key, value in expected.items() for check in CHECKS if check.finds(stated[key], value)]
         if here:
             fixed = {x.figure: x.recomputed for x in here}
-            cell = cell.but(**{k: v for k, v in fixed.items() if k in BenchCell.keys()},
-                            extra={**cell.extra, **{k: v for k, v in fixed.items() if k not in BenchCell.keys()}})
+            cell = cell.but(**{k: v for k, v in fixed.items() if k in BENCH_FIELDS},
+                            extra={**cell.extra, **{k: v for k, v in fixed.items() if k not in BENCH_FIELDS}})
         out.append(cell)
         found += here
     return out, found

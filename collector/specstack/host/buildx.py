@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import Mapping, Optional, Tuple
+from typing import Mapping
 
 MIN_VERSION = (0, 17, 0)
 # "github.com/docker/buildx v0.17.1 257815a", "github.com/docker/buildx v0.29.1-desktop.1 ...",
@@ -27,7 +27,7 @@ _VERSION = re.compile(r"(?:^|\s)v?(\d+)\.(\d+)(?:\.(\d+))?")
 _FALSE = ("0", "false", "f", "no", "off")
 
 
-def parse_version(text: str) -> Optional[Tuple[int, int, int]]:
+def parse_version(text: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of buildx from `docker buildx version` output; None if it names none."""
     for line in text.splitlines():
         line = line.strip()
@@ -44,7 +44,7 @@ def _buildkit_off(env: Mapping[str, str]) -> bool:
     return env.get("DOCKER_BUILDKIT", "").strip().lower() in _FALSE
 
 
-def problem(version_text: Optional[str], env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+def problem(version_text: str | None, env: Mapping[str, str] | None = None) -> str | None:
     """Why `docker compose build` would refuse to build here, with the fix; None when it will build.
 
     version_text: what `docker buildx version` printed, or None when the command failed (no plugin).
@@ -69,10 +69,9 @@ def problem(version_text: Optional[str], env: Optional[Mapping[str, str]] = None
             "`make images PLATFORM=cpu` uses plain `docker build`.")
 
 
-def version_text(docker: str) -> Optional[str]:
+def version_text(docker: str) -> str | None:
     try:
-        out = subprocess.run([docker, "buildx", "version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             universal_newlines=True, timeout=60)
+        out = subprocess.run([docker, "buildx", "version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout if out.returncode == 0 else None

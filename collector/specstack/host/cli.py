@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 
 import specstack.host
-from specstack.host import HostError, buildx
+from specstack.host import HostError, buildx, lifecycle, reproduction
 from specstack.host.engine import PROJECT, docker_client
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
 from specstack.host.image_lock import lock, read_lock
 from specstack.host.image_ref import pin_problem
 from specstack.host.provenance import record
-from specstack.host import lifecycle, reproduction
 from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
 from specstack.host.stack import PLATFORMS, Settings, Shell

@@ -10,7 +10,6 @@ import time
 from specstack.host import HostError
 from specstack.host.image_ref import parse_reference
 
-
 # --- what the GPU is (provenance) ---------------------------------------------------------------------
 
 def parse_nvidia_smi(query_csv: str, header: str) -> dict:

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from specstack.errors import UserError
 from specstack.host import HostError, buildx, interrupts, reproduction
 from specstack.host.engine import PROJECT, DockerCLI
 from specstack.host.gpu import gpu_host_problems, nvidia_smi_host, wait_gpu_free
@@ -38,7 +39,6 @@ from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
 from specstack.host.stack import GRAFANA_SECRET, RESULTS, TARGETS, TARGETS_DIR, Place, Settings, Shell
 from specstack.host.targets import write_targets
-from specstack.errors import UserError
 from specstack.results import layout, run_lock
 
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
@@ -75,7 +75,7 @@ class Stack:
         env = {"HF_TOKEN": os.environ.get("HF_TOKEN", ""), "SPECSTACK_UID": str(os.getuid()),
                "SPECSTACK_GID": str(os.getgid()), "SPECSTACK_GPU": place.gpu, "SPECSTACK_CPUSET": place.cpuset,
                "SPECSTACK_GPU_CPUSET": place.gpu_cpuset, "SPECSTACK_MODEL_SET": s.model_set,
-               "SPECSTACK_SPEC_OVERRIDE": '{"num_speculative_tokens":%s}' % spec_k if spec_k else "",
+               "SPECSTACK_SPEC_OVERRIDE": f'{{"num_speculative_tokens":{spec_k}}}' if spec_k else "",
                "SPECSTACK_PREFIX_CACHING": s.prefix_caching, "SPECSTACK_START_PERIOD": f"{s.wait}s"}
         if place.slot is not None:
             env["VLLM_PORT"] = str(int(_port("VLLM_PORT", "8000")) + place.slot)

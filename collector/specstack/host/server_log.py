@@ -9,7 +9,6 @@ from specstack.host.engine import PROJECT
 from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
-
 NEVER = "1970-01-01T00:00:00Z"   # --since for the whole log
 START_LINE = "vllm serve "        # services/serve_args.py prints it, then execs the server: one per start
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 # Runs INSIDE the method's vLLM container (python3 of the vLLM image, HF_HOME=/hf-cache).
 SNAPSHOT_SCRIPT = r'''
 import hashlib, importlib.util, json, os, sys

@@ -9,8 +9,8 @@ import multiprocessing
 import os
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from specstack import events, interrupts
 from specstack.config.workloads import Task
@@ -20,6 +20,7 @@ from specstack.measure.windows import Outcome
 from specstack.results import layout
 from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, vllm_executable
+
 
 def cell_name(task: str, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
               probe: bool = False) -> str:

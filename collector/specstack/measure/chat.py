@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import requests
 

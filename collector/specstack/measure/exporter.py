@@ -23,12 +23,13 @@ Prometheus must keep these labels as they are: the `specstack` scrape job must n
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
@@ -112,10 +113,8 @@ class WindowExporter:
                           "task": "" if task is None else str(task),
                           "concurrency": "" if concurrency is None else str(concurrency)}
                 self._labels = labels
-                try:   # a reopened label set: drop the old end time, the window is open again
+                with contextlib.suppress(KeyError):   # a reopened label set: drop the old end time, it is open again
                     self._end.remove(*(labels[k] for k in WINDOW_LABELS))
-                except KeyError:
-                    pass
                 self._start.labels(**labels).set(now)
                 self._active.labels(**labels).set(1)
                 self._changed_at_scrape = self._scrapes.count
@@ -169,7 +168,7 @@ class WindowExporter:
             self._thread.join(timeout=5)
         self._server = self._thread = None
 
-    def __enter__(self) -> "WindowExporter":
+    def __enter__(self) -> WindowExporter:
         return self
 
     def __exit__(self, *exc) -> None:

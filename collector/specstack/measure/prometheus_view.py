@@ -17,6 +17,7 @@ import requests
 from specstack.config import metric_names as m
 from specstack.config.promql import DRAFTS_TOTAL, acceptance_by_position_expr, selector
 
+
 def query_acceptance_by_position(prom_url: str, start: float, end: float, labels: dict,
                                  timeout: float = 30.0) -> list[float] | None:
     """Per-position acceptance over [start, end] (Unix seconds); None when there were no drafts/no data."""

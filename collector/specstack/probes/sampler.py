@@ -126,10 +126,7 @@ def _position(rng: np.random.Generator, shape: Shape, peak: float) -> Position:
     # a drafter that mostly proposes the target's mode, and sometimes something else (possibly cut off)
     draft = 0.1 * rng.dirichlet(np.full(VOCAB, 1.0))
     draft[top] += 0.9
-    if shape.draft_probs:
-        acceptance = float(np.minimum(target, draft).sum())
-    else:
-        acceptance = float((draft * target).sum())
+    acceptance = float(np.minimum(target, draft).sum()) if shape.draft_probs else float((draft * target).sum())
     return Position(weights, target, draft, acceptance)
 
 

@@ -5,7 +5,8 @@ in bf16 and in float32, in-process with transformers. In bf16 the two ways round
 in float32 they agree to ~1e-4 and pick the same token."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def next_token_logits(model: Any, prompt: Sequence[int], answer: Sequence[int], position: int,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from specstack.results import layout
-from specstack.results.records import request_fields
 from specstack.results.reader import MethodData, RunData
+from specstack.results.records import request_fields
 from specstack.results.summary import Acceptance, PhaseFigures, Summary
 
 

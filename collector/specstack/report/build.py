@@ -18,21 +18,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstack.report import crosscheck, findings, load, load_view, plots, sections
 from specstack.figures import stats as st
-from specstack.report.contents import Report
+from specstack.report import crosscheck, findings, load, load_view, plots, sections
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
-from specstack.report.lossless import lossless_rows
-from specstack.report.loops import loop_rows
-from specstack.report.prefix_cache import prefix_cache_rows
+from specstack.report.contents import Report
 from specstack.report.equality import Tokenizers, equality_rows
 from specstack.report.ksweep import k_per_load_rows, ksweep_rows
+from specstack.report.loops import loop_rows
+from specstack.report.lossless import lossless_rows
+from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
-from specstack.results import archive
+from specstack.results import archive, layout
 from specstack.results.files import atomic_write_bytes, atomic_write_text
-from specstack.results import layout
 from specstack.results.reader import EAGER_NOTE, RunData, load_run
 from specstack.results.summary import PrometheusView, Server, Summary, given
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from itertools import dropwhile
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from specstack.measure import per_request
 from specstack.figures.recompute import Finding
-from specstack.report import crosscheck, findings as shown, prefix_cache
-from specstack.report.acceptance import (acceptance_records, answers_by_target, distinct_outputs, finish_by_target,
-                                         pooled, target_name)
+from specstack.figures.stats import MIN_REPEATS
+from specstack.measure import per_request
+from specstack.report import findings as shown
+from specstack.report import prefix_cache
+from specstack.report.acceptance import answers_by_target, finish_by_target, pooled, target_name
 from specstack.report.format import num, pct, weights_line
-from specstack.figures.stats import MIN_REPEATS, drafting_share, tokens_per_pass
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
 from specstack.results.layout import TABLES_FILE
@@ -49,15 +48,6 @@ def _records(summaries: Summaries) -> dict[str, Summary]:
     return {name: Summary.of(s) for name, s in summaries.items()}
 
 
-def _histogram(hist: list[int] | None) -> str:
-    """[136, 72, 2, 0, 0, 0] -> "[136, 72, 2, 0×3]": long suffix histograms stay readable."""
-    if not hist:
-        return "n/a"
-    zeros = len(hist) - len(list(dropwhile(lambda x: x == 0, reversed(hist))))
-    head = [str(x) for x in hist[: len(hist) - zeros]]
-    return "[" + ", ".join(head + ([f"0×{zeros}"] if zeros > 1 else ["0"] * zeros)) + "]"
-
-
 def _throughput(summary: Summary, task: str) -> dict[int, float]:
     """Output tokens/s per concurrency (median over repeats)."""
     by_c: dict[int, list[float]] = {}
@@ -82,22 +72,6 @@ def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
                    or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
 
 
-def bench_acceptance(summary: Summary | dict, task: str) -> str:
-    """The perf phase's own acceptance, pooled over the task's closed-loop bench cells (64-token --ignore-eos
-    answers, not the acceptance phase's): bench's acceptance length per verify step, then tokens per target pass
-    over every decode pass and the share of passes that drafted. ngram's 2.83 per verify step can be 1.69 per
-    pass (37 % drafted): only the per-pass figure compares with a drafter that drafts on every pass."""
-    cells = [c_ for c_ in _cells_by_concurrency(_figures(Summary.of(summary), task)).values() for c_ in c_]
-    drafts = sum(int(c_.figure("spec_decode_num_drafts") or 0) for c_ in cells)
-    if not drafts:
-        return "n/a"
-    accepted = sum(int(c_.figure("spec_decode_accepted_tokens") or 0) for c_ in cells)
-    decode = sum(int(c_.total_output_tokens) - int(c_.completed) for c_ in cells
-                 if c_.total_output_tokens is not None and c_.completed is not None)
-    per_pass, share = tokens_per_pass(decode, drafts, accepted), drafting_share(decode, drafts, accepted)
-    return f"{1 + accepted / drafts:.2f} · {num(per_pass)}/pass ({pct(share, 0)} drafted)"
-
-
 def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]]:
     by_c: dict[int | None, list[BenchCell]] = {}
     for cell in task.cells:
@@ -106,15 +80,16 @@ def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]
     return by_c
 
 
-def crosscheck_label(summary: Summary | dict) -> str:
+def crosscheck_mark(summary: Summary | dict) -> str:
+    """The cross-check at a glance: ✔ (every identity exact), ✘ N (N mismatches), n/a (nothing to check), or
+    failed; what was checked, by kind, is report.md's (report/crosscheck.label)."""
     summary = Summary.of(summary)
     cc = summary.crosscheck or CrossCheck.from_json({})
     if summary.status != "ok" and not cc.to_json():
         return "[red]failed[/]"
     if cc.ok:
-        # the count split by kind (report/crosscheck.py): the independent identities first, the rest apart
-        return f"[green]exact: {crosscheck.short_label(summary)}[/]" if cc.checks else "[dim]n/a (no drafts)[/]"
-    return f"[red]MISMATCH ({len(given(cc, 'mismatches', []))})[/]"
+        return "[green]✔[/]" if cc.checks else "[dim]n/a[/]"
+    return f"[red]✘ {len(given(cc, 'mismatches', []))}[/]"
 
 
 def ended(summaries: Summaries, task: str) -> str:
@@ -133,30 +108,24 @@ def ended(summaries: Summaries, task: str) -> str:
     return next((text(t, c) for t, c in by_target.items()), "none")
 
 
-def distinct_answers(run, task: str) -> dict[str, str]:
-    """Per method: "16 (3 distinct)", the task's acceptance answers and how many differ (report/acceptance.py)."""
-    out = {}
-    for name, md in run.methods.items():
-        records = acceptance_records(md, task)
-        n = distinct_outputs(records)
-        out[name] = f"{len(records)}" + ("" if n is None else f" ({n} distinct)")
-    return out
+def task_heading(summaries: Summaries, task: str) -> str:
+    """The line above a task's table (a line of its own: a table's title would wrap at the narrow table's width)."""
+    return f"task: {task} (acceptance answers ended by: {ended(summaries, task)})"
 
 
-def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None = None,
-               found: Findings | None = None) -> Table:
-    """`answers`: per method the task's acceptance answers and how many of them differ (distinct_answers);
-    `found`: per method what its summary.json stated otherwise (those cells show the recomputed figure, flagged)."""
+def task_table(summaries: Summaries, task: str, found: Findings | None = None) -> Table:
+    """One row a method, read at a glance: acceptance, mean acceptance length, the cross-check as ✔/✘, and output
+    throughput with its ratio to the baseline per concurrency; every other figure is report.md's. `found`: per
+    method what its summary.json stated otherwise (those cells show the recomputed figure, flagged)."""
     records = _records(summaries)
     concurrencies = sorted({c for s in records.values() for c in _throughput(s, task)})
-    table = Table(title=f"task: {task} (acceptance answers ended by: {ended(records, task)})",
-                  title_justify="left")
-    columns = ("method", "vs") + (("answers",) if answers is not None else ()) + (
-        "acceptance rate", "mean acc. length", "histogram", "bench: acc. length · tokens/pass", "cross-check")
-    for col in columns:
-        table.add_column(col)
+    table = Table()
+    table.add_column("method", no_wrap=True)
+    table.add_column("vs")
+    for col in ("acceptance", "acc. length", "check"):
+        table.add_column(col, justify="right", no_wrap=True)
     for c in concurrencies:
-        table.add_column(f"out tok/s c={c} (× base)", justify="right")
+        table.add_column(f"c={c} (× base)", justify="right", no_wrap=True)
     for name, s in records.items():
         figures = _figures(s, task)
         base = records.get(s.baseline_method or "")
@@ -171,11 +140,9 @@ def task_table(summaries: Summaries, task: str, answers: dict[str, str] | None =
         status = "" if s.status == "ok" else " [red](failed)[/]"
         mark = _marked(found, name, task)
         table.add_row(display_name(name, s) + status, s.baseline_method or "-",
-                      *([answers.get(name, "n/a")] if answers is not None else []),
                       mark(pct(figures.acceptance_rate), "acceptance_rate"),
                       mark(num(figures.mean_acceptance_length), "mean_acceptance_length"),
-                      mark(_histogram(figures.histogram), "histogram"), bench_acceptance(s, task),
-                      crosscheck_label(s), *cells)
+                      crosscheck_mark(s), *cells)
     return table
 
 
@@ -253,7 +220,7 @@ def seal_run(run_dir: Path) -> None:
 
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
-    console = console or Console(width=max(150, Console().width))
+    console = console or Console(width=max(120, Console().width))
     run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
     summaries, failed = summaries_of(run)
     weights = weights_line(run.manifest)
@@ -263,7 +230,8 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t not in ("code", "edit"), t))
     for task in tasks:
         found = {name: md.findings for name, md in run.methods.items()}
-        console.print(task_table(summaries, task, distinct_answers(run, task), found))
+        console.print(escape(task_heading(summaries, task)), soft_wrap=True)
+        console.print(task_table(summaries, task, found))
         by_category = category_table(summaries, task, found)
         if by_category is not None:
             console.print(by_category)
@@ -273,27 +241,18 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
         caching = prefix_cache.console_table(run, task)   # only when a method cached prefixes (--prefix-caching)
         if caching is not None:
             console.print(caching)
-    console.print("acceptance rate = Σ accepted / Σ drafted over the task's requests (no stop strings: each ends "
-                  "at EOS, \"stop\", or at max_tokens, \"length\"); n/a = no drafts, not 0 %. Throughput from vllm "
-                  "bench serve at fixed output length.")
-    console.print("acceptance rate, mean acc. length, histogram: the acceptance phase (greedy chat answers up to "
-                  "max_tokens, which may stop at EOS). bench: the perf phase's own figures (fixed-length "
-                  "--ignore-eos completions, the throughput's workload): acceptance length per verify step · "
-                  "tokens per target pass over every decode pass (drafted share): a drafter that skips passes "
-                  "(ngram, suffix) gains less per pass than its length per verify step says.")
-    console.print("answers = the task's acceptance requests and how many distinct greedy answers they gave: the "
-                  "effective sample behind the acceptance figures and the output equality.")
-    console.print("cross-check: indep. = independent, a per-request figure from the responses against a /metrics "
-                  "delta; compl. = completeness, bench's answer and token counts against the server's; same-ctr = "
-                  "bench's spec_decode_* fields, which bench read from the same /metrics itself; internal = /metrics "
-                  "against itself; 0=0 = trivial; warm-up = the warm-up window, no measured request.")
+    console.print("acceptance = Σ accepted / Σ drafted over the task's greedy acceptance answers (n/a = no drafts, "
+                  "not 0 %); acc. length = mean tokens per verify step. check: the cross-checks, ✔ = every one of the "
+                  "method exact, ✘ N = N mismatches, n/a = nothing to check. c=N: output tokens/s at concurrency N "
+                  "(× the baseline's), from vllm bench serve at fixed output length. The histograms, tokens per "
+                  "target pass, distinct answers and what each cross-check compared: report.md.")
     if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s.task_figures):
         console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
                       "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
                       "ratio rest on a stall (report.md: the speed table's note names it).")
     repeats = max((len(v) for s in summaries.values() for t in s.task_figures.values()
                    for v in _cells_by_concurrency(t).values()), default=0)
-    if repeats < MIN_REPEATS:
+    if 0 < repeats < MIN_REPEATS:   # no bench cell (--skip-bench): no ratio to qualify
         console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
                       "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
                       "--repeats 3 --replicate sessions for intervals that count).")

@@ -50,16 +50,3 @@ def label(summary: Summary | dict) -> str:
     if not by[INDEPENDENT]:
         return f"{rest or 'none'}; no independent identity" if by[COMPLETENESS] else (rest or "none")
     return f"{by[INDEPENDENT]} independent" + (f" (+ {rest})" if rest else "")
-
-
-SHORT = {COMPLETENESS: "compl.", SAME_COUNTERS: "same-ctr", INTERNAL: "internal", TRIVIAL: "0=0", WARMUP: "warm-up"}
-
-
-def short_label(summary: Summary | dict) -> str:
-    """The console's form of `label`, in words short enough for a narrow column: "26 indep. + 12 compl.,
-    28 same-ctr, 2 internal, 14 warm-up" (the legend under the table spells them out)."""
-    by = counts(summary)
-    rest = ", ".join(f"{n} {SHORT[k]}" for k, n in by.items() if n and k != INDEPENDENT)
-    if not by[INDEPENDENT]:
-        return f"0 indep.; {rest}" if rest else "none"
-    return f"{by[INDEPENDENT]} indep." + (f" + {rest}" if rest else "")

@@ -124,7 +124,7 @@ def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict]:
             continue
         for task in tasks + ([ALL_TASKS] if len(tasks) > 1 else []):
             cells = [c for k, md in [(0, base), *sorted(by_k.items())] for c in _task_cells(md, k, task, tasks)]
-            rows += _family_rows(fam, task, cells, runs, lambda md: _task_cells(md, -1, task, tasks))
+            rows += _family_rows(fam, task, cells, runs, lambda md, task=task: _task_cells(md, -1, task, tasks))
     return rows
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 
-from specstack.figures import stats as st
 from specstack.figures import capacity
+from specstack.figures import stats as st
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
-from specstack.report.plots import (plt, png_bytes, safe_name, speedup_caption, speedup_series,
-                                    speedup_vs_concurrency)
+from specstack.report.plots import plt, png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
 from specstack.report.verdicts import label as _label
 from specstack.results.layout import REPORT_DIR
 

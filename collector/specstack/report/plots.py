@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import matplotlib
 

@@ -5,23 +5,24 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from specstack.measure import per_request
 from specstack.figures import stats as st
 from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
-from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
-from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
+from specstack.measure import per_request
 from specstack.report import findings
+from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.drafting_cost import drafting_cost_table
+from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
 from specstack.report.goodput import goodput_table
 from specstack.report.ksweep import k_per_load_section
+from specstack.report.load_view import load_section
 from specstack.report.loops import loop_table
 from specstack.report.placement import placement
-from specstack.report.load_view import load_section
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
-from specstack.results.layout import REPORT_DIR
 from specstack.report.speed import PERCENTILES
-from specstack.report.verdicts import label as _label, verdict
+from specstack.report.verdicts import label as _label
+from specstack.report.verdicts import verdict
+from specstack.results.layout import REPORT_DIR
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report

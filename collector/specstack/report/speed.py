@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from specstack.measure import per_request
 from specstack.figures import stats as st
 from specstack.figures.host_load import host_load_per_core
-from specstack.results.reader import MethodData, RunData, load_text
-from specstack.results.summary import BenchCell, Window
+from specstack.measure import per_request
 from specstack.report import drafting_cost
 from specstack.report.format import over_repeats
+from specstack.results.reader import MethodData, RunData, load_text
+from specstack.results.summary import BenchCell, Window
 
 METRICS = ("tpot", "itl", "ttft", "e2el")
 PERCENTILES = (50, 95, 99)

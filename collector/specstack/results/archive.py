@@ -116,16 +116,15 @@ def pack(run_dir: Path, out: Path | None = None) -> dict:
     sums = checksums(run_dir, files)
     listing = format_sums(sums)
     top = run_dir.name
-    with atomic_writer(out) as raw:
-        # gzip's own timestamp fixed: the same bundle packs to the same bytes
-        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w",
-                                                                                format=tarfile.PAX_FORMAT) as tar:
-            newest = max((run_dir / rel).stat().st_mtime for rel in files)
-            tar.addfile(_tarinfo(f"{top}/{SUMS}", len(listing), newest), io.BytesIO(listing))
-            for rel in files:
-                path = run_dir / rel
-                with open(path, "rb") as f:
-                    tar.addfile(_tarinfo(f"{top}/{rel}", path.stat().st_size, path.stat().st_mtime), f)
+    # gzip's own timestamp fixed: the same bundle packs to the same bytes
+    with (atomic_writer(out) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+          tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar):
+        newest = max((run_dir / rel).stat().st_mtime for rel in files)
+        tar.addfile(_tarinfo(f"{top}/{SUMS}", len(listing), newest), io.BytesIO(listing))
+        for rel in files:
+            path = run_dir / rel
+            with open(path, "rb") as f:
+                tar.addfile(_tarinfo(f"{top}/{rel}", path.stat().st_size, path.stat().st_mtime), f)
     with open(out, "rb") as f:
         digest = _sha256(f)
     return {"archive": out, "sha256": digest, "files": len(files)}

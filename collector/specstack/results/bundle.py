@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import atomic_write_json, atomic_write_text, folder_locked, fsync_dir
-from specstack.results.layout import SAMPLER_PROBE_FILE as SAMPLER_PROBE_FILE, SUMMARY_FILE   # re-exported
+from specstack.results.layout import SAMPLER_PROBE_FILE as SAMPLER_PROBE_FILE  # re-exported
+from specstack.results.layout import SUMMARY_FILE
 
 if TYPE_CHECKING:   # host/ (the host's plain python3) imports this module: the standard-library-only list stays
     from specstack.results.summary import Summary

@@ -8,8 +8,8 @@ import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from specstack.errors import UserError
 

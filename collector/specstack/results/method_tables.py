@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from specstack.results import layout
-from specstack.results.records import read_records
 from specstack.results.files import atomic_write_text
+from specstack.results.records import read_records
 
 _SPEC_FIELDS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "acceptance_histogram")
 

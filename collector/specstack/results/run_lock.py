@@ -23,9 +23,9 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from specstack.errors import UserError
 from specstack.results import layout

@@ -48,7 +48,7 @@ class Environment:
     host: dict
 
     @classmethod
-    def here(cls) -> "Environment":
+    def here(cls) -> Environment:
         return cls(provenance.git_commit(REPO), provenance.lock_hashes(REPO), provenance.packages(),
                    provenance.host())
 

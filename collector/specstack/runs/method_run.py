@@ -17,8 +17,8 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rich.console import Console
 
@@ -29,21 +29,37 @@ from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
 from specstack.measure import bench, chat
 from specstack.measure.windows import Outcome, Window, Windows
-from specstack.results import layout
-from specstack.results import run_lock
+from specstack.results import layout, run_lock
 from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, keep_dead_staging, update_manifest
 from specstack.results.files import atomic_write_json, check_writable
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.results.summary import PrometheusView, Replication, Server, Summary
+from specstack.runs import load, outcome, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs import load, outcome, prefix_cache, recipe, sampler_probe, turns
 from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
-from specstack.server import (model_checks, model_identity, model_source, observed, preflight, prompt_lengths,
-                              provenance, startup)
-from specstack.server.runtime import (ServerError, attach, native_address, port_free, port_in_use_message, probe,
-                                      start_native, stop_native, vllm_executable)
+from specstack.server import (
+    model_checks,
+    model_identity,
+    model_source,
+    observed,
+    preflight,
+    prompt_lengths,
+    provenance,
+    startup,
+)
+from specstack.server.runtime import (
+    ServerError,
+    attach,
+    native_address,
+    port_free,
+    port_in_use_message,
+    probe,
+    start_native,
+    stop_native,
+    vllm_executable,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 # Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal

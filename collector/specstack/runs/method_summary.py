@@ -11,9 +11,9 @@ from rich.console import Console
 from specstack.config.workloads import Task
 from specstack.figures import bench_cell
 from specstack.results import layout
+from specstack.results.bundle import MethodBundle
 from specstack.results.records import read_records
 from specstack.results.summary import BenchCell, CrossCheck, PhaseFigures, TaskFigures
-from specstack.results.bundle import MethodBundle
 from specstack.runs import prefix_cache
 
 console = Console(stderr=True)
@@ -24,7 +24,7 @@ def _bench_cells(windows: list[dict], task: str, bundle: MethodBundle, slo: dict
         if w["phase"] == "bench" and w["task"] == task:
             file = layout.bench_file(layout.bench_cell(w["name"]))   # the window's cell (measure/bench.py cell_name)
             figures = bench_cell.cell_figures(_load(bundle.path(file)), slo, w["concurrency"])
-            named = {k: v for k, v in figures.items() if k in BenchCell.keys()}
+            named = {k: v for k, v in figures.items() if k in BenchCell.keys()}  # noqa: SIM118 (a classmethod)
             # load: "concurrency" (closed loop; a summary older than open-loop cells has no key), "rate" or "probe"
             out.append(BenchCell.make(concurrency=w["concurrency"], request_rate=w.get("request_rate"),
                                       load=w.get("load") or "concurrency", repeat=w["repeat"], status=w["status"],

@@ -33,7 +33,7 @@ class Monitoring:
         self._checks: list[threading.Thread] = []
 
     @classmethod
-    def for_options(cls, opts) -> "Monitoring":
+    def for_options(cls, opts) -> Monitoring:
         return cls(opts.windows_port, opts.prometheus_url, opts.prometheus_scrape_seconds)
 
     @property
@@ -96,7 +96,7 @@ class Monitoring:
                 self._exporter.shutdown(max_wait=3 * self.scrape_seconds)
             self._exporter = None
 
-    def __enter__(self) -> "Monitoring":
+    def __enter__(self) -> Monitoring:
         return self
 
     def __exit__(self, *exc) -> None:

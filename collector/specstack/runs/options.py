@@ -8,13 +8,20 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
-from specstack.config.workloads import (DEFAULT_ACCEPTANCE_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_PERF_OUTPUT_LEN,
-                                        TASKS, Task, load_task, sha256, write_defaults)
+from specstack.config.workloads import (
+    DEFAULT_ACCEPTANCE_MAX_TOKENS,
+    DEFAULT_NUM_PROMPTS,
+    DEFAULT_PERF_OUTPUT_LEN,
+    TASKS,
+    Task,
+    load_task,
+    sha256,
+    write_defaults,
+)
 from specstack.datasets.tasks import parse_spec, write_task
 from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import atomic_write_bytes
-
 
 REPLICATE = ("repeats", "sessions")
 SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (pipeline/sweep.py session_entries)

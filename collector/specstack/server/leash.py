@@ -19,6 +19,7 @@ started with the harness's Python (`python -m specstack.server.leash`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -84,10 +85,8 @@ def watch(harness: int, started: float, ipc_dir: str) -> None:
     os.setpgid(0, 0)
     print(f"specstack watchdog: the harness (pid {harness}) is gone; killing the server's process group {group}",
           flush=True)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + GONE_SECONDS
     while group_members(group) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -74,11 +74,11 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
                                 "services/methods.toml or build/download the model")
             else:
                 skipped.append(f"{method} model {draft}: not checked ({where})")
-    if method == "draft_model" and draft_cfg and target_cfg and not spec.get("use_heterogeneous_vocab"):
-        if draft_cfg.get("vocab_size") != target_cfg.get("vocab_size"):
-            problems.append(f"draft vocab_size {draft_cfg.get('vocab_size')} != target vocab_size "
-                            f"{target_cfg.get('vocab_size')}; vLLM needs equal vocabularies: pick a draft of the "
-                            "target's family")
+    if (method == "draft_model" and draft_cfg and target_cfg and not spec.get("use_heterogeneous_vocab")
+            and draft_cfg.get("vocab_size") != target_cfg.get("vocab_size")):
+        problems.append(f"draft vocab_size {draft_cfg.get('vocab_size')} != target vocab_size "
+                        f"{target_cfg.get('vocab_size')}; vLLM needs equal vocabularies: pick a draft of the "
+                        "target's family")
     if method == "eagle3" and draft_cfg:
         verifier = _verifier(draft_cfg)
         base = Path(draft) if looks_local(draft) else None
@@ -87,11 +87,10 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
         elif not _same_model(verifier, target, base):
             problems.append(f"eagle3 head {draft} was trained for {verifier}, not for the target {target}; "
                             "use the head made for this target (and rerun its baseline)")
-    if method == "mtp" and target_cfg is not None:
-        if not any(int(target_cfg.get(k) or 0) > 0 for k in MTP_KEYS):
-            problems.append(f"target {target} ships no MTP layers ({'/'.join(MTP_KEYS)} unset); MTP needs a "
-                            "target trained with them, e.g. XiaomiMiMo/MiMo-7B-Base, compared with its own "
-                            "baseline (mtp-baseline)")
+    if method == "mtp" and target_cfg is not None and not any(int(target_cfg.get(k) or 0) > 0 for k in MTP_KEYS):
+        problems.append(f"target {target} ships no MTP layers ({'/'.join(MTP_KEYS)} unset); MTP needs a "
+                        "target trained with them, e.g. XiaomiMiMo/MiMo-7B-Base, compared with its own "
+                        "baseline (mtp-baseline)")
     if target_cfg is not None:
         problem, skip = chat_template_check(plan)
         problems += [problem] if problem else []

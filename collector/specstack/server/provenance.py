@@ -38,7 +38,7 @@ class HelpHash:
         if vllm not in self._done:
             # A file, not a pipe: the ~155 KB of output would fill a 64 KiB pipe nobody reads until result(),
             # stalling the process mid-output and turning the overlap into a wait at the end of the run.
-            self.out = tempfile.TemporaryFile()
+            self.out = tempfile.TemporaryFile()  # noqa: SIM115 (the child process writes it past this block)
             self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=self.out,
                                          stderr=subprocess.DEVNULL)
 

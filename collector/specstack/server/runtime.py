@@ -6,6 +6,7 @@ Both end in the same `Server` handle, checked ready by polling /health and /v1/m
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -255,7 +256,7 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
         env["VLLM_RPC_BASE_PATH"] = str(ipc_dir)
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "wb")
+    log = open(log_path, "wb")  # noqa: SIM115 (the child process writes it past this block)
     server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path,
                     ipc_dir=ipc_dir)
     try:
@@ -288,19 +289,15 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
         return
     if process.poll() is None:
         first = signal.SIGTERM if server.ready_seconds is not None else signal.SIGKILL
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, first)
-        except ProcessLookupError:
-            pass
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
-    try:  # children that outlived the parent (engine core) go with the group
+    with contextlib.suppress(ProcessLookupError):  # children that outlived the parent (engine core) go with the group
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     _wait_group_gone(process.pid, timeout)
     _remove_ipc_dir(server)
     # Its sockets closed with it. Whatever listens there now is someone else's (a refused foreign server, say):

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import subprocess
-from typing import Mapping
+from collections.abc import Mapping
 
 TIMEOUT = 60
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "Timelimit", "NodeList", "Start", "End",

@@ -94,7 +94,7 @@ def finish(run_dir: Path, *, report: bool) -> None:
     """What a native sweep does at its end: the report (with every method named, failed ones too), then the
     console tables and SHA256SUMS over the whole run."""
     if report:
-        from specstack.report.build import write_report   # pandas and matplotlib only when a report is written
+        from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
         write_report(run_dir)
     from specstack.report.console_table import seal_run
     seal_run(run_dir)

@@ -3,8 +3,8 @@ first) and the batch script of one array. Nothing here runs a command."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 BASELINES, METHODS = "baselines", "methods"   # the arrays of one submission, in submission order
 

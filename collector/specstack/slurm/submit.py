@@ -12,9 +12,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from specstack.errors import UserError
 from specstack.results import layout, run_lock

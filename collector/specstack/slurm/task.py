@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from specstack.errors import UserError
 from specstack.host.gpu import nvidia_smi_host

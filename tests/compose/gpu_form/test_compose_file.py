@@ -20,8 +20,19 @@ from specstack.host.image_ref import pin_problem
 from specstack.host.targets import write_targets
 
 from ...support import HttpStandIn, Prometheus
-from .render import (COMPOSE, LOCK, METHODS, NON_METHOD_PROFILES, PROM_CONFIG, REPO, check_jsonschema,
-                     container_plan, interpolate, lock_env, vllm_services)
+from .render import (
+    COMPOSE,
+    LOCK,
+    METHODS,
+    NON_METHOD_PROFILES,
+    PROM_CONFIG,
+    REPO,
+    check_jsonschema,
+    container_plan,
+    interpolate,
+    lock_env,
+    vllm_services,
+)
 
 pytestmark = pytest.mark.compose
 
@@ -198,7 +209,7 @@ def test_ports_bound_to_localhost_unless_opted_in(raw, resolved):
 
 def test_no_default_passwords_and_grafana_password_from_a_gitignored_file(resolved, raw):
     for name, svc in resolved["services"].items():
-        for key, value in (svc.get("environment") or {}).items():
+        for key, _value in (svc.get("environment") or {}).items():
             if re.search(r"PASSWORD|SECRET|TOKEN|API_KEY", key) and not key.endswith(("__FILE", "_PATH")):
                 pytest.fail(f"{name}: {key} is set in compose.yaml; secrets come from files or the environment")
     env = resolved["services"]["grafana"]["environment"]

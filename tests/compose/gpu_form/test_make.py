@@ -29,8 +29,8 @@ def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack
     tail = collector[collector.index("collector") + 1:]
     assert tail[:9] == ["run", "--runtime", "url", "--url", "http://vllm-suffix:8000", "--method", "suffix",
                         "--run-id", "r1"]
-    assert "--use-aliases" in collector and ["--k", "5"] == tail[tail.index("--k"):tail.index("--k") + 2]
-    assert ["--results", "/results"] == tail[tail.index("--results"):tail.index("--results") + 2]
+    assert "--use-aliases" in collector and tail[tail.index("--k"):tail.index("--k") + 2] == ["--k", "5"]
+    assert tail[tail.index("--results"):tail.index("--results") + 2] == ["--results", "/results"]
     report = next(c for c in calls if step_of(c) == "collector:report")
     assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results", "--seal"]
     # make holds the run's lock; its collector joins it (results/run_lock.py), nothing else of the run may start
