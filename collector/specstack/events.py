@@ -74,7 +74,7 @@ def listening(listener: Listener) -> Iterator[Listener]:
 class Recorder:
     """A listener that keeps every event: for tests and for measuring the harness."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.events: list[tuple[str, dict]] = []
 
     def __call__(self, event: str, fields: dict) -> None:

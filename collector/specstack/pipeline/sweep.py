@@ -171,7 +171,7 @@ def run_schedule(opts: Options, *, report: bool) -> list[dict]:
     run_dir = Path(opts.results_dir) / opts.run_id
     sched, verdict = schedule_for(run_dir, opts.method)
     events.emit("k_per_load.schedule", method=opts.method, schedule=sched, verdict=verdict)
-    if not kpl.runnable(sched):
+    if sched is None or not kpl.runnable(sched):
         console.print(f"K per load: {verdict}; no schedule run")
         entries = []
     else:
