@@ -46,6 +46,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_table(args: argparse.Namespace) -> int:
+    console_table.print_run(args.run_dir)
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("demo", help="the trained set's methods, then eagle3 and MTP on the tiny set, on vLLM (CPU)")
     p.add_argument("--run-id", default=None, help="the trained set's run; the tiny set's is RUN_ID-tiny")
@@ -58,4 +63,4 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("table", help="print the per-task tables of a finished run")
     p.add_argument("run_dir", type=Path)
-    p.set_defaults(func=lambda a: console_table.print_run(a.run_dir) or 0)
+    p.set_defaults(func=_cmd_table)

@@ -25,7 +25,7 @@ def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]
             override = json.loads(args.spec_override)
         except json.JSONDecodeError as e:
             return [(n, None, f"--spec-override is not valid JSON ({e.msg})") for n in names]
-    out = []
+    out: list[tuple[str, dict | None, str | None]] = []
     for name in names:
         try:
             caching = serve_args.prefix_caching_value(args.prefix_caching)
@@ -47,7 +47,7 @@ def _cmd(args: argparse.Namespace) -> int:
         return 2
     reports = []
     for name, plan, error in _plans(args):
-        if error is not None:
+        if error is not None or plan is None:
             report = Report(name, errors=[f"services/methods.toml: {error}"])
         else:
             report = run_checks(plan, deep=args.deep)

@@ -24,7 +24,7 @@ def _cmd_sweep_k(args: argparse.Namespace) -> int:
         results = sweep_k(opts, ks, with_baseline=not args.no_baseline, per_load=args.k_per_load)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     run_dir = Path(opts.results_dir) / opts.run_id
-    out = {"run_id": opts.run_id, "failed": failed, "report": str(run_dir / layout.REPORT_MD),
+    out: dict[str, object] = {"run_id": opts.run_id, "failed": failed, "report": str(run_dir / layout.REPORT_MD),
            "gain_stops": gain_summary(run_dir)}
     if args.k_per_load:
         ran = next((s["method"] for s in results if s["method"] == schedule_name(opts.method)), None)

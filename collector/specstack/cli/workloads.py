@@ -21,7 +21,7 @@ def _cmd(a) -> int:
     if a.datasets:
         paths = [p for spec in map(parse_spec, a.datasets) for p in write_task(a.out, spec, **sizes)]
     else:
-        paths = [p for task in write_defaults(a.out, **sizes).values() for p in task.hashes()]
+        paths = [Path(p) for task in write_defaults(a.out, **sizes).values() for p in task.hashes()]
     for path in paths:
         print(f"{sha256(path)}  {path}")
     return 0

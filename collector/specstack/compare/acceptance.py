@@ -77,7 +77,9 @@ def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
     if not ids:
         return None
     keys = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
-    return tuple(np.asarray([[float(r[i]["spec"].get(k) or 0) for k in keys] for i in ids]) for r in (ra, rb))
+    def rows(r: dict) -> np.ndarray:
+        return np.asarray([[float(r[i]["spec"].get(k) or 0) for k in keys] for i in ids])
+    return rows(ra), rows(rb)
 
 
 def _figure(sums: np.ndarray, figure: str) -> np.ndarray:
@@ -91,7 +93,7 @@ def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_
                      seed: int = st.SEED) -> dict:
     """B/A of the rate or length over the paired requests, and its percentile-bootstrap 95 % interval
     (requests resampled as pairs; none under MIN_REPEATS requests)."""
-    out = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
+    out: dict[str, float | None] = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
     if per_request is None:
         return out
     a, b = per_request

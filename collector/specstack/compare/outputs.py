@@ -3,6 +3,8 @@ text, or the first diverging token in the target's tokenizer (report/equality.py
 tokenizer cannot be loaded on this machine, and the table says so)."""
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.compare.pairing import OUTPUTS, Pair
 from specstack.figures import stats as st
 from specstack.figures.equality import compare_texts, not_compared
@@ -19,7 +21,7 @@ def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,
         blocked = pair.not_comparable(OUTPUTS)
         path = tokenizer or tokenizer_path(pair.a) or tokenizer_path(pair.b)
         tok, unit, used = load_tokenizer(tokenizers, path)
-        s = {"method": pair.method, "label": pair.label, "task": pair.task, "requests_a": 0, "requests_b": 0,
+        s: dict[str, Any] = {"method": pair.method, "label": pair.label, "task": pair.task, "requests_a": 0, "requests_b": 0,
              "compared": 0, "same": 0, "first_divergence_min": None, "unit": unit, "tokenizer": used,
              "verdict": None}
         ra, rb = acceptance_records(pair.a, pair.task), acceptance_records(pair.b, pair.task)
@@ -32,11 +34,12 @@ def output_rows(pairs: list[Pair], tokenizers: Tokenizers | None = None,
         divergences = []
         for a in ra:
             b = theirs.get(a["id"])
-            row = {"method": pair.method, "task": pair.task, "id": a["id"], "same": None,
+            row: dict[str, Any] = {"method": pair.method, "task": pair.task, "id": a["id"], "same": None,
                    "first_token_divergence": None, "first_char_divergence": None, "unit": unit,
                    "finish_reason_a": a["finish_reason"], "finish_reason_b": b["finish_reason"] if b else None,
                    "note": not_compared(a, b, "only in A")}
             if row["note"] is None:
+                assert b is not None   # not_compared names a request B did not answer
                 out = compare_texts(a["text"], b["text"], tok)
                 row.update(same=out["equal"], first_token_divergence=out["first_token_divergence"],
                            first_char_divergence=out["first_char_divergence"])

@@ -105,7 +105,7 @@ def hardware(run: RunData, md: MethodData) -> dict:
     gpus = (gpu or {}).get("gpus") if isinstance(gpu, dict) else None   # host/gpu.py parse_nvidia_smi
     if gpus:
         facts["gpu"] = ", ".join(sorted(str(g.get("name")) for g in gpus if isinstance(g, dict)))
-    cores = {(w.host_load or {}).get("cores") for w in md.record.window_list} - {None}
+    cores = {c for w in md.record.window_list if (c := (w.host_load or {}).get("cores")) is not None}
     facts["cores"] = max(cores) if cores else cpu.get("cores")
     return {k: v for k, v in facts.items() if v}
 

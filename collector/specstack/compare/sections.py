@@ -70,7 +70,7 @@ def _pairs(cmp: Comparison) -> list[tuple]:
         diffs = "; ".join(d.text() + (f" — rules out {', '.join(d.rules_out)}" if d.rules_out else "")
                           for d in p.differences) or "nothing recorded differs"
         body.append([p.label, p.task, diffs, ", ".join(p.unknown) or ""])
-    out = [("table", ["method", "task", "what differs (A → B)", "not recorded on a side"], body)] if body else \
+    out: list[tuple] = [("table", ["method", "task", "what differs (A → B)", "not recorded on a side"], body)] if body else \
         [("p", "**No method × task is present in both runs**: nothing to compare.")]
     if cmp.unmatched:
         out.append(("ul", cmp.unmatched))
@@ -94,7 +94,7 @@ def _outputs(cmp: Comparison) -> list[tuple]:
     head = ["method", "task", "requests A/B", "compared", "same", "first divergence (min)", "unit", "verdict"]
     body = [[s["label"], s["task"], f"{s['requests_a']}/{s['requests_b']}", s["compared"], s["same"],
              fmt.num(s["first_divergence_min"]), s["unit"], s["verdict"]] for s in cmp.outputs_summary]
-    out = [("table", head, body)]
+    out: list[tuple] = [("table", head, body)]
     tok = sorted({s["tokenizer"] for s in cmp.outputs_summary if s["tokenizer"]})
     if tok:
         out.append(("p", "Tokenizer: " + "; ".join(tok)))

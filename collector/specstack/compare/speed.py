@@ -36,6 +36,7 @@ def verdict(iv: st.Interval, higher_is_better: bool) -> str:
         return f"point only ({min(iv.n_num, iv.n_den)} repeats; an interval needs ≥ {st.MIN_REPEATS} a side)"
     if iv.crosses_one:
         return "within noise"
+    assert iv.low is not None   # has_interval
     better = (iv.low > 1.0) == higher_is_better
     return f"changed ({'better' if better else 'worse'})"
 

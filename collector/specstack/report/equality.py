@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specstack.figures import stats as st
-from specstack.figures.equality import compare_texts, divergence_at_baseline, is_near_tie, not_compared
+from specstack.figures.equality import Encoder, compare_texts, divergence_at_baseline, is_near_tie, not_compared
 from specstack.report.acceptance import acceptance_records, distinct_outputs
 from specstack.results.reader import MethodData, RunData
 
@@ -31,7 +31,7 @@ class Tokenizers:
         return self._cache[path]
 
 
-def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[object | None, str, str]:
+def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[Encoder | None, str, str]:
     """(tokenizer or None, the unit divergence indices count in, how a table names what was used)."""
     tok, why = tokenizers.get(path)
     if tok is None:
