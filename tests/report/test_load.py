@@ -88,8 +88,28 @@ def test_frontier_flags_the_points_that_measure_queueing(run):
     assert points[("baseline", "c=1")]["mean_in_flight"] == pytest.approx(1.0)
     assert points[("baseline", "c=1")]["flags"] is None and points[("baseline", "c=4")]["flags"] is None
     late = points[("baseline", "4 req/s")]["flags"]
-    assert "queueing: TTFT p50 400 ms > 3× the lowest-load 40 ms" in late and "fell behind: served 2.50 of 4" in late
+    assert "queueing: TTFT p50 400 ms > 3× the c=1 cell's 40 ms" in late and "fell behind: served 2.50 of 4" in late
     assert points[("baseline", "1 req/s")]["flags"] is None   # served 1.00 of 1 offered
+
+
+def test_a_c1_cell_slower_than_its_higher_loads_is_named_so_never_queueing():
+    """Issue 41 point 5: nothing queues at c=1. A c=1 cell whose TTFT is far above the c=4 cell's was flagged
+    "queueing", against a "lowest-load" cell that was the c=4 one; now the c=1 cell is the reference, named, and
+    its own slowness is flagged as such."""
+    def cell(c, ttft, rate=None):
+        return {"method": "baseline", "task": "chat", "load": "concurrency" if rate is None else "rate",
+                "concurrency": c, "request_rate": rate, "ttft_p50_ms": ttft}
+    c1, c4, c16, r8 = cell(1, 236.0), cell(4, 40.0), cell(16, 400.0), cell(None, 800.0, rate=8.0)
+    same = [c1, c4, c16, r8]
+    lowest = load._lowest_load(same)[("baseline", "chat")]
+    assert lowest is c1
+    assert load._queueing(c1, lowest, same) == ("slow at the lowest load: TTFT p50 236 ms > 3× the c=4 cell's "
+                                                "40 ms (nothing queues at c=1: a stall or a warm-up)")
+    assert load._queueing(c4, lowest, same) is None
+    assert load._queueing(c16, lowest, same) is None                 # 400 ms is not 3× c=1's 236 ms
+    assert load._queueing(r8, lowest, same) == "queueing: TTFT p50 800 ms > 3× the c=1 cell's 236 ms"
+    fast = cell(1, 40.0)
+    assert load._queueing(fast, fast, [fast, c4]) is None            # the reference at its usual speed
 
 
 def test_throughput_at_equal_per_user_speed_interpolates_the_baseline_frontier(run):

@@ -9,7 +9,9 @@ throughput at equal per-user speed" = the method's system tok/s ÷ the baseline'
 other cell faster on both axes) interpolated linearly at the method's per-user speed; no extrapolation outside it.
 
 Validity flags name points that measure queueing rather than decoding:
-- queueing: TTFT p50 above TTFT_QUEUE_FACTOR × the lowest TTFT p50 of the method's cells on the task;
+- queueing: TTFT p50 above TTFT_QUEUE_FACTOR × that of the method's lowest-load cell on the task (its smallest
+  concurrency, else its lowest offered rate), named; the lowest-load cell itself never queues (at c=1 nothing
+  waits), so where its TTFT is that far above a higher-load cell's it is flagged as slow at the lowest load;
 - Little's law: mean requests in flight L = served req/s × mean E2EL; a closed-loop cell should hold its
   concurrency (L off by more than LITTLE_TOLERANCE: ramp-up and drain dominate the window); an open-loop cell
   should serve what was offered (served req/s below (1 − LITTLE_TOLERANCE) × the rate: a queue grew).
@@ -66,11 +68,40 @@ def _basis(rows: list[dict]) -> str:
     return "TPOT" if all(_tpot_usable(r) for r in rows) else "E2EL"
 
 
-def _flags(row: dict, lowest_ttft: float | None) -> list[str]:
-    flags = []
+def _load_order(row: dict) -> tuple:
+    """Lighter load first: closed-loop cells by concurrency, then open-loop cells by offered rate."""
+    return (row["load"] != "concurrency", row.get("concurrency") or 0, row.get("request_rate") or 0)
+
+
+def _lowest_load(cells: list[dict]) -> dict[tuple, dict]:
+    """Per method × task, its lowest-load cell with a TTFT: the reference its queueing is judged against."""
+    out: dict[tuple, dict] = {}
+    for r in sorted((r for r in cells if r.get("ttft_p50_ms")), key=_load_order):
+        out.setdefault((r["method"], r["task"]), r)
+    return out
+
+
+def _queueing(row: dict, lowest: dict | None, same: list[dict]) -> str | None:
     ttft = row.get("ttft_p50_ms")
-    if ttft is not None and lowest_ttft and ttft > TTFT_QUEUE_FACTOR * lowest_ttft:
-        flags.append(f"queueing: TTFT p50 {ttft:.0f} ms > {TTFT_QUEUE_FACTOR:g}× the lowest-load {lowest_ttft:.0f} ms")
+    if ttft is None or lowest is None:
+        return None
+    if row is lowest:   # nothing queues at the lowest load: far slower there than at a higher load is not queueing
+        faster = min((r for r in same if r is not row and r.get("ttft_p50_ms")), default=None,
+                     key=lambda r: r["ttft_p50_ms"])
+        if faster is not None and ttft > TTFT_QUEUE_FACTOR * faster["ttft_p50_ms"]:
+            return (f"slow at the lowest load: TTFT p50 {ttft:.0f} ms > {TTFT_QUEUE_FACTOR:g}× the "
+                    f"{load_text(faster)} cell's {faster['ttft_p50_ms']:.0f} ms (nothing queues at "
+                    f"{load_text(row)}: a stall or a warm-up)")
+        return None
+    base = lowest["ttft_p50_ms"]
+    if ttft > TTFT_QUEUE_FACTOR * base:
+        return f"queueing: TTFT p50 {ttft:.0f} ms > {TTFT_QUEUE_FACTOR:g}× the {load_text(lowest)} cell's {base:.0f} ms"
+    return None
+
+
+def _flags(row: dict, lowest: dict | None, same: list[dict]) -> list[str]:
+    queueing = _queueing(row, lowest, same)
+    flags = [queueing] if queueing else []
     served, e2el = row.get("request_throughput"), row.get("e2el_mean_ms")
     if served is None:
         return flags
@@ -90,11 +121,7 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
     """One point per method × task × cell (closed and open loop), with its flags and, for a speculative method,
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
-    lowest: dict[tuple, float] = {}   # the lowest TTFT p50 of a method's cells on a task (its low-load value)
-    for r in cells:
-        if r.get("ttft_p50_ms"):
-            key = (r["method"], r["task"])
-            lowest[key] = min(lowest.get(key, r["ttft_p50_ms"]), r["ttft_p50_ms"])
+    lowest = _lowest_load(cells)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
     rows = []
     for r in cells:
@@ -107,7 +134,9 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
                      "per_user_basis": basis[r["task"]],
                      "ttft_p50_ms": r.get("ttft_p50_ms"), "served_req_s": served,
                      "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
-                     "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])))) or None})
+                     "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])),
+                                               [c for c in cells if (c["method"], c["task"]) == (r["method"], r["task"])]))
+                     or None})
     def measured(method: str, task: str) -> list[dict]:
         return [p for p in rows if p["method"] == method and p["task"] == task and p["per_user_tok_s"] is not None
                 and p["system_tok_s"] is not None]

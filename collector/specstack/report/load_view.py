@@ -175,8 +175,9 @@ def _definitions() -> list[str]:
         "ITL cannot stand in: a speculative step streams its accepted tokens as one chunk). System tok/s = bench's "
         "output throughput. System × at equal per-user speed = the method's system tok/s ÷ the baseline's "
         "frontier interpolated at the method's per-user speed; n/a outside the baseline's measured range.",
-        f"Flags: queueing = TTFT p50 above {TTFT_QUEUE_FACTOR:g}× the lowest TTFT p50 of the method's cells on the "
-        f"task; Little's law = mean in flight (served req/s × mean E2EL) off the concurrency by more than "
+        f"Flags: queueing = TTFT p50 above {TTFT_QUEUE_FACTOR:g}× that of the method's lowest-load cell on the task "
+        "(named; its smallest concurrency, else its lowest rate); slow at the lowest load = that cell's own TTFT p50 "
+        f"above {TTFT_QUEUE_FACTOR:g}× a higher-load cell's (nothing queues at c=1: a stall or a warm-up); Little's law = mean in flight (served req/s × mean E2EL) off the concurrency by more than "
         f"{LITTLE_TOLERANCE:.0%} (closed loop), or served req/s more than {LITTLE_TOLERANCE:.0%} below the offered "
         "rate (open loop). A flagged point measures queueing or ramp effects as much as decoding.",
     ]
