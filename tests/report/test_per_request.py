@@ -137,6 +137,12 @@ def test_a_tpot_just_past_the_aggregate_boundary_is_degenerate_from_its_requests
     md = render.render_markdown(sections.blocks(rep))
     assert "2.78×" not in md and "| no ratio ‡ |" in md
     assert "· E2EL p50 1.04×" in next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    # issue 41 point 2: the TTFT of a row that read answers in a burst holds decode time, and says so
+    latency = [line for line in md.splitlines() if line.startswith("| ngram | 1 |")]
+    assert len(latency) == 1 and latency[0].split("|")[7].strip().endswith("‡"), latency
+    assert not next(line for line in md.splitlines() if line.startswith("| baseline | 1 |")).split("|")[7].strip() \
+        .endswith("‡")
+    assert "On a TTFT: the row's own cells read answers in a burst" in md
     # the note says how much of which side was read in a burst, not that "answers arrived in a burst"
     assert r["tpot_burst_method"] == "8 of 16 requests read in a burst" and r["tpot_burst_baseline"] is None
     assert ("TPOT degenerate on the method's side (8 of 16 requests read in a burst): verdict on E2EL"

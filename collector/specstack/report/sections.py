@@ -197,7 +197,7 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
                    interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _stall_mark(r)),
                   r["throughput_verdict"],
-                  num(r["tpot_p50_ms"]) + (" ‡" if r.get("tpot_degenerate_method", r["tpot_degenerate"]) else ""),
+                  num(r["tpot_p50_ms"]) + (" ‡" if _read_in_burst(r) else ""),
                   _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
                   num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
@@ -208,7 +208,8 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
                           "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
-                  _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft"), _pcts(r, "e2el")] for r in speed]))
+                  _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft") + (" ‡" if _read_in_burst(r) else ""), _pcts(r, "e2el")]
+                 for r in speed]))
     if any(r["tpot_degenerate"] for r in speed):
         out.append(("p", "‡ TPOT degenerate (on a TPOT p50: in that row's own cells; on \"no ratio\": in the "
                          "method's or the baseline's): in a repeat of the cell a request's chunks were "
@@ -219,7 +220,9 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                          "1 ms per token). From bench's per-request data (--save-detailed); a bundle without it "
                          "uses the aggregate rule: TPOT p50 × (tokens − 1) under a tenth of E2EL p50. No TPOT "
                          "ratio is printed for such a row, its verdict rests on E2EL at the same fixed output "
-                         "length, and it has no efficiency."))
+                         "length, and it has no efficiency. On a TTFT: the row's own cells read answers in a burst, "
+                         "so its TTFT holds decode time too (TTFT ≈ E2EL for those requests): not a time to first "
+                         "token."))
     if any(r.get("stalled") for r in speed):
         out.append(("p", "⚠ stall: in a repeat of the row (method or baseline) bench's per-request data shows a "
                          "pause in sending (a request sent later than its free slot by more than "
@@ -240,6 +243,11 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                          "method's own cell has a degenerate TPOT (then its TPOT is no per-token time either, and "
                          "the ITL cannot be checked against it)."))
     return out
+
+
+def _read_in_burst(r: dict) -> bool:
+    """The row's own cells read answers in a burst (its TPOT is degenerate on its side, not only its baseline's)."""
+    return bool(r.get("tpot_degenerate_method", r["tpot_degenerate"]))
 
 
 def crossover_table(rep: Report, task: str) -> list[tuple]:
