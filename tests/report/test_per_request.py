@@ -176,6 +176,29 @@ def test_a_verdict_shows_mean_and_p95_beside_the_median_and_flags_a_skewed_tail(
     assert _tail(1.02, 1.0, 0.99) is False and _tail(0.9, 0.97, None) is False and _tail(0.9, 1.06) is True
 
 
+@pytest.mark.parametrize(("requests", "disagrees"), [(16, False), (200, True)])
+def test_a_p95_marked_unstable_never_decides_that_the_tail_disagrees(tmp_path, requests, disagrees):
+    """Issue 41 point 4: with 16 requests a repeat the p95 is † (fewer than 10 requests beyond it) and says
+    nothing; only a stable one (≥ 200 requests) may call the median's verdict into question."""
+    run_dir = tmp_path / f"p95-{requests}"
+    run_dir.mkdir()
+    out = requests * 64
+    base = {("chat", 1): [(0.001, 100.0, {"e2el": 102.0, "completed": requests, "out_tokens": out})]}
+    spec = {("chat", 1): [(0.001, 101.0, {"e2el": 100.0, "acc_len": 2.0, "completed": requests,
+                                          "out_tokens": out})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=base, texts=TEXTS)
+    write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts=TEXTS, acceptance={"chat": ACC})
+    # the median and the mean agree (1.02×, faster); only the p95 says slower (0.45×)
+    for method, fields in (("ngram", {"mean_e2el_ms": 100.0, "p95_e2el_ms": 275.8}),
+                           ("baseline", {"mean_e2el_ms": 102.0, "p95_e2el_ms": 123.6})):
+        f = run_dir / method / "bench" / "chat-c1-r0.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), **fields}))
+    r = _row(build.build(run_dir, with_plots=False).speed, method="ngram")
+    assert r["requests_per_repeat"] == requests and r["e2el_p95_unstable"] is (requests < 200)
+    assert r["latency_p95_speedup"] == pytest.approx(123.6 / 275.8)
+    assert r["tail_disagrees"] is disagrees
+
+
 def _tail(median, *others):
     from specstack.report.speed import _tail_disagrees
     return _tail_disagrees(median, *others)

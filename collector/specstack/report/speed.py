@@ -342,7 +342,10 @@ def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict],
     row["latency_statistic"] = f"p50 over requests, {over_repeats(len(ok))}"
     row["latency_mean_speedup"] = row.get(f"{basis.lower()}_mean_speedup")
     row["latency_p95_speedup"] = row.get(f"{basis.lower()}_p95_speedup")
-    row["tail_disagrees"] = _tail_disagrees(latency.point, row["latency_mean_speedup"], row["latency_p95_speedup"],
+    # a p95 the report marks † (too few requests beyond it in a repeat, on either side) decides nothing
+    p95_stable = not st.unstable(95, min(_vals(ok + bok, "completed"), default=None))
+    row["tail_disagrees"] = _tail_disagrees(latency.point, row["latency_mean_speedup"],
+                                            row["latency_p95_speedup"] if p95_stable else None,
                                             row.get("throughput_speedup"))
     row["tpot_spread"] = st.relative_mad(_vals(ok, key))
     row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None

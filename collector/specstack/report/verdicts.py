@@ -56,7 +56,9 @@ def legend(matrix_text: str) -> list[str]:
         ("⚠ not comparable", MARKS["not comparable"]),
         (TRUSTED.strip(), MARKS["trust-server"]),
         ("⚠ tail disagrees", "⚠ tail disagrees: the p50 latency ratio lies on one side of 1.0× and the mean, the "
-                             "p95 or the throughput ratio on the other (by more than 5 %): the median hides a tail."),
+                             "p95 or the throughput ratio on the other (by more than 5 %): the median hides a tail. "
+                             f"The p95 counts only where it is stable (≥ {st.min_samples(95)} requests a repeat on "
+                             "both sides; a † p95 decides nothing)."),
         ("⚠ stall", "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): "
                     "a pause in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the "
                     "speed table's note says which); the load average cannot see it."),
