@@ -1,4 +1,4 @@
-"""Issue 29 point 5: a cross-check count names its independent identities and shows the trivial ones apart
+"""Issue 29 point 5 (and 41 point 8: named for what they are): a cross-check count names its per-request identities and shows the trivial ones apart
 (constructed windows whose kinds are known)."""
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ def test_each_check_is_counted_in_its_kind():
     # warm-up: 3 sums + 4 positions + 1 internal, of which only steps and drafts are not 0 = 0; acceptance: 3 sums
     # + 4 positions (2 of them 0 = 0) + 1 internal; bench: 3 completeness, 3 + 4 rates from bench's own /metrics
     # reading (2 of the rates 0 = 0)
-    assert by == {crosscheck.INDEPENDENT: 5, crosscheck.COMPLETENESS: 3, crosscheck.SAME_COUNTERS: 5,
+    assert by == {crosscheck.PER_REQUEST: 5, crosscheck.COMPLETENESS: 3, crosscheck.SAME_COUNTERS: 5,
                   crosscheck.INTERNAL: 1, crosscheck.TRIVIAL: 10, crosscheck.WARMUP: 2}
     assert sum(by.values()) == sum(len(w["checks"]) for w in summary["windows"])
-    assert crosscheck.label(summary) == ("5 independent (+ 3 completeness, 5 same counters, 1 /metrics internal, "
+    assert crosscheck.label(summary) == ("5 per-request vs counters (+ 3 completeness, 5 same counters, 1 /metrics internal, "
                                          "10 trivial (0 = 0), 2 warm-up)")
 
 
@@ -48,7 +48,7 @@ def test_a_baseline_says_completeness_only_and_the_console_ticks_it():
     base = {"method": "baseline", "status": "ok", "baseline_method": None, "tasks": {"code": {"bench": []}},
             "windows": [_window("bench/code-c1-r0", "bench", crosscheck_bench_answers(bench, 4, 256, 64))],
             "crosscheck": {"ok": True, "checks": 3, "mismatches": []}}
-    assert crosscheck.label(base) == "3 completeness; no independent identity"
+    assert crosscheck.label(base) == "3 completeness; no per-request identity"
     out = Console(record=True, width=250)
     out.print(console_table.task_table({"baseline": base}, "code"))
     row = next(line for line in out.export_text().splitlines() if line.strip("│ ").startswith("baseline"))

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from specstack.results.summary import Summary, Window
 
-INDEPENDENT = "independent"     # a per-request figure from the responses against a /metrics delta of the window
+# A per-request figure from the responses against a /metrics delta of the window. Not independent: both are the
+# engine's own bookkeeping (what it attaches to each response, what it counts), so they agree when the engine is
+# consistent with itself; no outside measurement of what was drafted or accepted exists to check them against.
+PER_REQUEST = "per-request vs counters"
 COMPLETENESS = "completeness"   # bench's own count of answers / tokens against the server's counters
 SAME_COUNTERS = "same counters"  # bench's spec_decode_* fields: bench read the same /metrics counters itself
 INTERNAL = "/metrics internal"  # one /metrics delta against another (the counters agree among themselves)
 TRIVIAL = "trivial (0 = 0)"     # both sides 0: holds whatever the engine did
 WARMUP = "warm-up"              # the warm-up window: no measured request in it
 
-KINDS = (INDEPENDENT, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
+KINDS = (PER_REQUEST, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
 
 
 def kind(window: Window, check: dict) -> str:
@@ -30,7 +33,7 @@ def kind(window: Window, check: dict) -> str:
         return COMPLETENESS
     if name.startswith("Σ_p Δ"):
         return INTERNAL
-    return INDEPENDENT
+    return PER_REQUEST
 
 
 def counts(summary: Summary | dict) -> dict[str, int]:
@@ -43,10 +46,10 @@ def counts(summary: Summary | dict) -> dict[str, int]:
 
 
 def label(summary: Summary | dict) -> str:
-    """"exact: 40 independent (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)"; the
-    independent ones first, the rest apart. A baseline says "completeness only"."""
+    """"40 per-request vs counters (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)";
+    the per-request identities first, the rest apart. A baseline says "completeness only"."""
     by = counts(summary)
-    rest = ", ".join(f"{n} {k}" for k, n in by.items() if n and k != INDEPENDENT)
-    if not by[INDEPENDENT]:
-        return f"{rest or 'none'}; no independent identity" if by[COMPLETENESS] else (rest or "none")
-    return f"{by[INDEPENDENT]} independent" + (f" (+ {rest})" if rest else "")
+    rest = ", ".join(f"{n} {k}" for k, n in by.items() if n and k != PER_REQUEST)
+    if not by[PER_REQUEST]:
+        return f"{rest or 'none'}; no per-request identity" if by[COMPLETENESS] else (rest or "none")
+    return f"{by[PER_REQUEST]} {PER_REQUEST}" + (f" (+ {rest})" if rest else "")

@@ -112,6 +112,14 @@ def methods_table(rep: Report) -> list[tuple]:
                                                             if r["crosscheck_ok"] else "MISMATCH"),
                   r["prometheus_view"] or "n/a"]
                  for r in rep.methods]))
+    if any(r["crosscheck_kinds"] for r in rep.methods):
+        out.append(("p", "Cross-check kinds: per-request vs counters = a sum of the per-request metrics vLLM "
+                         "attaches to each response against a delta of its /metrics counters over the same window. "
+                         "Both are the engine's own bookkeeping, two views of it: they catch an engine, a scrape or "
+                         "a harness that loses or double-counts, not a drafter that misreports what it did. "
+                         "completeness = bench's own count of answers and tokens against the server's; same "
+                         "counters = bench's spec_decode_* fields, read from the same /metrics; /metrics internal "
+                         "= one counter delta against another; trivial = 0 = 0; warm-up = the warm-up window."))
     if any(r.get("model_runner_basis") or r.get("async_scheduling_basis") for r in rep.methods):
         out.append(("p", "How each server fact is known (the evidence, the log line, is in each summary's "
                          "server.evidence): observed = the engine stated it in its log (\"Using V2 Model Runner\", "
