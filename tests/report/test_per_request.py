@@ -77,6 +77,11 @@ def test_a_stalled_baseline_cell_marks_every_ratio_built_on_it(tmp_path):
     speed_line = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 4 |"))
     assert "2.12× ⚠ stall" in speed_line and "⚠ stall (baseline r0: 3 request(s) sent late" in speed_line
     assert "⚠ stall: in a repeat of the row" in md
+    # issue 41 point 3: the crossover over c = 1, 4 rests on the stalled c=4 cell too, and says so
+    (cross,) = [r for r in rep.crossover if r["method"] == "ngram"]
+    assert cross["stalled_concurrencies"] == "4"
+    assert cross["throughput_text"].endswith("⚠ rests on a stall at c=4 (the speed table names it)")
+    assert cross["tpot_text"].endswith("⚠ rests on a stall at c=4 (the speed table names it)")
     console = Console(record=True, width=250)
     console_table.print_run(run_dir, console)
     out = console.export_text()

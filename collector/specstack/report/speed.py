@@ -440,9 +440,16 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
                              f" (on E2EL at c={', '.join(f'{c:g}' for c in on_e2el)}: TPOT degenerate there)")
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
+        # a verdict over the concurrencies rests on every cell of them: a stalled one is named here too
+        stalled = sorted(r["concurrency"] for r in mine if r.get("stalled"))
+        if stalled:
+            mark = f" ⚠ rests on a stall at c={', '.join(f'{c:g}' for c in stalled)} (the speed table names it)"
+            tpot["text"] += mark
+            tput["text"] += mark
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
                      "tpot_text": tpot["text"], "latency_basis": basis, "throughput_kind": tput["kind"],
-                     "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"]})
+                     "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"],
+                     "stalled_concurrencies": ",".join(f"{c:g}" for c in stalled) or None})
     return rows

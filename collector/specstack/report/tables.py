@@ -52,7 +52,7 @@ COLUMNS: dict[str, list[str]] = {
     "crossover": ["method", "label", "baseline", "task", "comparable", "server_contradicted", "tpot_kind",
                   "tpot_crossover_concurrency",
                   "tpot_text", "latency_basis",
-                  "throughput_kind", "throughput_crossover_concurrency", "throughput_text"],
+                  "throughput_kind", "throughput_crossover_concurrency", "throughput_text", "stalled_concurrencies"],
     "acceptance": ["method", "label", "baseline", "task", "target", "k", "comparable", "server_contradicted",
                    "acceptance_rate",
                    "mean_acceptance_length",
