@@ -29,6 +29,7 @@ import numpy as np
 SEED = 20251018          # fixed: the report of one bundle is reproducible byte for byte
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
+BATCHING_GAIN_MIN = 1.10  # a c > 1 cell serving under this × its own c=1 throughput gained nothing from c
 MIN_TAIL = 10            # samples that must lie beyond a percentile for it to count as stable
 GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
 MIN_REPEATS = 3          # fewer repeats (or sessions) on either side: no interval, the point estimate only

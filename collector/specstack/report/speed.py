@@ -218,7 +218,30 @@ def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
             theirs = _by_load(bench_cells(base, task), load) if base else {}
             for point in sorted(mine):
                 rows.append(_cell_row(md, base, task, (load, point), mine[point], theirs.get(point, [])))
+    if load == "concurrency":
+        _batching_gain(rows)
     return rows
+
+
+def _batching_gain(rows: list[dict]) -> None:
+    """Marks the c > 1 cells whose side (method or baseline) served no more than at c=1: the server did not batch,
+    or the client starved it (answers read in a burst). A ratio there compares a stalled pipeline, however clean
+    its number looks (seen: eagle3 chat c=4 at 0.16×, its throughput 1.04× its own c=1)."""
+    at_c1 = {(r["method"], r["task"]): r["output_throughput"] for r in rows if r["concurrency"] == 1}
+    for r in rows:
+        r["no_batching_gain"] = None
+        if not r["concurrency"] or r["concurrency"] <= 1:
+            continue
+        sides = {"method": (r["output_throughput"], at_c1.get((r["method"], r["task"])))}
+        if r["baseline"]:
+            sides["baseline"] = (r["baseline_output_throughput"], at_c1.get((r["baseline"], r["task"])))
+        flat = [f"{side} {tp / one:.2f}× its c=1" for side, (tp, one) in sides.items()
+                if tp and one and tp < st.BATCHING_GAIN_MIN * one]
+        if flat:
+            r["no_batching_gain"] = "; ".join(flat)
+            r["note"] = "; ".join(x for x in (r.get("note"), f"no batching gain at c={r['concurrency']:g}: "
+                                              + "; ".join(flat) + " (the server did not batch, or the client "
+                                              "starved it)") if x)
 
 
 def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict],

@@ -59,6 +59,10 @@ def legend(matrix_text: str) -> list[str]:
                              "p95 or the throughput ratio on the other (by more than 5 %): the median hides a tail. "
                              f"The p95 counts only where it is stable (≥ {st.min_samples(95)} requests a repeat on "
                              "both sides; a † p95 decides nothing)."),
+        ("⚠ no batching gain", f"⚠ no batching gain: at this c > 1 a side (method or baseline) served under "
+                               f"{st.BATCHING_GAIN_MIN:g}× its own c=1 throughput: the server did not batch, or the "
+                               "client starved it; the ratio compares a stalled pipeline (the speed table's note "
+                               "says which side)."),
         ("⚠ stall", "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): "
                     "a pause in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the "
                     "speed table's note says which); the load average cannot see it."),
@@ -88,6 +92,8 @@ def _verdict_cell(r: dict) -> str:
         text += " ⚠ unstable repeats"
     if r.get("server_contradicted"):   # on every cell, not only the row's name: a verdict is read on its own
         text += TRUSTED
+    if r.get("no_batching_gain"):
+        text += " ⚠ no batching gain"
     if r.get("host_busy"):
         loads = [v for v in (r.get("host_load_per_core"), r.get("baseline_host_load_per_core")) if v is not None]
         text += f" ⚠ busy host (load {max(loads):.2f} per core)"
