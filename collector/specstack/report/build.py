@@ -30,6 +30,7 @@ from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
 from specstack.report.tables import table_bytes
+from specstack.report.time_breakdown import breakdown_rows
 from specstack.results import archive, layout
 from specstack.results.files import atomic_write_bytes, atomic_write_text
 from specstack.results.reader import EAGER_NOTE, RunData, load_run
@@ -99,6 +100,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.capacity = load.capacity_rows(run)
     report.summary_findings = findings.rows(run.findings)
     report.loops = loop_rows(run)
+    report.time_breakdown = breakdown_rows(run)
     if with_plots:
         with plots.stamped(EAGER_NOTE if run.eager_smoke else None, report.plot_captions):
             plots.make_all(report)

@@ -20,6 +20,7 @@ from specstack.report.placement import placement
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
 from specstack.report.speed import PERCENTILES
+from specstack.report.time_breakdown import breakdown_table
 from specstack.report.verdicts import label as _label
 from specstack.report.verdicts import verdict
 from specstack.results.layout import REPORT_DIR
@@ -601,7 +602,8 @@ def how_to_read(rep: Report) -> list[tuple]:
 
 
 # The report, top to bottom.
-SECTIONS = (header, verdict, methods_table, placement, tasks, load_section, k_sweep, acceptance_plots, how_to_read)
+SECTIONS = (header, verdict, methods_table, placement, tasks, load_section, k_sweep, acceptance_plots, breakdown_table,
+            how_to_read)
 
 
 def blocks(rep: Report) -> list[tuple]:

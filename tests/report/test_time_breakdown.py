@@ -1,0 +1,63 @@
+"""Issue 42, the breakdown: per method its server start (vLLM's own start-up phases beside it), its windows by
+phase, and the harness's time, which is neither; summed over the run. Read from the summaries alone."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specstack.report import build, render, sections, tables
+from tests.bundles import manifest, write_method
+
+pytestmark = pytest.mark.unit
+
+TEXTS = {"code": {"r0": ("a b", "stop")}}
+
+
+def _timed(run_dir, method: str, ready: float, total: float, windows: dict[str, float], startup: dict | None) -> None:
+    """Give the method's summary the timings and window spans a real run records."""
+    path = run_dir / method / "summary.json"
+    s = json.loads(path.read_text())
+    t, spans = 1000.0, []
+    for phase, seconds in windows.items():
+        spans.append({"name": f"{phase}/x", "phase": phase, "start": t, "end": t + seconds, "checks": []})
+        t += seconds + 0.5
+    s["windows"] = spans
+    s["timings"] = {"server_ready": ready, "total": total}
+    if startup:
+        s["server"]["startup"] = startup
+    path.write_text(json.dumps(s))
+
+
+def test_each_method_s_time_is_start_windows_and_the_harness_rest(tmp_path):
+    run_dir = tmp_path / "t"
+    run_dir.mkdir()
+    cells = {("code", 1): [(10.0, 100.0, {})]}
+    write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts=TEXTS)
+    write_method(run_dir, "ngram", baseline="baseline", cells={("code", 1): [(8.0, 120.0, {"acc_len": 2.0})]},
+                 texts=TEXTS)
+    manifest(run_dir, {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")})
+    _timed(run_dir, "baseline", 224.0, 300.0, {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0},
+           {"mode": "compile", "load": 12.0, "compile": 60.0, "warmup": 136.0, "graph_capture": 8.0})
+    _timed(run_dir, "ngram", 102.0, 200.0, {"warmup": 3.0, "acceptance": 30.0, "bench": 61.0}, None)
+    rep = build.build(run_dir, with_plots=False)
+    rows = {r["method"]: r for r in rep.time_breakdown}
+    base, ngram = rows["baseline"], rows["ngram"]
+    assert base["windows_s"] == pytest.approx(64.0) and base["harness_s"] == pytest.approx(12.0)
+    assert base["harness_share"] == pytest.approx(0.04) and base["startup_warmup_s"] == 136.0
+    assert ngram["bench_windows_s"] == pytest.approx(61.0) and ngram["harness_s"] == pytest.approx(4.0)
+    assert ngram["startup_compile_s"] is None
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| baseline | 300.0 | 224.0 (12.0 / 60.0 / 136.0 / 8.0) | 4.0 | 20.0 | 0.0 | 40.0 | 12.0 (4.0 %) |" in md
+    assert "| **all methods** | 500.0 | 326.0 |  |  |  | 158.0 (every window) | 16.0 (3.2 %) |" in md
+    csv, _ = tables.table_bytes("time_breakdown", rep.time_breakdown)
+    assert csv.decode().splitlines()[0].split(",") == tables.COLUMNS["time_breakdown"]
+
+
+def test_a_bundle_without_timings_has_no_breakdown(tmp_path):
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})]}, texts=TEXTS)
+    manifest(run_dir, {"baseline": {"status": "ok", "dir": "baseline", "error": None}})
+    rep = build.build(run_dir, with_plots=False)
+    assert rep.time_breakdown == [] and "Where the run's time went" not in render.render_markdown(sections.blocks(rep))
