@@ -66,7 +66,7 @@ def breakdown_table(rep: Report) -> list[tuple]:
                                               " (" + " / ".join(num(p, 1) for p in parts) + ")")
     body = [[label(r), num(r["total_s"], 1), startup(r), *[num(r[f"{p}_windows_s"], 1) for p in PHASES],
              f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])})"] for r in rows]
-    body.append(["**all methods**", num(whole["total_s"], 1), num(whole["server_start_s"], 1), "", "", "",
+    body.append(["all methods", num(whole["total_s"], 1), num(whole["server_start_s"], 1), "", "", "",
                  num(whole["windows_s"], 1) + " (every window)",
                  f"{num(whole['harness_s'], 1)} ({pct(whole['harness_share'])})"])
     return [("h2", "Where the run's time went"),
