@@ -1,4 +1,4 @@
-"""Issue 41 point 6: the worst result looked clean. eagle3 chat c=4 read 0.16× with no mark, while its own
+"""Cells a careful reviewer would not sign, named (issue 41 points 1 and 6). Point 6: the worst result looked clean. eagle3 chat c=4 read 0.16× with no mark, while its own
 throughput at c=4 was 1.04× its c=1 (the server did not batch, or the client starved it): a c > 1 cell whose side
 gained nothing from the concurrency is named in the speed table's note, the verdict matrix and speed.csv."""
 from __future__ import annotations
@@ -43,3 +43,28 @@ def test_a_c4_cell_that_served_what_c1_did_is_marked(tmp_path):
 def test_a_c4_cell_that_gained_from_batching_is_not(tmp_path):
     rows = _rows(tmp_path, 260.0)   # 2.6× its c=1: batched, however much slower than the baseline
     assert rows[("eagle3", 4)]["no_batching_gain"] is None and "no batching gain" not in rows["md"]
+
+
+def test_a_win_beyond_tokens_per_pass_against_a_slow_c1_baseline_is_named(tmp_path):
+    """Issue 41 point 1: the chat baseline's c=1 cell was slower per request than its own c=4 (mean E2EL 236
+    against 172 ms), so ngram 'won' at c=1 by 1.23×, more than its tokens per target pass allow even with free
+    drafting. Both are named on the row, in the verdict matrix and in speed.csv."""
+    run_dir = tmp_path / "bound"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
+                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
+                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
+                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    rep = build.build(run_dir, with_plots=False)
+    rows = {(r["method"], r["concurrency"]): r for r in rep.speed}
+    c1 = rows[("ngram", 1)]
+    assert c1["tokens_per_target_pass"] < 1.1 and c1["throughput_speedup"] == pytest.approx(1.23)
+    assert c1["beyond_bound"].startswith("1.23× > ") and "a free drafter allows" in c1["note"]
+    assert c1["slow_c1"] == "baseline's c=1 slower per request than its c=4 (mean E2EL 236 against 172 ms)"
+    assert rows[("baseline", 1)]["slow_c1"] == c1["slow_c1"] and rows[("ngram", 4)]["slow_c1"] is None
+    assert rows[("ngram", 4)]["beyond_bound"] is None            # 0.95×: within what drafting can give
+    md = render.render_markdown(sections.blocks(rep))
+    matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
+    assert matrix.count("⚠ beyond bound") == 1 and matrix.count("⚠ slow c=1") == 1
+    assert "⚠ beyond bound: the throughput ratio exceeds" in md and "⚠ slow c=1: a c=1 cell" in md

@@ -29,6 +29,7 @@ import numpy as np
 SEED = 20251018          # fixed: the report of one bundle is reproducible byte for byte
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
+BOUND_TOLERANCE = 1.02     # a throughput ratio 2 % above tokens per target pass is beyond what drafting can give
 BATCHING_GAIN_MIN = 1.10  # a c > 1 cell serving under this × its own c=1 throughput gained nothing from c
 MIN_TAIL = 10            # samples that must lie beyond a percentile for it to count as stable
 GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"

@@ -220,7 +220,50 @@ def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
                 rows.append(_cell_row(md, base, task, (load, point), mine[point], theirs.get(point, [])))
     if load == "concurrency":
         _batching_gain(rows)
+        _slow_c1(rows)
+    for r in rows:
+        _beyond_bound(r)
     return rows
+
+
+def _add_note(row: dict, text: str) -> None:
+    row["note"] = "; ".join(x for x in (row.get("note"), text) if x)
+
+
+def _beyond_bound(r: dict) -> None:
+    """A throughput ratio above the method's tokens per target pass: more than a drafter that cost nothing could
+    give, so the baseline's cell was slow, not the method fast (seen: ngram 1.23× with a bound of 1.09, against a
+    c=1 baseline slower per request than its own c=4)."""
+    bound, ratio = r.get("tokens_per_target_pass"), r.get("throughput_speedup")
+    r["beyond_bound"] = None
+    if bound and ratio and ratio > bound * st.BOUND_TOLERANCE:
+        r["beyond_bound"] = f"{ratio:.2f}× > {bound:.2f} tokens per target pass"
+        _add_note(r, f"throughput {ratio:.2f}× is above the {bound:.2f}× a free drafter allows (its tokens per "
+                     "target pass): not physically the method's; the baseline's cell was slow")
+
+
+def _slow_c1(rows: list[dict]) -> None:
+    """Names a c=1 cell slower per request than the same server's higher-concurrency cells (mean E2EL above theirs:
+    at c=1 nothing waits, so a stall or a warm-up), on its own row and on every row compared with it."""
+    slow: dict[tuple, str] = {}
+    for r in rows:
+        if r["concurrency"] == 1 and r.get("e2el_mean_ms"):
+            higher = [x for x in rows if (x["method"], x["task"]) == (r["method"], r["task"])
+                      and (x["concurrency"] or 0) > 1 and x.get("e2el_mean_ms")]
+            faster = min(higher, key=lambda x: x["e2el_mean_ms"], default=None)
+            if faster is not None and r["e2el_mean_ms"] > faster["e2el_mean_ms"]:
+                slow[(r["method"], r["task"])] = (f"{r['method']}'s c=1 slower per request than its c="
+                                                 f"{faster['concurrency']:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
+                                                 f"against {faster['e2el_mean_ms']:.0f} ms)")
+    for r in rows:
+        r["slow_c1"] = None
+        if r["concurrency"] != 1:
+            continue
+        found = [slow[k] for k in ((r["method"], r["task"]), (r["baseline"], r["task"])) if k in slow]
+        if found:
+            r["slow_c1"] = "; ".join(found)
+            _add_note(r, "; ".join(found) + ": nothing waits at c=1, so a stall or a warm-up; a ratio against "
+                         "it is inflated or deflated by that")
 
 
 def _batching_gain(rows: list[dict]) -> None:
@@ -239,9 +282,8 @@ def _batching_gain(rows: list[dict]) -> None:
                 if tp and one and tp < st.BATCHING_GAIN_MIN * one]
         if flat:
             r["no_batching_gain"] = "; ".join(flat)
-            r["note"] = "; ".join(x for x in (r.get("note"), f"no batching gain at c={r['concurrency']:g}: "
-                                              + "; ".join(flat) + " (the server did not batch, or the client "
-                                              "starved it)") if x)
+            _add_note(r, f"no batching gain at c={r['concurrency']:g}: " + "; ".join(flat)
+                      + " (the server did not batch, or the client starved it)")
 
 
 def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict],

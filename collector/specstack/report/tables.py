@@ -44,7 +44,7 @@ COLUMNS: dict[str, list[str]] = {
               "e2el_mean_speedup", "e2el_p95_speedup", "tpot_degenerate", "tpot_degenerate_method",
               "tpot_degenerate_baseline", "tpot_burst_method", "tpot_burst_baseline", "latency_basis", "latency_statistic",
               "latency_speedup", "latency_speedup_low", "latency_speedup_high", "latency_mean_speedup",
-              "latency_p95_speedup", "tail_disagrees", "stall", "stalled", "no_batching_gain", "verdict", "stability",
+              "latency_p95_speedup", "tail_disagrees", "stall", "stalled", "no_batching_gain", "beyond_bound", "slow_c1", "verdict", "stability",
               "tpot_spread", "baseline_tpot_spread", "host_load_per_core", "baseline_host_load_per_core",
               "host_busy", "itl_degenerate",
               "tokens_per_target_pass", "drafting_share", "efficiency", "efficiency_verify_steps", "preemptions",

@@ -63,6 +63,12 @@ def legend(matrix_text: str) -> list[str]:
                                f"{st.BATCHING_GAIN_MIN:g}× its own c=1 throughput: the server did not batch, or the "
                                "client starved it; the ratio compares a stalled pipeline (the speed table's note "
                                "says which side)."),
+        ("⚠ beyond bound", "⚠ beyond bound: the throughput ratio exceeds the method's tokens per target pass (by "
+                           f"more than {st.BOUND_TOLERANCE - 1:.0%}), more than a drafter that cost nothing could "
+                           "give: the baseline's cell was slow, not the method fast."),
+        ("⚠ slow c=1", "⚠ slow c=1: a c=1 cell (the method's or its baseline's) was slower per request than the same "
+                       "server at a higher concurrency (mean E2EL); nothing waits at c=1, so a stall or a warm-up "
+                       "sits in that cell and in every ratio against it."),
         ("⚠ stall", "⚠ stall: bench's per-request data shows a stall in a repeat of the cell (method or baseline): "
                     "a pause in sending, a TTFT/E2EL outlier, or c > 1 slower than one request after another (the "
                     "speed table's note says which); the load average cannot see it."),
@@ -84,6 +90,12 @@ def _verdict_cell(r: dict) -> str:
             f"{interval(r['throughput_speedup_low'], r['throughput_speedup_high'])}")
     if r.get("tail_disagrees"):
         text += " ⚠ tail disagrees"
+    if r.get("no_batching_gain"):
+        text += " ⚠ no batching gain"
+    if r.get("beyond_bound"):
+        text += " ⚠ beyond bound"
+    if r.get("slow_c1"):
+        text += " ⚠ slow c=1"
     if r.get("stalled"):
         text += " ⚠ stall"
     if r["stability"] == "single":
@@ -92,8 +104,6 @@ def _verdict_cell(r: dict) -> str:
         text += " ⚠ unstable repeats"
     if r.get("server_contradicted"):   # on every cell, not only the row's name: a verdict is read on its own
         text += TRUSTED
-    if r.get("no_batching_gain"):
-        text += " ⚠ no batching gain"
     if r.get("host_busy"):
         loads = [v for v in (r.get("host_load_per_core"), r.get("baseline_host_load_per_core")) if v is not None]
         text += f" ⚠ busy host (load {max(loads):.2f} per core)"
