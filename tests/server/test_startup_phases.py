@@ -48,3 +48,25 @@ def test_cached_compile_and_drafter_summed():
 
 def test_empty_log_says_nothing():
     assert all(v is None for v in startup.phases("").values())
+
+
+def test_what_a_start_costs_in_memory():
+    """Issue 41 point 10, from the lines of real logs: the H200's ngram start (one checkpoint, graph capture, the
+    KV cache left) and the CPU's draft_model start (target and its 8-layer draft summed)."""
+    h200 = "\n".join([
+        "(EngineCore pid=3948) INFO 12-03 07:07:26 [weight_utils.py:1108] Filesystem type for checkpoints: EXT4. "
+        "Checkpoint size: 0.25 GiB. Available RAM: 122.21 GiB.",
+        "(EngineCore pid=3948) INFO 12-03 07:08:04 [gpu_worker.py:759] Available KV cache memory: 118.1 GiB",
+        "(EngineCore pid=3110) INFO 12-03 07:03:33 [gpu_model_runner.py:6581] Graph capturing finished in 2 secs, "
+        "took 0.08 GiB",
+    ])
+    p = startup.phases(h200)
+    assert (p["weights_gib"], p["cuda_graph_gib"], p["kv_cache_gib"]) == (0.25, 0.08, 118.1)
+    cpu = "\n".join([
+        "(Worker pid=11444) INFO 12-03 22:43:05 [weight_utils.py:1108] Filesystem type for checkpoints: EXT4. "
+        "Checkpoint size: 0.25 GiB. Available RAM: 20.92 GiB.",
+        "(Worker pid=11444) INFO 12-03 22:43:07 [weight_utils.py:1108] Filesystem type for checkpoints: EXT4. "
+        "Checkpoint size: 0.11 GiB. Available RAM: 20.46 GiB.",
+    ])
+    p = startup.phases(cpu)
+    assert (p["weights_gib"], p["cuda_graph_gib"], p["kv_cache_gib"]) == (0.36, None, None)

@@ -29,6 +29,7 @@ from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.render import render_html, render_markdown
 from specstack.report.speed import bench_cells, crossover_rows, speed_rows
+from specstack.report.start_costs import cost_rows
 from specstack.report.tables import table_bytes
 from specstack.report.time_breakdown import breakdown_rows
 from specstack.results import archive, layout
@@ -101,6 +102,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.summary_findings = findings.rows(run.findings)
     report.loops = loop_rows(run)
     report.time_breakdown = breakdown_rows(run)
+    report.start_costs = cost_rows(run)
     if with_plots:
         with plots.stamped(EAGER_NOTE if run.eager_smoke else None, report.plot_captions):
             plots.make_all(report)

@@ -20,6 +20,7 @@ from specstack.report.placement import placement
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
 from specstack.report.speed import PERCENTILES
+from specstack.report.start_costs import cost_table
 from specstack.report.time_breakdown import breakdown_table
 from specstack.report.verdicts import label as _label
 from specstack.report.verdicts import verdict
@@ -602,7 +603,7 @@ def how_to_read(rep: Report) -> list[tuple]:
 
 
 # The report, top to bottom.
-SECTIONS = (header, verdict, methods_table, placement, tasks, load_section, k_sweep, acceptance_plots, breakdown_table,
+SECTIONS = (header, verdict, methods_table, cost_table, placement, tasks, load_section, k_sweep, acceptance_plots, breakdown_table,
             how_to_read)
 
 

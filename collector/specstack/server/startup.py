@@ -16,6 +16,11 @@ Phases (seconds; None where the log does not say):
   total         first log line -> the last timestamped line before "Application startup complete"
 mode is "eager" or "compile" (the engine config's enforce_eager); compile_cache says whether torch.compile
 loaded its graphs from vLLM's compile cache ("Directly load ...") rather than compiling them.
+
+Memory (GiB; what turning speculation on costs beside its time): weights_gib, the checkpoints loaded, target and
+drafter summed ("Checkpoint size: X GiB", on CPU and GPU); cuda_graph_gib, what graph capture took ("Graph
+capturing finished in N secs, took X GiB"); kv_cache_gib, the memory left to the KV cache ("Available KV cache
+memory: X GiB", GPU; on CPU VLLM_CPU_KVCACHE_SPACE fixes it).
 """
 from __future__ import annotations
 
@@ -32,6 +37,9 @@ _CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
 _ENGINE_INIT = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")
 _JIT_WARMUP = re.compile(r"JIT kernel warmup finished in ([\d.]+)s")
 _READY = "Application startup complete"
+_WEIGHTS = re.compile(r"Checkpoint size: ([\d.]+) GiB")
+_GRAPH_MEMORY = re.compile(r"Graph capturing finished in [\d.]+ secs, took ([\d.]+) GiB")
+_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 
 PHASES = ("to_engine", "load", "compile", "warmup", "graph_capture", "engine_init", "total")
 
@@ -84,4 +92,7 @@ def phases(log_text: str) -> dict:
         "graph_capture": capture_s,
         "engine_init": engine_init,
         "total": _seconds(first, ready_at),
+        "weights_gib": _sum(_WEIGHTS, log_text),
+        "cuda_graph_gib": _first(_GRAPH_MEMORY, log_text),
+        "kv_cache_gib": _first(_KV_MEMORY, log_text),
     }
