@@ -122,6 +122,9 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
     lowest = _lowest_load(cells)
+    groups: dict[tuple, list[dict]] = {}   # a method's cells on a task, grouped once
+    for c in cells:
+        groups.setdefault((c["method"], c["task"]), []).append(c)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
     rows = []
     for r in cells:
@@ -135,8 +138,7 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
                      "ttft_p50_ms": r.get("ttft_p50_ms"), "served_req_s": served,
                      "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
                      "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])),
-                                               [c for c in cells if (c["method"], c["task"]) == (r["method"], r["task"])]))
-                     or None})
+                                               groups[(r["method"], r["task"])])) or None})
     def measured(method: str, task: str) -> list[dict]:
         return [p for p in rows if p["method"] == method and p["task"] == task and p["per_user_tok_s"] is not None
                 and p["system_tok_s"] is not None]
