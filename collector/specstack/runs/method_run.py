@@ -49,6 +49,7 @@ from specstack.server import (
     provenance,
     startup,
 )
+from specstack.server.runtime import Server as LiveServer
 from specstack.server.runtime import (
     ServerError,
     attach,
@@ -106,6 +107,7 @@ def check(opts: Options) -> dict:
                             "--allow-synthetic for a stress run (its results are marked not comparable)")
         check_inputs(opts, plan)   # every local input before any server is contacted or started
         if opts.runtime != "native":
+            assert opts.url is not None   # validate(): the url runtime needs --url
             probe(opts.url)   # a wrong --url is refused here, before any result folder
             return plan
         host, port = native_address(plan)
@@ -152,7 +154,8 @@ class MethodRun:
         self.name = opts.bundle_name or plan["method"]  # folder and summary "method" (sweep-k: <method>-k<K>)
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
-        self.server = self.windows = None
+        self.server: LiveServer | None = None
+        self.windows: Windows | None = None
         self.ending = outcome.Ending()
         self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
         with events.step("inputs"):
@@ -277,21 +280,22 @@ class MethodRun:
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
             if opts.runtime == "native":
-                self.server = start_native(plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout,
-                                           port_wait=opts.port_wait)
+                self.server = server = start_native(plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout,
+                                                    port_wait=opts.port_wait)
             else:
-                self.server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
-        process = self.server.process
-        events.emit("server.ready", method=self.name, seconds=self.server.ready_seconds,
+                assert opts.url is not None   # validate(): the url runtime needs --url
+                self.server = server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
+        process = server.process
+        events.emit("server.ready", method=self.name, seconds=server.ready_seconds,
                     pid=process.pid if process is not None else None)
-        self.summary["timings"]["server_ready"] = self.server.ready_seconds
+        self.summary["timings"]["server_ready"] = server.ready_seconds
         with events.step("server facts", method=self.name):
             self.summary["server"] = self._server_facts()
             self._check_observed()
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
             self.monitoring.settle()
-        self.windows = Windows(self.server, self.bundle, self.monitoring.exporter, self.labels, opts.quiet_gap)
+        self.windows = Windows(server, self.bundle, self.monitoring.exporter, self.labels, opts.quiet_gap)
 
     def _window_failed(self) -> bool:
         return self.windows is not None and any(w.status != "ok" for w in self.windows.records)
@@ -299,6 +303,7 @@ class MethodRun:
     def _server_url(self) -> str:
         """Where the server will listen, known before it starts."""
         if self.opts.runtime != "native":
+            assert self.opts.url is not None   # validate(): the url runtime needs --url
             return self.opts.url
         host, port = native_address(self.plan)
         return f"http://{host}:{port}"
@@ -307,11 +312,13 @@ class MethodRun:
         """What is known about the server: everything for a server specstack started (native); for one someone
         else started (url) only what its endpoints revealed, the rest listed as unknown (asked_for holds the plan)."""
         server, plan = self.server, self.plan
+        assert server is not None   # start_server set it
         seen = observed.observe(server.base_url, server.served_model_name, server.models)
         facts = {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
                  "root_model": server.root_model, "vllm_version": seen["vllm_version"],
                  "ready_seconds": server.ready_seconds, "observed": seen}
         if server.runtime == "native":
+            assert server.process is not None   # native: the process this run started
             facts.update(target=plan["target"], argv=server.argv or plan["argv"], env=plan["env"],
                          platform=plan["platform"], model_set=plan["model_set"], pid=server.process.pid,
                          identity=server.identity)
@@ -357,11 +364,13 @@ class MethodRun:
         """A server this run started must reveal what the plan asked for (spec-decode counters and K, or none;
         the served name; max-model-len): anything else means the answers come from another server or another
         config, and no figure of it may be read as this method's. No --trust-server here."""
-        seen, url = self.summary["server"]["observed"], self.server.base_url
+        server = self.server
+        assert server is not None   # _check_observed returned without one
+        seen, url = self.summary["server"]["observed"], server.base_url
         found = observed.plan_contradictions(self.plan, seen, url, override=bool(self.opts.spec_override))
         if found:
             self.summary["server_contradictions"] = {"found": found, "trusted": False, "after_measuring": False}
-            raise ServerContradiction("; ".join(found) + f". Nothing was measured. Fix: check {self.server.log_path} "
+            raise ServerContradiction("; ".join(found) + f". Nothing was measured. Fix: check {server.log_path} "
                                       "for the config the server started with, and that nothing else serves on "
                                       "its port")
 
@@ -377,38 +386,46 @@ class MethodRun:
 
     def warm_up(self) -> None:
         """Short requests in a window of their own: kernels and JIT load off every measured figure."""
-        opts, server = self.opts, self.server
+        opts, server, windows = self.opts, self.server, self.windows
+        assert server is not None and windows is not None   # start_server set both
         rows = [row for task in self.tasks.values() for row in chat.warmup_rows(task, opts.warmup_requests)]
         with self._timed("warmup"):
-            self.windows.run(Window("warmup", "warmup"), total=len(rows), body=lambda: chat.run_requests(
+            windows.run(Window("warmup", "warmup"), total=len(rows), body=lambda: chat.run_requests(
                 server, rows, self.bundle.path(layout.WARMUP_RECORDS), concurrency=1, timeout=opts.request_timeout,
                 speculative=self.speculative))
 
     def acceptance(self) -> None:
-        opts, server = self.opts, self.server
+        opts, server, windows = self.opts, self.server, self.windows
+        assert server is not None and windows is not None   # start_server set both
         with self._timed("acceptance"):
             for name, task in self.tasks.items():
                 console.print(f"  acceptance phase: {name} ({len(task.acceptance)} requests)")
-                self.windows.run(Window(layout.acceptance_window(name), "acceptance", task=name),
-                                 total=len(task.acceptance), body=lambda task=task: chat.run_requests(
-                                     server, task.acceptance, self.bundle.path(layout.acceptance_records(task.name)),
-                                     concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
-                                     speculative=self.speculative))
+
+                def body(task: Task = task) -> Outcome:
+                    return chat.run_requests(
+                        server, task.acceptance, self.bundle.path(layout.acceptance_records(task.name)),
+                        concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
+                        speculative=self.speculative)
+                windows.run(Window(layout.acceptance_window(name), "acceptance", task=name),
+                            total=len(task.acceptance), body=body)
                 self.turn_two.measure(self, name)
 
     def sampled(self) -> None:
         """The acceptance phase again at each --temperatures value: what acceptance is when users sample."""
-        opts, server = self.opts, self.server
+        opts, server, windows = self.opts, self.server, self.windows
+        assert server is not None and windows is not None   # start_server set both
         with self._timed("sampled"):
             for temperature in opts.temperatures:
                 for name, task in self.tasks.items():
                     rows = chat.sampled_rows(task, temperature, opts.samples_per_prompt)
                     console.print(f"  sampled phase: {name} at temperature {temperature:g} ({len(rows)} requests)")
-                    self.windows.run(Window(layout.sampled_window(name, temperature), "sampled", task=name),
-                                     total=len(rows), body=lambda rows=rows, name=name, t=temperature:
-                                     chat.run_requests(server, rows, self.bundle.path(layout.sampled_records(name, t)),
-                                                       concurrency=opts.acceptance_concurrency,
-                                                       timeout=opts.request_timeout, speculative=self.speculative))
+
+                    def body(rows: list[dict] = rows, name: str = name, t: float = temperature) -> Outcome:
+                        return chat.run_requests(server, rows, self.bundle.path(layout.sampled_records(name, t)),
+                                                 concurrency=opts.acceptance_concurrency,
+                                                 timeout=opts.request_timeout, speculative=self.speculative)
+                    windows.run(Window(layout.sampled_window(name, temperature), "sampled", task=name),
+                                total=len(rows), body=body)
 
     def performance(self) -> None:
         opts = self.opts
@@ -419,12 +436,14 @@ class MethodRun:
                         console.print(f"  performance phase: {name} concurrency {c} repeat {r + 1}/{opts.repeats}")
                         self.bench_cell(task, r, concurrency=c)
                 load.run_open_loop(self, task)   # --rates: open-loop cells, then the --capacity search
+        assert self.windows is not None   # start_server set it
         self.windows.finish()
 
     def bench_cell(self, task: Task, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
                    probe: bool = False) -> tuple[Window, Outcome]:
         """One bench window: closed loop at `concurrency` (at --request-rate), or open loop at `rate` (no cap)."""
         opts, server, bundle = self.opts, self.server, self.bundle
+        assert server is not None and self.windows is not None   # start_server set both
         cell = bench.cell_name(task.name, repeat, concurrency=concurrency, rate=rate, probe=probe)
         cap = concurrency if rate is None else opts.rates_max_concurrency   # open loop: uncapped unless asked
         argv = bench.bench_command(server, task, concurrency=cap, num_prompts=opts.num_prompts,

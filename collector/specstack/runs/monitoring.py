@@ -68,14 +68,14 @@ class Monitoring:
         """Check Prometheus's view of a published method's acceptance windows in the background, then write it
         into its summary (in memory and in `folder`/summary.json, which says PENDING until then) with the PNGs
         under `folder`/plots/."""
-        if not self.prometheus_url:
+        url = self.prometheus_url
+        if not url:
             return
         windows = list(summary["windows"])
 
         def check() -> None:
             with events.step("prometheus view", method=labels.get("method"), deferred=True):
-                view = prometheus_view.bundle_view(self.prometheus_url, windows, labels, folder / "plots",
-                                                   self.scrape_seconds)
+                view = prometheus_view.bundle_view(url, windows, labels, folder / "plots", self.scrape_seconds)
                 summary["prometheus_view"] = {"status": "checked", **view}
                 rewrite_summary(folder, Summary.from_json(summary))
 

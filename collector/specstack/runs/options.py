@@ -240,7 +240,7 @@ def check_baseline_result(plan: dict, name: str) -> None:
 
 
 def plan_for(opts: Options) -> dict:
-    extra = {"served-model-name": opts.served_model_name}
+    extra: dict[str, str | int] = {"served-model-name": opts.served_model_name}
     if opts.port:
         extra["port"] = opts.port
     plan = methods.build(opts.method, model_set_name=opts.model_set, platform=opts.platform,

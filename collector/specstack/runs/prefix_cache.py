@@ -29,7 +29,7 @@ def _observed(staging: Path) -> bool | None:
     if not path.exists():
         return None
     value = snapshots.parse(path.read_text()).cache_config.get("enable_prefix_caching")
-    return {"True": True, "False": False}.get(value)
+    return {"True": True, "False": False}.get(value) if value is not None else None
 
 
 def add_to_summary(summary: dict, staging: Path) -> None:

@@ -14,7 +14,7 @@ from specstack.runs.options import Options
 
 # Options fields replayed as recorded. Monitoring (Prometheus, windows exporter), --force and the run id are
 # how and where a run is watched or stored, not what it measures: not part of the recipe.
-FIELDS = ("runtime", "url", "model_set", "platform", "models_dir", "port", "served_model_name", "tasks", "datasets",
+FIELDS: tuple[str, ...] = ("runtime", "url", "model_set", "platform", "models_dir", "port", "served_model_name", "tasks", "datasets",
           "num_prompts", "perf_output_len", "acceptance_max_tokens", "concurrencies", "request_rate", "slo", "repeats",
           "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "samples_per_prompt",
           "turns", "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",

@@ -62,7 +62,7 @@ def group_members(pgid: int) -> list[int]:
     return found
 
 
-def launch(harness: str, started: str, ipc_dir: str, argv: list[str]) -> None:
+def launch(harness: str, started: str, ipc_dir: str, *, argv: list[str]) -> None:
     """In the server's new session: fork the watchdog, then become the server. The watchdog is forked twice so
     that it is no child of vLLM's (vLLM's process tree stays the one vLLM made), and it execs a command line of
     its own (no `serve`, no port: whatever looks for the server by its arguments must not find the watchdog)."""

@@ -79,7 +79,7 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
         problems.append(f"draft vocab_size {draft_cfg.get('vocab_size')} != target vocab_size "
                         f"{target_cfg.get('vocab_size')}; vLLM needs equal vocabularies: pick a draft of the "
                         "target's family")
-    if method == "eagle3" and draft_cfg:
+    if method == "eagle3" and draft and draft_cfg:   # draft_cfg is read only for a draft
         verifier = _verifier(draft_cfg)
         base = Path(draft) if looks_local(draft) else None
         if verifier is None:

@@ -263,10 +263,10 @@ def _hf_offline(offline: bool = True):
     saved_env = os.environ.get("HF_HUB_OFFLINE")
     os.environ["HF_HUB_OFFLINE"] = "1" if offline else "0"
     patched = []
-    mod = sys.modules.get("huggingface_hub.constants")
-    if mod is not None and hasattr(mod, "HF_HUB_OFFLINE"):
-        patched.append((mod, "HF_HUB_OFFLINE", mod.HF_HUB_OFFLINE))
-        mod.HF_HUB_OFFLINE = offline
+    mod, flag = sys.modules.get("huggingface_hub.constants"), "HF_HUB_OFFLINE"
+    if mod is not None and hasattr(mod, flag):
+        patched.append((mod, flag, getattr(mod, flag)))
+        setattr(mod, flag, offline)
     try:
         yield
     finally:
@@ -354,6 +354,7 @@ def run_checks(plan: dict, *, deep: str = "auto") -> Report:
                 report.errors.append(f"`vllm serve` (vLLM {have}) rejects the arguments: {_readable(err)}."
                                      f"{_unknown_flag_hint(err)} Fix the flag in services/methods.toml.")
                 return report
+            assert args is not None   # _parse: a namespace when there is no error
             report.checked.append(f"`vllm serve` argument parser (vLLM {have})")
             from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
             try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 from specstack.config.workloads import Task, read_jsonl
 from specstack.server import model_checks
@@ -66,21 +67,28 @@ class Counter:
         else:
             self.server_template = None
 
+    @property
+    def _loaded(self) -> Any:
+        """The tokenizer (transformers'): chat() and bench() count only for a Counter that found one on disk."""
+        assert self.tokenizer is not None, "the tokenizer is not on disk"
+        return self.tokenizer
+
     def _templated(self, prompt: str, template: str | None) -> str:
-        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], chat_template=template,
+        return self._loaded.apply_chat_template([{"role": "user", "content": prompt}], chat_template=template,
                                                   add_generation_prompt=True, tokenize=False, **self.kwargs)
 
     def chat(self, prompt: str) -> int:
         """A /v1/chat/completions request of one user message (vLLM encodes the rendered chat without adding
         special tokens)."""
         text = self._templated(prompt, self.server_template)
-        return len(self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids)
+        return len(self._loaded(text, add_special_tokens=False, verbose=False).input_ids)
 
     def bench(self, prompt: str) -> int:
         """A perf row as `vllm bench serve` sends it: templated with the tokenizer's own template (bench knows
         no --chat-template), as text to /v1/completions, which adds the tokenizer's special tokens."""
-        text = self._templated(prompt, None) if self.tokenizer.chat_template else prompt
-        return len(self.tokenizer(text, verbose=False).input_ids)
+        tokenizer = self._loaded
+        text = self._templated(prompt, None) if tokenizer.chat_template else prompt
+        return len(tokenizer(text, verbose=False).input_ids)
 
 
 def problems(plan: dict, tasks: dict[str, Task], *, perf_output_len: int, chat_kwargs: dict,

@@ -49,23 +49,23 @@ class HelpHash:
     def result(self, timeout: float = 120) -> dict:
         if self.proc is None:
             return self._done[self.vllm]
-        result = self._wait(timeout)
+        result = self._wait(self.proc, timeout)
         if result.get("sha256"):  # a killed or failed attempt is not remembered
             self._done[self.vllm] = result
         return result
 
-    def _wait(self, timeout: float) -> dict:
+    def _wait(self, proc: subprocess.Popen[bytes], timeout: float) -> dict:
         try:
-            self.proc.wait(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            proc.kill()
             return {"sha256": None, "error": "vllm serve --help=all timed out"}
         finally:
             self.out.seek(0)
             out = self.out.read()
             self.out.close()
-        if self.proc.returncode != 0:
-            return {"sha256": None, "error": f"vllm serve --help=all exited {self.proc.returncode}"}
+        if proc.returncode != 0:
+            return {"sha256": None, "error": f"vllm serve --help=all exited {proc.returncode}"}
         return {"sha256": hashlib.sha256(out).hexdigest(), "lines": out.count(b"\n")}
 
 

@@ -22,6 +22,7 @@ import requests
 
 from specstack.errors import UserError
 from specstack.server import identity, ipc, leash
+from specstack.server.identity import Ownership
 
 
 class ServerError(RuntimeError):
@@ -58,8 +59,9 @@ class Server:
         host, port = self.base_url.split("://", 1)[-1].rsplit(":", 1)
         return host, int(port)
 
-    def owner(self) -> identity.Ownership:
+    def owner(self) -> Ownership:   # `identity` here would name the field below, not the module
         """Whose socket listens on this server's port (native only: the session started is the process's)."""
+        assert self.process is not None, "owner() is for a server this run started"
         host, port = self.address
         return identity.port_owner(host, port, self.process.pid, self.log_path)
 
@@ -175,6 +177,7 @@ def wait_ready(server: Server, timeout: float) -> Server:
     with requests.Session() as http:
         while True:
             if not server.alive():
+                assert server.process is not None   # alive() says a server without one is
                 raise ServerError(f"vLLM exited with code {server.process.returncode} before it was ready; "
                                   f"last lines of {server.log_path}:\n{_tail(server.log_path)}")
             try:
@@ -208,6 +211,7 @@ def _started_server_answers(server: Server) -> bool:
     own = server.owner()
     if own.status == "foreign":
         host, port = server.address
+        assert server.process is not None   # owner() holds it
         raise ForeignServer(identity.foreign_message(host, port, own.holders, server.process.pid)
                             + " (it answered /health while the server started loaded)")
     server.identity = own.evidence or None
