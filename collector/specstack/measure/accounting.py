@@ -88,6 +88,7 @@ def add_request(total: Acceptance | None, s: dict | None) -> Acceptance | None:
     if s is None:
         return total
     total = total or Acceptance(histogram=[])
+    assert total.histogram is not None   # a running sum keeps one from its first request
     total.requests += 1
     total.steps += int(s["num_spec_steps"])
     total.draft_tokens += int(s["num_draft_tokens"])

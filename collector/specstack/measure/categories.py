@@ -34,7 +34,7 @@ class CategorySums:
         None when no request had a category (the built-in tasks)."""
         if not self.any_category:
             return None
-        return {k: {"requests": n, **(self.acceptance[k].to_dict() if self.acceptance[k] else {})}
+        return {k: {"requests": n, **(a.to_dict() if (a := self.acceptance[k]) else {})}
                 for k, n in self.requests.items()}
 
 

@@ -156,7 +156,7 @@ class WindowExporter:
         the last change, so Prometheus stores the final 0 and end time of the last window. Idempotent.
         """
         self.close()
-        if not self.serving:
+        if self._server is None:   # not serving
             return
         if self._scrapes.count > 0:
             deadline = time.monotonic() + max_wait

@@ -85,6 +85,7 @@ def crosscheck(bench: dict, slo: dict[str, float] | None) -> list[Check]:
     if not slo:
         return []
     f = figures(bench, slo)
+    assert f is not None   # None only without an SLO
     if f["completed"] is None:
         return [Check("bench kept its per-request results (--save-detailed)", "present", "absent", False,
                       "the goodput needs bench's per-request results; every cell runs with --save-detailed")]

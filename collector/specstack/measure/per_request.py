@@ -17,6 +17,7 @@ in a burst. Used by the summary (measure time) and by the report (from the raw b
 from __future__ import annotations
 
 import statistics
+from typing import TypeGuard
 
 SEND_PAUSE_SHARE = 0.25     # of the median E2EL: a pause that long shifts a closed loop's figures visibly
 SEND_PAUSE_FLOOR_MS = 10.0
@@ -31,9 +32,11 @@ def _ok_indices(bench: dict) -> list[int]:
     return [i for i, e in enumerate(errors) if not e]
 
 
-def has_requests(bench: dict | None) -> bool:
+def has_requests(bench: dict | None) -> TypeGuard[dict]:
     """True when the bench JSON carries the per-request lists (`--save-detailed`)."""
-    return bool(bench) and all(isinstance(bench.get(k), list) and bench.get(k)
+    if not bench:
+        return False
+    return all(isinstance(bench.get(k), list) and bench.get(k)
                                for k in ("start_times", "ttfts", "itls", "latencies"))
 
 
@@ -77,7 +80,8 @@ def cell_figures(bench: dict | None, concurrency: int | None) -> dict | None:
     itls = [[g * 1000 for g in (bench["itls"][i] or [])] for i in ok]
     starts = [bench["start_times"][i] for i in ok]
     closed = concurrency is not None and str(bench.get("request_rate", "inf")) == "inf"
-    pauses = send_pauses_ms(starts, [s + e / 1000 for s, e in zip(starts, e2el)], concurrency) if closed else []
+    pauses = (send_pauses_ms(starts, [s + e / 1000 for s, e in zip(starts, e2el)], concurrency)
+              if closed and concurrency is not None else [])   # closed implies a concurrency
     pause_limit = max(SEND_PAUSE_FLOOR_MS, SEND_PAUSE_SHARE * statistics.median(e2el))
     chunks = sum(len(x) for x in itls)
     bursts = sum(1 for x in itls for g in x if g < BURST_GAP_MS)

@@ -127,7 +127,7 @@ def diff(before: Snapshot, after: Snapshot) -> Delta:
             raise ServerRestarted(f"{name} went down ({before.counters.get(name)} -> {after.counters.get(name)}): "
                                   "the server restarted inside the window")
         counters[name] = d
-    split = {}
+    split: dict[str, dict[str, float]] = {}
     for name in set(before.split) | set(after.split):
         b, a = before.split.get(name, {}), after.split.get(name, {})
         split[name] = {}

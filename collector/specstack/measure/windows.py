@@ -175,6 +175,7 @@ class Windows:
         if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:
             # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
             # finished nor aborted: the frontend drops it without a finish reason.)
+            assert window.reason is not None   # a failed window says why
             window.reason += (f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
                               "window (a request a client or gateway gave up on leaves drafts in the counters "
                               "and no answer), so no cross-check")

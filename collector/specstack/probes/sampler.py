@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -392,24 +393,24 @@ def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) 
     # the unseeded shapes draw from torch's global generator: fixed, so a platform gets the same verdict every
     # run (the false-alarm rate ALPHA is then a property of the design, not a coin tossed per run)
     engine.torch.manual_seed(_SEED)
-    results = []
+    results: list[dict[str, Any]] = []   # one JSON entry per shape
     for index, shape in enumerate(shapes):
         batch = build_batch(shape, index)
-        entry = {"shape": asdict(shape), "trials": len(batch.num_draft), "problems": [], "tests": [],
-                 "expand": []}
+        entry: dict[str, Any] = {"shape": asdict(shape), "trials": len(batch.num_draft), "problems": [], "tests": [],
+                                 "expand": []}
         # the engine failing on a shape is a finding, not a crash of the probe
         try:
             entry["expand"] = engine.expand_check(shape, batch)
-        except Exception as e:
-            entry["problems"].append(f"expand_batch_to_tokens raised {_error(e)}")
+        except Exception as err:   # not `e`: the loops below name a shape's entry so
+            entry["problems"].append(f"expand_batch_to_tokens raised {_error(err)}")
         try:
             out = engine.sample(shape, batch)
             entry["problems"] += exact_checks(shape, batch, out)
             if shape.seeded and not np.array_equal(out, engine.sample(shape, batch)):
                 entry["problems"].append("the same seeds gave different tokens")
             entry["tests"] = statistical_tests(shape, batch, out)
-        except Exception as e:
-            entry["problems"].append(f"the engine raised {_error(e)}")
+        except Exception as err:
+            entry["problems"].append(f"the engine raised {_error(err)}")
         results.append(entry)
     # the level is set by every test that could run; a test then runs only where it has the power stated
     candidates = [t for e in results for t in e["tests"] if t["n"] > 0]
