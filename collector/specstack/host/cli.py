@@ -118,7 +118,8 @@ def make_dry_run() -> bool:
 
 def _compose(args: argparse.Namespace) -> int:
     knobs = _knobs(args.knobs)
-    stack = lifecycle.Stack(Settings(**{KNOBS[k]: v for k, v in knobs.items() if k in KNOBS}))
+    # KNOBS names Settings' str fields only, never `methods` (a MethodsToml), which mypy cannot tell from a dict
+    stack = lifecycle.Stack(Settings(**{KNOBS[k]: v for k, v in knobs.items() if k in KNOBS}))  # type: ignore[arg-type]
     step, method = args.step, knobs.get("METHOD", "")
     if step == "run":
         return lifecycle.run(stack, method)

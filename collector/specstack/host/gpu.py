@@ -20,9 +20,10 @@ def parse_nvidia_smi(query_csv: str, header: str) -> dict:
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != len(fields):
             continue
-        gpu = dict(zip(fields, parts))
+        gpu: dict[str, str | int | None] = dict(zip(fields, parts))
         for key in ("memory_total_mib", "memory_used_mib"):
-            gpu[key] = int(gpu[key]) if gpu[key].isdigit() else None
+            mib = parts[fields.index(key)]
+            gpu[key] = int(mib) if mib.isdigit() else None
         gpus.append(gpu)
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", header)
     driver = re.search(r"Driver Version:\s*([\d.]+)", header)

@@ -11,7 +11,7 @@ import contextlib
 import signal
 import threading
 
-SIGNALS = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGHUP: "HUP"}
+SIGNALS: dict[int, str] = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGHUP: "HUP"}
 
 
 class Interrupted(BaseException):

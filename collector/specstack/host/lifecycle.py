@@ -380,10 +380,14 @@ class Stack:
     def gpu_free(self, gpu: str) -> bool:
         """GPU: the next method waits until the stopped server's memory is released (bounded)."""
         s = self.s
+
+        def sleep(seconds: float) -> None:   # a signal ends the wait
+            interrupts.check()
+            time.sleep(seconds)
+
         try:
             used = wait_gpu_free(gpu, max_used_mib=int(s.gpu_free_mib), timeout=float(s.gpu_free_timeout),
-                                 poll=float(s.gpu_free_poll), log=self.sh.say,
-                                 sleep=lambda seconds: (interrupts.check(), time.sleep(seconds)))
+                                 poll=float(s.gpu_free_poll), log=self.sh.say, sleep=sleep)
         except HostError as e:
             self.sh.say(f"specstack containers: {e}", err=True)
             return False

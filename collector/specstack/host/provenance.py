@@ -87,7 +87,7 @@ def slot_of(gpu: dict | None, cpu: dict | None, slot: str, server_cpuset: str | 
 def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
     """Each image of the stack's lock file (the collector's too, which is not running yet when make records):
     its reference, id and registry digests, what `make reproduce` pulls it by."""
-    out = {}
+    out: dict[str, dict] = {}
     for key, ref in lock.items():
         try:
             image = client.image(ref)

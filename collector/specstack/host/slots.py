@@ -54,7 +54,8 @@ def _split(knob: str, text: str, what: str) -> list[str]:
 
 def parse_cpusets(text: str, cores: int) -> list[str]:
     """CPUSETS: one core or range of cores per server, none shared, all on this host."""
-    slots, seen = _split("CPUSETS", text, "CPU set"), set()
+    slots = _split("CPUSETS", text, "CPU set")
+    seen: set[int] = set()
     for s in slots:
         own = cores_of(s)
         if max(own) >= cores:
@@ -120,7 +121,8 @@ class _Queue:
     method (one compose service) at once. Closed (interrupted), it hands out no more."""
 
     def __init__(self, jobs: list[Job]):
-        self.jobs, self.running, self.cond, self.closed = list(jobs), set(), threading.Condition(), False
+        self.jobs, self.cond, self.closed = list(jobs), threading.Condition(), False
+        self.running: set[str] = set()   # the methods of the jobs running
 
     def take(self, slot: int) -> Job | None:
         with self.cond:

@@ -187,13 +187,15 @@ class Shell:
         if echo:
             self.show(argv)
         full = {**os.environ, **(env or {})}
+        proc: subprocess.Popen   # of bytes, or of text where its lines are prefixed
         try:
             if quiet:
                 proc = subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             elif self.prefix is not None:
-                proc = subprocess.Popen(argv, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        errors="replace", bufsize=1)
-                for line in proc.stdout:
+                proc = piped = subprocess.Popen(argv, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                text=True, errors="replace", bufsize=1)
+                assert piped.stdout is not None   # stdout=PIPE
+                for line in piped.stdout:
                     self.say(line.rstrip("\n"))
             else:
                 sys.stdout.flush()
