@@ -160,7 +160,7 @@ def host_busy(*loads_per_core: float | None) -> bool | None:
     return any(v > MAX_LOAD_PER_CORE for v in seen) if seen else None
 
 
-def unstable(percentile: float, samples: int | None) -> bool:
+def unstable(percentile: float, samples: float | None) -> bool:
     """A percentile estimated from `samples` values with fewer than MIN_TAIL of them beyond it."""
     if percentile <= 50:
         return False

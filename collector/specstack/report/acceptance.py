@@ -31,7 +31,7 @@ def target_name(summary: Summary) -> str:
     return str(target).rstrip("/").rsplit("/", 1)[-1] if target else "n/a"
 
 
-def finish_by_target(items: list[tuple[str, dict]]) -> dict[str, dict[str, int]]:
+def finish_by_target(items: list[tuple[str, dict[str, int] | None]]) -> dict[str, dict[str, int]]:
     """(target, finish_reasons) of each method -> per target the reasons summed: answers of two targets (mtp's
     model and the default target) are different answers and are never pooled into one count."""
     out: dict[str, dict[str, int]] = {}
@@ -42,7 +42,7 @@ def finish_by_target(items: list[tuple[str, dict]]) -> dict[str, dict[str, int]]
     return out
 
 
-def answers_by_target(items: list[tuple[str, dict]]) -> dict[str, list[int]]:
+def answers_by_target(items: list[tuple[str, dict[str, int] | None]]) -> dict[str, list[int]]:
     """(target, finish_reasons) of each method -> per target each method's answer count (what a pooled count is
     made of: "50 of 80" is five methods' 16 answers, not 80 prompts)."""
     out: dict[str, list[int]] = {}

@@ -52,7 +52,8 @@ def _throughput(summary: Summary, task: str) -> dict[int, float]:
     """Output tokens/s per concurrency (median over repeats)."""
     by_c: dict[int, list[float]] = {}
     for cell in _figures(summary, task).cells:
-        if cell.output_throughput is not None and cell.closed_loop:   # open-loop cells: the report
+        # open-loop cells: the report; a closed-loop cell always has its concurrency
+        if cell.output_throughput is not None and cell.closed_loop and cell.concurrency is not None:
             by_c.setdefault(cell.concurrency, []).append(cell.output_throughput)
     return {c: sorted(v)[len(v) // 2] for c, v in by_c.items()}
 
@@ -68,8 +69,9 @@ def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
     serial = [c_.figure("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.figure("mean_e2el_ms")]
     serial_mean = sorted(serial)[len(serial) // 2] if serial else None
     return {c for c, cells in by_c.items()
-            if any((c_.per_request or {}).get("stall")
-                   or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+            if c is not None   # a closed-loop cell always has its concurrency
+            and any((c_.per_request or {}).get("stall")
+                    or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
 
 
 def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]]:

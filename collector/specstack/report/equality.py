@@ -4,6 +4,7 @@ outputs itself is figures/equality.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from specstack.figures import stats as st
 from specstack.figures.equality import Encoder, compare_texts, divergence_at_baseline, is_near_tie, not_compared
@@ -14,10 +15,10 @@ from specstack.results.reader import MethodData, RunData
 class Tokenizers:
     """The target's tokenizer (transformers AutoTokenizer), loaded once per path; None + reason on failure."""
 
-    def __init__(self):
-        self._cache: dict[str, tuple[object | None, str | None]] = {}
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[Encoder | None, str | None]] = {}
 
-    def get(self, path: str | None):
+    def get(self, path: str | None) -> tuple[Encoder | None, str | None]:
         if not path:
             return None, "no tokenizer path in the summary"
         if path not in self._cache and path.startswith(("/", ".", "~")) and not Path(path).expanduser().exists():
@@ -34,7 +35,7 @@ class Tokenizers:
 def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[Encoder | None, str, str]:
     """(tokenizer or None, the unit divergence indices count in, how a table names what was used)."""
     tok, why = tokenizers.get(path)
-    if tok is None:
+    if tok is None or not path:   # no path: never a tokenizer
         return None, "character", f"not loaded ({why}); character index"
     return tok, "token", path
 
@@ -57,12 +58,12 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
         for task in run.tasks:
             if task not in md.task_figures:
                 continue
-            s = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                 "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
-                 "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
-                 "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
-                 "first_divergence_min": None, "first_divergence_median": None, "near_ties": None,
-                 "unit": None, "tokenizer": None, "dtype": None, "note": None}
+            s: dict[str, Any] = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
+                                 "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
+                                 "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
+                                 "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
+                                 "first_divergence_min": None, "first_divergence_median": None, "near_ties": None,
+                                 "unit": None, "tokenizer": None, "dtype": None, "note": None}
             if base is None:
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
@@ -88,7 +89,7 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
                        "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
                        "divergence_gap_nats": None, "divergence_kind": None, "divergence_cause": None,
                        "note": not_compared(a, b, "no baseline response with this id")}
-                if row["note"] is None:
+                if row["note"] is None and b is not None:   # a missing baseline response has a note
                     row.update(compare_texts(a["text"], b["text"], tok))
                     s["compared"] += 1
                     s["equal"] += row["equal"]

@@ -169,7 +169,7 @@ def k_per_load_section(rep) -> list[tuple]:
           f"K={r['best_fixed_k']} {times(r['best_fixed_k_speedup'])}" if r["best_fixed_k"] else "n/a",
           f"{r['schedule_method']} {times(r['schedule_speedup'])}" if r["schedule_method"] else "not run"]
          for r in rows])]
-    seen = {}
+    seen: dict[tuple[str, str], dict] = {}
     for r in rows:
         seen.setdefault((r["family"], r["task"]), r)
     out.append(("ul", [f"{fam}, {task}: {_schedule_sentence(r)}" for (fam, task), r in seen.items()]))
@@ -198,7 +198,7 @@ def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
     it means; what `sweep-k --k-per-load` runs."""
     from specstack.results.reader import load_run
     run = load_run(run_dir)
-    task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks or [None])[0]
+    task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks[0] if run.tasks else None)
     rows = k_per_load_rows(run, every_family=True)
     row = next((r for r in rows if r["family"] == family and r["task"] == task), None)
     if row is None:

@@ -108,9 +108,9 @@ def load_section(rep: Report) -> list[tuple]:
 def _how_offered(rep: Report) -> str:
     how = sorted({entry.rates_from or "--rates" for md in rep.run.methods.values()
                   for entry in md.record.load_figures.task_loads.values()})
-    burst = {md.record.load_figures.burstiness for md in rep.run.methods.values()} - {None}
+    burst = {b for md in rep.run.methods.values() if (b := md.record.load_figures.burstiness) is not None}
     shape = ", ".join("Poisson arrivals" if b == 1 else f"Gamma arrivals, burstiness {b:g}" for b in sorted(burst))
-    caps = {md.record.load_figures.max_concurrency for md in rep.run.methods.values()} - {None}
+    caps = {c for md in rep.run.methods.values() if (c := md.record.load_figures.max_concurrency) is not None}
     cap = f"at most {', '.join(str(c) for c in sorted(caps))} requests in flight (--rates-max-concurrency)" if caps \
         else "no cap on requests in flight"
     return (f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with {cap}, the "

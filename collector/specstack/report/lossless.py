@@ -154,6 +154,7 @@ def lossless_rows(run: RunData) -> list[dict]:
             theirs = base.figures(task).sampled or {}
             for key in sorted(mine.keys() & theirs.keys(), key=float):
                 t = mine[key].temperature
+                assert t is not None, "a sampled phase records its temperature"
                 a, b = independent_samples(sampled_records(base, task, t), sampled_records(md, task, t))
                 out = compare_samples(a, b)
                 per_prompt = [len(v) for side in (a, b) for v in side.values()]   # answered samples a side

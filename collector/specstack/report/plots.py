@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -61,12 +61,13 @@ def no_data(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def acceptance_by_position(method: str, per_task: dict[str, list[float] | None],
-                           conditional: dict[str, list[float | None] | None] | None = None) -> bytes:
+def acceptance_by_position(method: str, per_task: Mapping[str, Sequence[float] | None],
+                           conditional: Mapping[str, Sequence[float | None] | None] | None = None) -> bytes:
     """Grouped bars per draft position: steps that accepted at least p+1 drafts as a share of all drafting steps
     (vLLM's convention); beside it, when the per-step arrays exist, as a share of the steps that drafted at least
     p+1 tokens (the conditional rate)."""
-    panels = [("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)]
+    panels: list[tuple[str, str, Mapping[str, Sequence[float | None] | None]]] = [
+        ("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)]
     if conditional and any(conditional.values()):
         panels.append(("conditional on drafting that far", "≥ p+1 accepted / steps drafting ≥ p+1", conditional))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
@@ -80,17 +81,18 @@ NOT_DRAFTED = "not drafted (no step drafted that far)"
 NOT_DRAFTED_Y = 0.04   # where the marker sits: clear of the axis, below any label
 
 
-def _position_bars(ax, per_task: dict[str, list[float | None] | None], ylabel: str) -> None:
-    tasks = [t for t, v in per_task.items() if v]
+def _position_bars(ax, per_task: Mapping[str, Sequence[float | None] | None], ylabel: str) -> None:
+    series = {t: v for t, v in per_task.items() if v}
+    tasks = list(series)
     if not tasks:
         no_data(ax, "n/a (no drafts)")
         return
-    k = max(len(per_task[t]) for t in tasks)
+    k = max(len(v) for v in series.values())
     width = 0.8 / len(tasks)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     marked = False
     for i, task in enumerate(tasks):
-        values, color = per_task[task], palette[i % len(palette)]
+        values, color = series[task], palette[i % len(palette)]
         xs = [p + (i - (len(tasks) - 1) / 2) * width for p in range(len(values))]
         # None: no step drafted that far. No bar (a 0 bar would read as "drafted, never accepted"), a grey
         # cross in the task's slot instead, named once in the legend
@@ -118,7 +120,7 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     ax.set_title(f"Accepted drafts per verify step: {method}, {task}", fontsize=10)
     total = sum(hist) if hist else 0
-    if not total:
+    if not hist or not total:
         no_data(ax, "n/a (no drafts)")
         return png_bytes(fig)
     shares = [h / total for h in hist]
@@ -239,14 +241,14 @@ def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot:
         ax.plot(ks, [p[1] for p in pts], marker="o", color=color, label=f"TPOT ms, c={c}")
         ax2.plot(ks, [p[2] for p in pts], marker="s", linestyle=":", color=color,
                  label=f"mean acceptance length, c={c}")
-        if baseline_tpot.get(c) is not None:
-            ax.axhline(baseline_tpot[c], color=color, linewidth=1, linestyle="--", label=f"baseline TPOT, c={c}")
-        if stop_k.get(c) is not None:
-            ax.axvline(stop_k[c], color=color, linewidth=1, alpha=0.6)
-            last = stop_k[c] == max(ks_all)
-            text = (f"best at the largest K={stop_k[c]}: no plateau yet (c={c})" if last
-                    else f"gain stops at K={stop_k[c]} (c={c})")
-            ax.annotate(text, xy=(stop_k[c], 0.04 + 0.08 * i), xycoords=("data", "axes fraction"), fontsize=7,
+        if (tpot := baseline_tpot.get(c)) is not None:
+            ax.axhline(tpot, color=color, linewidth=1, linestyle="--", label=f"baseline TPOT, c={c}")
+        if (stop := stop_k.get(c)) is not None:
+            ax.axvline(stop, color=color, linewidth=1, alpha=0.6)
+            last = stop == max(ks_all)
+            text = (f"best at the largest K={stop}: no plateau yet (c={c})" if last
+                    else f"gain stops at K={stop} (c={c})")
+            ax.annotate(text, xy=(stop, 0.04 + 0.08 * i), xycoords=("data", "axes fraction"), fontsize=7,
                         ha="right" if last else "left", va="bottom", color=color,
                         xytext=(-4 if last else 4, 0), textcoords="offset points",
                         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"})

@@ -4,6 +4,7 @@ concurrency where a method stops beating its baseline."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from specstack.figures import stats as st
 from specstack.figures.host_load import host_load_per_core
@@ -36,14 +37,14 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
         raw = md.bench_file(cell.file) if cell.file else None
         src = raw if raw is not None else cell.to_json()   # bench's figures under bench's names, either way
         c, r = cell.concurrency, cell.repeat
-        row = {"method": md.name, "task": task, "load": cell.load or "concurrency", "concurrency": c,
-               "request_rate": cell.request_rate, "repeat": r, "session": cell.session,
-               "status": cell.status,
-               "file": cell.file, "source": "bench json" if raw is not None else "summary",
-               "completed": src.get("completed"), "failed": src.get("failed"),
-               "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
-               "output_throughput": src.get("output_throughput"),
-               "request_throughput": src.get("request_throughput")}
+        row: dict[str, Any] = {"method": md.name, "task": task, "load": cell.load or "concurrency", "concurrency": c,
+                               "request_rate": cell.request_rate, "repeat": r, "session": cell.session,
+                               "status": cell.status,
+                               "file": cell.file, "source": "bench json" if raw is not None else "summary",
+                               "completed": src.get("completed"), "failed": src.get("failed"),
+                               "total_output_tokens": src.get("total_output_tokens"), "duration_s": src.get("duration"),
+                               "output_throughput": src.get("output_throughput"),
+                               "request_throughput": src.get("request_throughput")}
         for m in METRICS:
             row[f"mean_{m}_ms"] = src.get(f"mean_{m}_ms")
             for p in PERCENTILES:
@@ -187,7 +188,7 @@ def itl_degenerate(itl: float | None, tpot: float | None, tpot_burst: bool) -> b
     (a burst read: TPOT is ~0 too, so comparing with it never fires; seen: ITL 0.0025 ms, TPOT 0.001 ms)."""
     if itl is None:
         return False
-    return tpot_burst or (bool(tpot) and itl < ITL_DEGENERATE * tpot)
+    return tpot_burst or (tpot is not None and bool(tpot) and itl < ITL_DEGENERATE * tpot)
 
 
 def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
@@ -195,13 +196,13 @@ def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
     above 1.0x; a cell without an interval is "point only", whatever its point estimate says."""
     if tpot.point is None:
         return "n/a"
-    if not tpot.has_interval:
+    if tpot.high is None or not tpot.has_interval:
         return "point only"
     if tpot.crosses_one:
         return "no clear difference"
     if tpot.high < 1.0:
         return "slower"
-    if tput.has_interval and tput.low > 1.0:
+    if tput.low is not None and tput.has_interval and tput.low > 1.0:
         return "helped"
     return "faster per token only"
 

@@ -13,8 +13,10 @@ import gzip
 import hashlib
 import io
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes, atomic_writer
@@ -81,7 +83,10 @@ def seal(run_dir: Path) -> Path:
     return atomic_write_bytes(run_dir / SUMS, format_sums(checksums(run_dir, bundle_files(run_dir))))
 
 
-def reseal_if_intact(run_dir: Path, write) -> object:
+T = TypeVar("T")
+
+
+def reseal_if_intact(run_dir: Path, write: Callable[[], T]) -> T:
     """Run `write` (which adds or rewrites files of the bundle) and seal again, but only when the bundle verified
     before it: a changed bundle is never blessed by a later write. Returns what `write` returned."""
     run_dir = Path(run_dir)

@@ -161,7 +161,7 @@ class Acceptance(_Record):
     mean_acceptance_length: float | None = None
     histogram: list[int] | None = None
     per_position: list[float] | None = None               # vLLM's: share of all drafting steps
-    per_position_conditional: list[float] | None = None   # / drafted >= p+1 (summary/3; absent: n/a)
+    per_position_conditional: list[float | None] | None = None   # / drafted >= p+1 (summary/3; absent: n/a)
     drafted_per_position: list[int] | None = None
     no_accept_share: float | None = None
     num_spec_steps: int | None = None
