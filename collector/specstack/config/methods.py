@@ -55,10 +55,10 @@ def baseline_of(method: str) -> str | None:
     return cfg["methods"][resolve_method(cfg, method)].get("baseline")
 
 
-def sweep_lists() -> dict[str, list[str]]:
+def sweep_lists(cfg: dict | None = None) -> dict[str, list[str]]:
     """services/methods.toml's [sweep] (the one default list of a sweep): {"methods": [...], "mtp_methods": [...]},
     checked (config/sweep.py); a MethodError naming the fix otherwise."""
-    cfg = load()
+    cfg = cfg or load()
     try:
         return sweep.check(cfg.get(sweep.TABLE), serve_args.method_names(cfg), where=str(SERVICES_DIR / "methods.toml"))
     except sweep.SweepError as e:
