@@ -2,7 +2,7 @@
 #
 #   make run METHOD=ngram          one method: images built once, models fetched, pre-flight, server +
 #                                  Prometheus + Grafana, collector, report
-#   make sweep                     baseline ngram draft_model eagle3 suffix, then mtp-baseline mtp, one at a time
+#   make sweep                     methods.toml's [sweep] methods, then its mtp_methods, one at a time
 #   make sweep SCHEDULER=slurm     the same methods as Slurm job arrays, native venv (docs/slurm.md)
 #   make sweep GPUS=0,1            the same methods in parallel, one server per GPU at a time (a queue);
 #                                  (CPUSETS=0-15,16-31: each GPU's server on its own cores);
@@ -24,8 +24,9 @@
 # RUN_ARGS (extra `specstack run` options, e.g. "--concurrency 1,4,16 --repeats 3"), GPU_FREE_MIB,
 # PREFIX_CACHING=1 (every server with enable-prefix-caching, recorded by the collector as --prefix-caching; a run
 # id keeps one setting), GPU_FREE_TIMEOUT, WAIT_TIMEOUT (seconds a server may take to become healthy once its models are in the cache;
-# also its healthcheck start_period), SWEEP_METHODS, GPUS / CPUSETS (make sweep in parallel: the slots;
-# slot i's server is published on VLLM_PORT+i), CALIBRATE=1 (with GPUS / CPUSETS: the baselines on every slot).
+# also its healthcheck start_period), SWEEP_METHODS / SWEEP_MTP_METHODS (default: methods.toml's [sweep]),
+# GPUS / CPUSETS (make sweep in parallel: the slots; slot i's server is published on VLLM_PORT+i), CALIBRATE=1
+# (with GPUS / CPUSETS: the baselines on every slot).
 # Environment: HF_TOKEN (passed to the servers as a compose secret), SPECSTACK_BIND_ADDRESS (default
 # 127.0.0.1; 0.0.0.0 exposes the ports), VLLM_PORT / PROMETHEUS_PORT / GRAFANA_PORT, COMPOSE_PROJECT_NAME.
 
@@ -60,8 +61,13 @@ else
 $(error PLATFORM must be gpu (the default) or cpu, not '$(PLATFORM)')
 endif
 # WAIT_TIMEOUT: unset, the platform's default (gpu 3600 s, cpu 600 s; make reproduce: the recorded run's platform).
-SWEEP_METHODS ?= baseline ngram draft_model eagle3 suffix
-SWEEP_MTP_METHODS ?= mtp-baseline mtp
+# make sweep's methods, SWEEP_METHODS then SWEEP_MTP_METHODS: unset, services/methods.toml's [sweep] methods and
+# mtp_methods (the one default list), printed by the host helper once, when make sweep needs them; a bad [sweep]
+# stops make with the helper's message naming the fix.
+sweep_default = $(shell $(CONTAINERS_PY) sweep-methods $(1))$(if $(filter-out 0,$(.SHELLSTATUS)),$(error \
+  services/methods.toml's [sweep] is refused (the line above says why); fix it, or give SWEEP_METHODS))
+SWEEP_METHODS ?= $(eval SWEEP_METHODS := $$(call sweep_default))$(SWEEP_METHODS)
+SWEEP_MTP_METHODS ?= $(eval SWEEP_MTP_METHODS := $$(call sweep_default,--mtp))$(SWEEP_MTP_METHODS)
 ifndef RUN_ID
 RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 endif
@@ -82,7 +88,7 @@ stack = $(CONTAINERS_DOCKER) compose $(1) PLATFORM=$(PLATFORM) DOCKER=$(call q,$
 	K=$(call q,$(K)) PREFIX_CACHING=$(call q,$(PREFIX_CACHING)) RUN_ARGS=$(call q,$(RUN_ARGS)) \
 	REPORT_ARGS=$(call q,$(REPORT_ARGS)) IMAGES_LOCK=$(call q,$(IMAGES_LOCK)) GPU_FREE_MIB=$(call q,$(GPU_FREE_MIB)) \
 	GPU_FREE_TIMEOUT=$(call q,$(GPU_FREE_TIMEOUT)) GPU_FREE_POLL=$(call q,$(GPU_FREE_POLL)) \
-	SWEEP_METHODS=$(call q,$(SWEEP_METHODS) $(SWEEP_MTP_METHODS)) \
+	$(if $(filter sweep,$(1)),SWEEP_METHODS=$(call q,$(SWEEP_METHODS) $(SWEEP_MTP_METHODS))) \
 	$(if $(filter undefined,$(origin WAIT_TIMEOUT)),,WAIT_TIMEOUT=$(call q,$(WAIT_TIMEOUT)))
 # Image references of the lock file (images.env.local, read after it, wins); images/images.mk builds their tags.
 lock_ref = $(lastword $(foreach f,$(IMAGES_LOCK) $(wildcard images.env.local),$(shell sed -n 's/^$(1)=//p' $(f))))

@@ -50,6 +50,20 @@ def test_generated_files_are_current_and_a_stale_one_is_named(tmp_path, capsys):
     assert chart.check(copy) == [] and not (copy / "generated/dashboards/old.json").exists()
 
 
+def test_the_default_methods_are_methods_tomls_sweep(rendered):
+    """values.yaml names no methods: a release runs methods.toml's [sweep] methods (the one default list), which the
+    generator writes into generated/plans.yaml (its --check above keeps that copy current)."""
+    default = methods_config.default_sweep_methods()
+    assert chart.plans()["defaultMethods"] == default
+    assert "methods" not in yaml.safe_load((chart.CHART_DIR / "values.yaml").read_text())
+    assert sorted(j["metadata"]["labels"]["specstack.io/method"] for j in of_kind(rendered, "Job")) == sorted(default)
+    given = of_kind(render({"methods": ["ngram"]}), "Job")
+    assert [j["metadata"]["labels"]["specstack.io/method"] for j in given] == ["ngram"]
+    notes = helm("install", RELEASE, str(chart.CHART_DIR), "--dry-run=client", "--namespace", NAMESPACE,
+                 *sets({"runId": RUN_ID})).stdout
+    assert f"specstack run {RUN_ID}: {len(default)} Job(s) ({', '.join(default)}), one GPU each." in notes
+
+
 @pytest.mark.parametrize("values", [{}, {"results": {"existingClaim": "r", "holdSeconds": 0}, "prefixCaching": True,
                                      "hfToken": {"secretName": "hf", "key": "token"}, "kueue": {"queueName": "q"}}])
 def test_helm_lint_strict_passes(values):

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from specstack.config import methods
 from specstack.config.workloads import (
     DEFAULT_ACCEPTANCE_MAX_TOKENS,
     DEFAULT_NUM_PROMPTS,
@@ -92,6 +93,27 @@ def add_turns_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", type=int, default=1, choices=(1, 2),
                    help="2: also measure turn 2 of two-turn sets (MT-Bench, Spec-Bench), the chat [turn 1, the "
                         "baseline's greedy answer, turn 2], the same bytes for every method (docs/workloads.md)")
+
+
+def add_methods_option(p: argparse.ArgumentParser) -> None:
+    """--methods of the commands that run several methods (sweep, slurm submit). Left out: services/methods.toml's
+    [sweep] methods, the one default list, read when the command runs (sweep_methods), so a bad table refuses only
+    the commands that need it."""
+    p.add_argument("--methods", default=None,
+                   help=f"comma-separated, in order (default: services/methods.toml's [sweep] methods, "
+                        f"{_sweep_default_text()})")
+
+
+def _sweep_default_text() -> str:
+    try:
+        return ",".join(methods.default_sweep_methods())
+    except methods.MethodError:
+        return "which cannot be read: a sweep without --methods names why"
+
+
+def sweep_methods(args: argparse.Namespace) -> str:
+    """--methods as given, else [sweep] methods (comma-separated); a MethodError naming the fix for a bad table."""
+    return args.methods if args.methods is not None else ",".join(methods.default_sweep_methods())
 
 
 def run_tasks(tasks: str | None, datasets: list[str], workloads: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from specstack.cli import progress
-from specstack.cli.options import add_run_options, options_from_args
+from specstack.cli.options import add_methods_option, add_run_options, options_from_args, sweep_methods
 from specstack.config import methods
 from specstack.errors import UserError
 from specstack.pipeline import parallel
@@ -41,7 +41,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    names = [m for m in args.methods.split(",") if m]
+    names = [m for m in sweep_methods(args).split(",") if m]
     opts = options_from_args(args, names[0])
     if args.gpus or args.cpusets:   # side by side on the host's slots, each method a process of its own
         failed = parallel.parallel_sweep(opts, names, gpus=args.gpus or "", cpusets=args.cpusets or "",
@@ -79,7 +79,7 @@ def register(sub) -> None:
     add_run_options(p)
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("sweep", help="run several methods one after another under one run id")
-    p.add_argument("--methods", default="baseline,ngram,draft_model,eagle3,suffix")
+    add_methods_option(p)
     p.add_argument("--replicate", choices=REPLICATE, default="repeats",
                    help="repeats: --repeats bench repeats back to back in one server session per method (fast; "
                         "the intervals leave session-to-session variance out); sessions: each repeat a server "

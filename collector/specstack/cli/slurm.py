@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from specstack.cli.options import default_run_id
+from specstack.cli.options import add_methods_option, default_run_id, sweep_methods
 from specstack.config import methods
 from specstack.errors import UserError
 from specstack.results import run_lock
@@ -17,8 +17,6 @@ from specstack.results.reader import good_result, resolve_run_dir
 from specstack.server.runtime import free_port
 from specstack.slurm import gather, submit, task
 from specstack.slurm.script import SbatchOptions
-
-DEFAULT_METHODS = "baseline,ngram,draft_model,eagle3,suffix"
 
 
 def _results(args: argparse.Namespace) -> Path:
@@ -50,7 +48,7 @@ def _check_run_args(names: list[str], run_id: str, results: Path, run_args: list
 
 def _cmd_submit(args: argparse.Namespace) -> int:
     cfg = methods.load()
-    names = [methods.resolve_method(cfg, m) for m in args.methods.replace(" ", ",").split(",") if m]
+    names = [methods.resolve_method(cfg, m) for m in sweep_methods(args).replace(" ", ",").split(",") if m]
     if not names:
         raise UserError("--methods names no method; e.g. --methods baseline,ngram,suffix")
     run_args = shlex.split(args.run_args or "")
@@ -104,7 +102,7 @@ def register(sub) -> None:
     ssub = s.add_subparsers(dest="slurm_command", required=True, metavar="SLURM_COMMAND")
     p = ssub.add_parser("submit", help="submit the methods of a run that have no good result yet, as job arrays "
                                        "(baselines first); run again to resubmit only what is missing")
-    p.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
+    add_methods_option(p)
     p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp; a resubmit names it)")
     p.add_argument("--results", dest="results_dir", type=Path, default=None,
                    help="results folder on a file system every node mounts at the same path (default: "

@@ -9,6 +9,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from specstack.config import sweep
+
 SERVICES_DIR = Path(os.environ.get("SPECSTACK_SERVICES_DIR", Path(__file__).resolve().parents[3] / "services"))
 
 
@@ -51,3 +53,23 @@ def is_speculative(method: str) -> bool:
 def baseline_of(method: str) -> str | None:
     cfg = load()
     return cfg["methods"][resolve_method(cfg, method)].get("baseline")
+
+
+def sweep_lists(cfg: dict | None = None) -> dict[str, list[str]]:
+    """services/methods.toml's [sweep] (the one default list of a sweep): {"methods": [...], "mtp_methods": [...]},
+    checked (config/sweep.py); a MethodError naming the fix otherwise."""
+    cfg = cfg or load()
+    try:
+        return sweep.check(cfg.get(sweep.TABLE), serve_args.method_names(cfg), where=str(SERVICES_DIR / "methods.toml"))
+    except sweep.SweepError as e:
+        raise MethodError(str(e)) from None
+
+
+def default_sweep_methods() -> list[str]:
+    """What a sweep runs when not told otherwise: [sweep] methods (`specstack sweep`, `slurm submit`, the chart)."""
+    return sweep_lists()[sweep.METHODS]
+
+
+def default_mtp_sweep_methods() -> list[str]:
+    """[sweep] mtp_methods: what make sweep runs after the methods (SWEEP_MTP_METHODS)."""
+    return sweep_lists()[sweep.MTP_METHODS]

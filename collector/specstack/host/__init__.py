@@ -9,6 +9,7 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                status): images once, models, pre-flight, server up and healthy, provenance, collector, server log,
                the server stopped and its Prometheus target cleared whatever happens
   stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
+               sweep-methods: methods.toml's [sweep], the one default list (make's SWEEP_METHODS, SWEEP_MTP_METHODS)
   interrupts   SIGINT/SIGTERM/SIGHUP as one exception: each step's cleanup, then make down, exit 128 + N
   provenance   record: results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of
                every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the CPU

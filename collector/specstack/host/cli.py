@@ -17,7 +17,7 @@ from specstack.host.image_ref import pin_problem
 from specstack.host.provenance import record
 from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
-from specstack.host.stack import PLATFORMS, Settings, Shell
+from specstack.host.stack import METHODS_TOML, PLATFORMS, Settings, Shell, sweep_methods
 from specstack.host.targets import write_targets
 
 
@@ -69,6 +69,11 @@ def _parallel(args: argparse.Namespace) -> int:
 def _check_slots(args: argparse.Namespace) -> int:
     slots = parse_slots(args.platform, args.slots, os.cpu_count() or 1, args.cpusets)
     plan_jobs(args.methods.split(), dict(_label(b) for b in args.baselines.split()), len(slots), args.calibrate)
+    return 0
+
+
+def _sweep_methods(args: argparse.Namespace) -> int:
+    print(" ".join(sweep_methods(args.file)["mtp_methods" if args.mtp else "methods"]))
     return 0
 
 
@@ -154,7 +159,8 @@ def _reproduce_plan(args: argparse.Namespace) -> int:
 ACTIONS = {"record": _record, "save-log": _save_log, "check-gpu-host": _check_gpu_host,
            "check-buildx": _check_buildx,
            "wait-gpu-free": _wait_gpu_free, "parallel": _parallel, "check-slots": _check_slots,
-           "targets": _targets, "lock": _lock, "check-lock": _check_lock, "reproduce-plan": _reproduce_plan,
+           "sweep-methods": _sweep_methods, "targets": _targets, "lock": _lock, "check-lock": _check_lock,
+           "reproduce-plan": _reproduce_plan,
            "compose": _compose}
 
 
@@ -234,6 +240,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cs.add_argument("--methods", default="", help="the sweep's methods (with --calibrate: each baseline present)")
     cs.add_argument("--baselines", default="", metavar="'METHOD=BASELINE ...'")
     cs.add_argument("--calibrate", action="store_true")
+    sm = sub.add_parser("sweep-methods", help="print the default methods of a sweep, space-separated: methods.toml's "
+                                              "[sweep] methods (--mtp: mtp_methods); make sweep's SWEEP_METHODS")
+    sm.add_argument("--mtp", action="store_true", help="mtp_methods (make's SWEEP_MTP_METHODS), run after them")
+    sm.add_argument("--file", type=Path, default=METHODS_TOML)
     t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
     t.add_argument("--out", type=Path, required=True)
     g = t.add_mutually_exclusive_group(required=True)

@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specstack.config import sweep
+from specstack.host import HostError
 from specstack.host.interrupts import Interrupted
 
 # PLATFORM -> (serve platform of methods.toml, compose files, default lock file, default WAIT_TIMEOUT in seconds)
@@ -55,6 +57,15 @@ class MethodsToml:
             if m:
                 dtype.append(m.group(1))
         return cls(names, spec, baselines, "\n".join(dtype))
+
+
+def sweep_methods(path: Path = METHODS_TOML) -> dict:
+    """services/methods.toml's [sweep], the one default list of a sweep: {"methods": [...], "mtp_methods": [...]}
+    (make's SWEEP_METHODS and SWEEP_MTP_METHODS), checked against the methods; a HostError naming the fix."""
+    try:
+        return sweep.check(sweep.table_of(path.read_text()), MethodsToml.read(path).names, where=str(path))
+    except sweep.SweepError as e:
+        raise HostError(str(e)) from None
 
 
 @dataclass

@@ -4,7 +4,8 @@
 The chart duplicates nothing by hand. What it needs from elsewhere is copied in here, because `helm package`
 and `.Files.Get` see only files inside the chart folder (a symlink out of it is not packaged):
   generated/plans.yaml        every method's `vllm serve` argv and env per model set, from services/serve_args.py
-                              (the `gpu-container` platform, as compose: the same argv in a pod)
+                              (the `gpu-container` platform, as compose: the same argv in a pod), and the methods a
+                              release runs when its values name none (defaultMethods: methods.toml's [sweep] methods)
   generated/services/         methods.toml and serve_args.py, mounted into the collector (it plans as compose does)
   generated/dashboards/       the dashboards grafana/generate.py wrote (grafana/dashboards/*.json)
   values.schema.json          helm's check of the values; the method and model-set names come from methods.toml
@@ -45,12 +46,14 @@ def _plan(method: str, model_set: str, cfg: dict) -> dict:
 
 
 def plans(cfg: dict | None = None) -> dict:
-    """The document of generated/plans.yaml: the server's port, and per model set and method the argv (prefix
+    """The document of generated/plans.yaml: the server's port, the methods a release runs when its values name
+    none (methods.toml's [sweep] methods, the one default list), and per model set and method the argv (prefix
     caching off, and on: `--prefix-caching` applies to every method of a run alike) and the env."""
     cfg = cfg or methods_config.load()
     sets = cluster_model_sets(cfg)
     port = methods_config.serve_args.flags(cfg, "baseline", platform=SERVE_PLATFORM, models={})["port"]
     return {"platform": SERVE_PLATFORM, "vllmVersion": cfg["vllm_version"], "port": int(port),
+            "defaultMethods": methods_config.sweep_lists(cfg)["methods"],
             "modelSets": {s: {m: _plan(m, s, cfg) for m in cfg["methods"]} for s in sets}}
 
 

@@ -41,7 +41,8 @@ def values_schema(methods: list[str], model_sets: list[str]) -> dict:
                                      "- _ . (at most 63); set it with --set runId=..."},
             "methods": {"type": "array", "minItems": 1, "uniqueItems": True,
                         "items": {"type": "string", "enum": methods},
-                        "description": "one Job per method, named as in services/methods.toml"},
+                        "description": "one Job per method, named as in services/methods.toml (left out: its "
+                                       "[sweep] methods, generated/plans.yaml's defaultMethods)"},
             "modelSet": {"type": "string", "enum": model_sets,
                          "description": "a model set of services/methods.toml whose models are hub ids"},
             "prefixCaching": {"type": "boolean", "description": "enable-prefix-caching for every method alike"},
@@ -107,5 +108,5 @@ def values_schema(methods: list[str], model_sets: list[str]) -> dict:
                 "datasourceUid": {"type": "string", "minLength": 1,
                                   "description": "the uid of your Grafana's Prometheus data source"},
             }, ("enabled", "label", "labelValue", "datasourceUid")),
-        }, ("runId", "methods", "modelSet", "images", "gpu", "vllm", "collector", "results")),
+        }, ("runId", "modelSet", "images", "gpu", "vllm", "collector", "results")),
     }

@@ -4,6 +4,12 @@
 {{- .Files.Get "generated/plans.yaml" | fromYaml | toJson -}}
 {{- end -}}
 
+{{/* The methods of the release, one Job each, as JSON: .Values.methods, else services/methods.toml's [sweep]
+     methods (the one default list), which `specstack k8s generate` writes into generated/plans.yaml. */}}
+{{- define "specstack.methods" -}}
+{{- .Values.methods | default (include "specstack.plans" . | fromJson).defaultMethods | toJson -}}
+{{- end -}}
+
 {{/* The Job name of a method: release-method, DNS-1123 (draft_model -> draft-model), at most 63 characters. */}}
 {{- define "specstack.jobName" -}}
 {{- printf "%s-%s" .root.Release.Name (.method | replace "_" "-" | lower) | trunc 63 | trimSuffix "-" -}}
