@@ -3,7 +3,8 @@
 # machine's Python 3.12, copy the checkout out of the synced folder, and start the streams detached (setsid: they
 # outlive this call; poll.sh watches them).
 #   usage: launch.sh SECONDS STREAM [STREAM ...]
-#   STREAM: "STAGE[;STAGE ...]", STAGE: "NAME PLATFORM METHODS [VAR=VALUE ...]" (e.g. SPECSTACK_GPU_CACHED=all;
+#   STREAM: "STAGE[;STAGE ...]", STAGE: "NAME PLATFORM METHODS [VAR=VALUE ...]" or "script:PATH" (a script of the
+#   checkout, run with W, END and the servers' settings in its environment: verdict.sh) (e.g. SPECSTACK_GPU_CACHED=all;
 #   SERVE_DTYPE=float32: that stage's servers in float32, recorded in each summary's serve arguments)
 # Each stage is one `make test-gpu` (RUN_ID = NAME, the VAR=VALUE words in its environment); the stages of a stream run one after another, the streams side
 # by side, all cut at the shared deadline SECONDS from now. PROBE=1 runs `specstack probe-sampler` first.
@@ -90,7 +91,10 @@ chmod +x $W/stage.sh
 i=0
 for stream in "$@"; do
   cmds=""; IFS=';' read -ra stages <<< "$stream"
-  for s in "${stages[@]}"; do cmds+="$W/stage.sh $s; "; done
+  for s in "${stages[@]}"; do
+    case $s in script:*) cmds+="bash $W/repo/${s#script:}; ";;   # a script of the checkout (verdict.sh)
+               *) cmds+="$W/stage.sh $s; ";; esac
+  done
   [ $i = 0 ] && [ "${PROBE:-0}" = 1 ] && cmds="timeout 300 .venv-gpu/bin/specstack probe-sampler --json $W/results/probe-sampler-cuda.json > $W/log/probe.log 2>&1; echo \$? > $W/log/probe.rc; $cmds"
   VLLM_CACHE_ROOT=$W/vllm-cache/stream$i SPECSTACK_PORT_RANGE=$((20000 + 1000 * i))-$((20999 + 1000 * i)) setsid bash -c "$cmds" > $W/log/stream$i.out 2>&1 < /dev/null &
   i=$((i + 1)); sleep 1
