@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from specstack.errors import UserError
-from specstack.host import HostError, buildx, interrupts, reproduction
+from specstack.host import HostError, buildx, interrupts, knobs, reproduction
 from specstack.host.engine import PROJECT, DockerCLI
 from specstack.host.gpu import gpu_host_problems, nvidia_smi_host, wait_gpu_free
 from specstack.host.image_lock import read_lock
@@ -106,6 +106,8 @@ class Stack:
             return self._refuse(f"make run: set METHOD, one of: {names}")
         if method not in s.methods.names:
             return self._refuse(f"make run: unknown METHOD '{method}'; choose one of: {names}")
+        if self.check_knobs([method]):
+            return 2
         # WAIT_TIMEOUT is also the servers' healthcheck start_period (SPECSTACK_START_PERIOD): whole seconds.
         if not re.match(r"^[0-9]+$", s.wait) or s.wait == "0":
             return self._refuse(f"WAIT_TIMEOUT must be a whole number of seconds (> 0), not '{s.wait}'")
@@ -136,6 +138,13 @@ class Stack:
                                 "the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the "
                                 "stack without a GPU')")
         return 0
+
+    def check_knobs(self, methods: list[str]) -> int:
+        """make's knobs for these methods (host/knobs.py): 0, or 2 with every problem said."""
+        found = knobs.problems(self.s, methods)
+        for problem in found:
+            self.sh.say(f"make: {problem}", err=True)
+        return 2 if found else 0
 
     def check_slots(self) -> int:
         """The slots of a parallel sweep, refused before anything starts when malformed or shared."""
@@ -478,7 +487,10 @@ def sweep(stack: Stack) -> int:
     """make sweep: every method strictly one at a time on one GPU (or CPU set), one RUN_ID; with slots (GPUS,
     CPUSETS), one method per slot at once and a queue for the rest, still one RUN_ID."""
     s = stack.s
-    rc = stack.prepare() or stack.check_slots()
+    if not s.sweep:
+        return stack._refuse("make sweep: no methods (SWEEP_METHODS is empty); give some, e.g. "
+                             "SWEEP_METHODS=\"baseline ngram\", or leave it unset for methods.toml's [sweep]")
+    rc = stack.check_knobs(s.sweep) or stack.prepare() or stack.check_slots()
     if rc:
         return rc
     for gpu in (s.gpus.split(",") if s.gpu_platform and s.gpus else [s.gpu]):

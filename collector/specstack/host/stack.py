@@ -37,14 +37,19 @@ class MethodsToml:
     spec: list[str]
     baselines: dict[str, str]
     dtype: str
+    model_sets: list[str] = field(default_factory=list)
+    path: Path = METHODS_TOML
 
     @classmethod
     def read(cls, path: Path = METHODS_TOML) -> MethodsToml:
-        names, spec, baselines, dtype, method = [], [], {}, [], ""
+        names, spec, baselines, dtype, method, sets = [], [], {}, [], "", []
         for line in path.read_text().splitlines():
             m = re.match(r"^\[methods\.([^\]]*)\]\s*$", line)
             if m:
                 names.append(m.group(1))
+            m = re.match(r"^\[model_sets\.([A-Za-z0-9_-]+)\]\s*$", line)   # not its .revisions / .unpinned
+            if m:
+                sets.append(m.group(1))
             if line.startswith("["):
                 m = re.match(r"^\[methods\.([^\]]*)\]", line)
                 method = m.group(1) if m else ""
@@ -56,7 +61,7 @@ class MethodsToml:
             m = re.match(r'^dtype = "(.*)"', line)
             if m:
                 dtype.append(m.group(1))
-        return cls(names, spec, baselines, "\n".join(dtype))
+        return cls(names, spec, baselines, "\n".join(dtype), sets, path)
 
 
 def sweep_methods(path: Path = METHODS_TOML) -> dict:
