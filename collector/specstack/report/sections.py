@@ -161,13 +161,11 @@ def _known(value: str, basis: str | None) -> str:
 
 
 def _stall_mark(r: dict) -> str:
-    """What every ratio of the row rests on (report/marks.py): a stall in a repeat, a slow c=1 cell."""
-    return "".join(f" ⚠ {m}" for m in marks.rests_on(r) if m != "beyond bound")
+    return marks.suffix(r)
 
 
 def _throughput_mark(r: dict) -> str:
-    """The throughput ratio's marks: the row's, and past what a free drafter allows (the note says by how much)."""
-    return _stall_mark(r) + (" ⚠ beyond bound" if "beyond bound" in marks.rests_on(r) else "")
+    return marks.suffix(r, throughput=True)
 
 
 def _beside(r: dict, m: str) -> str:

@@ -508,12 +508,9 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
         # a verdict over the concurrencies rests on every cell of them: a marked one is named here too
         stalled = sorted(r["concurrency"] for r in mine if r.get("stalled"))
-        for text in (tpot, tput):
-            text["text"] += _rests_on(mine, "stall", "⚠ rests on a stall at c={} (the speed table names it)")
-            text["text"] += _rests_on(mine, "slow c=1", "⚠ rests on a slow c=1 at c={} (a stall or a warm-up; the "
-                                                        "speed table's note names it)")
-        tput["text"] += _rests_on(mine, "beyond bound", "⚠ beyond bound at c={}: past the tokens per target pass "
-                                                        "a free drafter allows, the baseline's cell was slow")
+        on_latency, on_throughput = marks.crossover_marks(mine)
+        tpot["text"] += on_latency
+        tput["text"] += on_throughput
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
@@ -522,8 +519,3 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
                      "stalled_concurrencies": ",".join(f"{c:g}" for c in stalled) or None})
     return rows
 
-
-def _rests_on(rows: list[dict], mark: str, text: str) -> str:
-    """" ⚠ ... at c=4" naming the concurrencies whose ratios carry `mark` (report/marks.py `rests_on`), or ""."""
-    at = sorted(r["concurrency"] for r in rows if mark in marks.rests_on(r))
-    return " " + text.format(", ".join(f"{c:g}" for c in at)) if at else ""
