@@ -161,6 +161,7 @@ def _known(value: str, basis: str | None) -> str:
 
 
 def _stall_mark(r: dict) -> str:
+    """The marks every ratio of the row carries (a stall, a slow c=1): report/marks.py decides them for all views."""
     return marks.suffix(r)
 
 

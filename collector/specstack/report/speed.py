@@ -518,4 +518,3 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
                      "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"],
                      "stalled_concurrencies": ",".join(f"{c:g}" for c in stalled) or None})
     return rows
-
