@@ -68,3 +68,51 @@ def test_a_win_beyond_tokens_per_pass_against_a_slow_c1_baseline_is_named(tmp_pa
     matrix = next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     assert matrix.count("⚠ beyond bound") == 1 and matrix.count("⚠ slow c=1") == 1
     assert "⚠ beyond bound: the throughput ratio exceeds" in md and "⚠ slow c=1: a c=1 cell" in md
+
+
+def test_the_speed_table_and_the_crossover_name_the_slow_c1_and_the_win_past_the_bound(tmp_path):
+    """Issue 41 points 1 and 3: the throughput figure itself carries ⚠ beyond bound and ⚠ slow c=1 in the speed
+    table (with their legend), and the crossover statement over c = 1, 4 names the c=1 cell it rests on."""
+    run_dir = tmp_path / "bound"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
+                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
+                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
+                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    rep = build.build(run_dir, with_plots=False)
+    md = render.render_markdown(sections.blocks(rep))
+    c1 = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 1 |"))
+    c4 = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 4 |"))
+    assert "1.23× ⚠ slow c=1 ⚠ beyond bound |" in c1 and "⚠" not in c4.split("|")[7]
+    assert "- ⚠ beyond bound: the throughput ratio exceeds" in md and "- ⚠ slow c=1: a c=1 cell" in md
+    (cross,) = rep.crossover
+    assert cross["throughput_text"] == (
+        "stops beating the baseline at concurrency 4 (last win at 1) (by point estimates: fewer than 3 repeats, no "
+        "interval) ⚠ rests on a slow c=1 at c=1 (a stall or a warm-up; the speed table's note names it) ⚠ beyond "
+        "bound at c=1: past the tokens per target pass a free drafter allows, the baseline's cell was slow")
+    assert "⚠ rests on a slow c=1 at c=1" in cross["tpot_text"] and "beyond bound" not in cross["tpot_text"]
+
+
+def test_the_speedup_plot_rings_and_names_the_marked_cells(tmp_path, monkeypatch):
+    """Issue 41 point 3: the plots dropped the marks. The c=1 point is ringed with its words in both panels
+    (beyond bound in the throughput panel only), the c=4 point is not, and the caption names the ring."""
+    from matplotlib.axes import Axes
+
+    from specstack.report import plots
+    run_dir = tmp_path / "bound"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
+                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
+                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
+                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    drawn: list[tuple] = []
+    real = Axes.annotate
+    monkeypatch.setattr(Axes, "annotate", lambda self, text, xy, *a, **kw: drawn.append((text, xy[0])) or
+                        real(self, text, xy, *a, **kw))
+    rep = build.build(run_dir, with_plots=True)
+    rings = [d for d in drawn if str(d[0]).startswith("⚠")]   # bar labels annotate too
+    assert rings == [("⚠ slow c=1", 1), ("⚠ slow c=1, beyond bound", 1)]   # TPOT panel, then throughput
+    [caption] = [c for n, c in rep.plot_captions.items() if "speedup_vs_concurrency" in n]
+    assert caption.endswith(f"{plots.RING}: beyond bound, slow c=1; dashed line = 1.0×")

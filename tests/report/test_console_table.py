@@ -111,3 +111,36 @@ def test_turn_2_shows_under_the_task_with_its_categories(tmp_path):
     rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines() if "│" in line]
     assert rows == ["turn 1 (the task) 2 n/a 50.0 % · 3.00", "turn 2 (1 left out) 1 n/a 25.0 % · 2.00",
                     "turn 2 · coding 1 n/a 25.0 % · 2.00"]
+
+
+def test_a_ratio_past_free_drafting_and_a_slow_c1_are_marked_in_the_console(tmp_path):
+    """Issue 41 point 1: ngram 'won' 1.23× at c=1 against a baseline whose c=1 was slower per request than its own
+    c=4, more than its tokens per target pass allow: the console cell carries ‼ and ⚠, each with its legend line;
+    report.md's rows decide the same (report/marks.py)."""
+    from specstack.report import build
+    from tests.bundles import write_method
+    texts = {"chat": {"a": ("t", "stop")}}
+    acc = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
+           "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
+           "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+    run_dir = tmp_path / "bound"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
+                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": acc},
+                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
+                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    rows = {(r["method"], r["concurrency"]): r for r in build.build(run_dir, with_plots=False).speed}
+    assert rows[("ngram", 1)]["beyond_bound"] and not rows[("ngram", 4)]["beyond_bound"]
+    out = printed(run_dir)
+    row = next(line for line in out.splitlines() if line.strip("│ ").startswith("ngram"))
+    assert "123.0 (1.23×) ‼ ⚠" in row and "520.0 (0.95×) │" in row   # c=4: within the bound, no stall
+    assert "‼ = the ratio exceeds the method's tokens per target pass" in out
+    assert "or a c=1 cell of either was slower per request" in out
+
+
+def test_a_ratio_within_its_bound_carries_no_mark(tmp_path):
+    publish(tmp_path, "r", summary("baseline", None, baseline=None), ok=True)
+    publish(tmp_path, "r", summary("ngram", 0.5), ok=True)
+    out = printed(tmp_path / "r")
+    assert "‼" not in out and "⚠" not in out

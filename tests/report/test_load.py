@@ -158,3 +158,21 @@ def test_the_console_table_keeps_closed_loop_cells_only(run):
     summaries, _ = summaries_of(load_run(run))
     headers = [str(col.header) for col in task_table(summaries, "code").columns]
     assert headers[-2:] == ["c=1 (× base)", "c=4 (× base)"]
+
+
+def test_the_crossover_in_rate_names_a_stall_and_a_win_past_the_bound():
+    """Issue 41 point 3: the crossover in offered rate says which cells its statement rests on, as the one in
+    concurrency does (report/marks.py crossover_marks)."""
+    from specstack.report import load
+
+    def row(rate, tput, **marks):
+        return {"method": "ngram", "label": "ngram", "baseline": "baseline", "task": "code", "role": "spec",
+                "request_rate": rate, "throughput_speedup": tput, "throughput_speedup_low": None,
+                "latency_speedup": 1.2, "latency_speedup_low": None, **marks}
+    (cross,) = load.rate_crossover_rows([row(1.0, 1.3, beyond_bound="1.30× > 1.10 tokens per target pass"),
+                                         row(2.0, 1.1, stalled=True)])
+    assert cross["throughput_text"].startswith("beats the baseline at every tested rate (1 req/s, 2 req/s)")
+    assert cross["throughput_text"].endswith(" ⚠ rests on a stall at 2 req/s (the speed table names it) ⚠ beyond "
+                                             "bound at 1 req/s: past the tokens per target pass a free drafter "
+                                             "allows, the baseline's cell was slow")
+    assert cross["latency_text"].endswith("⚠ rests on a stall at 2 req/s (the speed table names it)")

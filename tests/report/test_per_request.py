@@ -80,12 +80,14 @@ def test_a_stalled_baseline_cell_marks_every_ratio_built_on_it(tmp_path):
     # issue 41 point 3: the crossover over c = 1, 4 rests on the stalled c=4 cell too, and says so
     (cross,) = [r for r in rep.crossover if r["method"] == "ngram"]
     assert cross["stalled_concurrencies"] == "4"
-    assert cross["throughput_text"].endswith("⚠ rests on a stall at c=4 (the speed table names it)")
+    assert "⚠ rests on a stall at c=4 (the speed table names it) ⚠ beyond bound at c=1, 4: past the tokens per " \
+        "target pass" in cross["throughput_text"]                 # both ratios exceed ngram's 1.02 tokens per pass
     assert cross["tpot_text"].endswith("⚠ rests on a stall at c=4 (the speed table names it)")
     console = Console(record=True, width=250)
     console_table.print_run(run_dir, console)
     out = console.export_text()
-    assert "1100.0 (2.12×) ⚠" in out and "600.0 (1.20×) ⚠" not in out and "⚠ = a repeat of this cell" in out
+    # ‼: both ratios exceed ngram's 1.02 tokens per target pass here (report.md's ⚠ beyond bound too)
+    assert "1100.0 (2.12×) ‼ ⚠" in out and "600.0 (1.20×) ‼ ⚠" not in out and "⚠ = a repeat of this cell" in out
 
 
 def test_a_cell_slower_than_one_request_after_another_is_a_stall():

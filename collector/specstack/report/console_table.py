@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from specstack.figures import stats as st
 from specstack.figures.recompute import Finding
 from specstack.figures.stats import MIN_REPEATS
 from specstack.measure import per_request
 from specstack.report import findings as shown
-from specstack.report import prefix_cache
+from specstack.report import marks, prefix_cache
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled, target_name
 from specstack.report.format import num, pct, weights_line
 from specstack.results import archive
@@ -62,16 +63,42 @@ def _figures(summary: Summary, task: str) -> TaskFigures:
     return summary.task_figures.get(task) or TaskFigures()
 
 
+def _median_of(cells: list[BenchCell], name: str) -> float | None:
+    return st.median([v for v in (c_.to_json().get(name) for c_ in cells) if v is not None])
+
+
 def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
     """Concurrencies at which a repeat stalled (measure/per_request.py, from the summary's copy of bench's
-    per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another."""
+    per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another; and c=1
+    when it was slower per request than a higher concurrency of the same server (report/marks.py `slow_c1`)."""
     by_c = _cells_by_concurrency(_figures(Summary.of(summary), task))
     serial = [c_.figure("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.figure("mean_e2el_ms")]
     serial_mean = sorted(serial)[len(serial) // 2] if serial else None
-    return {c for c, cells in by_c.items()
-            if c is not None   # a closed-loop cell always has its concurrency
-            and any((c_.per_request or {}).get("stall")
-                    or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+    stalled = {c for c, cells in by_c.items()
+               if c is not None   # a closed-loop cell always has its concurrency
+               and any((c_.per_request or {}).get("stall")
+                       or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+    higher = {c: _median_of(cells, "mean_e2el_ms") for c, cells in by_c.items() if c is not None and c > 1}
+    slow = marks.slow_c1(_median_of(by_c.get(1, []), "mean_e2el_ms"), higher)   # as report/speed.py's medians
+    return stalled | ({1} if slow is not None else set())
+
+
+def tokens_per_pass(summary: Summary | dict, task: str) -> dict[int, float]:
+    """The method's tokens per target pass per concurrency (median over repeats, as report/speed.py's bound):
+    the most a drafter that cost nothing could raise throughput by."""
+    out = {}
+    for c, cells in _cells_by_concurrency(_figures(Summary.of(summary), task)).items():
+        passes = []
+        for c_ in cells:
+            f = c_.to_json()
+            out_tokens, n = f.get("total_output_tokens"), f.get("completed")
+            decode = None if out_tokens is None or n is None else out_tokens - n
+            passes.append(st.tokens_per_pass(decode, f.get("spec_decode_num_drafts"),
+                                             f.get("spec_decode_accepted_tokens")))
+        bound = st.median([p for p in passes if p is not None])
+        if c is not None and bound is not None:
+            out[c] = bound
+    return out
 
 
 def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]]:
@@ -115,6 +142,22 @@ def task_heading(summaries: Summaries, task: str) -> str:
     return f"task: {task} (acceptance answers ended by: {ended(summaries, task)})"
 
 
+BEYOND = "‼"   # a ratio past what free drafting allows: distinct from ⚠, it is impossible, not only unsteady
+
+
+def beyond_bound_cells(summaries: Summaries, task: str) -> bool:
+    """Whether a method's throughput ratio on the task exceeds its tokens per target pass (the ‼ legend's test)."""
+    records = _records(summaries)
+    for s in records.values():
+        base = records.get(s.baseline_method or "")
+        if base is None:
+            continue
+        mine, theirs, bounds = _throughput(s, task), _throughput(base, task), tokens_per_pass(s, task)
+        if any(marks.beyond_bound(tp / theirs[c], bounds.get(c)) for c, tp in mine.items() if theirs.get(c)):
+            return True
+    return False
+
+
 def task_table(summaries: Summaries, task: str, found: Findings | None = None) -> Table:
     """One row a method, read at a glance: acceptance, mean acceptance length, the cross-check as ✔/✘, and output
     throughput with its ratio to the baseline per concurrency; every other figure is report.md's. `found`: per
@@ -134,11 +177,14 @@ def task_table(summaries: Summaries, task: str, found: Findings | None = None) -
         base_tp = _throughput(base, task) if base else {}
         mine = _throughput(s, task)
         stalled = stalled_concurrencies(s, task) | (stalled_concurrencies(base, task) if base else set())
+        bounds = tokens_per_pass(s, task) if base else {}
         cells = []
         for c in concurrencies:
             tp = mine.get(c)
-            ratio = f" ({tp / base_tp[c]:.2f}×)" if tp and base_tp.get(c) else ""
-            cells.append("n/a" if tp is None else f"{tp:.1f}{ratio}" + (" ⚠" if c in stalled else ""))
+            ratio = tp / base_tp[c] if tp and base_tp.get(c) else None
+            cells.append("n/a" if tp is None else f"{tp:.1f}" + ("" if ratio is None else f" ({ratio:.2f}×)")
+                         + (f" {BEYOND}" if marks.beyond_bound(ratio, bounds.get(c)) else "")
+                         + (" ⚠" if c in stalled else ""))
         status = "" if s.status == "ok" else " [red](failed)[/]"
         mark = _marked(found, name, task)
         table.add_row(display_name(name, s) + status, s.baseline_method or "-",
@@ -248,10 +294,15 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
                   "method exact, ✘ N = N mismatches, n/a = nothing to check. c=N: output tokens/s at concurrency N "
                   "(× the baseline's), from vllm bench serve at fixed output length. The histograms, tokens per "
                   "target pass, distinct answers and what each cross-check compared: report.md.")
+    if any(beyond_bound_cells(summaries, t) for t in tasks):
+        console.print(f"{BEYOND} = the ratio exceeds the method's tokens per target pass (by more than "
+                      f"{st.BOUND_TOLERANCE - 1:.0%}): more than a drafter that cost nothing could give, so the "
+                      "baseline's cell was slow, not the method fast (report.md: ⚠ beyond bound).")
     if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s.task_figures):
         console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
-                      "sending, a TTFT/E2EL outlier, or slower than c=1 one after another): the figure and its "
-                      "ratio rest on a stall (report.md: the speed table's note names it).")
+                      "sending, a TTFT/E2EL outlier, or slower than c=1 one after another), or a c=1 cell of either "
+                      "was slower per request than the same server at a higher concurrency (a stall or a warm-up): "
+                      "the figure and its ratio rest on it (report.md: the speed table's note names it).")
     repeats = max((len(v) for s in summaries.values() for t in s.task_figures.values()
                    for v in _cells_by_concurrency(t).values()), default=0)
     if 0 < repeats < MIN_REPEATS:   # no bench cell (--skip-bench): no ratio to qualify

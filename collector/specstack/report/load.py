@@ -22,6 +22,7 @@ import json
 
 from specstack.figures import capacity
 from specstack.figures import stats as st
+from specstack.report import marks
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -42,6 +43,9 @@ def rate_crossover_rows(rates: list[dict]) -> list[dict]:
         tput, lat = (st.crossover({r["request_rate"]: r[key] for r in mine},
                                   {r["request_rate"]: r[f"{key}_low"] for r in mine}, unit="rate", suffix=" req/s")
                      for key in ("throughput_speedup", "latency_speedup"))
+        on_latency, on_throughput = marks.crossover_marks(mine, "request_rate")   # as the concurrency crossover
+        lat["text"] += on_latency
+        tput["text"] += on_throughput
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "latency_kind": lat["kind"], "latency_crossover_rate": lat["concurrency"],
                      "latency_text": lat["text"], "throughput_kind": tput["kind"],

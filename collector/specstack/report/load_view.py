@@ -6,6 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING
 
+from specstack.report import marks
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
 from specstack.report.plots import plt, png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
@@ -81,9 +82,9 @@ def _rate_table(rep: Report, task: str) -> list[tuple]:
              [[_label(r), r["baseline"] or "—", f"{r['request_rate']:g}", num(r["request_throughput"]),
                r["repeats"], num(r["output_throughput"], 1),
                "—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-               interval(r["throughput_speedup_low"], r["throughput_speedup_high"]),
+               interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + marks.suffix(r, throughput=True),
                "—" if r["role"] != "spec" else times(r["latency_speedup"]) +
-               interval(r["latency_speedup_low"], r["latency_speedup_high"]),
+               interval(r["latency_speedup_low"], r["latency_speedup_high"]) + marks.suffix(r),
                r["latency_basis"], num(r["ttft_p50_ms"], 1), r["verdict"], r["note"] or ""] for r in rows])]
 
 

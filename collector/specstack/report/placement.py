@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from specstack.report import marks
 from specstack.report.format import num, pct, times
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def speedup_rows(rep: Report) -> list[dict]:
                   if r.get("output_throughput") and (b := tput.get((n, r["task"], r["concurrency"])))]
         rows.append({"method": r["method"], "task": r["task"], "concurrency": r["concurrency"],
                      "baseline": r["baseline"], "speedup": r.get("throughput_speedup"),
+                     "marks": marks.suffix(r, throughput=True),   # as the speed table marks the same ratio
                      "low": min(others) if others else None, "high": max(others) if others else None})
     return rows
 
@@ -117,7 +119,7 @@ def _calibration(rep: Report) -> list[tuple]:
                "; ".join(f"{slot_label((slots.get(n) or {}).get('slot'))}: {num(v, 1)}"
                          for n, v in r["per_slot"].items()), pct(r["spread"])] for r in spread]),
             ("table", ["method", "task", "c", "vs", "throughput speedup (same slot)", "vs every slot's baseline"],
-             [[r["method"], r["task"], r["concurrency"], r["baseline"], times(r["speedup"]),
+             [[r["method"], r["task"], r["concurrency"], r["baseline"], times(r["speedup"]) + r["marks"],
                f"{num(r['low'])}–{num(r['high'])}×" if r["low"] is not None else "n/a"] for r in speedups])]
 
 

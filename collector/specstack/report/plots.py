@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from specstack.figures import stats as st  # noqa: E402
+from specstack.report import marks  # noqa: E402
 from specstack.results.layout import REPORT_DIR  # noqa: E402
 
 if TYPE_CHECKING:
@@ -142,34 +143,64 @@ def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, l
             continue
         label = r["method"] + ("" if r["comparable"] else " (not comparable)")
         s = series.setdefault(label, {"tpot": [], "throughput": []})
-        # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0)
+        # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0);
+        # last, what the cell rests on as the speed table marks it (a free-drafting bound is throughput's only)
+        rests = tuple(marks.rests_on(r))
         s["tpot"].append((r[x], r["latency_speedup"], r["latency_speedup_low"], r["latency_speedup_high"],
-                          r["latency_basis"]))
+                          r["latency_basis"], tuple(m for m in rests if m != "beyond bound")))
         s["throughput"].append((r[x], r["throughput_speedup"], r["throughput_speedup_low"],
-                                r["throughput_speedup_high"]))
+                                r["throughput_speedup_high"], None, rests))
     return series
+
+
+RING = "orange ring = the ratio rests on what the words beside it name (the speed table's note says more)"
+RING_LEGEND = "⚠ rests on: the words beside it"   # the panel's legend entry, short: the caption says the rest
+
+
+def _rests_on(p: tuple) -> tuple[str, ...]:
+    """The marks of a series point (speedup_series), none on a point built without them."""
+    return p[5] if len(p) > 5 and p[5] else ()
+
+
+def _ring(ax, pts: list[tuple], labelled: bool) -> bool:
+    """An orange ring and its words ("⚠ stall, slow c=1") on each marked point, the ring named once per panel: a
+    stalled cell is never drawn as if it were clean. Returns whether the panel's legend names the ring now."""
+    for p in pts:
+        words = _rests_on(p)
+        if not words:
+            continue
+        ax.plot([p[0]], [p[1]], "o", markersize=14, markerfacecolor="none", markeredgecolor=ORANGE,
+                markeredgewidth=1.5, label=None if labelled else RING_LEGEND)
+        labelled = True
+        ax.annotate("⚠ " + ", ".join(words), xy=(p[0], p[1]), xytext=(7, 7), textcoords="offset points",
+                    fontsize=7, color=ORANGE)
+    return labelled
 
 
 def speedup_caption(what: str, series: dict[str, dict[str, list[tuple]]]) -> str:
     """The figure's legend, naming only the marks it has: no "95 % interval bars" in a run without intervals, no
     E2EL square where every latency point is TPOT."""
     points = [p for s in series.values() for pts in s.values() for p in pts if p[1] is not None]
-    marks = []
+    said = []
     if any(p[2] is not None for p in points):
-        marks.append("bars = 95 % bootstrap interval")
+        said.append("bars = 95 % bootstrap interval")
     if any(p[2] is None for p in points):
-        marks.append(f"hollow marker = no interval (fewer than {st.MIN_REPEATS} repeats), the point estimate only")
+        said.append(f"hollow marker = no interval (fewer than {st.MIN_REPEATS} repeats), the point estimate only")
     if any(len(p) > 4 and p[4] == "E2EL" for p in points):
-        marks.append("square = latency on E2EL where TPOT is degenerate")
-    return "; ".join([f"Speedup against the baseline vs {what}", *marks, "dashed line = 1.0×"])
+        said.append("square = latency on E2EL where TPOT is degenerate")
+    words = sorted({w for p in points for w in _rests_on(p)})
+    if words:
+        said.append(f"{RING}: {', '.join(words)}")
+    return "; ".join([f"Speedup against the baseline vs {what}", *said, "dashed line = 1.0×"])
 
 
 def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
                            xlabel: str = "concurrency (max in-flight requests)") -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
-    `series[method][metric]` = [(concurrency, point, low, high[, basis]), ...] with metric in {"tpot",
-    "throughput"}; basis "E2EL" marks a latency point that stands in for a degenerate TPOT (square marker).
+    `series[method][metric]` = [(concurrency, point, low, high[, basis[, rests_on]]), ...] with metric in {"tpot",
+    "throughput"}; basis "E2EL" marks a latency point that stands in for a degenerate TPOT (square marker);
+    rests_on, report/marks.py's words for the cell ("stall", "slow c=1", "beyond bound"), rings it in orange.
     """
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
     titles = {"tpot": "latency speedup (baseline / method TPOT; □ E2EL where TPOT is degenerate)",
@@ -178,7 +209,8 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
     for ax, metric in zip(axes, ("tpot", "throughput")):
         ax.set_title(f"{task}: {titles[metric]}", fontsize=9)
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="1.0× (baseline)")
-        plotted = []
+        plotted: list[float] = []
+        ringed = False
         palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (method, by_metric) in enumerate(series.items()):
             color = palette[i % len(palette)]   # one colour per method in both panels
@@ -200,6 +232,7 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
             if without:
                 ax.plot([p[0] for p in without], [p[1] for p in without], "o", color=color,
                         markerfacecolor="white")
+            ringed = _ring(ax, pts, ringed)
         if not plotted:
             ax.text(0.5, 0.5, "n/a (no baseline to compare with)", ha="center", va="center", fontsize=11,
                     color=GREY, transform=ax.transAxes)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.figures import stats as st
 from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
 from specstack.measure import per_request
-from specstack.report import findings
+from specstack.report import findings, marks
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.drafting_cost import drafting_cost_table
 from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
@@ -23,7 +23,7 @@ from specstack.report.speed import PERCENTILES
 from specstack.report.start_costs import cost_table
 from specstack.report.time_breakdown import breakdown_table
 from specstack.report.verdicts import label as _label
-from specstack.report.verdicts import verdict
+from specstack.report.verdicts import legend, verdict
 from specstack.results.layout import REPORT_DIR
 
 if TYPE_CHECKING:
@@ -161,7 +161,12 @@ def _known(value: str, basis: str | None) -> str:
 
 
 def _stall_mark(r: dict) -> str:
-    return " ⚠ stall" if r.get("stalled") else ""
+    """The marks every ratio of the row carries (a stall, a slow c=1): report/marks.py decides them for all views."""
+    return marks.suffix(r)
+
+
+def _throughput_mark(r: dict) -> str:
+    return marks.suffix(r, throughput=True)
 
 
 def _beside(r: dict, m: str) -> str:
@@ -205,7 +210,7 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                 [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
                   num(r["output_throughput"], 1),
                   ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _stall_mark(r)),
+                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _throughput_mark(r)),
                   r["throughput_verdict"],
                   num(r["tpot_p50_ms"]) + (" ‡" if _read_in_burst(r) else ""),
                   _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
@@ -243,6 +248,10 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                          "sub-second stall; every ratio of the row rests on it. The row's note names the cell: "
                          + "; ".join(f"{_label(r)} c={r['concurrency']}: {r['stall']}"
                                      for r in speed if r.get("stalled")) + "."))
+    named = [text for text in legend(" ".join(_throughput_mark(r) for r in speed))
+             if text.startswith(("⚠ beyond bound", "⚠ slow c=1"))]   # the verdict legend's words, one source
+    if named:
+        out.append(("ul", named))
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "

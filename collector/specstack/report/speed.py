@@ -9,7 +9,7 @@ from typing import Any
 from specstack.figures import stats as st
 from specstack.figures.host_load import host_load_per_core
 from specstack.measure import per_request
-from specstack.report import drafting_cost
+from specstack.report import drafting_cost, marks
 from specstack.report.format import over_repeats
 from specstack.results.reader import MethodData, RunData, load_text
 from specstack.results.summary import BenchCell, Window
@@ -237,7 +237,7 @@ def _beyond_bound(r: dict) -> None:
     c=1 baseline slower per request than its own c=4)."""
     bound, ratio = r.get("tokens_per_target_pass"), r.get("throughput_speedup")
     r["beyond_bound"] = None
-    if bound and ratio and ratio > bound * st.BOUND_TOLERANCE:
+    if bound and ratio and marks.beyond_bound(ratio, bound):   # (both known: the formats below need them)
         r["beyond_bound"] = f"{ratio:.2f}× > {bound:.2f} tokens per target pass"
         _add_note(r, f"throughput {ratio:.2f}× is above the {bound:.2f}× a free drafter allows (its tokens per "
                      "target pass): not physically the method's; the baseline's cell was slow")
@@ -249,13 +249,13 @@ def _slow_c1(rows: list[dict]) -> None:
     slow: dict[tuple, str] = {}
     for r in rows:
         if r["concurrency"] == 1 and r.get("e2el_mean_ms"):
-            higher = [x for x in rows if (x["method"], x["task"]) == (r["method"], r["task"])
-                      and (x["concurrency"] or 0) > 1 and x.get("e2el_mean_ms")]
-            faster = min(higher, key=lambda x: x["e2el_mean_ms"], default=None)
-            if faster is not None and r["e2el_mean_ms"] > faster["e2el_mean_ms"]:
+            higher = {x["concurrency"]: x.get("e2el_mean_ms") for x in rows
+                      if (x["method"], x["task"]) == (r["method"], r["task"]) and (x["concurrency"] or 0) > 1}
+            faster = marks.slow_c1(r["e2el_mean_ms"], higher)
+            if faster is not None:
                 slow[(r["method"], r["task"])] = (f"{r['method']}'s c=1 slower per request than its c="
-                                                 f"{faster['concurrency']:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
-                                                 f"against {faster['e2el_mean_ms']:.0f} ms)")
+                                                 f"{faster:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
+                                                 f"against {higher[faster]:.0f} ms)")
     for r in rows:
         r["slow_c1"] = None
         if r["concurrency"] != 1:
@@ -506,12 +506,11 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
                              f" (on E2EL at c={', '.join(f'{c:g}' for c in on_e2el)}: TPOT degenerate there)")
         tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
                             {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
-        # a verdict over the concurrencies rests on every cell of them: a stalled one is named here too
+        # a verdict over the concurrencies rests on every cell of them: a marked one is named here too
         stalled = sorted(r["concurrency"] for r in mine if r.get("stalled"))
-        if stalled:
-            mark = f" ⚠ rests on a stall at c={', '.join(f'{c:g}' for c in stalled)} (the speed table names it)"
-            tpot["text"] += mark
-            tput["text"] += mark
+        on_latency, on_throughput = marks.crossover_marks(mine)
+        tpot["text"] += on_latency
+        tput["text"] += on_throughput
         rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
                      "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
                      "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
