@@ -127,5 +127,6 @@ def guard_notes(rep: Report, task: str) -> list[tuple]:
     if rand:
         out.append(("p", f"⚠ **Random-token prompts** ({rand['random_basis']}; English prose: 20–50 %). "
                          "Acceptance on random tokens says nothing about real text: a drafter has nothing to "
-                         "predict from. Measure acceptance on a real dataset (--dataset) before reading it."))
+                         "predict from. Measure acceptance on a real dataset (--dataset) before reading it; prompts in "
+                         "no English at all read as random by the word share too."))
     return out
