@@ -115,3 +115,20 @@ def test_the_pure_guards():
     few = guards.random_prompts(None, ["tiny"])
     assert few["random"] is None and few["basis"] == "1 words, too few to judge"
     assert guards.random_prompts("random", [])["random"] is True
+
+
+def test_the_console_heading_marks_the_task(tmp_path):
+    from rich.console import Console
+
+    from specstack.report import console_table
+
+    run_dir = _bundle(tmp_path, "chat", [RANDOM_TEXT] * N, [[1, 1, 2]] * N)
+    console = Console(record=True, width=400)
+    console_table.print_run(run_dir, console)
+    heading = next(line for line in console.export_text().splitlines() if line.startswith("task: chat"))
+    assert heading.endswith("⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it) "
+                            "⚠ random-token prompts (acceptance says nothing about real text)")
+    run_dir = _bundle(tmp_path / "fine", "chat", _chat(), [[1, 2]] * N)
+    console = Console(record=True, width=400)
+    console_table.print_run(run_dir, console)
+    assert "⚠ doubled BOS" not in console.export_text() and "random-token" not in console.export_text()

@@ -109,6 +109,25 @@ def guard_rows(run: RunData, tokenizers: Tokenizers | None = None, tokenizer: st
     return rows
 
 
+class NoTokenizers(Tokenizers):
+    """Never a tokenizer (the console's marks: no transformers load at a run's end); the BOS rule falls back to
+    the first token repeated."""
+
+    def get(self, path: str | None) -> tuple[None, str]:
+        return None, "not loaded"
+
+
+def guard_marks(rows: list[dict], task: str) -> str:
+    """The task's guards that fired as a short mark for the console's task heading ("" when none did)."""
+    mine = [r for r in rows if r["task"] == task]
+    marks = []
+    if any(r["doubled_bos"] or r["bos_in_text"] for r in mine):
+        marks.append("⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it)")
+    if any(r["random_prompts"] for r in mine):
+        marks.append("⚠ random-token prompts (acceptance says nothing about real text)")
+    return "".join(f" {m}" for m in marks)
+
+
 def guard_notes(rep: Report, task: str) -> list[tuple]:
     """The task's guards that fired, one paragraph each (nothing when none did)."""
     rows = [r for r in rep.guards if r["task"] == task]
