@@ -56,6 +56,9 @@ def test_a_doubled_bos_is_marked_on_the_task_with_its_fix(tmp_path):
            "ngram: 16 of 16 prompts" in md
     assert "costs about 5 % of acceptance" in md and "add_special_tokens" in md
     assert md.index("## Task: chat") < md.index("Doubled BOS")   # under the task's heading
+    # and named in the Verdict section, before any figure
+    assert md.index("**Prompts that bias acceptance**") < md.index("## Task: chat")
+    assert "- chat: ⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it)" in md
     assert "Random-token prompts" not in md   # the chat prompts are English prose
     assert {r["doubled_bos"] for r in rep.guards} == {N}
 
@@ -90,6 +93,7 @@ def test_random_token_prompts_are_marked_by_their_text(tmp_path):
     rep, md = _report(_bundle(tmp_path, "mine", [RANDOM_TEXT] * N, None))
     assert "⚠ **Random-token prompts** (0.0 % of 304 words are common English words; English prose: 20–50 %)" in md
     assert "says nothing about real text" in md
+    assert "- mine: ⚠ random-token prompts (acceptance says nothing about real text)" in md
     assert {r["random_prompts"] for r in rep.guards} == {True}
 
 
@@ -103,7 +107,7 @@ def test_random_prompts_by_the_datasets_recorded_name(tmp_path):
 
 def test_real_prompts_are_not_random(tmp_path):
     _, md = _report(_bundle(tmp_path, "code", [default_prompt("code", i) for i in range(N)], None))
-    assert "Random-token prompts" not in md
+    assert "Random-token prompts" not in md and "Prompts that bias acceptance" not in md
 
 
 def test_the_pure_guards():
