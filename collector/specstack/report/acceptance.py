@@ -21,6 +21,8 @@ def acceptance_records(md: MethodData, task: str) -> list[dict]:
             raw = json.loads(line)
             rec = request_fields(raw)
             rec["messages"] = (raw.get("request") or {}).get("messages")
+            # the prompt as served (vLLM returns it with return_token_ids; None in older bundles)
+            rec["prompt_token_ids"] = (raw.get("response") or {}).get("prompt_token_ids")
             out.append(rec)
     return out
 

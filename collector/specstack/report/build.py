@@ -23,6 +23,7 @@ from specstack.report import crosscheck, findings, load, load_view, plots, secti
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
 from specstack.report.contents import Report
 from specstack.report.equality import Tokenizers, equality_rows
+from specstack.report.guards import guard_rows
 from specstack.report.ksweep import k_per_load_rows, ksweep_rows
 from specstack.report.loops import loop_rows
 from specstack.report.lossless import lossless_rows
@@ -89,6 +90,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     cells = [c for md in run.methods.values() for t in run.tasks for c in bench_cells(md, t)]
     speed = speed_rows(run)
     acc, positions, hist = acceptance_rows(run)
+    tokenizers = tokenizers or Tokenizers()   # one for equality and the guards: each target loaded once
     eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
     report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
                     acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
@@ -101,6 +103,7 @@ def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool 
     report.capacity = load.capacity_rows(run)
     report.summary_findings = findings.rows(run.findings)
     report.loops = loop_rows(run)
+    report.guards = guard_rows(run, tokenizers, tokenizer)
     report.time_breakdown = breakdown_rows(run)
     report.start_costs = cost_rows(run)
     if with_plots:

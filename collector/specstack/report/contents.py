@@ -32,6 +32,7 @@ class Report:
     capacity: list[dict] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     summary_findings: list[dict] = field(default_factory=list)  # summary.json against its records (report/findings.py)
     loops: list[dict] = field(default_factory=list)   # repetition loops per method × task (report/loops.py)
+    guards: list[dict] = field(default_factory=list)   # doubled BOS, random prompts per method × task (guards.py)
     time_breakdown: list[dict] = field(default_factory=list)   # where each method's time went (time_breakdown.py)
     start_costs: list[dict] = field(default_factory=list)   # what speculation costs at start-up (start_costs.py)
     plots: dict[str, bytes] = field(default_factory=dict)   # report/<name>.png -> bytes
@@ -46,5 +47,5 @@ class Report:
                 "prefix_cache": self.prefix_cache,
                 "acceptance_by_turn": self.turns, "k_per_load": self.k_per_load, "load_speed": self.rates,
                 "load_crossover": self.rate_crossover, "frontier": self.frontier, "capacity": self.capacity,
-                "summary_findings": self.summary_findings, "repetition_loops": self.loops,
+                "summary_findings": self.summary_findings, "repetition_loops": self.loops, "prompt_guards": self.guards,
                 "time_breakdown": self.time_breakdown, "start_costs": self.start_costs}

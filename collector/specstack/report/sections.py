@@ -13,6 +13,7 @@ from specstack.report.acceptance import answers_by_target, finish_by_target, poo
 from specstack.report.drafting_cost import drafting_cost_table
 from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
 from specstack.report.goodput import goodput_table
+from specstack.report.guards import guard_notes
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.load_view import load_section
 from specstack.report.loops import loop_table
@@ -142,7 +143,7 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
+        for part in (guard_notes, speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
                      loop_table, category_table, turn_table, sampled_table, lossless_table, equality_tables,
                      speedup_plot, prefix_cache_table):
             out += part(rep, task)

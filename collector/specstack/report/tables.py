@@ -7,6 +7,7 @@ import io
 import pandas as pd
 
 from specstack.report.drafting_cost import FIELDS as DRAFTING_COST_FIELDS
+from specstack.report.guards import COLUMNS as GUARD_COLUMNS
 from specstack.report.loops import COLUMNS as LOOP_COLUMNS
 from specstack.report.speed import METRICS, PERCENTILES
 from specstack.report.start_costs import COLUMNS as START_COLUMNS
@@ -109,6 +110,7 @@ COLUMNS: dict[str, list[str]] = {
 }
 
 COLUMNS["repetition_loops"] = LOOP_COLUMNS
+COLUMNS["prompt_guards"] = GUARD_COLUMNS
 COLUMNS["time_breakdown"] = TIME_COLUMNS
 COLUMNS["start_costs"] = START_COLUMNS
 COLUMNS["load_speed"] = COLUMNS["speed"]   # the open-loop cells' speed rows (report/load.py): the same figures

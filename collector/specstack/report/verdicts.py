@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report.format import interval, over_repeats, times
+from specstack.report.guards import guard_marks
 from specstack.results.reader import EAGER_NOTE
 
 if TYPE_CHECKING:
@@ -130,6 +131,14 @@ def _eager(rep: Report) -> list[tuple]:
     return [("p", f"**⚠ {EAGER_NOTE[0].upper() + EAGER_NOTE[1:]}:** {', '.join(eager)}.")] if eager else []
 
 
+def _prompt_guards(rep: Report) -> list[tuple]:
+    """Above the matrix: the tasks whose prompts bias acceptance (report/guards.py; each task's section names
+    what the guard read and the fix)."""
+    lines = [f"{task}:{marks}" for task in rep.run.tasks if (marks := guard_marks(rep.guards, task))]
+    return [("p", "**Prompts that bias acceptance** (each task's section says what was read and the fix):"),
+            ("ul", lines)] if lines else []
+
+
 def verdict(rep: Report) -> list[tuple]:
     """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
     run = rep.run
@@ -140,6 +149,7 @@ def verdict(rep: Report) -> list[tuple]:
         out.append(("ul", failed))
     out += _contradicted(rep)
     out += _eager(rep)
+    out += _prompt_guards(rep)
     out += findings.table(findings.rows(run.findings))   # a hand-edited summary.json, named before any figure
     spec = [r for r in rep.speed if r["role"] == "spec"]
     order = {t: i for i, t in enumerate(run.tasks)}
