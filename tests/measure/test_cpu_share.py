@@ -12,21 +12,21 @@ from specstack.measure.cpu_share import Proc, Table, attribute, snapshot
 pytestmark = pytest.mark.unit
 
 
-def table(at: float, *procs: tuple, unreadable: int = 0, host_busy: float | None = None) -> Table:
+def table(at: float, *procs: tuple, unreadable: int = 0, host_cpu: float | None = None) -> Table:
     """procs: (pid, ppid, cpu seconds, name), all started at 1.0 unless a fifth item says when."""
     rows = [Proc(p[0], p[1], p[4] if len(p) > 4 else 1.0, p[2], p[3]) for p in procs]
-    return Table(at, {(p.pid, p.started): p for p in rows}, unreadable, host_busy)
+    return Table(at, {(p.pid, p.started): p for p in rows}, unreadable, host_cpu)
 
 
 # init(1) -> collector(10) -> server leash(20) -> engine core(21); collector -> bench(30); sshd(5) -> hog(6)
 BEFORE = table(100.0, (1, 0, 5.0, "init"), (10, 1, 2.0, "python"), (20, 10, 1.0, "leash"), (21, 20, 50.0, "core"),
-               (5, 1, 0.5, "sshd"), (6, 5, 10.0, "hog"), (7, 1, 3.0, "cron"), host_busy=1000.0)
+               (5, 1, 0.5, "sshd"), (6, 5, 10.0, "hog"), (7, 1, 3.0, "cron"), host_cpu=1000.0)
 
 
 def test_each_process_is_charged_to_its_nearest_named_root():
     after = table(110.0, (1, 0, 5.1, "init"), (10, 1, 2.5, "python"), (20, 10, 1.0, "leash"),
                   (21, 20, 65.0, "core"), (30, 10, 4.0, "bench", 105.0),   # bench started inside: counted whole
-                  (5, 1, 0.5, "sshd"), (6, 5, 18.0, "hog"), host_busy=1030.0)   # cron exited inside: lost
+                  (5, 1, 0.5, "sshd"), (6, 5, 18.0, "hog"), host_cpu=1030.0)   # cron exited inside: lost
     out = attribute(BEFORE, after, {"server": 20, "bench": 30, "collector": 10}, cores=2)
     assert out["server"] == pytest.approx(15.0)          # the engine core under the leash, not the collector
     assert out["bench"] == pytest.approx(4.0)            # nearest root: bench, though the collector is above it
@@ -35,7 +35,7 @@ def test_each_process_is_charged_to_its_nearest_named_root():
     assert out["other_share"] == pytest.approx(8.1 / 20)
     assert out["bench_share_of_core"] == pytest.approx(0.4)
     assert [p["name"] for p in out["other_top"]] == ["hog", "init"]
-    assert out["ended"] == 1 and out["host_busy"] == pytest.approx(30.0)
+    assert out["ended"] == 1 and out["host_cpu"] == pytest.approx(30.0)
 
 
 def test_a_reused_pid_is_a_new_process_and_a_reported_tree_adds_its_own_time():

@@ -8,7 +8,7 @@ that is a named root (server, bench, collector), else to "other". What is not co
   (counted in `ended`); the bench client, which exits before the window closes, reports its own time instead
   (measure/bench.py: getrusage of itself and the children it waited for), passed here as `reported`;
 - a process that could not be read (another user's, where /proc hides it: `unreadable`);
-- processes outside this machine's view (another container's, a remote server's). `host_busy` (the host's
+- processes outside this machine's view (another container's, a remote server's). `host_cpu` (the host's
   non-idle CPU time over the same window, psutil.cpu_times) shows what all of them together took, so its excess
   over the attributed sum is what the process table missed.
 A process that started inside the window is counted whole (its CPU before the window is nil); one started while
@@ -41,7 +41,7 @@ class Table:
     taken_at: float
     procs: Mapping[tuple[int, float], Proc]
     unreadable: int = 0
-    host_busy: float | None = None   # the host's non-idle CPU seconds since boot (all cores)
+    host_cpu: float | None = None   # the host's non-idle CPU seconds since boot (all cores)
 
 
 def snapshot() -> Table:
@@ -56,10 +56,10 @@ def snapshot() -> Table:
             continue
         procs[(info["pid"], started)] = Proc(info["pid"], info.get("ppid") or 0, started,
                                              times.user + times.system, info.get("name") or "")
-    return Table(time.time(), procs, unreadable, _host_busy())
+    return Table(time.time(), procs, unreadable, _host_cpu())
 
 
-def _host_busy() -> float | None:
+def _host_cpu() -> float | None:
     try:
         t = psutil.cpu_times()
     except (OSError, RuntimeError):
@@ -116,8 +116,8 @@ def attribute(before: Table, after: Table, roots: Mapping[str, int | None], *, c
                                   else round(out["bench"] / seconds, 4))
     out["other_top"] = [{"pid": pid, "name": name, "cpu_s": round(used, 3)}
                         for used, pid, name in sorted(per_other, reverse=True)[:TOP]]
-    if before.host_busy is not None and after.host_busy is not None:
-        out["host_busy"] = round(after.host_busy - before.host_busy, 3)
+    if before.host_cpu is not None and after.host_cpu is not None:
+        out["host_cpu"] = round(after.host_cpu - before.host_cpu, 3)
     out["ended"] = ended
     out["unreadable"] = after.unreadable
     if unknown:
