@@ -40,8 +40,11 @@ def test_a_busy_host_marks_the_speed_rows(run_a, tmp_path):
     s = json.loads(path.read_text())
     for w in s["windows"]:
         if w["phase"] == "bench" and w["task"] == "code" and w["concurrency"] == 1:
-            w["host_load"] = {"cores": 2, "open": 2 * 1.5, "close": 2 * 1.4}
+            w["cpu"] = {"seconds": 10.0, "cores": 2, "other": 5.0, "other_share": 0.25, "bench": 2.0,
+                        "bench_share_of_core": 0.2}
     path.write_text(json.dumps(s))
     cmp = compare(run_a, b)
     marked = {(r["method"], r["task"], r["concurrency"]) for r in cmp.speed if "busy host" in (r["note"] or "")}
     assert marked == {("ngram", "code", 1)}
+    assert "busy host (other processes n/a/25% of the core-seconds A/B > 10%)" in next(
+        r["note"] for r in cmp.speed if "busy host" in (r["note"] or ""))

@@ -6,6 +6,7 @@ for real.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -118,3 +119,22 @@ def test_metrics_gone_on_a_live_server_claims_no_death(vllm, tmp_path):
     assert window.status == "failed"
     assert window.reason.startswith("/metrics unreachable after"), window.reason
     assert "exited" not in window.reason
+
+
+def test_a_window_records_who_used_the_cpu(vllm, tmp_path):
+    def body():   # a bench client that reported 0.8 CPU-s of its own as it exited
+        time.sleep(0.2)
+        return Outcome(bench_pid=2 ** 22 + 1, bench_cpu=0.8)
+    cpu = run_window(vllm, tmp_path, body).cpu
+    assert cpu["bench"] == pytest.approx(0.8) and cpu["bench_share_of_core"] > 0
+    assert cpu["server"] is not None and cpu["other"] is not None and cpu["collector"] is not None
+    assert cpu["cores"] == os.cpu_count() and cpu["seconds"] >= 0.2 and "not_measured" not in cpu
+
+
+def test_a_server_without_a_local_process_leaves_other_cpu_unmeasured(vllm, tmp_path):
+    vllm.server.process = None   # as an attached server's: its CPU cannot be told from other processes'
+    window, _ = Windows(vllm.server, MethodBundle(tmp_path, "r", "baseline")).run(
+        Window(name="chat", phase="acceptance"), Outcome)
+    vllm.server.process = vllm.process
+    assert window.cpu["server"] is None and window.cpu["other"] is None and window.cpu["bench"] is None
+    assert "server" in window.cpu["not_measured"] and window.cpu["other_or_server"] >= 0

@@ -475,12 +475,16 @@ def test_host_load_per_core_is_the_highest_seen_at_the_cells_bench_windows(tmp_p
     assert _row(rep.speed, concurrency=4)["host_load_per_core"] is None       # not recorded: n/a, not 0
 
 
-def _set_loads(method_dir: Path, loads: dict[str, tuple]) -> None:
-    """host_load of the named bench windows ({"code-c1-r0": (open, close)}), on a 2-core host."""
+def _set_cpu(method_dir: Path, cpu: dict[str, tuple]) -> None:
+    """Window.cpu of the named bench windows ({"code-c1-r0": (other CPU-s, bench CPU-s)}): 10 s on a 2-core host."""
     summary = json.loads((method_dir / "summary.json").read_text())
     for w in summary["windows"]:
-        opened, closed = loads.get(w["name"].split("/")[1], (None, None))
-        w["host_load"] = {"cores": 2, "open": opened, "close": closed}
+        if w["name"].split("/")[1] in cpu:
+            other, bench = cpu[w["name"].split("/")[1]]
+            w["cpu"] = {"seconds": 10.0, "cores": 2, "server": 15.0, "bench": bench, "collector": 0.1,
+                        "other": other, "other_share": other / 20, "bench_share_of_core": bench / 10,
+                        "other_top": [], "ended": 0, "unreadable": 0}
+        w["host_load"] = {"cores": 2, "open": 3.8, "close": 3.9}   # 1.9 per core everywhere: no longer a mark
     (method_dir / "summary.json").write_text(json.dumps(summary))
 
 
@@ -488,26 +492,35 @@ def test_a_cell_measured_on_a_busy_host_is_marked_on_either_side(tmp_path):
     run_dir = tmp_path / "busy"
     run_dir.mkdir()
     cells = {("code", 1): [(10.0, 100.0, {})] * 3, ("code", 2): [(10.0, 100.0, {})] * 3,
-             ("code", 4): [(10.0, 100.0, {})] * 3}
+             ("code", 4): [(10.0, 100.0, {})] * 3, ("code", 8): [(10.0, 100.0, {})] * 3}
     spec = {k: [(5.0, 200.0, {"acc_len": 2.0})] * 3 for k in cells}
     base = write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts={"code": {"a": ("t", "stop")}})
     ngram = write_method(run_dir, "ngram", baseline="baseline", cells=spec, texts={"code": {"a": ("t", "stop")}},
                          acceptance={"code": ACC})
-    # c=1: quiet on both sides (load = cores); c=2: a neighbour during one baseline repeat; c=4: nothing recorded
-    _set_loads(base, {"code-c1-r0": (2.0, 2.0), "code-c2-r1": (2.0, 2 * st.MAX_LOAD_PER_CORE + 0.5)})
-    _set_loads(ngram, {"code-c1-r0": (1.0, 2.4), "code-c2-r0": (2.0, 2.0)})
+    # c=1: quiet on both sides; c=2: a neighbour took 30 % of the cores in one baseline repeat; c=4: nothing
+    # recorded (an old bundle); c=8: the method's bench client saturated its core
+    busy_s = 20 * st.MAX_OTHER_CPU_SHARE + 4.0
+    _set_cpu(base, {"code-c1-r0": (0.2, 3.0), "code-c2-r1": (busy_s, 3.0), "code-c8-r0": (0.2, 5.0)})
+    _set_cpu(ngram, {"code-c1-r0": (0.4, 3.0), "code-c2-r0": (0.2, 3.0), "code-c8-r2": (0.2, 9.7)})
     rep = build.build(run_dir, FixedTokenizers(WordTokenizer()), with_plots=False)
-    quiet, busy, unknown = (_row(rep.speed, method="ngram", concurrency=c) for c in (1, 2, 4))
-    assert quiet["host_busy"] is False and quiet["host_load_per_core"] == pytest.approx(1.2)
-    assert busy["host_busy"] is True and busy["host_load_per_core"] == pytest.approx(1.0)
-    assert busy["baseline_host_load_per_core"] == pytest.approx(st.MAX_LOAD_PER_CORE + 0.25)
-    assert unknown["host_busy"] is None
+    quiet, busy, unknown, bound = (_row(rep.speed, method="ngram", concurrency=c) for c in (1, 2, 4, 8))
+    assert quiet["host_busy"] is False and quiet["other_cpu_share"] == pytest.approx(0.02)
+    assert quiet["host_load_per_core"] == pytest.approx(1.95)   # kept as data, decides nothing
+    assert busy["host_busy"] is True and busy["other_cpu_s"] == pytest.approx(0.2)
+    assert busy["baseline_other_cpu_share"] == pytest.approx(busy_s / 20)
+    assert unknown["host_busy"] is None and unknown["client_bound"] is None and unknown["other_cpu_share"] is None
+    assert bound["client_bound"] is True and bound["host_busy"] is False and quiet["client_bound"] is False
     md = render.render_markdown(sections.blocks(rep))
     matrix_row = next(line for line in md.splitlines() if line.startswith("| ngram |"))
     cells_md = [c.strip() for c in matrix_row.strip("|").split("|")]
-    assert "busy host" not in cells_md[2] and "busy host" not in cells_md[4]
-    assert cells_md[3].endswith(f"⚠ busy host (load {st.MAX_LOAD_PER_CORE + 0.25:.2f} per core)")
-    assert f"exceeded {st.MAX_LOAD_PER_CORE:g}" in md
+    assert not any("busy host" in c or "client-bound" in c for c in (cells_md[2], cells_md[4]))
+    assert cells_md[3].endswith(f"⚠ busy host (other processes {busy_s / 20:.0%} of the core-seconds)")
+    assert cells_md[5].endswith("⚠ client-bound (bench client 97% of a core)") and "busy host" not in cells_md[5]
+    assert f"more than {st.MAX_OTHER_CPU_SHARE:.0%} of the window's core-seconds" in md
+    speed_rows = [line for line in md.splitlines() if line.startswith("| ngram | baseline | ")][1:]   # not the matrix
+    assert "| 0.4 (2.0%) | 30% |" in speed_rows[0]                        # other CPU-s (share), client share
+    assert "| not measured | not measured |" in speed_rows[2]
+    assert "| 0.2 (1.0%) | 97% ⚠ |" in speed_rows[3]
 
 
 def test_a_methods_label_names_it_in_every_table_and_a_variant_keeps_its_own_name(tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
 from specstack.figures import stats as st
-from specstack.figures.host_load import host_load_per_core
+from specstack.figures.host_load import cell_cpu
 from specstack.report.speed import bench_cells
 
 # figure -> (bench cell key, higher is better)
@@ -60,8 +60,9 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
         blocked = pair.not_comparable(SPEED)
         for c in sorted(set(ca) & set(cb)):
             degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
-            loads = [host_load_per_core(md.record.window_list, cells) for md, cells in ((pair.a, ca[c]), (pair.b, cb[c]))]
-            busy = st.host_busy(*loads)
+            cpus = [cell_cpu(md.record.window_list, cells) for md, cells in ((pair.a, ca[c]), (pair.b, cb[c]))]
+            others, clients = [x.other_share for x in cpus], [x.bench_share for x in cpus]
+            busy, bound = st.host_busy(*others), st.client_bound(*clients)
             for figure, (key, higher) in FIGURES.items():
                 va = [x[key] for x in ca[c] if x.get(key) is not None]
                 vb = [x[key] for x in cb[c] if x.get(key) is not None]
@@ -72,8 +73,13 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
                 if degenerate and figure.startswith("tpot"):
                     note.append("TPOT degenerate (answers arrived in a burst): read e2el_p50")
                 if busy:   # other work shared the cores: the verdict is marked, not dropped (as in the report)
-                    note.append("busy host (load per core " + "/".join(
-                        "n/a" if x is None else f"{x:.2f}" for x in loads) + f" A/B > {st.MAX_LOAD_PER_CORE})")
+                    note.append("busy host (other processes " + "/".join(
+                        "n/a" if x is None else f"{x:.0%}" for x in others)
+                        + f" of the core-seconds A/B > {st.MAX_OTHER_CPU_SHARE:.0%})")
+                if bound:   # the client, not the server, set the pace
+                    note.append("client-bound (bench client " + "/".join(
+                        "n/a" if x is None else f"{x:.0%}" for x in clients)
+                        + f" of a core A/B > {st.CLIENT_SATURATED:.0%})")
                 rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "concurrency": c,
                              "figure": figure, "higher_is_better": higher,
                              "a": st.median(va), "b": st.median(vb), "repeats_a": len(va), "repeats_b": len(vb),

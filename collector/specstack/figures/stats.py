@@ -11,8 +11,9 @@
   percentile-bootstrap interval only about 70 % of the time (issue 18).
 - A cell is unstable when its repeats spread more than MAX_RELATIVE_MAD (median absolute deviation / median),
   on either side: one noisy repeat then decides the median.
-- A cell's host is busy when the 1-minute load per core at one of its bench windows (either side) exceeded
-  MAX_LOAD_PER_CORE: another workload shared the CPU, so its verdict is marked.
+- A cell's host is busy when, in one of its bench windows (either side), processes outside the server's, the bench
+  client's and the collector's trees took more than MAX_OTHER_CPU_SHARE of the window's core-seconds; its client is
+  the bottleneck when the bench client used more than CLIENT_SATURATED of one core. Either marks the verdict.
 - A p95/p99 from n samples is "unstable" when fewer than MIN_TAIL samples lie beyond it: n * (1 - p/100) < 10,
   i.e. p95 needs >= 200 samples and p99 >= 1000.
 - None means "not measured / no drafts", never 0.
@@ -35,10 +36,16 @@ MIN_TAIL = 10            # samples that must lie beyond a percentile for it to c
 GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
 MIN_REPEATS = 3          # fewer repeats (or sessions) on either side: no interval, the point estimate only
 MAX_RELATIVE_MAD = 0.10  # a cell whose repeats spread more than this (MAD / median) is unstable
-# The measured system itself keeps about one runnable thread per core on a CPU server (vLLM's OpenMP threads
-# fill the cpuset) and far less on a GPU host; a 1-minute load beyond this per core means something else
-# competed for the CPU during the window (seen on 2 cores: 0.6-1.1 quiet, 1.3-1.5 beside another benchmark).
-MAX_LOAD_PER_CORE = 1.25
+# Other processes' CPU time in a bench window as a share of its core-seconds (cores × seconds). A CPU server's
+# OpenMP threads fill its cores, and a GPU server's scheduler loop is one busy core; time another process takes on
+# those cores is taken from the server, so a cell can be slowed by up to about that share. 10 % is the size of the
+# differences the verdicts judge (MAX_RELATIVE_MAD: repeats spreading more than this are unstable): beyond it the
+# neighbour alone could move the cell by as much as the effect measured.
+MAX_OTHER_CPU_SHARE = 0.10
+# The bench client (`vllm bench serve`) is one asyncio event loop in one Python process: CPU-bound it can use at
+# most about one core (the GIL). At 90 % of a core it is saturated: requests wait for the client (sending, reading
+# chunks), not the server, and the cell measures the client.
+CLIENT_SATURATED = 0.90
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -154,10 +161,17 @@ def stability(*sides: Sequence[float]) -> str:
     return "unstable" if any(s is not None and s > MAX_RELATIVE_MAD for s in spreads) else "stable"
 
 
-def host_busy(*loads_per_core: float | None) -> bool | None:
-    """True when a side's host load per core exceeded MAX_LOAD_PER_CORE; None when no side recorded any."""
-    seen = [v for v in loads_per_core if v is not None]
-    return any(v > MAX_LOAD_PER_CORE for v in seen) if seen else None
+def host_busy(*other_shares: float | None) -> bool | None:
+    """True when other processes took more than MAX_OTHER_CPU_SHARE of a side's window core-seconds; None when no
+    side measured it."""
+    seen = [v for v in other_shares if v is not None]
+    return any(v > MAX_OTHER_CPU_SHARE for v in seen) if seen else None
+
+
+def client_bound(*bench_shares: float | None) -> bool | None:
+    """True when a side's bench client used more than CLIENT_SATURATED of one core; None when no side measured it."""
+    seen = [v for v in bench_shares if v is not None]
+    return any(v > CLIENT_SATURATED for v in seen) if seen else None
 
 
 def unstable(percentile: float, samples: float | None) -> bool:

@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import re
+import resource
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -70,8 +71,10 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path, slo: dict[str,
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
     args = parser.parse_args(argv[argv.index("serve") + 1:])
-    child = multiprocessing.get_context("fork").Process(target=_bench_child, args=(main, args, log_path),
-                                                        name="vllm-bench-serve", daemon=True)
+    fork = multiprocessing.get_context("fork")
+    cpu = fork.Value("d", -1.0, lock=False)   # the client's CPU seconds, written by it as it exits (cpu_share.py)
+    child = fork.Process(target=_bench_child, args=(main, args, log_path, cpu), name="vllm-bench-serve",
+                         daemon=True)
     gc.freeze()  # the child's GC then leaves the inherited objects alone, so their pages stay shared (no copy)
     try:
         child.start()
@@ -86,10 +89,16 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path, slo: dict[str,
         child.join(10)
         raise
     _bench_progress(log_path, args.num_prompts)  # where bench's bar ended
+    outcome = _outcome(log_path, result_path, child.exitcode, args, slo)
+    outcome.bench_pid, outcome.bench_cpu = child.pid, (cpu.value if cpu.value >= 0 else None)
+    return outcome
+
+
+def _outcome(log_path: Path, result_path: Path, exitcode: int | None, args, slo: dict[str, float] | None) -> Outcome:
     tail = log_path.read_text(errors="replace").splitlines()[-15:] if log_path.exists() else []
-    if child.exitcode != 0:
+    if exitcode != 0:
         reason = next((line for line in reversed(tail) if line.startswith(_BENCH_FAILED)), None)
-        return Outcome(error=reason or f"{_BENCH_FAILED} exit code {child.exitcode}; last lines:\n" + "\n".join(tail))
+        return Outcome(error=reason or f"{_BENCH_FAILED} exit code {exitcode}; last lines:\n" + "\n".join(tail))
     if not result_path.exists():
         return Outcome(error="vllm bench serve wrote no result; last lines:\n" + "\n".join(tail))
     bench = json.loads(result_path.read_text())
@@ -120,7 +129,7 @@ def bench_requests_done(log_path: Path) -> int | None:
     return int(counts[-1][0]) if counts else None
 
 
-def _bench_child(main: Callable, args, log_path: Path) -> None:
+def _bench_child(main: Callable, args, log_path: Path, cpu) -> None:
     """The forked bench client: output to the cell's log, the failure as its last line, then exit at once
     (the collector's threads and exit handlers are not the child's to run)."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's thread pool does not survive a fork
@@ -137,4 +146,12 @@ def _bench_child(main: Callable, args, log_path: Path) -> None:
             print(f"{_BENCH_FAILED} {type(e).__name__}: {e}", file=log)
             code = 1
         log.flush()
+    cpu.value = own_cpu_seconds()
     os._exit(code)
+
+
+def own_cpu_seconds() -> float:
+    """This process's CPU seconds (user + system, all threads) and its waited-for children's: what a process
+    tree that exits inside a window reports of itself (measure/cpu_share.py cannot read a process that is gone)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -16,7 +16,7 @@ import requests
 
 from specstack import events, interrupts
 from specstack.config import metric_names as m
-from specstack.measure import accounting, categories, goodput, snapshots
+from specstack.measure import accounting, categories, cpu_share, goodput, snapshots
 from specstack.results import layout
 from specstack.results.bundle import MethodBundle
 from specstack.results.files import atomic_write_text
@@ -46,6 +46,9 @@ class Window:
     checks: list[dict] = field(default_factory=list)
     # the host's 1-minute load average at open and close, and its cores: other work on the machine shows here
     host_load: dict | None = None
+    # CPU seconds of the server's tree, the bench client's, the collector's and every other process in the window
+    # (measure/cpu_share.py `attribute`): the report's busy-host and client-bound marks read this, not host_load
+    cpu: dict | None = None
 
     @property
     def checks_ok(self) -> bool:
@@ -68,6 +71,8 @@ class Outcome:
     output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
     by_category: categories.CategorySums | None = None   # request phases: `reported` split by category
     slo: dict[str, float] | None = None             # bench: the goodput targets (--slo), checked against bench's
+    bench_pid: int | None = None                    # bench: the client's process (forked, gone by the close)
+    bench_cpu: float | None = None                  # bench: the CPU seconds the client reported as it exited
 
 
 class Windows:
@@ -117,6 +122,23 @@ class Windows:
         finally:
             events.emit("window.end", name=window.name, status=window.status)
 
+    def _cpu(self, window: Window, before: cpu_share.Table | None, outcome: Outcome) -> dict | None:
+        """Who used the CPU in the window (cpu_share.py); None where psutil could not read the process table."""
+        after = _cpu_snapshot()
+        if before is None or after is None:
+            return None
+        process = self.server.process
+        unknown = {} if process is not None else {
+            "server": f"the server has no local process here (runtime {self.server.runtime}): its CPU, if it runs "
+                      "on this host, cannot be told from other processes'"}
+        roots = {"server": process.pid if process is not None else None, "collector": os.getpid(),
+                 "bench": outcome.bench_pid if window.phase == "bench" else None}
+        reported = {"bench": outcome.bench_cpu} if window.phase == "bench" and outcome.bench_cpu is not None else {}
+        out = cpu_share.attribute(before, after, roots, cores=os.cpu_count(), reported=reported, unknown=unknown)
+        if roots["bench"] is not None and not reported:   # the client died without reporting: not 0, unknown
+            out["bench"] = out["bench_share_of_core"] = None
+        return out
+
     def _verify_server(self, window: Window, status: str, when: str) -> None:
         """The server is still the one this run started (runtime.Server.verify); else the window gets `status`
         with the reason and the method stops (ServerError)."""
@@ -141,6 +163,7 @@ class Windows:
                                **self.labels)
         window.start = time.time()
         window.host_load = {"cores": os.cpu_count(), "open": _load1()}
+        cpu_before = _cpu_snapshot()
         events.emit("window.open", name=window.name, phase=window.phase)
         try:
             outcome = body()
@@ -148,6 +171,7 @@ class Windows:
             outcome = Outcome(error=f"{type(e).__name__}: {e}")
         window.end = time.time()
         window.host_load["close"] = _load1()
+        window.cpu = self._cpu(window, cpu_before, outcome)
         events.emit("window.close", name=window.name, phase=window.phase, error=outcome.error, bench=outcome.bench)
         if self.exporter is not None:
             self.exporter.close()
@@ -195,6 +219,13 @@ class Windows:
             checks += goodput.crosscheck(outcome.bench, outcome.slo)
         window.checks = [c.to_dict() for c in checks]
         return window, outcome
+
+
+def _cpu_snapshot() -> cpu_share.Table | None:
+    try:
+        return cpu_share.snapshot()
+    except Exception:  # noqa: BLE001 - a process table that cannot be read costs the figure, never the window
+        return None
 
 
 def _load1() -> float | None:

@@ -196,6 +196,21 @@ def _itl(r: dict) -> str:
     return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
 
 
+def _other_cpu(r: dict) -> str:
+    """The CPU other processes took in the method's busiest bench window of the row, ⚠ beyond the busy-host
+    share (the mark on the verdict also counts the baseline's side)."""
+    if r.get("other_cpu_share") is None:
+        return "not measured"
+    mark = " ⚠" if r["other_cpu_share"] > st.MAX_OTHER_CPU_SHARE else ""
+    return f"{r['other_cpu_s']:.1f} ({r['other_cpu_share']:.1%}){mark}"
+
+
+def _client_cpu(r: dict) -> str:
+    if r.get("bench_cpu_share") is None:
+        return "not measured"
+    return f"{r['bench_cpu_share']:.0%}" + (" ⚠" if r["bench_cpu_share"] > st.CLIENT_SATURATED else "")
+
+
 def speed_tables(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     speed = [r for r in rep.speed if r["task"] == task]
@@ -204,7 +219,7 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", f"throughput × [{ci}]",
                           "verdict", "TPOT p50 ms", f"TPOT speedup × (p50 [{ci}]; mean, p95)", "verdict",
                           f"E2EL speedup × (p50 [{ci}]; mean, p95)", "latency spread (method / base)",
-                          "host load per core",
+                          "other processes' CPU (CPU-s, % of core-s)", "bench client CPU (% of a core)",
                           "acc. length per verify step",
                           "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
                           "failed req.", "note"],
@@ -215,7 +230,7 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
                   r["throughput_verdict"],
                   num(r["tpot_p50_ms"]) + (" ‡" if _read_in_burst(r) else ""),
                   _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
-                  num(r["host_load_per_core"]), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
+                  _other_cpu(r), _client_cpu(r), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
                   "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
                   num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
                  for r in speed]))
@@ -568,9 +583,17 @@ def how_to_read(rep: Report) -> list[tuple]:
         f"Stability: latency spread = median absolute deviation ÷ median of the repeats' TPOT p50 (E2EL p50 where "
         f"TPOT is degenerate), per side; over "
         f"{st.MAX_RELATIVE_MAD:.0%} on either side marks the cell's verdict \"unstable repeats\", a single repeat "
-        "marks it \"single measurement\". Host load per core = the highest 1-minute load average ÷ cores seen "
-        "at the cell's bench windows (about 1 while vLLM and bench use the machine; well above it means other work "
-        "shared the cores).",
+        "marks it \"single measurement\". Other processes' CPU = the CPU time (user + system) of every process "
+        "outside the server's, the bench client's and the collector's process trees, read per process at a bench "
+        "window's open and close (measure/cpu_share.py), in the method's busiest window of the row, with its share "
+        "of that window's core-seconds (cores × seconds); over "
+        f"{st.MAX_OTHER_CPU_SHARE:.0%} on either side marks the verdict \"busy host\". Not counted: processes "
+        "that exited inside the window and processes this host's process table does not show (another "
+        "container's); \"not measured\" where the server has no local process (an attached server's CPU cannot "
+        "be told from others') or the bundle predates the measure. Bench client CPU = the client's own CPU time "
+        "(it reports it as it exits) ÷ the window's seconds; over "
+        f"{st.CLIENT_SATURATED:.0%} of a core marks the verdict \"client-bound\". The 1-minute load average is "
+        "kept in speed.parquet only: the measured system alone keeps it near 1 per core on a CPU server.",
         f"† = unstable percentile: fewer than {st.MIN_TAIL} samples lie beyond it in a repeat, i.e. n·(1−p) < "
         f"{st.MIN_TAIL}; p95 needs ≥ {st.min_samples(95)} samples and p99 ≥ {st.min_samples(99)}. TPOT, TTFT "
         "and E2EL have one sample per request; the ITL sample count is estimated as (output tokens − requests) ÷ "

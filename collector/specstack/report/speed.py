@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from specstack.figures import stats as st
-from specstack.figures.host_load import host_load_per_core
+from specstack.figures.host_load import cell_cpu, host_load_per_core
 from specstack.measure import per_request
 from specstack.report import drafting_cost, marks
 from specstack.report.format import over_repeats
@@ -437,12 +437,20 @@ def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
 
 def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, cells: list[dict],
                     base_cells: list[dict]) -> None:
-    """The busiest host seen at the cell's bench windows, on both sides: a verdict measured while something
-    else competed for the CPU is marked, never silently trusted (None: not recorded, not 0)."""
+    """Who else used the CPU at the cell's bench windows, on both sides (measure/cpu_share.py): a verdict measured
+    while other processes took the server's cores ("busy host") or while the bench client saturated its core
+    ("client-bound") is marked, never silently trusted (None: not measured, not 0). The 1-minute load per core
+    stays as data only: the measured system alone keeps it near 1 per core on a CPU server."""
     row["host_load_per_core"] = host_load_per_core(md.record.window_list, cells)
     row["baseline_host_load_per_core"] = (host_load_per_core(base.record.window_list, base_cells)
                                           if md.baseline and base else None)
-    row["host_busy"] = st.host_busy(row["host_load_per_core"], row["baseline_host_load_per_core"])
+    own = cell_cpu(md.record.window_list, cells)
+    other = cell_cpu(base.record.window_list, base_cells) if md.baseline and base else None
+    row["other_cpu_s"], row["other_cpu_share"], row["bench_cpu_share"] = own.other_s, own.other_share, own.bench_share
+    row["baseline_other_cpu_share"] = other.other_share if other else None
+    row["baseline_bench_cpu_share"] = other.bench_share if other else None
+    row["host_busy"] = st.host_busy(row["other_cpu_share"], row["baseline_other_cpu_share"])
+    row["client_bound"] = st.client_bound(row["bench_cpu_share"], row["baseline_bench_cpu_share"])
 
 
 def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, note: list[str]) -> None:

@@ -51,9 +51,15 @@ def legend(matrix_text: str) -> list[str]:
         ("⚠ unstable repeats", f"⚠ unstable repeats: the repeats of a side spread more than "
                                f"{st.MAX_RELATIVE_MAD:.0%} (median absolute deviation ÷ median of the TPOT p50, E2EL "
                                "p50 where TPOT is degenerate), so one noisy repeat can decide the median."),
-        ("⚠ busy host", f"⚠ busy host: the 1-minute load per core at a bench window of the cell (method or "
-                        f"baseline) exceeded {st.MAX_LOAD_PER_CORE:g}; something else competed for the CPU, so the "
-                        "cell was measured on a shared machine (the speed table shows the load)."),
+        ("⚠ busy host", f"⚠ busy host: in a bench window of the cell (method or baseline) processes outside the "
+                        "server's, the bench client's and the collector's took more than "
+                        f"{st.MAX_OTHER_CPU_SHARE:.0%} of the window's core-seconds (their CPU time, read per "
+                        "process at the window's open and close); they competed with the server for the cores, so "
+                        "the cell was measured on a shared machine (the speed table shows the CPU-s)."),
+        ("⚠ client-bound", f"⚠ client-bound: in a bench window of the cell (method or baseline) the bench client "
+                           f"used more than {st.CLIENT_SATURATED:.0%} of one core (one asyncio loop, about one core "
+                           "at most): the requests waited for the client, so the cell measured the client as much "
+                           "as the server."),
         ("⚠ not comparable", MARKS["not comparable"]),
         (TRUSTED.strip(), MARKS["trust-server"]),
         ("⚠ tail disagrees", "⚠ tail disagrees: the p50 latency ratio lies on one side of 1.0× and the mean, the "
@@ -106,8 +112,11 @@ def _verdict_cell(r: dict) -> str:
     if r.get("server_contradicted"):   # on every cell, not only the row's name: a verdict is read on its own
         text += TRUSTED
     if r.get("host_busy"):
-        loads = [v for v in (r.get("host_load_per_core"), r.get("baseline_host_load_per_core")) if v is not None]
-        text += f" ⚠ busy host (load {max(loads):.2f} per core)"
+        shares = [v for v in (r.get("other_cpu_share"), r.get("baseline_other_cpu_share")) if v is not None]
+        text += f" ⚠ busy host (other processes {max(shares):.0%} of the core-seconds)"
+    if r.get("client_bound"):
+        shares = [v for v in (r.get("bench_cpu_share"), r.get("baseline_bench_cpu_share")) if v is not None]
+        text += f" ⚠ client-bound (bench client {max(shares):.0%} of a core)"
     return text
 
 

@@ -252,6 +252,7 @@ class Window(_Record):
     by_category: JSON | None = None
     checks: list[JSON] | None = None
     host_load: JSON | None = None
+    cpu: JSON | None = None            # measure/cpu_share.py `attribute` (absent in bundles before issue 41)
     checks_ok: bool | None = None
     prefix_cache: JSON | None = None
 
