@@ -299,3 +299,22 @@ def write_k_sweep(run_dir: Path, by_k: dict[int, dict[int, float]], repeats: int
                      k=k or None, texts=texts, base_method=None if k == 0 else "ngram",
                      spec_override={"num_speculative_tokens": k} if k else None,
                      cells={("code", c): [(10.0, t, {})] * repeats for c, t in tputs.items()})
+
+
+SLOW_C1_TEXTS = {"chat": {"a": ("t", "stop")}}
+SLOW_C1_ACCEPTANCE = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
+                      "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
+                      "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+
+
+def write_slow_c1_run(run_dir: Path) -> Path:
+    """Issue 41 point 1's bundle: the chat baseline's c=1 slower per request than its own c=4 (mean E2EL 236
+    against 172 ms), so ngram 'wins' 1.23× at c=1, past what its tokens per target pass allow; c=4 0.95×."""
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, texts=SLOW_C1_TEXTS,
+                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
+    write_method(run_dir, "ngram", baseline="baseline", texts=SLOW_C1_TEXTS,
+                 acceptance={"chat": SLOW_C1_ACCEPTANCE},
+                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
+                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    return run_dir

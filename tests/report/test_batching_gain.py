@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specstack.report import build, render, sections
-from tests.bundles import write_method
+from tests.bundles import write_method, write_slow_c1_run
 
 pytestmark = pytest.mark.unit
 
@@ -49,13 +49,7 @@ def test_a_win_beyond_tokens_per_pass_against_a_slow_c1_baseline_is_named(tmp_pa
     """Issue 41 point 1: the chat baseline's c=1 cell was slower per request than its own c=4 (mean E2EL 236
     against 172 ms), so ngram 'won' at c=1 by 1.23×, more than its tokens per target pass allow even with free
     drafting. Both are named on the row, in the verdict matrix and in speed.csv."""
-    run_dir = tmp_path / "bound"
-    run_dir.mkdir()
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
-                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
-    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
-                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
-                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    run_dir = write_slow_c1_run(tmp_path / "bound")
     rep = build.build(run_dir, with_plots=False)
     rows = {(r["method"], r["concurrency"]): r for r in rep.speed}
     c1 = rows[("ngram", 1)]
@@ -73,13 +67,7 @@ def test_a_win_beyond_tokens_per_pass_against_a_slow_c1_baseline_is_named(tmp_pa
 def test_the_speed_table_and_the_crossover_name_the_slow_c1_and_the_win_past_the_bound(tmp_path):
     """Issue 41 points 1 and 3: the throughput figure itself carries ⚠ beyond bound and ⚠ slow c=1 in the speed
     table (with their legend), and the crossover statement over c = 1, 4 names the c=1 cell it rests on."""
-    run_dir = tmp_path / "bound"
-    run_dir.mkdir()
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
-                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
-    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
-                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
-                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    run_dir = write_slow_c1_run(tmp_path / "bound")
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
     c1 = next(line for line in md.splitlines() if line.startswith("| ngram | baseline | 1 |"))
@@ -100,13 +88,7 @@ def test_the_speedup_plot_rings_and_names_the_marked_cells(tmp_path, monkeypatch
     from matplotlib.axes import Axes
 
     from specstack.report import plots
-    run_dir = tmp_path / "bound"
-    run_dir.mkdir()
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=TEXTS,
-                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
-    write_method(run_dir, "ngram", baseline="baseline", texts=TEXTS, acceptance={"chat": ACC},
-                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
-                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    run_dir = write_slow_c1_run(tmp_path / "bound")
     drawn: list[tuple] = []
     real = Axes.annotate
     monkeypatch.setattr(Axes, "annotate", lambda self, text, xy, *a, **kw: drawn.append((text, xy[0])) or

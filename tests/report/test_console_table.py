@@ -118,18 +118,8 @@ def test_a_ratio_past_free_drafting_and_a_slow_c1_are_marked_in_the_console(tmp_
     c=4, more than its tokens per target pass allow: the console cell carries ‼ and ⚠, each with its legend line;
     report.md's rows decide the same (report/marks.py)."""
     from specstack.report import build
-    from tests.bundles import write_method
-    texts = {"chat": {"a": ("t", "stop")}}
-    acc = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
-           "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
-           "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
-    run_dir = tmp_path / "bound"
-    run_dir.mkdir()
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
-                 cells={("chat", 1): [(10.0, 100.0, {"e2el": 236.0})], ("chat", 4): [(12.0, 550.0, {"e2el": 172.0})]})
-    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": acc},
-                 cells={("chat", 1): [(9.0, 123.0, {"acc_len": 2.0, "e2el": 190.0})],
-                        ("chat", 4): [(12.0, 520.0, {"acc_len": 2.0, "e2el": 200.0})]})
+    from tests.bundles import write_slow_c1_run
+    run_dir = write_slow_c1_run(tmp_path / "bound")
     rows = {(r["method"], r["concurrency"]): r for r in build.build(run_dir, with_plots=False).speed}
     assert rows[("ngram", 1)]["beyond_bound"] and not rows[("ngram", 4)]["beyond_bound"]
     out = printed(run_dir)
