@@ -2,8 +2,16 @@
 closed terminal) become one exception, Interrupted, raised in the main thread. Python's default for SIGTERM
 and SIGHUP is to die on the spot, which skips every cleanup: a killed harness once left its vLLM server (its
 own session, so the signal never reached it) holding the GPU and the port. With this, each signal runs the
-same bounded cleanup as Ctrl+C: the server's process group stopped, the bundle finished as failed with
-"interrupted", and an exit status of 128 + the signal's number."""
+same bounded cleanup as Ctrl+C, and the exit status is 128 + the signal's number.
+
+One module for both front doors: `specstack` (cli/main.py: the server's process group stopped, the bundle
+finished as failed with "interrupted") and the compose stack make drives (`python3 -m specstack.host`,
+host/lifecycle.py: each step's cleanup, the method's server stopped and its Prometheus target cleared, then
+`make down`). Threads (the slots of a compose parallel sweep) see the same interruption through `check()` or
+`interrupted()` between their steps.
+
+host/ imports this module and make runs host/ with the host's plain python3: standard library only, and
+Python 3.8 at runtime (annotations postponed; no 3.9+ API)."""
 from __future__ import annotations
 
 import contextlib
@@ -16,12 +24,16 @@ from collections.abc import Iterator
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+# A KeyboardInterrupt, not a bare BaseException: the native run treats a plain Ctrl+C (Python's own SIGINT
+# handler, outside `as_exception()`) and a handled signal alike (runs/outcome.py, measure/windows.py and
+# cli/main.py catch KeyboardInterrupt). host/ catches Interrupted by name, and host/slots.py tells an interruption
+# from a job's failure by "not an Exception", which a KeyboardInterrupt is not either.
 class Interrupted(KeyboardInterrupt):
-    """A signal asked the run to stop."""
+    """A signal asked the run to stop; `exit_code` is the status it ends with (128 + the signal's number)."""
 
     def __init__(self, signum: int):
         self.signum = signum
-        self.name = signal.Signals(signum).name
+        self.name = signal.Signals(signum).name   # "SIGTERM"
         super().__init__(self.name)
 
     @property
@@ -35,28 +47,56 @@ def reason(error: BaseException) -> str:
     return f"interrupted ({'Ctrl+C' if name == 'SIGINT' else name}); rerun the same command to resume"
 
 
+_stop = threading.Event()   # set by the first signal of the outermost as_exception() span
+_signum = [0]
+_depth = [0]                # as_exception() spans open (`specstack containers` nests host/'s in cli/main's)
+
+
+def _handler(signum: int, _frame: object) -> None:
+    if _stop.is_set():
+        return   # already stopping (an enclosing span's handler, put back while its cleanup runs)
+    # Ignored from now on, not merely returned from: a second Ctrl+C or a scheduler's repeated SIGTERM cannot cut
+    # the (bounded) cleanup short, and the commands that cleanup starts (`docker compose down`, a server's stop)
+    # inherit the ignore, which a Python handler is not (exec resets it to the default: the command would die).
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    _signum[0] = signum
+    _stop.set()
+    raise Interrupted(signum)
+
+
+def check() -> None:
+    """Raise Interrupted in this thread once a signal has arrived (a slot's thread between its steps)."""
+    if _stop.is_set():
+        raise Interrupted(_signum[0])
+
+
+def interrupted() -> bool:
+    return _stop.is_set()
+
+
 @contextlib.contextmanager
 def as_exception() -> Iterator[None]:
-    """While inside: the first of SIGNALS raises Interrupted; any later one is ignored, so a second Ctrl+C or a
-    scheduler's repeated SIGTERM cannot cut the (bounded) cleanup short and leave a server or half a bundle.
-    Outside the main thread (signals cannot be handled there) it does nothing."""
+    """While inside: the first of SIGNALS raises Interrupted in the main thread (and check() in any other); every
+    later one is ignored until the outermost span ends, then the handlers from before it come back. Outside the
+    main thread (signals cannot be handled there) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    raised: list[int] = []
-
-    def handler(signum, _frame):
-        if raised:
-            return   # already stopping
-        raised.append(signum)
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    if _depth[0] == 0:
+        _stop.clear()   # a new run starts uninterrupted (a process may run several, the tests do)
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    if not _stop.is_set():
+        for s in SIGNALS:
+            signal.signal(s, _handler)
+    _depth[0] += 1
     try:
         yield
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        _depth[0] -= 1
+        if _depth[0] == 0 or not _stop.is_set():   # interrupted inside an enclosing span: its cleanup goes on
+            for s, h in previous.items():
+                signal.signal(s, h)
 
 
 def default_in_child() -> None:

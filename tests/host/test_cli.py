@@ -37,7 +37,8 @@ def test_check_lock_command_rejects_floating_tags(tmp_path):
 
 # The modules of specstack the host helper may import besides its own: standard library only, all of them.
 ALLOWED = {"specstack", "specstack.errors", "specstack.results", "specstack.results.files", "specstack.results.bundle",
-           "specstack.results.layout", "specstack.results.run_lock", "specstack.config", "specstack.config.sweep"}
+           "specstack.results.layout", "specstack.results.run_lock", "specstack.config", "specstack.config.sweep",
+           "specstack.interrupts"}
 
 IMPORT_ALL = """
 import json, pkgutil, sys

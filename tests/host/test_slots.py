@@ -150,7 +150,7 @@ def test_parallel_records_calibration_in_the_manifest(tmp_path):
 # interruption, then clean up, slot 0 for longer; a signal arrives while the main thread waits for slot 0.
 _INTERRUPTED_QUEUE = """
 import os, signal, sys, threading, time
-from specstack.host import interrupts
+from specstack import interrupts
 from specstack.host.slots import run_queue
 
 started = threading.Barrier(3)
@@ -171,7 +171,7 @@ def signal_soon():
     os.kill(os.getpid(), signal.SIGTERM)
 
 threading.Thread(target=signal_soon, daemon=True).start()
-with interrupts.handled():
+with interrupts.as_exception():
     try:
         run_queue([{"slot": "0", "cpuset": ""}, {"slot": "1", "cpuset": ""}], ["a", "b"], job)
     except interrupts.Interrupted:

@@ -10,7 +10,6 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                the server stopped and its Prometheus target cleared whatever happens
   stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
                sweep-methods: methods.toml's [sweep], the one default list (make's SWEEP_METHODS, SWEEP_MTP_METHODS)
-  interrupts   SIGINT/SIGTERM/SIGHUP as one exception: each step's cleanup, then make down, exit 128 + N
   provenance   record: results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of
                every running container of the project, nvidia-smi / driver / CUDA versions (GPU) or the CPU
                model and the server's cpuset (CPU), and what the method's server loaded (snapshot)
@@ -32,8 +31,9 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 
 Standard library only, on purpose: make starts it with the host's plain `python3` (`$(HOST_PYTHON)`, with
 PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
-imports only specstack/__init__.py, errors.py, results/files.py (the one atomic writer) and results/bundle.py
-(the manifest's one writer, under its lock), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
+imports only specstack/__init__.py, errors.py, interrupts.py (SIGINT/SIGTERM/SIGHUP as one exception, shared with
+the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer) and
+results/bundle.py (the manifest's one writer, under its lock), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
 and is optional.
 """
 

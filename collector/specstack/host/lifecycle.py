@@ -12,9 +12,9 @@ A server that did not become healthy is killed, not stopped: vLLM 0.32.0 hangs o
 start (its engine core waits minutes for a handshake), which held a stop for the whole 60 s grace; so is a server
 still loading when the flow is interrupted (a healthy one is stopped).
 
-Interrupted (interrupts.py): the method's cleanup stops its server, the collector stops on the signal and keeps
-its method as <method>.failed-* ("interrupted"), then everything the stack started is stopped and removed as
-`make down` does; the exit status is 128 + the signal's number."""
+Interrupted (specstack/interrupts.py, the native run's too): the method's cleanup stops its server, the collector
+stops on the signal and keeps its method as <method>.failed-* ("interrupted"), then everything the stack started is
+stopped and removed as `make down` does; the exit status is 128 + the signal's number."""
 from __future__ import annotations
 
 import functools
@@ -28,12 +28,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from specstack import interrupts
 from specstack.errors import UserError
-from specstack.host import HostError, buildx, interrupts, knobs, reproduction
+from specstack.host import HostError, buildx, knobs, reproduction
 from specstack.host.engine import PROJECT, DockerCLI
 from specstack.host.gpu import gpu_host_problems, nvidia_smi_host, wait_gpu_free
 from specstack.host.image_lock import read_lock
-from specstack.host.interrupts import Interrupted
 from specstack.host.provenance import cpu_host, record
 from specstack.host.server_log import save_server_log
 from specstack.host.slots import parallel, parse_slots, plan_jobs
@@ -451,10 +451,10 @@ def _lock_run(stack: Stack, run_id: str) -> bool:
     return True
 
 
-def _interrupted(stack: Stack, e: Interrupted) -> int:
+def _interrupted(stack: Stack, e: interrupts.Interrupted) -> int:
     stack.down(quiet=True)
-    stack.sh.say(f"interrupted (SIG{e.name}): every container of the stack stopped and removed (make down)", err=True)
-    return e.code
+    stack.sh.say(f"interrupted ({e.name}): every container of the stack stopped and removed (make down)", err=True)
+    return e.exit_code
 
 
 def run(stack: Stack, method: str) -> int:
@@ -466,7 +466,7 @@ def run(stack: Stack, method: str) -> int:
     grafana = stack.grafana_here()
     if not _lock_run(stack, s.run_id):
         return 2
-    with interrupts.handled():
+    with interrupts.as_exception():
         try:
             rc = stack.start([method])
             if rc:
@@ -477,7 +477,7 @@ def run(stack: Stack, method: str) -> int:
             admin = f" (admin, password in {GRAFANA_SECRET})" if s.gpu_platform else ""
             stack.sh.say(stack.where(s.run_id, grafana) + admin)
             return rc
-        except Interrupted as e:
+        except interrupts.Interrupted as e:
             return _interrupted(stack, e)
         finally:
             run_lock.release(RESULTS / s.run_id)
@@ -499,7 +499,7 @@ def sweep(stack: Stack) -> int:
     grafana = stack.grafana_here()
     if not _lock_run(stack, s.run_id):
         return 2
-    with interrupts.handled():
+    with interrupts.as_exception():
         try:
             rc = stack.start(s.sweep)
             if rc:
@@ -518,7 +518,7 @@ def sweep(stack: Stack) -> int:
                 stack.sh.say(f"sweep {s.run_id} failed:{failed}", err=True)
                 return 1
             return 0
-        except Interrupted as e:
+        except interrupts.Interrupted as e:
             return _interrupted(stack, e)
         finally:
             run_lock.release(RESULTS / s.run_id)
@@ -609,7 +609,7 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
         return rc
     if not _lock_run(stack, run_id):
         return 2
-    with interrupts.handled():
+    with interrupts.as_exception():
         try:
             failed = stack.serially([(m, f"=== reproduce {p.original} as {run_id}: {m} ===",
                                       functools.partial(stack.method, m, run_id=run_id, k=k,
@@ -625,8 +625,8 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
                 stack.sh.say(f"reproduce {run_id} failed:{failed}", err=True)
                 return 1
             return rc
-        except Interrupted as e:
-            return e.code
+        except interrupts.Interrupted as e:
+            return e.exit_code
         finally:
             run_lock.release(RESULTS / run_id)
 

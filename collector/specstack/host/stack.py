@@ -17,7 +17,7 @@ from pathlib import Path
 
 from specstack.config import sweep
 from specstack.host import HostError
-from specstack.host.interrupts import Interrupted
+from specstack.interrupts import Interrupted
 
 # PLATFORM -> (serve platform of methods.toml, compose files, default lock file, default WAIT_TIMEOUT in seconds)
 PLATFORMS = {"gpu": ("gpu-container", ("compose.yaml",), "images.lock", 3600),
