@@ -16,6 +16,7 @@ from specstack.report.goodput import goodput_table
 from specstack.report.guards import guard_notes
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.load_view import load_section
+from specstack.report.loop_guard import loop_notes
 from specstack.report.loops import loop_table
 from specstack.report.placement import placement
 from specstack.report.plots import safe_name
@@ -143,7 +144,7 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (guard_notes, speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
+        for part in (guard_notes, loop_notes, speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
                      loop_table, category_table, turn_table, sampled_table, lossless_table, equality_tables,
                      speedup_plot, prefix_cache_table):
             out += part(rep, task)
