@@ -37,8 +37,9 @@ def loop_marks(rows: list[dict], task: str) -> str:
 def verdict_lines(rep: Report) -> list[tuple]:
     """Above the verdict matrix: each method × task whose acceptance rests partly on looping answers."""
     lines = [f"{task}: ⚠ {loop_line(r)}" for task in rep.run.tasks for r in looping(rep.loops, task)]
-    return [("p", "**Repetition loops in the acceptance answers** (a loop is its own best draft, so the acceptance "
-                  f"with them reads high; fix: {FIX}; each task's section names the requests):"),
+    return [("p", "**Repetition loops in the acceptance answers** (a loop is its own best draft for a drafter that "
+                  "copies from the context, so the acceptance with them can read high; fix: "
+                  f"{FIX}; each task's section names the requests):"),
             ("ul", lines)] if lines else []
 
 
@@ -49,5 +50,7 @@ def loop_notes(rep: Report, task: str) -> list[tuple]:
     if not rows:
         return []
     return [("p", "⚠ **Repetition loops.** " + "; ".join(loop_line(r, bracketed=True) for r in rows)
-                  + ". A looping answer is its own best draft (ngram and suffix accept nearly every token of it), so "
-                  f"the acceptance with them says more than drafting did on the task. Fix: {FIX}. The \"Repetition loops\" table below names the requests.")]
+                  + ". A looping answer is its own best draft for a drafter that copies from the context (ngram and "
+                  "suffix accept nearly every token of it), so the acceptance with them can say more than drafting "
+                  "did on the rest of the task; the figure without them is the acceptance on the answers that did not "
+                  f"loop. Fix: {FIX}. The \"Repetition loops\" table below names the requests.")]
