@@ -63,7 +63,7 @@ def test_an_itl_is_degenerate_when_its_own_tpot_is_a_burst_read(tmp_path):
     assert sound["tpot_degenerate"] and sound["itl_degenerate"] is False
     md = _blocks_md(rep)
     itl = {(cells[0], cells[1]): cells[5] for line in md.splitlines() if line.startswith("| ")
-           and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 8 and cells[1] in ("1", "4")}
+           and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 9 and cells[1] in ("1", "4")}
     assert itl[("draft_model", "1")].endswith("‡") and itl[("baseline", "4")].endswith("‡")
     assert not itl[("baseline", "1")].endswith("‡") and not itl[("ngram", "4")].endswith("‡")
     assert "‡ on ITL: degenerate" in md and "the method's own cell has a degenerate TPOT" in md

@@ -146,8 +146,8 @@ def test_a_tpot_just_past_the_aggregate_boundary_is_degenerate_from_its_requests
     assert "· E2EL p50 1.04×" in next(line for line in md.splitlines() if line.startswith("| ngram | baseline |"))
     # issue 41 point 2: the TTFT of a row that read answers in a burst holds decode time, and says so
     latency = [line for line in md.splitlines() if line.startswith("| ngram | 1 |")]
-    assert len(latency) == 1 and latency[0].split("|")[7].strip().endswith("‡"), latency
-    assert not next(line for line in md.splitlines() if line.startswith("| baseline | 1 |")).split("|")[7].strip() \
+    assert len(latency) == 1 and latency[0].split("|")[8].strip().endswith("‡"), latency
+    assert not next(line for line in md.splitlines() if line.startswith("| baseline | 1 |")).split("|")[8].strip() \
         .endswith("‡")
     assert "On a TTFT: the row's own cells read answers in a burst" in md
     # the note says how much of which side was read in a burst, not that "answers arrived in a burst"

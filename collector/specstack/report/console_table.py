@@ -15,9 +15,10 @@ from specstack.figures.recompute import Finding
 from specstack.figures.stats import MIN_REPEATS
 from specstack.measure import per_request
 from specstack.report import findings as shown
-from specstack.report import guards, marks, prefix_cache
+from specstack.report import guards, loop_guard, marks, prefix_cache
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled, target_name
 from specstack.report.format import num, pct, weights_line
+from specstack.report.loops import loop_rows
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
 from specstack.results.layout import TABLES_FILE
@@ -275,11 +276,13 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
     if weights:
         console.print(f"[bold]{weights}[/]")
     marks = guards.guard_rows(run, guards.NoTokenizers())   # a doubled BOS, random prompts (report.md: the fix)
+    loops = loop_rows(run)   # acceptance answers that loop (report.md: both figures and the fix)
     # the copy-heavy task first
     tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t not in ("code", "edit"), t))
     for task in tasks:
         found = {name: md.findings for name, md in run.methods.items()}
-        console.print(escape(task_heading(summaries, task) + guards.guard_marks(marks, task)), soft_wrap=True)
+        console.print(escape(task_heading(summaries, task) + guards.guard_marks(marks, task)
+                             + loop_guard.loop_marks(loops, task)), soft_wrap=True)
         console.print(task_table(summaries, task, found))
         by_category = category_table(summaries, task, found)
         if by_category is not None:

@@ -14,8 +14,10 @@ from specstack.report.drafting_cost import drafting_cost_table
 from specstack.report.format import interval, num, over_repeats, pct, times, weights_line
 from specstack.report.goodput import goodput_table
 from specstack.report.guards import guard_notes
+from specstack.report.itl_chunks import per_chunk_cell, per_chunk_note
 from specstack.report.ksweep import k_per_load_section
 from specstack.report.load_view import load_section
+from specstack.report.loop_guard import loop_notes
 from specstack.report.loops import loop_table
 from specstack.report.placement import placement
 from specstack.report.plots import safe_name
@@ -143,7 +145,7 @@ def tasks(rep: Report) -> list[tuple]:
     out: list[tuple] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
-        for part in (guard_notes, speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
+        for part in (guard_notes, loop_notes, speed_tables, drafting_cost_table, goodput_table, crossover_table, acceptance_table,
                      loop_table, category_table, turn_table, sampled_table, lossless_table, equality_tables,
                      speedup_plot, prefix_cache_table):
             out += part(rep, task)
@@ -237,9 +239,10 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; "
                       f"{over_repeats(max((r['repeats'] for r in speed), default=0))})"))
     out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
-                          "TTFT", "E2EL"],
+                          "tokens per chunk", "TTFT", "E2EL"],
                 [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
-                  _pcts(r, "tpot"), _itl(r), _pcts(r, "ttft") + (" ‡" if _read_in_burst(r) else ""), _pcts(r, "e2el")]
+                  _pcts(r, "tpot"), _itl(r), per_chunk_cell(r), _pcts(r, "ttft") + (" ‡" if _read_in_burst(r) else ""),
+                  _pcts(r, "e2el")]
                  for r in speed]))
     if any(r["tpot_degenerate"] for r in speed):
         out.append(("p", "‡ TPOT degenerate (on a TPOT p50: in that row's own cells; on \"no ratio\": in the "
@@ -271,7 +274,9 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     if any(r["role"] == "spec" for r in speed):
         out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
                          "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
-                         "not comparable with the baseline's. Compare methods by TPOT."))
+                         "not comparable with the baseline's (the tokens per chunk column measures it). Compare "
+                         "methods by TPOT."))
+    out += per_chunk_note(speed)
     if any(r.get("itl_degenerate") for r in speed):
         out.append(("p", "‡ on ITL: degenerate, the chunks arrived in bursts (a starved client or server) and the "
                          "gaps say nothing: the ITL p50 is under a tenth of the TPOT p50, or a repeat of the "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specstack.figures import chunks as stream
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu, host_load_per_core
 from specstack.measure import per_request
@@ -68,6 +69,10 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
                                                   row["spec_decode_accepted_tokens"])
         row["preemptions"] = _counter(md.record.window_list, cell, PREEMPTIONS)
         _per_request(row, per_request.cell_figures(raw, c) if raw is not None else cell.per_request)
+        counts = stream.stream_chunks(raw)   # the summary's copy keeps no chunk list: n/a without the raw file
+        row["streamed_output_tokens"] = counts["output_tokens"] if counts else None
+        row["stream_chunks"] = counts["chunks"] if counts else None
+        row["tokens_per_chunk"] = stream.tokens_per_chunk([counts])
         row.update(_goodput(cell.goodput))
         rows.append(row)
     _slower_than_serial(rows)
@@ -353,11 +358,23 @@ def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
             row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
     row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
     row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
+    _per_chunk(row, ok)
     if any(c_.get("per_request_data") for c_ in ok):   # the chunk gaps themselves say whether they were bursts
         row["itl_degenerate"] = any(c_.get("itl_burst") or c_.get("tpot_degenerate") for c_ in ok)
     else:
         row["itl_degenerate"] = itl_degenerate(row["itl_p50_ms"], row["tpot_p50_ms"],
                                                any(c_.get("tpot_degenerate") for c_ in ok))
+
+
+def _per_chunk(row: dict, ok: list[dict]) -> None:
+    """Tokens per streamed chunk over the repeats (figures/chunks.py) and the ITL p50 per token: a chunk of a
+    speculative step carries every token it accepted, so ITL is per chunk (None: no per-request data, unknown)."""
+    per_chunk = stream.tokens_per_chunk([{"output_tokens": c_["streamed_output_tokens"], "chunks": c_["stream_chunks"]}
+                                         for c_ in ok if c_.get("stream_chunks")])
+    row["tokens_per_chunk"] = per_chunk
+    row["itl_per_chunk"] = None if per_chunk is None else stream.multi_token(per_chunk)
+    itl = row.get("itl_p50_ms")
+    row["itl_p50_per_token_ms"] = itl / per_chunk if itl is not None and per_chunk else None
 
 
 def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict],

@@ -9,6 +9,7 @@ from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report.format import interval, over_repeats, times
 from specstack.report.guards import guard_marks
+from specstack.report.loop_guard import verdict_lines as loop_lines
 from specstack.results.reader import EAGER_NOTE
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ def verdict(rep: Report) -> list[tuple]:
     out += _contradicted(rep)
     out += _eager(rep)
     out += _prompt_guards(rep)
+    out += loop_lines(rep)   # acceptance that rests partly on looping answers
     out += findings.table(findings.rows(run.findings))   # a hand-edited summary.json, named before any figure
     spec = [r for r in rep.speed if r["role"] == "spec"]
     order = {t: i for i, t in enumerate(run.tasks)}
