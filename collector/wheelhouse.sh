@@ -50,6 +50,7 @@ fi
 download --only-binary :all: -r "$HERE/requirements.lock" -r "$HERE/requirements-build.lock" \
   || fail "the wheels of requirements.lock and requirements-build.lock" ""
 download --only-binary :all: --require-hashes -r "$HERE/lint.lock" || fail "the linter (lint.lock)" ""
+download --only-binary :all: --require-hashes -r "$HERE/installer.lock" || fail "the installer (installer.lock)" ""
 download --only-binary :all: --require-hashes -r "$HERE/models.lock" || fail "the model builder's wheels (models.lock)" ""
 
 # torch +cpu: a wheel folder your pip already knows (find-links) first, offline; else PyTorch's CPU index,

@@ -21,7 +21,7 @@ DOCKER_BUILD = $(DOCKER) build --force-rm $(if $(NO_CACHE),--no-cache)
 BUILD_STAGE_LABEL := org.specstack.stage=build
 # What the vLLM CPU image is built from besides the locks and the base image: an image whose labels name the same
 # three is not rebuilt (NO_CACHE=1 prunes the build stage, whose cache a second build would otherwise redo, ~4 min).
-VLLM_CPU_RECIPE := images/vllm-cpu/Dockerfile .dockerignore
+VLLM_CPU_RECIPE := images/vllm-cpu/Dockerfile .dockerignore collector/installer.lock
 
 .PHONY: images images-base images-check-platform
 images-check-platform:

@@ -79,8 +79,8 @@ def test_labels_state_what_is_installed(refs):
     digest = subprocess.run("cat collector/requirements*.lock | sha256sum", shell=True, cwd=REPO,
                             capture_output=True, text=True, check=True).stdout.split()[0]
     assert labels["org.specstack.locks-sha256"] == digest
-    recipe = subprocess.run("cat images/vllm-cpu/Dockerfile .dockerignore | sha256sum", shell=True, cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout.split()[0]
+    recipe = subprocess.run("cat images/vllm-cpu/Dockerfile .dockerignore collector/installer.lock | sha256sum",
+                            shell=True, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()[0]
     assert labels["org.specstack.recipe-sha256"] == recipe
     (base,) = engine.inspect("specstack-base:bookworm", kind="image")
     assert labels["org.specstack.base-image-id"] == base["Id"]
