@@ -4,11 +4,12 @@ W=/root/sx; T=${1:-520}; stop=$(( $(date +%s) + T ))
 status() {
   echo "--- $(date -u +%T) GPU $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader)"
   [ -s $W/log/verdict.tsv ] && cat $W/log/verdict.tsv
+  [ -s $W/log/verdict-plan.log ] && cat $W/log/verdict-plan.log
   for f in $W/log/*.log; do echo "$(basename $f .log) rc=$(cat ${f%.log}.rc 2>/dev/null || echo -): $(grep -aE 'PASSED|FAILED|ERROR|passed|failed|Error' $f | tail -1 | cut -c1-150)"; done
   ls $W/results 2>/dev/null | tr '\n' ' '; echo
 }
 while [ $(date +%s) -lt $stop ]; do
-  pgrep -f "stage.sh|probe-sampler|verdict.sh" >/dev/null || break   # every stage ended
+  pgrep -f "stage.sh|probe-sampler|verdict[0-9]*[.]sh" >/dev/null || break   # every stage ended (verdict.sh, verdict2.sh)
   sleep 30; status | tail -n +1 | head -12
 done
 status

@@ -1,0 +1,43 @@
+#!/bin/bash
+# On the lent GPU machine, a stream of its own (launch.sh ... "script:tests/gpu/remote/verdict2.sh"): #42's "before"
+# and "after" at the same workload as verdict.sh (the trained set's baseline, ngram, draft_model and suffix, code and
+# chat, c = 1, 4, 16, PROMPTS prompts a task), one after the other on one machine:
+#   before: every torch.compile cache cold (the stream's empty VLLM_CACHE_ROOT), the acceptance phases one request
+#           at a time (--acceptance-concurrency 1, as before #39/#42), --repeats 1: the harness as it ran the
+#           recorded "before" (smol-h200, 2026-12-03), as far as options allow it now. FlashInfer's sampling
+#           kernels are the ones launch.sh built while the venv unpacked (FLASHINFER_COLD=1: an empty
+#           FLASHINFER_WORKSPACE_BASE instead, so the first server compiles them as the recorded "before" did)
+#   after:  on the caches the first sweep left, acceptance SEQS in flight, --repeats 3: the intervals #42's "done
+#           when" compares the two sweeps' figures with
+# Each sweep's wall time goes to $W/log/verdict.tsv. The deadline is END (launch.sh), or the epoch second in
+# $W/end when a poll wrote one (read when each sweep starts); the before is cut early enough to leave the after
+# AFTER_RESERVE seconds (default 620), so the after is kept whole when both do not fit.
+#   METHODS (default baseline,ngram,draft_model,suffix, in the order they run), SWEEPS (default "before after";
+#   "after" alone: the 3-repeat sweep on whatever caches the machine has), AFTER_LABEL (default after)
+# Run 2026-12-04 (docs/measured.md "#42 before and after at 16 prompts"): the before on one machine (baseline and
+# ngram; the machine went back mid-sweep), then SWEEPS=after AFTER_LABEL=after-r3 METHODS=baseline,ngram,suffix,
+# draft_model on a fresh one (cold), cut at the deadline in suffix. Set END from the lease: the budget ends about
+# budget_left_s (at first.sh's return) after $W/t0, not 1590 s after it.
+set -uo pipefail
+cd "$W/repo"
+PROMPTS=${PROMPTS:-16}
+METHODS=${METHODS:-baseline,ngram,draft_model,suffix}   # the order they run in
+SWEEPS=${SWEEPS:-before after}   # "after": the 3-repeat sweep alone, on whatever caches the machine has
+deadline() { if [ -s "$W/end" ]; then cat "$W/end"; else echo "$END"; fi; }
+sweep() {  # label acceptance-concurrency repeats reserve [VAR=VALUE ...]
+  local label=$1 acc=$2 reps=$3 reserve=$4; shift 4
+  local left=$(( $(deadline) - reserve - $(date +%s) ))
+  [ $left -gt 60 ] || { echo "$label no-time 0" >> $W/log/verdict.tsv; return; }
+  echo "$label start $(date -u +%T) cut-in ${left}s acc=$acc repeats=$reps $*" >> $W/log/verdict-plan.log
+  local s; s=$(date +%s.%N)
+  env "$@" timeout -k 20 $left .venv-gpu/bin/specstack sweep --model-set smollm2 --platform gpu-native \
+    --methods "$METHODS" --tasks code,chat --num-prompts "$PROMPTS" --concurrency 1,4,16 \
+    --repeats "$reps" --acceptance-concurrency "$acc" --run-id "verdict-$label" \
+    --results "$W/results" --models-dir "$SPECSTACK_TEST_MODELS" > "$W/log/verdict-$label.log" 2>&1
+  local rc=$?
+  echo "$label $rc $(python3 -c "import time; print(round(time.time() - $s, 1))")" >> $W/log/verdict.tsv
+}
+fi_env=()
+[ "${FLASHINFER_COLD:-0}" = 1 ] && { mkdir -p "$W/fi-cold"; fi_env=(FLASHINFER_WORKSPACE_BASE="$W/fi-cold"); }
+case " $SWEEPS " in *" before "*) sweep before 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";; esac
+case " $SWEEPS " in *" after "*) sweep "${AFTER_LABEL:-after}" "$SPECSTACK_GPU_CONCURRENCY" 3 0;; esac
