@@ -18,6 +18,12 @@ from specstack.fixtures import smollm2, tiny_models
 if (_worker := os.environ.get("PYTEST_XDIST_WORKER", "")).startswith("gw"):
     _low = 20000 + 3000 * int(_worker[2:])
     os.environ["SPECSTACK_PORT_RANGE"] = f"{_low}-{_low + 2999}"
+    # vLLM's CPU worker binds its compute to one core, by default the same core 0 for every server: two workers'
+    # servers decoding at once then share core 0 while core 1 has room (two 3-method sweeps side by side took
+    # 131.8 s that way, 120.7 s with one core each, docs/measured.md). Each worker's servers get a core of their
+    # own; a slot of a parallel sweep binds within its cpuset instead (pipeline/parallel.py enter_slot).
+    if (os.cpu_count() or 1) >= 2 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(int(_worker[2:]) % (os.cpu_count() or 1))
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "config", "integration", "compose", "gpu")

@@ -95,9 +95,11 @@ def test_a_slots_process_pins_itself_and_records_its_slot(tmp_path):
     spec = {"options": opts.to_json(), "slot": str(core), "cpuset": str(core)}
     code = ("import json, os, sys; from specstack.pipeline import parallel; "
             "o = parallel.enter_slot(json.loads(sys.argv[1])); print(json.dumps([o.bundle_name, "
-            "sorted(os.sched_getaffinity(0))]))")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == ["baseline-slot1", [core]]
+            "sorted(os.sched_getaffinity(0)), os.environ.get('VLLM_CPU_OMP_THREADS_BIND')]))")
+    # a binding the caller had (a test worker's core, a user's shell) may lie outside the slot: the slot's own goes
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "0-63"})
+    assert json.loads(out.stdout) == ["baseline-slot1", [core], None]
     record = json.loads((tmp_path / "r" / layout.host_record("baseline-slot1")).read_text())
     assert record["slot"] == {"cpuset": str(core), "asked": str(core)} and record["gpu"] is None
     manifest = json.loads((tmp_path / "r" / layout.MANIFEST).read_text())

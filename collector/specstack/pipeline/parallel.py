@@ -179,6 +179,10 @@ def enter_slot(spec: dict) -> Options:
     gpu = opts.platform.startswith("gpu")
     if spec.get("cpuset"):
         os.sched_setaffinity(0, slots.cores_of(spec["cpuset"]))
+        # The slot's cores decide where vLLM's CPU worker binds (its auto binding reads this affinity): a binding
+        # inherited from the caller (VLLM_CPU_OMP_THREADS_BIND, e.g. a test worker's core) may name cores
+        # outside the slot, where the worker cannot run.
+        os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
     if gpu:
         os.environ["CUDA_VISIBLE_DEVICES"] = spec["slot"]
     name = opts.bundle_name or opts.method
