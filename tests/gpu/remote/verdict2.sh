@@ -12,7 +12,8 @@
 # Each sweep's wall time goes to $W/log/verdict.tsv. The deadline is END (launch.sh), or the epoch second in
 # $W/end when a poll wrote one (read when each sweep starts); the before is cut early enough to leave the after
 # AFTER_RESERVE seconds (default 620), so the after is kept whole when both do not fit.
-#   METHODS (default baseline,ngram,draft_model,suffix, in the order they run), SWEEPS (default "before after";
+#   METHODS (default baseline,ngram,draft_model,suffix, in the order they run; BEFORE_METHODS and AFTER_METHODS:
+#   one sweep's own list), SWEEPS (default "before after";
 #   "after" alone: the 3-repeat sweep on whatever caches the machine has), AFTER_LABEL (default after)
 # Run 2026-12-04 (docs/measured.md "#42 before and after at 16 prompts"): the before on one machine (baseline and
 # ngram; the machine went back mid-sweep), then SWEEPS=after AFTER_LABEL=after-r3 METHODS=baseline,ngram,suffix,
@@ -22,16 +23,17 @@ set -uo pipefail
 cd "$W/repo"
 PROMPTS=${PROMPTS:-16}
 METHODS=${METHODS:-baseline,ngram,draft_model,suffix}   # the order they run in
+BEFORE_METHODS=${BEFORE_METHODS:-$METHODS}; AFTER_METHODS=${AFTER_METHODS:-$METHODS}   # one sweep's own list
 SWEEPS=${SWEEPS:-before after}   # "after": the 3-repeat sweep alone, on whatever caches the machine has
 deadline() { if [ -s "$W/end" ]; then cat "$W/end"; else echo "$END"; fi; }
-sweep() {  # label acceptance-concurrency repeats reserve [VAR=VALUE ...]
-  local label=$1 acc=$2 reps=$3 reserve=$4; shift 4
+sweep() {  # label methods acceptance-concurrency repeats reserve [VAR=VALUE ...]
+  local label=$1 methods=$2 acc=$3 reps=$4 reserve=$5; shift 5
   local left=$(( $(deadline) - reserve - $(date +%s) ))
   [ $left -gt 60 ] || { echo "$label no-time 0" >> $W/log/verdict.tsv; return; }
-  echo "$label start $(date -u +%T) cut-in ${left}s acc=$acc repeats=$reps $*" >> $W/log/verdict-plan.log
+  echo "$label start $(date -u +%T) cut-in ${left}s methods=$methods acc=$acc repeats=$reps $*" >> $W/log/verdict-plan.log
   local s; s=$(date +%s.%N)
   env "$@" timeout -k 20 $left .venv-gpu/bin/specstack sweep --model-set smollm2 --platform gpu-native \
-    --methods "$METHODS" --tasks code,chat --num-prompts "$PROMPTS" --concurrency 1,4,16 \
+    --methods "$methods" --tasks code,chat --num-prompts "$PROMPTS" --concurrency 1,4,16 \
     --repeats "$reps" --acceptance-concurrency "$acc" --run-id "verdict-$label" \
     --results "$W/results" --models-dir "$SPECSTACK_TEST_MODELS" > "$W/log/verdict-$label.log" 2>&1
   local rc=$?
@@ -39,5 +41,5 @@ sweep() {  # label acceptance-concurrency repeats reserve [VAR=VALUE ...]
 }
 fi_env=()
 [ "${FLASHINFER_COLD:-0}" = 1 ] && { mkdir -p "$W/fi-cold"; fi_env=(FLASHINFER_WORKSPACE_BASE="$W/fi-cold"); }
-case " $SWEEPS " in *" before "*) sweep before 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";; esac
-case " $SWEEPS " in *" after "*) sweep "${AFTER_LABEL:-after}" "$SPECSTACK_GPU_CONCURRENCY" 3 0;; esac
+case " $SWEEPS " in *" before "*) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";; esac
+case " $SWEEPS " in *" after "*) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" 3 0;; esac
