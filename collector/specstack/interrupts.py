@@ -6,7 +6,8 @@ same bounded cleanup as Ctrl+C, and the exit status is 128 + the signal's number
 
 One module for both front doors: `specstack` (cli/main.py: the server's process group stopped, the bundle
 finished as failed with "interrupted") and the compose stack make drives (`python3 -m specstack.host`,
-host/lifecycle.py: each step's cleanup, the method's server stopped and its Prometheus target cleared, then
+host/lifecycle.py: each step's cleanup, the method's server stopped and its Prometheus target cleared
+(host/compose_server.py), then
 `make down`). Threads (the slots of a compose parallel sweep) see the same interruption through `check()` or
 `interrupted()` between their steps.
 

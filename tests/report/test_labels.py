@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from specstack.figures.bench_cell import cell_figures as _bench_cell
-from specstack.report import build, console_table, render, sections
+from specstack.report import build, console_table, render, sections, speed_sections
 from specstack.results.bundle import SUMMARY_SCHEMA
 from tests.bundles import bench_json, step_figures, write_method
 
@@ -159,8 +159,8 @@ def test_the_per_verify_step_efficiency_is_shown_only_where_the_drafter_skipped_
     """At 100 % drafted the two bounds differ only by drafts vLLM counted past an answer's end (seen: draft_model
     28 % against 27 % per verify step), which the per-step figure would count as a gain."""
     row = {"efficiency": 0.28, "efficiency_verify_steps": 0.27}
-    assert sections._efficiency({**row, "drafting_share": 1.0}) == "28 %"
-    assert sections._efficiency({**row, "drafting_share": 0.36}) == "28 % (27 % per verify step)"
+    assert speed_sections._efficiency({**row, "drafting_share": 1.0}) == "28 %"
+    assert speed_sections._efficiency({**row, "drafting_share": 0.36}) == "28 % (27 % per verify step)"
 
 
 def _row(rows: list[dict], method: str, concurrency: int) -> dict:

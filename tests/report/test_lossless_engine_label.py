@@ -2,7 +2,7 @@
 engine sampler failed the probe says so next to the method; the rows and the Markdown carry it."""
 import pytest
 
-from specstack.report import lossless, render, sections
+from specstack.report import lossless, output_sections, render
 from specstack.report.contents import Report
 from specstack.results.reader import MethodData
 
@@ -53,6 +53,6 @@ def test_lossless_rows_label_the_flagged_method_of_a_biased_platform(tmp_path, m
     assert rows["draft_model"]["verdict"].endswith(lossless.ENGINE_BIASED)
     assert rows["eagle3"]["flagged"] and not rows["eagle3"]["verdict"].endswith(lossless.ENGINE_BIASED)
     rep = Report(run, *([[]] * 10), lossless=list(rows.values()))
-    md = render.render_markdown(sections.lossless_table(rep, "code"))
+    md = render.render_markdown(output_sections.lossless_table(rep, "code"))
     line = next(x for x in md.splitlines() if x.startswith("| draft_model"))
     assert "| biased |" in line and lossless.ENGINE_BIASED in line

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specstack.report.sections import _gap, tie_note
+from specstack.report.output_sections import _gap, tie_note
 from specstack.results.summary import Server
 
 pytestmark = pytest.mark.unit

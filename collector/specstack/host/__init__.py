@@ -5,9 +5,13 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 `docker compose`, and written to files the collector reads. One module a job:
 
   cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`)
-  lifecycle    compose: the compose lifecycle make calls (run, sweep, the compose path of reproduce, down, logs,
-               status): images once, models, pre-flight, server up and healthy, provenance, collector, server log,
-               the server stopped and its Prometheus target cleared whatever happens
+  lifecycle    compose: the flows make calls (run, sweep serial or on slots, the compose path of reproduce, logs,
+               status), and the flow of one method: its server prepared and started, its log and provenance, the
+               collector, the server stopped whatever happens
+  compose_stack  the compose stack of one make call: pre-checks, folders and secrets, images once, Prometheus
+               (and Grafana), models, the collector of one method, a serial sweep's order, the report, down
+  compose_server  one method's server as a compose service: models into the cache and pre-flight in its image,
+               its Prometheus target, up and healthy (killed if not), its log and provenance, stopped or killed
   stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
                sweep-methods: methods.toml's [sweep], the one default list (make's SWEEP_METHODS, SWEEP_MTP_METHODS)
   provenance   record: results/<run-id>/host-provenance/<method>.json: image digests and labels (versions) of

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import specstack.host
 from specstack.host import HostError, buildx, lifecycle, reproduction
+from specstack.host.compose_stack import Stack
 from specstack.host.engine import PROJECT, docker_client
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
 from specstack.host.image_lock import lock, read_lock
@@ -124,7 +125,7 @@ def make_dry_run() -> bool:
 def _compose(args: argparse.Namespace) -> int:
     knobs = _knobs(args.knobs)
     # KNOBS names Settings' str fields only, never `methods` (a MethodsToml), which mypy cannot tell from a dict
-    stack = lifecycle.Stack(Settings(**{KNOBS[k]: v for k, v in knobs.items() if k in KNOBS}))  # type: ignore[arg-type]
+    stack = Stack(Settings(**{KNOBS[k]: v for k, v in knobs.items() if k in KNOBS}))  # type: ignore[arg-type]
     step, method = args.step, knobs.get("METHOD", "")
     if step == "run":
         return lifecycle.run(stack, method)
@@ -133,7 +134,7 @@ def _compose(args: argparse.Namespace) -> int:
     if step == "method":   # one method on an up stack; make -n prints its commands
         if make_dry_run():
             stack = stack.with_shell(Shell(dry_run=True))
-        return stack.method(method, run_id=stack.s.run_id)
+        return lifecycle.one_method(stack, method, run_id=stack.s.run_id)
     if step == "check":
         return stack.check(method)
     if step == "prepare":

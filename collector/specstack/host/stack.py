@@ -27,6 +27,11 @@ TARGETS_DIR = Path(".specstack/prometheus-targets")
 TARGETS = TARGETS_DIR / "vllm.json"
 GRAFANA_SECRET = Path(".specstack/secrets/grafana_admin_password")
 RESULTS = Path("results")
+# The host ports compose publishes (compose.yaml's defaults), each overridable by make's variable of that name.
+PORTS = {"VLLM_PORT": "8000", "PROMETHEUS_PORT": "9090", "GRAFANA_PORT": "3000"}
+# Said when a container does not start: the usual user-caused reason is a port another program holds.
+PORT_HINT = ("if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, "
+             "GRAFANA_PORT= (now {vllm}, {prometheus}, {grafana})")
 
 
 @dataclass
@@ -159,6 +164,15 @@ class Place:
     cpuset: str
     slot: int | None = None
     gpu_cpuset: str = ""
+
+
+def port(name: str) -> str:
+    """The host port of VLLM_PORT, PROMETHEUS_PORT or GRAFANA_PORT: the environment's (make's), else compose's."""
+    return os.environ.get(name) or PORTS[name]
+
+
+def port_hint() -> str:
+    return PORT_HINT.format(vllm=port("VLLM_PORT"), prometheus=port("PROMETHEUS_PORT"), grafana=port("GRAFANA_PORT"))
 
 
 def quote(value: str) -> str:

@@ -1,12 +1,12 @@
-"""collector/specstack/host/lifecycle.py and stack.py: what the compose lifecycle reads from methods.toml (without
-tomllib), the variables compose gets per method and slot, make's knobs on the command line."""
+"""collector/specstack/host/compose_stack.py and stack.py: what the compose lifecycle reads from methods.toml
+(without tomllib), the variables compose gets per method and slot, make's knobs on the command line."""
 from __future__ import annotations
 
 import pytest
 
 from specstack.config import methods
 from specstack.host import HostError, cli
-from specstack.host.lifecycle import Stack
+from specstack.host.compose_stack import Stack
 from specstack.host.stack import METHODS_TOML, MethodsToml, Place, Settings
 
 from .test_cli import REPO
