@@ -89,6 +89,17 @@ def add_dataset_option(p: argparse.ArgumentParser) -> None:
                         f"{'=FILE, '.join(USER_FILES)}=FILE (your copy; see docs/workloads.md)")
 
 
+def add_workload_size_options(p: argparse.ArgumentParser) -> None:
+    """The size of the built-in and named workloads (run, sweep, sweep-k, workloads)."""
+    p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS,
+                   help=f"prompts per task of the built-in tasks and named datasets (default {DEFAULT_NUM_PROMPTS})")
+    p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN,
+                   help=f"output tokens of each bench request (default {DEFAULT_PERF_OUTPUT_LEN})")
+    p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS,
+                   help=f"max_tokens of each acceptance request without its own (default "
+                        f"{DEFAULT_ACCEPTANCE_MAX_TOKENS})")
+
+
 def add_turns_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", type=int, default=1, choices=(1, 2),
                    help="2: also measure turn 2 of two-turn sets (MT-Bench, Spec-Bench), the chat [turn 1, the "
@@ -127,7 +138,9 @@ def run_tasks(tasks: str | None, datasets: list[str], workloads: tuple[str, ...]
 def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:
     """The options of a method run (run, sweep, sweep-k). sweep-k adds its own --k (a list of K)."""
     p.add_argument("--run-id", default=None, help="results/<run-id>/ (default: a timestamp)")
-    p.add_argument("--results", dest="results_dir", type=Path, default=Path(os.environ.get("SPECSTACK_RESULTS", "results")))
+    p.add_argument("--results", dest="results_dir", type=Path, default=Path(os.environ.get("SPECSTACK_RESULTS", "results")),
+                   help="results folder: the run is written to RESULTS/<run-id>/ (default: $SPECSTACK_RESULTS or "
+                        "results/)")
     p.add_argument("--runtime", choices=RUNTIMES, default=None,
                    help="native: start `vllm serve` from methods.toml; url: attach to the server at --url "
                         "(default: url when --url is given, else native)")
@@ -135,11 +148,17 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--trust-server", action="store_true",
                    help="url runtime: measure a server whose observed facts contradict the method asked for "
                         "(spec counters on a baseline, none on a spec method, another K); the summary records it")
-    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
-    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
+                   help="which models serve the method: a [model_sets] table of methods.toml (default: "
+                        "$SPECSTACK_MODEL_SET or default)")
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
+                   help="the machine's overrides: a [platforms] table of methods.toml, e.g. gpu-native, "
+                        "gpu-native-eager, cpu-native (default: $SPECSTACK_PLATFORM or gpu-native)")
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
     p.add_argument("--port", type=int, default=None, help="native server port (default from methods.toml)")
-    p.add_argument("--served-model-name", default="spec-demo")
+    p.add_argument("--served-model-name", default="spec-demo",
+                   help="the model name the requests ask for (vllm serve --served-model-name; url runtime: the "
+                        "name the server serves)")
     p.add_argument("--tasks", default=None,
                    help=f"comma-separated: {','.join(TASKS)} (the default without --dataset or --workload; with "
                         "them, their tasks alone unless --tasks names more)")
@@ -148,9 +167,7 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--workload", action="append", default=[], metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl",
                    help="your own JSONL files for a task (repeatable); the task is measured, with --tasks beside "
                         "it when given (without --tasks, the --workload and --dataset tasks alone)")
-    p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
-    p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN)
-    p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
+    add_workload_size_options(p)
     p.add_argument("--concurrency", type=_ints, default=(1, 8), help="bench cells, e.g. 1,8")
     p.add_argument("--request-rate", type=float, default=None, help="finite request rate for bench (default inf)")
     p.add_argument("--rates", type=_rates, default=(), metavar="R[,R...]|auto",
@@ -170,9 +187,12 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--slo", type=_slo, default=None, metavar="KEY:MS[,KEY:MS...]",
                    help="per-request targets for goodput, keys ttft, tpot, e2el in ms, e.g. ttft:500,tpot:50: each "
                         "bench cell's share of requests meeting all of them and their rate (docs/figures.md)")
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--warmup-requests", type=int, default=2)
-    p.add_argument("--acceptance-concurrency", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=1,
+                   help="bench repeats of each cell, back to back (the report's intervals need 3 or more)")
+    p.add_argument("--warmup-requests", type=int, default=2,
+                   help="short requests per task before measuring, off the clock (kernels, JIT)")
+    p.add_argument("--acceptance-concurrency", type=int, default=1,
+                   help="requests in flight in the acceptance phases")
     p.add_argument("--temperatures", type=_floats, default=(), metavar="T[,T...]",
                    help="sampled acceptance phases after the greedy one, e.g. 0.6,1.0: the same prompts at each "
                         "temperature, request i seeded 42+i for every method; acceptance per temperature")
@@ -188,10 +208,12 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--allow-synthetic", action="store_true",
                    help="allow rejection_sample_method=synthetic (a stress run; results marked not comparable)")
     p.add_argument("--force", action="store_true", help="rerun a method that already has a result in this run")
-    p.add_argument("--ready-timeout", type=float, default=900.0)
+    p.add_argument("--ready-timeout", type=float, default=900.0,
+                   help="seconds to wait for the server to answer (start-up, model load, compile) before failing")
     p.add_argument("--port-release-timeout", type=float, default=60.0,
                    help="sweep: seconds the next server waits for the previous one's port before the sweep stops")
-    p.add_argument("--request-timeout", type=float, default=600.0)
+    p.add_argument("--request-timeout", type=float, default=600.0,
+                   help="seconds one acceptance or warm-up request may take (its HTTP timeout)")
     p.add_argument("--prometheus-targets", type=Path, default=None,
                    help="write a Prometheus file_sd target file for the server with method/run_id labels")
     p.add_argument("--windows-port", type=int, default=None, help="serve run-window gauges for Prometheus")
