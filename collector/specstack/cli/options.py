@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from specstack.config import methods
+from specstack.config.serving import Runtime
 from specstack.config.workloads import (
     DEFAULT_ACCEPTANCE_MAX_TOKENS,
     DEFAULT_NUM_PROMPTS,
@@ -18,7 +19,7 @@ from specstack.datasets.fetch import CACHE_ENV, DEFAULT_CACHE
 from specstack.datasets.pinned import USER_FILES, WHEELS
 from specstack.errors import UserError
 from specstack.measure.goodput import parse_slo
-from specstack.runs.options import RUNTIMES, Options
+from specstack.runs.options import Options
 
 
 def default_run_id() -> str:
@@ -141,7 +142,7 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     p.add_argument("--results", dest="results_dir", type=Path, default=Path(os.environ.get("SPECSTACK_RESULTS", "results")),
                    help="results folder: the run is written to RESULTS/<run-id>/ (default: $SPECSTACK_RESULTS or "
                         "results/)")
-    p.add_argument("--runtime", choices=RUNTIMES, default=None,
+    p.add_argument("--runtime", choices=list(Runtime), default=None,
                    help="native: start `vllm serve` from methods.toml; url: attach to the server at --url "
                         "(default: url when --url is given, else native)")
     p.add_argument("--url", help="a running server to attach to, e.g. http://127.0.0.1:8000 (implies --runtime url)")
@@ -243,7 +244,7 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
         workload_files[task] = (Path(perf), Path(acc))
     tasks = run_tasks(args.tasks, args.datasets, tuple(workload_files))
     # --url names a server to attach to: alone it means the url runtime (Options.validate refuses it with native)
-    runtime = args.runtime or ("url" if args.url else "native")
+    runtime = args.runtime or (Runtime.URL if args.url else Runtime.NATIVE)
     return Options(method=method, run_id=args.run_id or default_run_id(), results_dir=args.results_dir,
                    runtime=runtime, url=args.url, model_set=args.model_set, platform=args.platform,
                    models_dir=args.models_dir, port=args.port, served_model_name=args.served_model_name,

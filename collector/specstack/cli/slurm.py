@@ -55,7 +55,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     results = _results(args).resolve()
     run_id = args.run_id or default_run_id()
     opts = _check_run_args(names, run_id, results, run_args)
-    gres = args.gres if args.gres is not None else (None if opts.platform.startswith("cpu") else "gpu:1")
+    gres = args.gres if args.gres is not None else ("gpu:1" if opts.platform.on_gpu else None)
     sbatch = SbatchOptions(partition=args.partition, time=args.time, gres=None if gres in ("", "none") else gres,
                            cpus_per_task=args.cpus_per_task, mem=args.mem, account=args.account, qos=args.qos,
                            max_parallel=args.max_parallel, extra=list(args.sbatch_args))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
+from specstack.config.serving import Platform, Runtime
 from specstack.config.workloads import (
     DEFAULT_ACCEPTANCE_MAX_TOKENS,
     DEFAULT_NUM_PROMPTS,
@@ -25,7 +26,6 @@ from specstack.results.files import atomic_write_bytes
 
 REPLICATE = ("repeats", "sessions")
 SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (pipeline/sweep.py session_entries)
-RUNTIMES = ("native", "url")
 MAX_TEMPERATURE = 2.0
 _PATHS = ("results_dir", "prometheus_targets")     # Options' Path fields (to_json / from_json)
 _TUPLE_FIELDS = ("tasks", "datasets", "concurrencies", "rates", "temperatures")
@@ -38,10 +38,10 @@ class Options:
     method: str
     run_id: str
     results_dir: Path = Path("results")
-    runtime: str = "native"
+    runtime: Runtime = Runtime.NATIVE
     url: str | None = None
     model_set: str = "default"
-    platform: str = "gpu-native"
+    platform: Platform = Platform.GPU_NATIVE
     models_dir: str | None = None
     port: int | None = None
     served_model_name: str = "spec-demo"
@@ -101,6 +101,12 @@ class Options:
     sessions: int | None = None         # ... of how many
     slot: str | None = None             # a parallel sweep's slot (GPU or CPU set): the server target's `slot` label
 
+    def __post_init__(self) -> None:
+        # a caller's or a JSON spec's plain string becomes its member; an unknown name is refused here, in the
+        # words a user fixes (to_json writes the members as their strings)
+        self.runtime = Runtime.of(self.runtime)
+        self.platform = Platform.of(self.platform)
+
     def to_json(self) -> dict:
         """Every field as JSON (a parallel sweep hands each slot's run its options so: pipeline/parallel.py)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -150,17 +156,15 @@ class Options:
         if self.replicate not in REPLICATE:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         self._validate_ports_and_times()
-        if self.runtime not in RUNTIMES:
-            raise UserError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
-        if self.runtime == "url" and not self.url:
+        if self.runtime == Runtime.URL and not self.url:
             raise UserError("--runtime url needs --url http://host:port")
-        if self.runtime == "native" and self.url:
+        if self.runtime == Runtime.NATIVE and self.url:
             raise UserError(f"--runtime native starts its own server, but --url {self.url} names one to attach to; "
                             "drop --runtime native to measure that server (--url alone means --runtime url), or "
                             "drop --url to start one")
         if self.url and not self.url.startswith(("http://", "https://")):
             raise UserError(f"--url must start with http:// or https://, got {self.url!r} (e.g. http://127.0.0.1:8000)")
-        if self.trust_server and self.runtime != "url":
+        if self.trust_server and self.runtime != Runtime.URL:
             raise UserError("--trust-server is for --runtime url (a server someone else started); a native server "
                             "is started from the plan")
         names = [parse_spec(d).name for d in self.datasets]
