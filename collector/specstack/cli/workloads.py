@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specstack.cli.options import add_dataset_option, add_workload_size_options
+from specstack.cli.options import add_option
 from specstack.config.workloads import sha256, write_defaults
 from specstack.datasets.tasks import parse_spec, write_task
 
@@ -26,6 +26,6 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("workloads"),
                    help="folder the JSONL files are written to, a perf and an acceptance file per task (default: "
                         "workloads/)")
-    add_workload_size_options(p)
-    add_dataset_option(p)
+    for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "datasets"):   # as run's
+        add_option(p, name)
     p.set_defaults(func=_cmd)
