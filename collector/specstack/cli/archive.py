@@ -36,5 +36,6 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_pack)
     v = sub.add_parser("verify", help="check a packed bundle (archive or unpacked folder) against its SHA256SUMS; "
                                       "exit 1 naming every changed, missing or extra file")
-    v.add_argument("target", metavar="ARCHIVE_OR_DIR", type=Path)
+    v.add_argument("target", metavar="ARCHIVE_OR_DIR", type=Path,
+                   help="a .tar.gz written by `specstack pack`, or the folder it was unpacked into")
     v.set_defaults(func=_cmd_verify)

@@ -9,13 +9,7 @@ import os
 from pathlib import Path
 
 from specstack.cli import progress
-from specstack.cli.options import (
-    add_dataset_option,
-    add_prefix_caching_option,
-    add_turns_option,
-    default_run_id,
-    run_tasks,
-)
+from specstack.cli.options import add_option, default_run_id, run_tasks
 from specstack.fixtures import smollm2, tiny_models
 from specstack.pipeline.sweep import console, sweep
 from specstack.report import console_table
@@ -54,13 +48,15 @@ def _cmd_table(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="the trained set's methods, then eagle3 and MTP on the tiny set, on vLLM (CPU)")
     p.add_argument("--run-id", default=None, help="the trained set's run; the tiny set's is RUN_ID-tiny")
-    p.add_argument("--results", dest="results_dir", type=Path, default=Path("results"))
-    p.add_argument("--models-dir", default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"))
-    p.add_argument("--port", type=int, default=8000)
-    add_dataset_option(p)  # the datasets instead of the built-in edit and chat tasks
-    add_prefix_caching_option(p)
-    add_turns_option(p)
+    p.add_argument("--results", dest="results_dir", type=Path, default=Path("results"),
+                   help="results folder: the runs are written to RESULTS/<run-id>/ (default: results/)")
+    p.add_argument("--models-dir", default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
+                   help="where the trained and tiny sets are built (default: $SPECSTACK_MODELS or .specstack/models)")
+    p.add_argument("--port", type=int, default=8000, help="the native servers' port (default 8000)")
+    add_option(p, "datasets")  # the datasets instead of the built-in edit and chat tasks
+    add_option(p, "prefix_caching")
+    add_option(p, "turns")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("table", help="print the per-task tables of a finished run")
-    p.add_argument("run_dir", type=Path)
+    p.add_argument("run_dir", type=Path, help="the run folder, e.g. results/<run-id>")
     p.set_defaults(func=_cmd_table)

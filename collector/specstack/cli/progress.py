@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from specstack import events
+from specstack.config.serving import Runtime
 
 
 def minutes(seconds: float) -> str:
@@ -86,7 +87,7 @@ class LiveProgress:
         self.progress.advance(self.sweep)
 
     def _server_start(self, f: dict) -> None:
-        what = "loading server" if f["runtime"] == "native" else "waiting for the server"
+        what = "loading server" if f["runtime"] == Runtime.NATIVE else "waiting for the server"
         self._restart_step(f"{f['method']}: {what}", total=None)
 
     def _server_ready(self, f: dict) -> None:

@@ -3,14 +3,13 @@ on the host's GPUs or CPU sets, `--gpus`/`--cpusets`, each method then a `specst
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
 from rich.console import Console
 
 from specstack.cli import progress
-from specstack.cli.options import add_methods_option, add_run_options, options_from_args, sweep_methods
+from specstack.cli.options import add_methods_option, add_option, add_run_options, options_from_args, sweep_methods
 from specstack.config import methods
 from specstack.errors import UserError
 from specstack.pipeline import parallel
@@ -18,7 +17,6 @@ from specstack.pipeline.sweep import sweep
 from specstack.report import console_table
 from specstack.runs.method_run import console, run_method
 from specstack.runs.monitoring import Monitoring
-from specstack.runs.options import REPLICATE
 
 
 def _tables(opts) -> None:
@@ -30,8 +28,7 @@ def _tables(opts) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    opts = dataclasses.replace(options_from_args(args, args.method), bundle_name=args.bundle_name,
-                               baseline_result=args.baseline_result)
+    opts = options_from_args(args, args.method)   # with --bundle-name and --baseline-result, run's own
     with progress.live(console), Monitoring.for_options(opts) as monitoring:
         summary, path = run_method(opts, monitoring=monitoring)
     _tables(opts)
@@ -69,22 +66,13 @@ def _cmd_slot_run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("run", help="run one method end to end")
     p.add_argument("--method", required=True, help=f"one of: {', '.join(methods.names())}")
-    # Set by a calibrated parallel sweep (host/slots.py): a baseline measured on slot i is results/<run>/<b>-slot<i>,
-    # and a method on slot i is compared with that one.
-    p.add_argument("--bundle-name", default=None, metavar="NAME",
-                   help="write the result as results/<run-id>/NAME (default: the method's name)")
-    p.add_argument("--baseline-result", default=None, metavar="NAME",
-                   help="compare with the baseline result NAME of this run instead of the method's own baseline "
-                        "(it must be a run of that baseline: a parallel sweep's same-slot calibration run)")
+    add_option(p, "bundle_name")       # set by a calibrated parallel sweep (host/slots.py)
+    add_option(p, "baseline_result")
     add_run_options(p)
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("sweep", help="run several methods one after another under one run id")
     add_methods_option(p)
-    p.add_argument("--replicate", choices=REPLICATE, default="repeats",
-                   help="repeats: --repeats bench repeats back to back in one server session per method (fast; "
-                        "the intervals leave session-to-session variance out); sessions: each repeat a server "
-                        "session of its own, methods interleaved with their baseline (ABBA: B M, M B, ...), intervals "
-                        "from resampling session pairs")
+    add_option(p, "replicate")
     p.add_argument("--gpus", default=None, metavar="0,1",
                    help="run the methods side by side, one server per GPU (indices or UUIDs), each the next method "
                         "of the queue (docs/usage.md, parallel sweep)")

@@ -55,7 +55,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     results = _results(args).resolve()
     run_id = args.run_id or default_run_id()
     opts = _check_run_args(names, run_id, results, run_args)
-    gres = args.gres if args.gres is not None else (None if opts.platform.startswith("cpu") else "gpu:1")
+    gres = args.gres if args.gres is not None else ("gpu:1" if opts.platform.on_gpu else None)
     sbatch = SbatchOptions(partition=args.partition, time=args.time, gres=None if gres in ("", "none") else gres,
                            cpus_per_task=args.cpus_per_task, mem=args.mem, account=args.account, qos=args.qos,
                            max_parallel=args.max_parallel, extra=list(args.sbatch_args))
@@ -110,14 +110,14 @@ def register(sub) -> None:
     p.add_argument("--run-args", default="", metavar="'OPTIONS'",
                    help="`specstack run` options for every task, one string, e.g. \"--model-set tiny --platform "
                         "cpu-native --tasks code\" (checked by `specstack run`'s parser before anything is submitted)")
-    p.add_argument("--partition", "-p", default=None)
+    p.add_argument("--partition", "-p", default=None, help="sbatch --partition (default: the cluster's)")
     p.add_argument("--time", "-t", default=None, help="each task's time limit (sbatch --time), e.g. 2:00:00")
     p.add_argument("--gres", default=None,
                    help="each task's generic resources (default gpu:1; none on a cpu-* platform; 'none' drops it)")
-    p.add_argument("--cpus-per-task", type=int, default=None)
+    p.add_argument("--cpus-per-task", type=int, default=None, help="sbatch --cpus-per-task of each task")
     p.add_argument("--mem", default=None, help="sbatch --mem, e.g. 64G")
-    p.add_argument("--account", "-A", default=None)
-    p.add_argument("--qos", default=None)
+    p.add_argument("--account", "-A", default=None, help="sbatch --account to charge")
+    p.add_argument("--qos", default=None, help="sbatch --qos")
     p.add_argument("--max-parallel", type=int, default=None, metavar="N",
                    help="at most N tasks of an array at once (sbatch --array=...%%N); 1: one method at a time")
     p.add_argument("--sbatch-arg", dest="sbatch_args", action="append", default=[], metavar="ARG",
@@ -127,13 +127,14 @@ def register(sub) -> None:
                    help="the specstack each task runs, on the shared file system (default: this one)")
     p.set_defaults(func=_cmd_submit)
     t = ssub.add_parser("task", help="what each array task runs (its batch script calls it; not for users)")
-    t.add_argument("plan", type=Path)
-    t.add_argument("array")
+    t.add_argument("plan", type=Path, help="the submission's plan (JSON, written by submit)")
+    t.add_argument("array", help="which array of the plan (its methods; the task's SLURM_ARRAY_TASK_ID picks one)")
     t.set_defaults(func=_cmd_task)
     g = ssub.add_parser("gather", help="check every task of a run against Slurm and the run folder, name what is "
                                        "missing in the manifest, write the report; exit 1 if a method is missing")
     g.add_argument("run", metavar="RUN", help="the run folder, or its run id under --results")
-    g.add_argument("--results", dest="results_dir", type=Path, default=None)
+    g.add_argument("--results", dest="results_dir", type=Path, default=None,
+                   help="results folder holding run ids (default: $SPECSTACK_RESULTS or results/)")
     g.add_argument("--no-report", dest="report", action="store_false", help="skip report.md/.html (tables and "
                                                                              "SHA256SUMS are still written)")
     g.set_defaults(func=_cmd_gather)

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specstack.cli.options import add_dataset_option
-from specstack.config.workloads import (
-    DEFAULT_ACCEPTANCE_MAX_TOKENS,
-    DEFAULT_NUM_PROMPTS,
-    DEFAULT_PERF_OUTPUT_LEN,
-    sha256,
-    write_defaults,
-)
+from specstack.cli.options import add_option
+from specstack.config.workloads import sha256, write_defaults
 from specstack.datasets.tasks import parse_spec, write_task
 
 
@@ -29,9 +23,9 @@ def _cmd(a) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("workloads", help="write the built-in code and chat workloads (or --dataset's) as JSONL")
-    p.add_argument("--out", type=Path, default=Path("workloads"))
-    p.add_argument("--num-prompts", type=int, default=DEFAULT_NUM_PROMPTS)
-    p.add_argument("--perf-output-len", type=int, default=DEFAULT_PERF_OUTPUT_LEN)
-    p.add_argument("--acceptance-max-tokens", type=int, default=DEFAULT_ACCEPTANCE_MAX_TOKENS)
-    add_dataset_option(p)
+    p.add_argument("--out", type=Path, default=Path("workloads"),
+                   help="folder the JSONL files are written to, a perf and an acceptance file per task (default: "
+                        "workloads/)")
+    for name in ("num_prompts", "perf_output_len", "acceptance_max_tokens", "datasets"):   # as run's
+        add_option(p, name)
     p.set_defaults(func=_cmd)

@@ -186,11 +186,12 @@ def _label(text: str) -> tuple[str, str]:
 
 def _method_options(p: argparse.ArgumentParser) -> None:
     """Which method of which run, in which bundle folder and compose project (record, save-log)."""
-    p.add_argument("--run-id", required=True)
-    p.add_argument("--method", required=True)
+    p.add_argument("--run-id", required=True, help="the run: results/<run-id>/")
+    p.add_argument("--method", required=True, help="the method whose server container it is")
     p.add_argument("--name", default=None, help="the result's folder when not the method's (a calibration run)")
-    p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--project", default=PROJECT)
+    p.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results/)")
+    p.add_argument("--project", default=PROJECT,
+                   help="the compose project of the containers (default: $COMPOSE_PROJECT_NAME or specstack)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -208,20 +209,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sl = sub.add_parser("save-log", help="write results/<run-id>/host-provenance/<method>.server.log "
                                          "(this start's lines of the method's server container)")
     _method_options(sl)
-    sl.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto")
+    sl.add_argument("--docker", choices=("auto", "sdk", "cli"), default="auto",
+                    help="how to reach Docker: the SDK if importable (auto), or the CLI named by $DOCKER")
     hc = sub.add_parser("check-gpu-host", help="refuse a driver or GPU the vLLM image cannot use (before pulling)")
-    hc.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
+    hc.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"),
+                    help="the GPU the server will use, as nvidia-smi -i takes it (default: $SPECSTACK_GPU or 0)")
     hc.add_argument("--image", required=True, help="the VLLM_IMAGE reference that will be pulled")
-    hc.add_argument("--dtype", default="bfloat16")
+    hc.add_argument("--dtype", default="bfloat16",
+                    help="the dtype the server will run (its compute-capability floor; default bfloat16)")
     bx = sub.add_parser("check-buildx", help="refuse a buildx plugin Docker Compose will not build with")
     bx.add_argument("--docker", default=os.environ.get("DOCKER", "docker"), help="the docker CLI (default: docker)")
     w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
-    w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"))
-    w.add_argument("--max-used-mib", type=int, default=1024)
-    w.add_argument("--timeout", type=float, default=300)
+    w.add_argument("--gpu", default=os.environ.get("SPECSTACK_GPU", "0"),
+                   help="the GPU, as nvidia-smi -i takes it (default: $SPECSTACK_GPU or 0)")
+    w.add_argument("--max-used-mib", type=int, default=1024,
+                   help="free: at most this many MiB in use on two polls in a row (default 1024)")
+    w.add_argument("--timeout", type=float, default=300, help="seconds before giving up (default 300)")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between nvidia-smi polls")
     pa = sub.add_parser("parallel", help="run a sweep's methods on several GPUs or CPU sets at once (a queue)")
-    pa.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
+    pa.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
+                    help="GPU slots (--slots are GPUs) or CPU slots (--slots are CPU sets)")
     pa.add_argument("--slots", required=True, help="GPUS (0,1 or GPU-UUIDs) or CPUSETS (0,1 or 0-3,4-7)")
     pa.add_argument("--cpusets", default="", help="GPU: one CPU set per GPU for its server (optional)")
     pa.add_argument("--methods", required=True, help="the methods, space-separated, in queue order")
@@ -229,41 +236,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="each method's baseline (methods.toml; a baseline itself is not listed)")
     pa.add_argument("--calibrate", action="store_true",
                     help="run each baseline on every slot and compare each method on its own slot")
-    pa.add_argument("--run-id", required=True)
-    pa.add_argument("--results", type=Path, default=Path("results"))
+    pa.add_argument("--run-id", required=True, help="the sweep's run: results/<run-id>/")
+    pa.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results/)")
     pa.add_argument("command", nargs="+", help="the one-method command; {method}, {name} (its result folder), "
                                                "{baseline} (the result it is compared with), {slot}, {cpuset}, "
                                                "{index} filled in")
     cs = sub.add_parser("check-slots", help="refuse a GPUS or CPUSETS value before anything starts")
-    cs.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"))
-    cs.add_argument("--slots", required=True)
-    cs.add_argument("--cpusets", default="")
+    cs.add_argument("--platform", default="gpu-container", choices=("gpu-container", "cpu-container"),
+                    help="GPU slots (--slots are GPUs) or CPU slots (--slots are CPU sets)")
+    cs.add_argument("--slots", required=True, help="GPUS (0,1 or GPU-UUIDs) or CPUSETS (0,1 or 0-3,4-7)")
+    cs.add_argument("--cpusets", default="", help="GPU: one CPU set per GPU for its server (optional)")
     cs.add_argument("--methods", default="", help="the sweep's methods (with --calibrate: each baseline present)")
-    cs.add_argument("--baselines", default="", metavar="'METHOD=BASELINE ...'")
-    cs.add_argument("--calibrate", action="store_true")
+    cs.add_argument("--baselines", default="", metavar="'METHOD=BASELINE ...'",
+                    help="each method's baseline (methods.toml; a baseline itself is not listed)")
+    cs.add_argument("--calibrate", action="store_true",
+                    help="check as a calibrated sweep: each baseline runs on every slot")
     sm = sub.add_parser("sweep-methods", help="print the default methods of a sweep, space-separated: methods.toml's "
                                               "[sweep] methods (--mtp: mtp_methods); make sweep's SWEEP_METHODS")
     sm.add_argument("--mtp", action="store_true", help="mtp_methods (make's SWEEP_MTP_METHODS), run after them")
-    sm.add_argument("--file", type=Path, default=METHODS_TOML)
+    sm.add_argument("--file", type=Path, default=METHODS_TOML, help="the methods.toml to read (default: services/'s)")
     t = sub.add_parser("targets", help="write the Prometheus file_sd target file")
-    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--out", type=Path, required=True, help="the target file Prometheus's file_sd reads")
     g = t.add_mutually_exclusive_group(required=True)
     g.add_argument("--target", help="host:port of the vLLM server")
     g.add_argument("--clear", action="store_true", help="no server: write []")
-    t.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE")
+    t.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE",
+                   help="a label of the target's series (repeatable), e.g. method=ngram")
     lk = sub.add_parser("lock", help="resolve every image tag of a lock file to its digest")
-    lk.add_argument("--file", type=Path, default=Path("images.lock"))
+    lk.add_argument("--file", type=Path, default=Path("images.lock"), help="the lock file (default: images.lock)")
     lk.add_argument("--keys", nargs="*", metavar="NAME_IMAGE", help="pin only these lines (default: all)")
     rp = sub.add_parser("reproduce-plan", help="make reproduce: the recorded methods, K and images (by digest) of "
                                                "a compose run; exit 3 for a native run")
     rp.add_argument("--run", type=Path, required=True, help="the run folder (under --results) or its id")
     rp.add_argument("--run-id", required=True, help="the reproduction's run id")
-    rp.add_argument("--results", type=Path, default=Path("results"))
-    rp.add_argument("--out", type=Path, default=Path(".specstack/reproduce"))
+    rp.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results/)")
+    rp.add_argument("--out", type=Path, default=Path(".specstack/reproduce"),
+                    help="folder the plan and its lock file are written to (default: .specstack/reproduce)")
     rp.add_argument("--methods", default=None, help="a subset of the run's methods (space or comma separated)")
-    rp.add_argument("--allow-drift", action="store_true")
+    rp.add_argument("--allow-drift", action="store_true",
+                    help="plan it even where this machine differs from the recorded one")
     ck = sub.add_parser("check-lock", help="fail if an image of the lock file is not pinned")
-    ck.add_argument("--file", type=Path, default=Path("images.lock"))
+    ck.add_argument("--file", type=Path, default=Path("images.lock"), help="the lock file (default: images.lock)")
     _compose_options(sub.add_parser("compose", help="the compose stack's lifecycle: make run, sweep, down, logs, "
                                                     "status, reproduce (services/compose.mk calls it)"))
 
@@ -272,7 +285,7 @@ STEPS = ("run", "sweep", "method", "check", "prepare", "reproduce", "down", "log
 
 
 def _compose_options(c: argparse.ArgumentParser) -> None:
-    c.add_argument("step", choices=STEPS)
+    c.add_argument("step", choices=STEPS, help="the make target it does: " + ", ".join(STEPS))
     c.add_argument("knobs", nargs="*", type=_label, metavar="VAR=value",
                    help="make's knobs, as make takes them: " + " ".join([*KNOBS, *STEP_KNOBS]))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from specstack import interrupts
 from specstack.config import methods
+from specstack.config.serving import Runtime
 from specstack.errors import UserError
 from specstack.host import HostError, slots
 from specstack.host.gpu import nvidia_smi_host, wait_gpu_free
@@ -44,8 +45,8 @@ GPU_FREE_MIB, GPU_FREE_TIMEOUT, GPU_FREE_POLL = 1024, 300.0, 2.0   # as make's G
 
 def check(opts: Options, gpus: str, cpusets: str) -> None:
     """What a parallel sweep cannot do, said before anything starts."""
-    gpu = opts.platform.startswith("gpu")
-    if opts.runtime != "native":
+    gpu = opts.platform.on_gpu
+    if opts.runtime != Runtime.NATIVE:
         raise UserError("--gpus/--cpusets run each method's own server on its slot: they need the native runtime "
                         "(drop --url / --runtime url)")
     if gpu and not gpus:
@@ -84,7 +85,7 @@ def parallel_sweep(opts: Options, names: list[str], *, gpus: str = "", cpusets: 
     names = [methods.resolve_method(cfg, n) for n in names]   # a typo fails before any server starts
     for name in names:   # so does a method the model set has no model for
         methods.check_model_set(name, opts.model_set)
-    run_dir, gpu = Path(opts.results_dir) / opts.run_id, opts.platform.startswith("gpu")
+    run_dir, gpu = Path(opts.results_dir) / opts.run_id, opts.platform.on_gpu
     run_lock.acquire(run_dir)   # one harness per run (its slots' runs join it); released in the finally below
     work = Path(tempfile.mkdtemp(prefix="specstack-slots-"))
     ports: dict[int, int] = {}
@@ -176,7 +177,7 @@ def enter_slot(spec: dict) -> Options:
     The slot's run ends with its sweep: a sweep killed outright (no `stop()`) leaves no slot measuring on."""
     interrupts.stop_when_orphaned()
     opts = Options.from_json(spec["options"])
-    gpu = opts.platform.startswith("gpu")
+    gpu = opts.platform.on_gpu
     if spec.get("cpuset"):
         os.sched_setaffinity(0, slots.cores_of(spec["cpuset"]))
         # The slot's cores decide where vLLM's CPU worker binds (its auto binding reads this affinity): a binding

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from specstack.compare.build import compare, default_out, write
 from specstack.compare.contents import Comparison
+from specstack.config.serving import Runtime
 from specstack.config.workloads import sha256
 from specstack.errors import UserError
 from specstack.pipeline.sweep import run_all
@@ -62,13 +63,13 @@ def plan(original: Path, *, run_id: str, results_dir: Path, methods: list[str] |
     never part of the recipe."""
     manifest = read_manifest(original)
     rec, missing = recipe.from_manifest(manifest)
-    runtime = rec.get("runtime", "native")
-    if runtime != "native" and url is None:
+    runtime = rec.get("runtime", Runtime.NATIVE)   # as recorded: any name, a member or not
+    if runtime != Runtime.NATIVE and url is None:
         raise UserError(f"{original.name} measured a server specstack did not start (runtime {runtime!r}); "
                         "`specstack reproduce` re-runs native runs only. A compose run is reproduced from the "
                         f"repository with `make reproduce RUN=results/{original.name}` (the recorded images, by "
                         "digest, on a fresh stack); else compare two runs with `specstack compare`")
-    if runtime == "native" and url is not None:
+    if runtime == Runtime.NATIVE and url is not None:
         raise UserError(f"{original.name} ran natively: reproduce it without --url (specstack starts its servers)")
     base = recipe.options(rec, run_id=run_id, results_dir=results_dir, run_dir=original,
                           models_dir=models_dir, port=port, url=url, **(watch or {}))
@@ -186,7 +187,7 @@ def _continues(p: Plan, run_dir: Path) -> bool:
     if not (run_dir / layout.MANIFEST).exists():
         return False
     began = read_manifest(run_dir).get("reproduction_of") or {}
-    if p.entries[0][1].runtime == "url" and began.get("folder") == p.original.name:
+    if p.entries[0][1].runtime == Runtime.URL and began.get("folder") == p.original.name:
         return True
     raise UserError(f"{run_dir} exists; pick a new --run-id (a reproduction never writes into another run)")
 
@@ -211,8 +212,8 @@ def run(p: Plan, *, allow_drift: bool, tolerance: float = SPEED_TOLERANCE,
             "run_id": p.manifest.get("run_id") or p.original.name, "folder": p.original.name,
             "drift": [d.to_dict() for d in found], "drift_allowed": bool(found), "not_checked": unknown,
             "not_recorded": p.not_recorded, "skipped": p.skipped, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    summaries = run_all(opts, p.entries, port_may_be_held=True, report=opts.runtime != "url")
-    if opts.runtime == "url":
+    summaries = run_all(opts, p.entries, port_may_be_held=True, report=opts.runtime != Runtime.URL)
+    if opts.runtime == Runtime.URL:
         return {"verdict": None, "files": {}, "run_dir": run_dir,
                 "failed": [s["method"] for s in summaries if s["status"] != "ok"]}
     return conclude(p.original, run_dir, tolerance)

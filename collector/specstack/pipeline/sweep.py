@@ -13,6 +13,7 @@ from rich.console import Console
 
 from specstack import events
 from specstack.config import methods
+from specstack.config.serving import Runtime
 from specstack.errors import UserError
 from specstack.results import run_lock
 from specstack.results.reader import good_result
@@ -48,7 +49,7 @@ def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool =
                     results.append(done)
                     continue
                 one = dataclasses.replace(one, port_wait=opts.port_release_timeout
-                                          if started and opts.runtime == "native" else 0.0)
+                                          if started and opts.runtime == Runtime.NATIVE else 0.0)
                 summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
                 results.append(summary)
                 started = True

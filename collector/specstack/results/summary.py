@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
+from specstack.config.serving import on_gpu
 from specstack.results import layout
 
 JSON = dict[str, Any]
@@ -285,7 +286,7 @@ class Server(_Record):
         """Served in eager mode (no torch.compile, no CUDA graphs) on a GPU platform: the quick GPU smoke mode
         (platform gpu-native-eager), whose speed and start-up are not what compile mode, the GPU default, gives.
         The mode is the engine's own (server.startup, read from its log), else the serve arguments'."""
-        if not str(self.extra.get("platform") or "").startswith("gpu"):
+        if not on_gpu(str(self.extra.get("platform") or "")):
             return False   # on CPU eager is the platform's only mode here (services/methods.toml): nothing to mark
         mode = (self.extra.get("startup") or {}).get("mode")
         return mode == "eager" if mode else "--enforce-eager" in (self.extra.get("argv") or [])

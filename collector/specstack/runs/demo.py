@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from specstack.config.serving import Platform
 from specstack.runs.options import Options
 
 # Every method: the integration tests' shared sweep and the GPU tests run them all on the tiny set.
@@ -42,5 +43,5 @@ PARTS = (
 
 def demo_options(part: DemoPart, run_id: str, results_dir: Path, models_dir: Path, port: int, **overrides) -> Options:
     return Options(method=part.methods[0], run_id=run_id + part.suffix, results_dir=results_dir,
-                   model_set=part.model_set, platform="cpu-native", models_dir=str(models_dir), port=port,
+                   model_set=part.model_set, platform=Platform.CPU_NATIVE, models_dir=str(models_dir), port=port,
                    **{"tasks": DEMO_TASKS, **part.workload, **overrides})

@@ -24,6 +24,7 @@ from rich.console import Console
 
 from specstack import __version__, events
 from specstack.config import methods
+from specstack.config.serving import Runtime
 from specstack.config.workloads import Task
 from specstack.datasets import tasks as dataset_tasks
 from specstack.errors import UserError
@@ -106,7 +107,7 @@ def check(opts: Options) -> dict:
             raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
                             "--allow-synthetic for a stress run (its results are marked not comparable)")
         check_inputs(opts, plan)   # every local input before any server is contacted or started
-        if opts.runtime != "native":
+        if opts.runtime != Runtime.NATIVE:
             assert opts.url is not None   # validate(): the url runtime needs --url
             probe(opts.url)   # a wrong --url is refused here, before any result folder
             return plan
@@ -137,7 +138,7 @@ def check_inputs(opts: Options, plan: dict) -> None:
     and length are its own)."""
     with tempfile.TemporaryDirectory() as scratch:
         tasks = load_tasks(opts, Path(scratch))
-        if opts.runtime == "native":
+        if opts.runtime == Runtime.NATIVE:
             too_long = prompt_lengths.problems(plan, tasks, perf_output_len=opts.perf_output_len,
                                                chat_kwargs=chat.CHAT_TEMPLATE_KWARGS, perf=not opts.skip_bench)
             if too_long:
@@ -250,7 +251,7 @@ class MethodRun:
         """`speculative_config` is the config the figures come from: the plan's when specstack started the
         server; on the url runtime what the server was observed to run (None until observed). What the run
         asked for is kept apart, under `asked_for`, and never presented as the server's."""
-        plan, native = self.plan, self.opts.runtime == "native"
+        plan, native = self.plan, self.opts.runtime == Runtime.NATIVE
         return Summary.make(
             schema=SUMMARY_SCHEMA, run_id=self.opts.run_id, method=self.name, label=plan.get("label"),
             base_method=plan["method"], baseline_method=plan.get("baseline_result") or plan["baseline"],
@@ -279,7 +280,7 @@ class MethodRun:
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
-            if opts.runtime == "native":
+            if opts.runtime == Runtime.NATIVE:
                 self.server = server = start_native(plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout,
                                                     port_wait=opts.port_wait)
             else:
@@ -302,7 +303,7 @@ class MethodRun:
 
     def _server_url(self) -> str:
         """Where the server will listen, known before it starts."""
-        if self.opts.runtime != "native":
+        if self.opts.runtime != Runtime.NATIVE:
             assert self.opts.url is not None   # validate(): the url runtime needs --url
             return self.opts.url
         host, port = native_address(self.plan)
@@ -317,7 +318,7 @@ class MethodRun:
         facts = {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
                  "root_model": server.root_model, "vllm_version": seen["vllm_version"],
                  "ready_seconds": server.ready_seconds, "observed": seen}
-        if server.runtime == "native":
+        if server.runtime == Runtime.NATIVE:
             assert server.process is not None   # native: the process this run started
             facts.update(target=plan["target"], argv=server.argv or plan["argv"], env=plan["env"],
                          platform=plan["platform"], model_set=plan["model_set"], pid=server.process.pid,
@@ -332,7 +333,7 @@ class MethodRun:
         After measuring, the answers may reveal what /metrics did not (a page that could not be read)."""
         if self.server is None:
             return
-        if self.server.runtime == "native":
+        if self.server.runtime == Runtime.NATIVE:
             if not after_measuring:
                 self._check_native_agrees()
             return
@@ -378,7 +379,7 @@ class MethodRun:
     def speculative(self) -> bool:
         """Whether answers must carry spec metrics: the plan's on a native server; what the attached server was
         observed to run on the url runtime (the plan's when it revealed nothing)."""
-        if self.server is not None and self.server.runtime == "url":
+        if self.server is not None and self.server.runtime == Runtime.URL:
             has = observed.speculative(self.summary["server"].get("observed") or {"metrics": {}})
             if has is not None:
                 return has
@@ -483,7 +484,7 @@ class MethodRun:
     def stop_server(self) -> None:
         if self.windows is not None:
             self.summary["windows"] = [w.to_dict() for w in self.windows.records]
-        if self.server is None or self.server.runtime != "native":
+        if self.server is None or self.server.runtime != Runtime.NATIVE:
             return
         with events.step("stop server", method=self.name):
             try:
@@ -520,13 +521,13 @@ class MethodRun:
                 "help_all": help_hash.result() if help_hash is not None else None,
                 "vllm_client": provenance.client_vllm_version(),
                 # whose flag list that is: on the url runtime the local vllm's, not the attached server's
-                "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == "native"
+                "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == Runtime.NATIVE
                 else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
                 "host": _load(self._host_file(layout.host_record)) or None,
                 # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
-                "models": model_identity.of_plan(self.plan) if self.opts.runtime == "native" else None}
+                "models": model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None}
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
             log = log or self._host_file(layout.host_server_log)

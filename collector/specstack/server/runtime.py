@@ -20,6 +20,7 @@ from pathlib import Path
 
 import requests
 
+from specstack.config.serving import Runtime
 from specstack.errors import UserError
 from specstack.server import identity, ipc, leash
 from specstack.server.identity import Ownership
@@ -33,7 +34,7 @@ class ServerError(RuntimeError):
 class Server:
     base_url: str
     served_model_name: str
-    runtime: str
+    runtime: Runtime
     argv: list[str] | None = None           # what was started (native) or None (url)
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
@@ -232,7 +233,7 @@ def attach(url: str, served_model_name: str, timeout: float) -> Server:
     """The `url` runtime: a server someone else started."""
     url = url.rstrip("/")
     probe(url)
-    return wait_ready(Server(url, served_model_name, "url"), timeout)
+    return wait_ready(Server(url, served_model_name, Runtime.URL), timeout)
 
 
 def native_address(plan: dict) -> tuple[str, int]:
@@ -261,7 +262,7 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")  # noqa: SIM115 (the child process writes it past this block)
-    server = Server(f"http://{host}:{port}", flags["served-model-name"], "native", argv, dict(plan["env"]), log_path,
+    server = Server(f"http://{host}:{port}", flags["served-model-name"], Runtime.NATIVE, argv, dict(plan["env"]), log_path,
                     ipc_dir=ipc_dir)
     try:
         # Own session: stopping the server's process group also stops its engine core and workers. Through the
