@@ -8,17 +8,20 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from specstack.config import sweep
 
 SERVICES_DIR = Path(os.environ.get("SPECSTACK_SERVICES_DIR", Path(__file__).resolve().parents[3] / "services"))
 
 
-def _load_serve_args():
+def _load_serve_args() -> ModuleType:
     path = SERVICES_DIR / "serve_args.py"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; set SPECSTACK_SERVICES_DIR to the repo's services/ folder")
     spec = importlib.util.spec_from_file_location("specstack_serve_args", path)
+    assert spec is not None and spec.loader is not None, path   # a .py path always has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -38,11 +41,13 @@ def check_model_set(method: str, model_set: str) -> None:
 
 def weights_of(model_set: str) -> str | None:
     """"trained" or "random": what the set's weights are ([model_weights] in methods.toml), None if not said."""
-    return load().get("model_weights", {}).get(model_set)
+    weights: str | None = load().get("model_weights", {}).get(model_set)
+    return weights
 
 
 def names() -> list[str]:
-    return serve_args.method_names(load())
+    listed: list[str] = serve_args.method_names(load())
+    return listed
 
 
 def is_speculative(method: str) -> bool:
@@ -52,10 +57,11 @@ def is_speculative(method: str) -> bool:
 
 def baseline_of(method: str) -> str | None:
     cfg = load()
-    return cfg["methods"][resolve_method(cfg, method)].get("baseline")
+    baseline: str | None = cfg["methods"][resolve_method(cfg, method)].get("baseline")
+    return baseline
 
 
-def sweep_lists(cfg: dict | None = None) -> dict[str, list[str]]:
+def sweep_lists(cfg: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """services/methods.toml's [sweep] (the one default list of a sweep): {"methods": [...], "mtp_methods": [...]},
     checked (config/sweep.py); a MethodError naming the fix otherwise."""
     cfg = cfg or load()

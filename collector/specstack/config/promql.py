@@ -10,6 +10,8 @@ that accepted at least p+1 draft tokens.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.config import metric_names as m
 
 PER_POS_TOTAL = m.SPEC_ACCEPTED_PER_POS + "_total"
@@ -20,7 +22,7 @@ def _label_value(value: str) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def selector(labels: dict) -> str:
+def selector(labels: dict[str, Any]) -> str:
     """Exact-match label selector body, e.g. `method="eagle3", run_id="r1"`."""
     return ", ".join(f'{k}="{_label_value(v)}"' for k, v in sorted(labels.items()))
 

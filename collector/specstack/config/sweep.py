@@ -11,6 +11,7 @@ digits, '-' and '_', so a string never holds a quote or a '#').
 from __future__ import annotations
 
 import re
+from typing import Any
 
 TABLE = "sweep"
 METHODS, MTP_METHODS = "methods", "mtp_methods"
@@ -39,10 +40,10 @@ def _strings(text: str) -> list[str]:
     return [a or b for a, b in _STRING.findall(text)]
 
 
-def minimal_table(text: str) -> dict | None:
+def minimal_table(text: str) -> dict[str, Any] | None:
     """[sweep] read without tomllib: its `key = [...]` arrays of strings (on one line or several, comments
     allowed); a key whose value is not an array keeps its text, which check() refuses."""
-    table: dict = {}
+    table: dict[str, Any] = {}
     found, key, items = False, "", ""   # the key of an array still open and its text so far
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()

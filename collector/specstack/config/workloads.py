@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from specstack.results import layout
 
@@ -49,7 +51,7 @@ class Task:
     name: str
     perf_path: Path
     acceptance_path: Path
-    acceptance: list[dict] = field(repr=False)  # rows with id, prompt, max_tokens (and KEPT_FIELDS if given)
+    acceptance: list[dict[str, Any]] = field(repr=False)  # rows with id, prompt, max_tokens (and KEPT_FIELDS if given)
 
     def hashes(self) -> dict[str, str]:
         return {str(self.perf_path): sha256(self.perf_path), str(self.acceptance_path): sha256(self.acceptance_path)}
@@ -117,7 +119,7 @@ def utf8_text(data: bytes, label: str) -> str:
         raise WorkloadError(f"{label}:{line}: not UTF-8 ({e.reason}); re-encode the file as UTF-8") from None
 
 
-def jsonl_objects(data: bytes, label: str):
+def jsonl_objects(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of every non-blank line, strictly: UTF-8, valid JSON, an object (the user's files and
     the datasets' alike; `label` names the file in the message)."""
     for n, line in enumerate(utf8_text(data, label).splitlines(), start=1):
@@ -132,7 +134,7 @@ def jsonl_objects(data: bytes, label: str):
         yield n, obj
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Read a JSONL workload strictly: every line an object with a non-empty string `prompt`."""
     path = Path(path)
     if not path.is_file():
@@ -155,5 +157,5 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from typing import Any
 
 from specstack.config.workloads import WorkloadError, jsonl_objects, utf8_text
 
@@ -14,7 +15,7 @@ from specstack.config.workloads import WorkloadError, jsonl_objects, utf8_text
 SHAREGPT_MIN_CHARS, SHAREGPT_MAX_CHARS = 16, 2000
 
 
-def turns(data: bytes, label: str) -> list[dict]:
+def turns(data: bytes, label: str) -> list[dict[str, Any]]:
     """MT-Bench / Spec-Bench `question.jsonl` (question_id, category, turns[...]) and SPEED-Bench's prepared
     JSONL (category, messages[{role, content}]): the first turn, or the first user message. `turn2` is the second
     string of `turns` (absent without one): SPEED-Bench's messages carry no turn-2 the harness could replay."""
@@ -37,7 +38,7 @@ def turns(data: bytes, label: str) -> list[dict]:
     return _nonempty(rows, label)
 
 
-def humaneval(data: bytes, label: str) -> list[dict]:
+def humaneval(data: bytes, label: str) -> list[dict[str, Any]]:
     """HumanEval.jsonl.gz: the prompt is the function stub (signature and docstring) the model completes."""
     try:
         data = gzip.decompress(data)
@@ -61,7 +62,7 @@ def _past_gap(text: str, i: int) -> int:
     return m.end()
 
 
-def sharegpt(data: bytes, label: str) -> list[dict]:
+def sharegpt(data: bytes, label: str) -> list[dict[str, Any]]:
     """ShareGPT V3: a JSON array of {id, conversations[{from, value}]}; the first turn when it is a human's and
     its length is in bounds (SHAREGPT_*_CHARS). The pinned wheel's copy ends mid-record (it holds the first
     ~120 MB of the 640 MB file), so records are decoded one by one and the cut-off tail is dropped."""
@@ -84,7 +85,7 @@ def sharegpt(data: bytes, label: str) -> list[dict]:
     return _nonempty(rows, label)
 
 
-def _second_turn(obj: dict) -> str | None:
+def _second_turn(obj: dict[str, Any]) -> str | None:
     turns = obj.get("turns")
     second = turns[1] if isinstance(turns, list) and len(turns) > 1 else None
     return second if isinstance(second, str) and second.strip() else None
@@ -93,7 +94,7 @@ def _second_turn(obj: dict) -> str | None:
 READERS = {"turns": turns, "humaneval": humaneval, "sharegpt": sharegpt}
 
 
-def _nonempty(rows: list[dict], label: str) -> list[dict]:
+def _nonempty(rows: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
     if not rows:
         raise WorkloadError(f"{label}: no usable prompts in the file")
     return rows

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specstack.datasets import fetch, readers
 from specstack.datasets.pinned import NAMES, USER_FILES, WHEELS
@@ -36,7 +38,7 @@ def parse_spec(text: str) -> DatasetSpec:
     return DatasetSpec(name, Path(file).expanduser().absolute() if file else None)
 
 
-def read(spec: DatasetSpec, cache: Path | None = None) -> tuple[list[dict], dict]:
+def read(spec: DatasetSpec, cache: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(every usable row of the set, the record of its source)."""
     if spec.name in WHEELS:
         wheel = WHEELS[spec.name]
@@ -53,9 +55,9 @@ def read(spec: DatasetSpec, cache: Path | None = None) -> tuple[list[dict], dict
     return rows, {"dataset": spec.name, "file": str(spec.file), "file_sha256": _sha256_bytes(data)}
 
 
-def select(rows: list[dict], n: int) -> list[dict]:
+def select(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     """The first n rows of SELECTION: a small run still covers every category, and the choice needs no seed."""
-    by_category: dict = {}
+    by_category: dict[str, Any] = {}
     for row in rows:
         by_category.setdefault(row["category"], []).append(row)
     ordered = [group[i] for i in range(max(map(len, by_category.values())))
@@ -89,7 +91,7 @@ def record_path(acceptance_path: Path, task: str) -> Path:
     return Path(acceptance_path).with_name(layout.dataset_record(task))
 
 
-def recorded(acceptance_path: Path, task: str) -> dict | None:
+def recorded(acceptance_path: Path, task: str) -> dict[str, Any] | None:
     """The dataset record kept beside a task's inputs (None for a task not made from a dataset)."""
     path = record_path(acceptance_path, task)
     return json.loads(path.read_text()) if path.exists() else None
@@ -99,5 +101,5 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _jsonl(rows) -> str:
+def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
