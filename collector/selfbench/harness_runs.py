@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from selfbench.machine import load_now
 from selfbench.machine import say as _sayer
@@ -16,6 +17,7 @@ from selfbench.probe import RunProbe, process_cpu
 from selfbench.prometheus import Prometheus, free_port, shipped_config
 from selfbench.stats import model_inspection_seconds, overhead_of, paired_interval, shipped_scrape_interval
 from specstack import events
+from specstack.config.serving import Platform
 from specstack.config.workloads import write_defaults
 from specstack.measure import bench as bench_module
 from specstack.measure import chat
@@ -111,10 +113,10 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def _run_options(plan: Plan, models_dir: Path, results: Path, run_id: str, prom: Prometheus | None,
+def _run_options(plan: Plan, models_dir: Path, results: Path, run_id: str, prom: BenchPrometheus | None,
                  windows_port: int | None):
     """As `make run` starts the collector: run-window exporter, Prometheus target file and URL (compose.mk)."""
-    return Options(method=plan.method, run_id=run_id, results_dir=results, model_set="tiny", platform="cpu-native",
+    return Options(method=plan.method, run_id=run_id, results_dir=results, model_set="tiny", platform=Platform.CPU_NATIVE,
                    models_dir=str(models_dir), port=free_port(), num_prompts=plan.num_prompts,
                    perf_output_len=plan.perf_output_len, acceptance_max_tokens=plan.acceptance_max_tokens,
                    concurrencies=plan.concurrencies, prometheus_targets=prom.target_file if prom else None,
@@ -187,7 +189,7 @@ def _start(plan: Plan, models_dir: Path, log: Path, cache_root: Path):
 def start_pair(plan: Plan, models_dir: Path, work: Path) -> dict:
     """Ready seconds of bare starts (no collector work alongside): an empty cache folder, the same folder again,
     and a control with another empty folder (separates the cache's effect from warm OS caches and drift)."""
-    out = {"load_before": load_now()}
+    out: dict[str, Any] = {"load_before": load_now()}
     for label, folder in (("first", "vllm-cache-pair"), ("second", "vllm-cache-pair"),
                           ("control_empty", "vllm-cache-control")):
         log = work / f"pair-{label}.log"
@@ -203,7 +205,7 @@ def start_pair(plan: Plan, models_dir: Path, work: Path) -> dict:
     return out
 
 
-def ab_and_render(plan: Plan, models_dir: Path, work: Path, prom: Prometheus, cache_root: Path) -> dict:
+def ab_and_render(plan: Plan, models_dir: Path, work: Path, prom: BenchPrometheus, cache_root: Path) -> dict:
     """One server: /metrics render cost on the idle server, then interleaved bench rounds with Prometheus
     scraping vLLM (on) and not (off), the order alternating within each pair."""
     task = write_defaults(work / "ab-inputs", num_prompts=plan.ab_prompts, perf_output_len=plan.ab_output_len,

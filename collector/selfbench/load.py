@@ -26,6 +26,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from selfbench.machine import load_now, machine, say
 from selfbench.prometheus import free_port
@@ -337,7 +338,7 @@ def metrics_parse(page_mb: float, real_page: str | None = None) -> dict:
     snapshots.parse(after)
     parse_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    out = {"engines": engines, "page_bytes": len(after.encode()), "page_lines": after.count("\n"),
+    out: dict[str, Any] = {"engines": engines, "page_bytes": len(after.encode()), "page_lines": after.count("\n"),
            "kept_lines": snapshots.filter_exposition(after).count("\n"),
            "parse_seconds": best_seconds(lambda: snapshots.parse(after)), "diff_seconds": best_seconds(full),
            # the line filter alone: the part of parse that grows with the whole page, not the kept lines
@@ -352,7 +353,7 @@ def metrics_parse(page_mb: float, real_page: str | None = None) -> dict:
 def run_all(plan: Plan, *, models_dir: Path, work: Path) -> dict:
     import requests
 
-    report = {"schema": SCHEMA, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    report: dict[str, Any] = {"schema": SCHEMA, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "quick": plan.quick, "plan": asdict(plan), "machine": machine(), "load": {"start": load_now()}}
     server_plan = methods.build("ngram", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir),
                                 extra={"port": free_port()})

@@ -6,11 +6,17 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import overload
 
 from specstack import events
 
 
+@overload
+def process_cpu(pid: int) -> float: ...
+@overload
+def process_cpu(pid: None) -> None: ...
 def process_cpu(pid: int | None) -> float | None:
     """CPU seconds (user + system) a process has used; None without a pid."""
     if pid is None:
@@ -48,7 +54,7 @@ class BenchWindow:
 @dataclass
 class RunProbe:
     """An events listener for one measured run: `with events.listening(probe): run_method(...)`."""
-    prometheus_cpu: object = None   # callable returning Prometheus's CPU seconds, or None
+    prometheus_cpu: Callable[[], float] | None = None   # callable returning Prometheus's CPU seconds, or None
     steps: list[Step] = field(default_factory=list)
     windows: dict[str, BenchWindow] = field(default_factory=dict)
     snapshots: list[dict] = field(default_factory=list)

@@ -85,7 +85,7 @@ class Prometheus:
         return t.user + t.system
 
     def query(self, expr: str, at: float) -> list[dict]:
-        r = requests.get(f"{self.url}/api/v1/query", params={"query": expr, "time": at}, timeout=30)
+        r = requests.get(f"{self.url}/api/v1/query", params={"query": expr, "time": str(at)}, timeout=30)
         r.raise_for_status()
         return r.json()["data"]["result"]
 

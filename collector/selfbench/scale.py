@@ -9,6 +9,7 @@ import tracemalloc
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from selfbench.stats import growth
 from selfbench.synthetic import ScaleInput, scale_input
@@ -22,12 +23,12 @@ def aggregate(data: ScaleInput) -> dict:
     runs.method_summary.finish)."""
     before, after = snapshots.parse(data.before, 0.0), snapshots.parse(data.after, 1.0)
     counted = accounting.from_delta(snapshots.diff(before, after))
-    out = {"counter_steps": counted.steps if counted else None, "tasks": {}}
+    out: dict[str, Any] = {"counter_steps": counted.steps if counted else None, "tasks": {}}
     for task, path in data.files.items():
         fields = read_records(path)
         reported = accounting.from_requests([f["spec"] for f in fields])
         checks = accounting.crosscheck_requests(reported, counted)
-        out["tasks"][task] = {"requests": len(fields), "steps": reported.steps, "checks": len(checks)}
+        out["tasks"][task] = {"requests": len(fields), "steps": reported.steps if reported else None, "checks": len(checks)}
     return out
 
 

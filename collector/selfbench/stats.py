@@ -6,6 +6,7 @@ import math
 import re
 import statistics
 from pathlib import Path
+from typing import Any
 
 from selfbench.prometheus import SHIPPED_CONFIG
 
@@ -61,7 +62,7 @@ def paired_interval(on: list[float], off: list[float]) -> dict:
         raise ValueError("on and off need the same number of rounds")
     diffs = [100.0 * (a - b) / b for a, b in zip(on, off) if b]
     n = len(diffs)
-    out = {"pairs": n, "diffs_pct": diffs, "mean_diff_pct": statistics.fmean(diffs) if diffs else None,
+    out: dict[str, Any] = {"pairs": n, "diffs_pct": diffs, "mean_diff_pct": statistics.fmean(diffs) if diffs else None,
            "sd_pct": statistics.stdev(diffs) if n > 1 else None, "ci95_pct": None, "half_width_pct": None}
     if n > 1:
         half = t975(n - 1) * out["sd_pct"] / math.sqrt(n)

@@ -67,15 +67,16 @@ def synthetic_page(engines: int = 1, *, requests_done: int = 128, k: int = K) ->
                                                          for v in values])
 
     for name in ("python_gc_objects_collected", "python_gc_objects_uncollectable", "python_gc_collections"):
-        family(f"{name}_total", "counter", lambda _, name=name: [f'{name}_total{{generation="{g}"}} {g * 7}.0'
-                                                               for g in range(3)],
-               per_engine=False)
+        def gc_rows(_: str, name: str = name) -> list[str]:
+            return [f'{name}_total{{generation="{g}"}} {g * 7}.0' for g in range(3)]
+        family(f"{name}_total", "counter", gc_rows, per_engine=False)
     family("python_info", "gauge", lambda _: ['python_info{implementation="CPython",major="3",minor="11"} 1.0'],
            per_engine=False)
     for name in ("process_virtual_memory_bytes", "process_resident_memory_bytes", "process_start_time_seconds",
                  "process_cpu_seconds_total", "process_open_fds", "process_max_fds"):
-        family(name, "counter" if name.endswith("_total") else "gauge",
-               lambda _, n=name: [f"{n} {'1.79595346001e+09' if 'start' in n else '12345.0'}"], per_engine=False)
+        def process_rows(_: str, n: str = name) -> list[str]:
+            return [f"{n} {'1.79595346001e+09' if 'start' in n else '12345.0'}"]
+        family(name, "counter" if name.endswith("_total") else "gauge", process_rows, per_engine=False)
     drafts = requests_done * 40
     accepted_pos = [int(drafts * 0.6 ** (p + 1)) for p in range(k)]
     counter("vllm:spec_decode_num_drafts", {"": float(drafts)})
@@ -108,10 +109,14 @@ def synthetic_page(engines: int = 1, *, requests_done: int = 128, k: int = K) ->
     counter("vllm:admission_rejections", {"": 0.0})
     for name, buckets in _HISTOGRAMS:
         bounds = [f"{0.001 * 2 ** i:.6g}" for i in range(buckets - 1)] + ["+Inf"]
-        family(name, "histogram", lambda lab, n=name, bs=bounds: [
-            f'{n}_bucket{{{lab},le="{b}"}} {float(min(3 * i, requests_done))}' for i, b in enumerate(bs)] + [
-            f"{n}_count{{{lab}}} {float(requests_done)}", f"{n}_sum{{{lab}}} {requests_done * 0.37}"])
-        family(f"{name}_created", "gauge", lambda lab, n=name: [f"{n}_created{{{lab}}} {created}"])
+        def histogram_rows(lab: str, n: str = name, bs: list[str] = bounds) -> list[str]:
+            return [f'{n}_bucket{{{lab},le="{b}"}} {float(min(3 * i, requests_done))}' for i, b in enumerate(bs)] + [
+                f"{n}_count{{{lab}}} {float(requests_done)}", f"{n}_sum{{{lab}}} {requests_done * 0.37}"]
+
+        def histogram_created(lab: str, n: str = name) -> list[str]:
+            return [f"{n}_created{{{lab}}} {created}"]
+        family(name, "histogram", histogram_rows)
+        family(f"{name}_created", "gauge", histogram_created)
     family("vllm:cache_config_info", "gauge", lambda lab: [f"vllm:cache_config_info{{{_CACHE_INFO},{lab}}} 1.0"])
     # The API server's HTTP families (one API server, whatever the engine count).
     handlers = (("/v1/models", "GET"), ("/v1/chat/completions", "POST"), ("/v1/completions", "POST"))
@@ -122,12 +127,14 @@ def synthetic_page(engines: int = 1, *, requests_done: int = 128, k: int = K) ->
         f'http_requests_created{{handler="{h}",method="{m}",status="2xx"}} {created}' for h, m in handlers],
         per_engine=False)
     for name in ("http_request_size_bytes", "http_response_size_bytes"):
-        family(name, "summary", lambda _, n=name: [
-            row for h, _m in handlers for row in (f'{n}_count{{handler="{h}"}} {float(requests_done)}',
-                                                  f'{n}_sum{{handler="{h}"}} {requests_done * 500.0}')],
-            per_engine=False)
-        family(f"{name}_created", "gauge", lambda _, n=name: [
-            f'{n}_created{{handler="{h}"}} {created}' for h, _m in handlers], per_engine=False)
+        def summary_rows(_: str, n: str = name) -> list[str]:
+            return [row for h, _m in handlers for row in (f'{n}_count{{handler="{h}"}} {float(requests_done)}',
+                                                          f'{n}_sum{{handler="{h}"}} {requests_done * 500.0}')]
+
+        def summary_created(_: str, n: str = name) -> list[str]:
+            return [f'{n}_created{{handler="{h}"}} {created}' for h, _m in handlers]
+        family(name, "summary", summary_rows, per_engine=False)
+        family(f"{name}_created", "gauge", summary_created, per_engine=False)
     bounds = [f"{0.01 * 1.5 ** i:.4g}" for i in range(21)] + ["+Inf"]
     family("http_request_duration_highr_seconds", "histogram", lambda _: [
         f'http_request_duration_highr_seconds_bucket{{le="{b}"}} {float(requests_done)}' for b in bounds] + [
