@@ -55,16 +55,18 @@ def _variables(*, multi: bool) -> list:
 def window_annotations() -> list[JSON]:
     """Run windows written by the collector's WindowExporter: warm-up, acceptance phases, bench runs."""
     sel = SPEC_SELECTOR
-    common = dict(step=SCRAPE_INTERVAL, tag_keys=("method", "phase", "task", "concurrency"),
-                  text="{{method}} · run {{run_id}} · {{phase}} {{task}} {{concurrency}}")
+
+    def window(name: str, expr: str, *, color: str, title: str) -> JSON:
+        return P.annotation(name, expr, color=color, title=title, step=SCRAPE_INTERVAL,
+                            tag_keys=("method", "phase", "task", "concurrency"),
+                            text="{{method}} · run {{run_id}} · {{phase}} {{task}} {{concurrency}}")
     return [
-        P.annotation("Warm-up windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase=~"warm.*"}} > 0',
-                     color="#8f8f8f", title="{{method}} warm-up", **common),
-        P.annotation("Acceptance windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase="{m.PHASE_ACCEPTANCE}"}} > 0',
-                     color="green", title="{{method}} acceptance {{task}}", **common),
-        P.annotation("Bench windows",
-                     f'{m.WINDOW_ACTIVE}{{{sel}, phase!~"warm.*|{m.PHASE_ACCEPTANCE}"}} > 0',
-                     color="blue", title="{{method}} {{phase}} {{task}} c={{concurrency}}", **common),
+        window("Warm-up windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase=~"warm.*"}} > 0',
+               color="#8f8f8f", title="{{method}} warm-up"),
+        window("Acceptance windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase="{m.PHASE_ACCEPTANCE}"}} > 0',
+               color="green", title="{{method}} acceptance {{task}}"),
+        window("Bench windows", f'{m.WINDOW_ACTIVE}{{{sel}, phase!~"warm.*|{m.PHASE_ACCEPTANCE}"}} > 0',
+               color="blue", title="{{method}} {{phase}} {{task}} c={{concurrency}}"),
     ]
 
 

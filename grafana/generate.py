@@ -125,9 +125,9 @@ def queries(dashboard: dict) -> Iterator[tuple[str, str]]:
             query = var.get("query")
             yield f"variable {var.get('name')!r}", query.get("query", "") if isinstance(query, dict) else query
     for anno in dashboard.get("annotations", {}).get("list", []):
-        expr = (anno.get("target") or {}).get("expr")
-        if expr:
-            yield f"annotation {anno.get('name')!r}", expr
+        anno_expr = (anno.get("target") or {}).get("expr")
+        if anno_expr:
+            yield f"annotation {anno.get('name')!r}", anno_expr
 
 
 def render(expr: str, *, variables: dict[str, str] | None = None, rate_interval: str = "20s",

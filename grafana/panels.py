@@ -62,7 +62,8 @@ class _Target(G.Target):
 
 def target(expr: str, legend: str = "", *, instant: bool = False, table: bool = False) -> _Target:
     """One PromQL query of the panel's datasource. Range query unless `instant`."""
-    return _Target(
+    # grafanalib is untyped: mypy's attrs plugin sees only the field _Target adds, not Target's own
+    return _Target(  # type: ignore[call-arg]
         expr=expr,
         legendFormat=legend or "__auto",
         instant=instant,
@@ -74,7 +75,7 @@ def target(expr: str, legend: str = "", *, instant: bool = False, table: bool = 
 
 
 def _refids(targets: list[_Target]) -> list[_Target]:
-    return [attr.evolve(t, refId=chr(ord("A") + i)) for i, t in enumerate(targets)]
+    return [attr.evolve(t, refId=chr(ord("A") + i)) for i, t in enumerate(targets)]  # type: ignore[call-arg]
 
 
 def color_override(name: str, color: str) -> JSON:

@@ -268,11 +268,14 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The container entrypoint's command line (compose.yaml: `serve_args.py --exec`)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--method", required=True)
-    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"))
-    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"))
+    p.add_argument("--method", required=True, help="a [methods] table of methods.toml (e.g. baseline, suffix)")
+    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
+                   help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET, else default)")
+    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
+                   help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM, else gpu-native)")
     p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
                    help="JSON merged into the method's speculative config")
     p.add_argument("--prefix-caching", choices=list(PREFIX_CACHING_VALUES), default=None,
@@ -281,7 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--print", action="store_true", help="print the plan as JSON")
     mode.add_argument("--exec", action="store_true", help="replace this process with `vllm serve ...`")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
     try:
         override = json.loads(a.spec_override) if a.spec_override else None
         caching = prefix_caching_value(a.prefix_caching if a.prefix_caching is not None

@@ -8,6 +8,7 @@ import pytest
 
 from specstack.cli import preflight, probe_sampler
 from specstack.cli.main import build_parser
+from specstack.config import methods
 
 pytestmark = pytest.mark.unit
 
@@ -42,6 +43,11 @@ def test_the_standalone_module_parsers_have_help_too(module):
     parser = argparse.ArgumentParser()
     (module.add_arguments if module is preflight else module._add_arguments)(parser)
     assert without_help(parser, module.__name__) == []
+
+
+def test_the_container_entrypoint_has_help_too():
+    """services/serve_args.py, the vLLM container's entrypoint, loaded as the package loads it (config/methods.py)."""
+    assert without_help(methods.serve_args.parser(), "serve_args.py") == []
 
 
 def test_the_walk_finds_an_option_without_help_in_a_nested_subcommand():
