@@ -4,10 +4,10 @@ Every panel description ends with the metrics it queries ("Metrics: `...`"); `ge
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import panels as P
-from promql import Q, RANGE, RATE
+from promql import RANGE, RATE, Q
 
 from specstack.config import metric_names as m
 from specstack.config.promql import acceptance_by_position_expr

@@ -21,8 +21,8 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -32,6 +32,7 @@ for path in (HERE, REPO / "collector"):   # collector/: fallback when specstack 
 
 import definitions  # noqa: E402
 import panels  # noqa: E402
+
 from specstack.config.metric_names import WINDOW_METRICS  # noqa: E402
 
 VLLM_VERSION = "0.32.0"
