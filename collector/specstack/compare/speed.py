@@ -10,7 +10,7 @@ from __future__ import annotations
 from specstack.compare.pairing import SPEED, Pair
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu
-from specstack.report.speed import bench_cells
+from specstack.report.cells import bench_cells
 
 # figure -> (bench cell key, higher is better)
 FIGURES = {

@@ -21,6 +21,7 @@ from pathlib import Path
 from specstack.figures import stats as st
 from specstack.report import crosscheck, findings, load, load_view, plots, sections
 from specstack.report.acceptance import acceptance_rows, category_rows, sampled_rows, turn_rows
+from specstack.report.cells import bench_cells
 from specstack.report.contents import Report
 from specstack.report.equality import Tokenizers, equality_rows
 from specstack.report.guards import guard_rows
@@ -29,7 +30,7 @@ from specstack.report.loops import loop_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.render import render_html, render_markdown
-from specstack.report.speed import bench_cells, crossover_rows, speed_rows
+from specstack.report.speed import crossover_rows, speed_rows
 from specstack.report.start_costs import cost_rows
 from specstack.report.tables import table_bytes
 from specstack.report.time_breakdown import breakdown_rows

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from specstack.figures import k_per_load as kpl
 from specstack.figures import stats as st
+from specstack.report.cells import bench_cells
 from specstack.report.format import num, pct, times
-from specstack.report.speed import bench_cells
 from specstack.results.reader import MethodData, RunData
 
 _K_SUFFIX = re.compile(r"^(?P<base>.+)-k(?P<k>\d+)$")

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from specstack.figures import stats as st
 from specstack.measure import per_request
 from specstack.report import marks
+from specstack.report.cells import PERCENTILES
 from specstack.report.format import interval, num, over_repeats, pct, times
 from specstack.report.itl_chunks import per_chunk_cell, per_chunk_note
-from specstack.report.speed import PERCENTILES
 from specstack.report.verdicts import label as _label
 from specstack.report.verdicts import legend
 

@@ -6,10 +6,10 @@ import io
 
 import pandas as pd
 
+from specstack.report.cells import METRICS, PERCENTILES
 from specstack.report.drafting_cost import FIELDS as DRAFTING_COST_FIELDS
 from specstack.report.guards import COLUMNS as GUARD_COLUMNS
 from specstack.report.loops import COLUMNS as LOOP_COLUMNS
-from specstack.report.speed import METRICS, PERCENTILES
 from specstack.report.start_costs import COLUMNS as START_COLUMNS
 from specstack.report.time_breakdown import COLUMNS as TIME_COLUMNS
 
