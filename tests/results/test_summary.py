@@ -204,6 +204,16 @@ def test_updated_keeps_a_hand_built_records_order_and_takes_unnamed_keys_only_as
     assert server.target == "t" and server.vllm_version is None   # frozen: a copy each time
 
 
+def test_merged_writes_what_updating_the_json_dict_would():
+    facts = {"runtime": "native", "vllm_version": "0.1", "pid": 7}
+    log = {"kv_cache_tokens": 512, "engine": "x", "vllm_version": "0.2", "model_runner": "V1"}
+    merged = Server.from_json(facts).merged(log)
+    assert json.dumps(merged.to_json()) == json.dumps({**facts, **log})
+    assert merged.kv_cache_tokens == 512 and merged.extra == {"runtime": "native", "pid": 7, "engine": "x"}
+    cells = TaskFigures.make(requests=1).merged({"bench": [{"file": "bench/x.json"}]}).cells
+    assert cells == [BenchCell.from_json({"file": "bench/x.json"})]   # nested records read as from_json reads them
+
+
 def test_the_nested_objects_read_as_records():
     """Prometheus's view, the provenance, the sampler probe and the open-loop load: attributes, not look-ups."""
     data = {**_full_summary(), "prometheus_view": {"status": "checked", "tasks": {

@@ -84,10 +84,19 @@ class _Record:
         named = [k for k in extra or {} if k in names]
         if named:
             raise TypeError(f"{type(self).__name__} names {', '.join(named)}: not an extra (results/summary.py)")
+        return self._with(changes, extra or {}, (*changes, *(extra or {})))
+
+    def merged(self: _R, data: Mapping[str, Any]) -> _R:
+        """What `dict.update(data)` on its JSON writes: a key it names into its attribute (read as `from_json`
+        reads it), any other into `extra`, the new ones after the old in `data`'s order (a server log's facts)."""
+        names = self.keys()
+        return self._with({k: self._decode.get(k, _same)(v) for k, v in data.items() if k in names},
+                          {k: v for k, v in data.items() if k not in names}, tuple(data))
+
+    def _with(self: _R, changes: Mapping[str, Any], extra: JSON, given: tuple[str, ...]) -> _R:
         had = self.written()
-        new = tuple(k for k in (*changes, *(extra or {})) if k not in had)
-        return replace(self, **changes, extra={**self.extra, **(extra or {})}, absent=self.absent - changes.keys(),
-                       order=(*had, *new))
+        return replace(self, **changes, extra={**self.extra, **extra}, absent=self.absent - changes.keys(),
+                       order=(*had, *(k for k in given if k not in had)))
 
     def written(self) -> tuple[str, ...]:
         """The keys `to_json` writes, in its order (without encoding a value)."""
