@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from specstack.errors import UserError
 from specstack.results import layout
+from specstack.results.summary import Summary
 from specstack.runs import checks, method_run
 from specstack.runs.method_run import MethodRun, run_method
-from specstack.runs.outcome import MethodCrashed
+from specstack.runs.outcome import Ending, MethodCrashed
 from specstack.server.provenance import HelpHash
 from tests.runs.test_attach import FakeEndpoints, options
 from tests.support import HttpStandIn, run_main
@@ -208,10 +210,6 @@ def test_the_next_run_of_the_run_id_keeps_what_a_killed_one_left_as_failed(serve
 
 def test_each_cause_goes_into_the_summary_record_first_cause_first():
     """Ending.record returns the summary with the cause, the keys where assigning them into its JSON put them."""
-    from specstack.errors import UserError
-    from specstack.results.summary import Summary
-    from specstack.runs.outcome import Ending
-
     start = Summary.make(method="m", status="running", error=None)
     ending = Ending()
     expected = ending.record(start, UserError("bad"))
