@@ -11,7 +11,16 @@ from specstack.figures.bench_cell import cell_figures as _bench_cell
 from specstack.measure.windows import Window as MeasuredWindow
 from specstack.results import reader
 from specstack.results.bundle import SUMMARY_SCHEMA
-from specstack.results.summary import BenchCell, PhaseFigures, PrometheusView, Summary, TaskFigures, Window
+from specstack.results.summary import (
+    BenchCell,
+    CrossCheck,
+    PhaseFigures,
+    PrometheusView,
+    Server,
+    Summary,
+    TaskFigures,
+    Window,
+)
 from specstack.runs.method_summary import _acceptance
 from tests.bundles import bench_json, make_run, manifest, per_request_lists, write_k_sweep, write_method
 
@@ -164,6 +173,45 @@ def test_records_made_by_runs_write_exactly_the_keys_given_and_refuse_an_unnamed
     assert s.to_json() == {"method": "m", "tasks": {"code": {"bench": [cell.to_json()]}},
                            "prometheus_view": {"status": "not collected", "tasks": {}}}
     assert Summary.from_json(s.to_json()).to_json() == s.to_json()
+
+
+def test_updated_writes_the_json_a_dict_filled_in_by_key_would():
+    """`updated` (how runs/ fills the summary in while a method runs): a key held keeps its place, a new one (a
+    named key made absent, or an extra) follows in the order given, so the file is what the dict wrote."""
+    as_dict = {"method": "m", "status": "running", "error": None, "tasks": {}}
+    s = Summary.make(method="m", status="running", error=None, tasks={})
+    as_dict["crosscheck"] = {"ok": True}
+    as_dict["error"], as_dict["error_type"] = "boom", "Boom"
+    as_dict["turn2_inputs"] = {"code": {}}
+    as_dict["status"] = "failed"
+    s = s.updated(crosscheck=CrossCheck.make(ok=True)).updated(error="boom", error_type="Boom")
+    s = s.updated(turn2_inputs={"code": {}}).updated(status="failed")
+    assert json.dumps(s.to_json()) == json.dumps(as_dict)
+    assert s.written() == tuple(as_dict) and "error_type" not in s.absent
+
+
+def test_updated_keeps_a_hand_built_records_order_and_takes_unnamed_keys_only_as_extra():
+    server = Server(target="t")
+    out = server.updated(vllm_version="0.1", extra={"startup": {"mode": "eager"}}).to_json()
+    assert list(out) == [*Server.keys(), "startup"] and out["vllm_version"] == "0.1"
+    read = Server.from_json({"runtime": "url", "observed": {}})
+    assert list(read.updated(extra={"stop_problem": "x", "runtime": "native"}).to_json()) == [
+        "runtime", "observed", "stop_problem"]
+    with pytest.raises(TypeError, match="Server names no key startup "):
+        server.updated(startup={})
+    with pytest.raises(TypeError, match="Server names target: not an extra"):
+        server.updated(extra={"target": "x"})
+    assert server.target == "t" and server.vllm_version is None   # frozen: a copy each time
+
+
+def test_merged_writes_what_updating_the_json_dict_would():
+    facts = {"runtime": "native", "vllm_version": "0.1", "pid": 7}
+    log = {"kv_cache_tokens": 512, "engine": "x", "vllm_version": "0.2", "model_runner": "V1"}
+    merged = Server.from_json(facts).merged(log)
+    assert json.dumps(merged.to_json()) == json.dumps({**facts, **log})
+    assert merged.kv_cache_tokens == 512 and merged.extra == {"runtime": "native", "pid": 7, "engine": "x"}
+    cells = TaskFigures.make(requests=1).merged({"bench": [{"file": "bench/x.json"}]}).cells
+    assert cells == [BenchCell.from_json({"file": "bench/x.json"})]   # nested records read as from_json reads them
 
 
 def test_the_nested_objects_read_as_records():

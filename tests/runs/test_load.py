@@ -15,6 +15,7 @@ from specstack.config.workloads import load_task
 from specstack.errors import UserError
 from specstack.measure import bench
 from specstack.measure.windows import Outcome
+from specstack.results.summary import Summary
 from specstack.runs import load
 from specstack.runs.options import Options
 from specstack.server.runtime import Server
@@ -57,7 +58,7 @@ class FakeRun:
 
     def __init__(self, run_dir: Path, method: str, baseline: str | None, opts: Options, share_at=lambda r: 1.0,
                  rps: dict | None = None):
-        self.opts, self.run_dir, self.summary = opts, run_dir, {}
+        self.opts, self.run_dir, self.summary = opts, run_dir, Summary.make()
         self.plan = {"method": method, "baseline": baseline}
         self.tasks = {"code": None}
         self.console = SimpleNamespace(print=lambda *a, **k: None)
@@ -83,13 +84,14 @@ def test_auto_rates_come_from_the_baseline_capacity_and_every_method_reuses_them
     rps = {f"code-c4-r{r}": v for r, v in enumerate((8.0, 10.0, 9.0))} | {"code-c1-r0": 50.0}
     base = FakeRun(tmp_path, "baseline", None, opts, rps=rps)
     load.run_open_loop(base, SimpleNamespace(name="code"))
-    assert base.summary["load"]["tasks"]["code"]["rates"] == [2.25, 4.5, 6.75, 9.0]   # × median 9 req/s at c=4
+    # × median 9 req/s at c=4
+    assert base.summary.to_json()["load"]["tasks"]["code"]["rates"] == [2.25, 4.5, 6.75, 9.0]
     recorded = json.loads((tmp_path / "manifest.json").read_text())["load_rates"]["baseline"]["code"]
     assert recorded["capacity_req_s"] == 9.0 and "median of 3 repeat(s) at concurrency 4" in recorded["how"]
     spec = FakeRun(tmp_path, "ngram", "baseline", opts)
     load.check_rates_known(spec)
     load.run_open_loop(spec, SimpleNamespace(name="code"))
-    assert spec.summary["load"]["tasks"]["code"]["rates"] == [2.25, 4.5, 6.75, 9.0]
+    assert spec.summary.to_json()["load"]["tasks"]["code"]["rates"] == [2.25, 4.5, 6.75, 9.0]
     assert spec.cells[:3] == ["code-rate2.25-r0", "code-rate2.25-r1", "code-rate2.25-r2"]
 
 
@@ -103,7 +105,7 @@ def test_capacity_search_runs_probes_as_cells_and_records_the_bracket(tmp_path):
     opts = _opts(tmp_path, rates=(1.0, 8.0), capacity_share=0.9, capacity_probes=3, capacity_resolution=0.5)
     run = FakeRun(tmp_path, "baseline", None, opts, share_at=lambda r: 1.0 if r <= 3.0 else 0.5)
     load.run_open_loop(run, SimpleNamespace(name="code"))
-    cap = run.summary["load"]["tasks"]["code"]["capacity"]
+    cap = run.summary.to_json()["load"]["tasks"]["code"]["capacity"]
     assert run.cells[:2] == ["code-rate1-r0", "code-rate8-r0"]
     assert run.cells[2:] == [f"code-probe{p['rate']:g}-r0" for p in cap["probes"]] and len(cap["probes"]) <= 3
     assert cap["rate"] <= 3.0 < cap["bound"] and cap["share"] == 0.9 and cap["slo"] == SLO

@@ -51,8 +51,8 @@ def run_finish(tmp_path) -> dict:
     summary = {"method": "ngram", "error": None, "windows": windows, "tasks": {},
                "turn2_inputs": {"code": {"file": "inputs/code.turn2.baseline.jsonl", "sha256": "a" * 64,
                                          "answers_from": "baseline", "requests": 2, "left_out": 1}}}
-    finish(summary, {"code": None}, bundle, allow_mismatch=False, temperatures=(0.6, 1.0), slo=slo)
-    return summary
+    return finish(Summary.from_json(summary), {"code": None}, bundle, allow_mismatch=False, temperatures=(0.6, 1.0),
+                  slo=slo).to_json()
 
 
 def test_finish_writes_the_figures_it_always_wrote(tmp_path):

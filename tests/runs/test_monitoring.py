@@ -8,6 +8,7 @@ import pytest
 
 from specstack import events
 from specstack.results.files import atomic_write_json
+from specstack.results.summary import Summary
 from specstack.runs.monitoring import PENDING, Monitoring
 from tests.support import free_port
 
@@ -21,7 +22,8 @@ def test_the_view_is_checked_in_the_background_and_written_into_the_published_su
     atomic_write_json(tmp_path / "summary.json", summary)
     recorder = events.Recorder()
     with events.listening(recorder), Monitoring(None, dead, scrape_seconds=1.0) as monitoring:
-        monitoring.check_view_later(summary, tmp_path, {"method": "ngram", "run_id": "r"})
+        monitoring.check_view_later(Summary.of(summary), tmp_path, {"method": "ngram", "run_id": "r"},
+                                    then=lambda checked: summary.update(checked.to_json()))
         monitoring.settle()
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["prometheus_view"] == summary["prometheus_view"]
@@ -35,7 +37,8 @@ def test_the_view_is_checked_in_the_background_and_written_into_the_published_su
 def test_without_a_prometheus_url_nothing_is_checked(tmp_path):
     summary = {"method": "baseline", "prometheus_view": {"status": "not collected", "tasks": {}}, "windows": []}
     with Monitoring(None, None) as monitoring:
-        monitoring.check_view_later(summary, tmp_path, {"method": "baseline", "run_id": "r"})
+        monitoring.check_view_later(Summary.of(summary), tmp_path, {"method": "baseline", "run_id": "r"},
+                                    then=lambda checked: summary.update(checked.to_json()))
     assert summary["prometheus_view"]["status"] == "not collected" and not (tmp_path / "summary.json").exists()
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from specstack.errors import UserError
 from specstack.results import layout
-from specstack.runs import method_run
+from specstack.results.summary import Summary
+from specstack.runs import checks, method_run
 from specstack.runs.method_run import MethodRun, run_method
-from specstack.runs.outcome import MethodCrashed
+from specstack.runs.outcome import Ending, MethodCrashed
 from specstack.server.provenance import HelpHash
 from tests.runs.test_attach import FakeEndpoints, options
 from tests.support import HttpStandIn, run_main
@@ -106,7 +108,7 @@ def test_publication_that_breaks_after_the_folder_is_published_demotes_it(server
 def test_before_the_bundle_exists_nothing_is_left(server, tmp_path, monkeypatch, step):
     """A check or the input loader that breaks (a bug: they turn every problem a user can cause into a one-line
     error) is let through with its traceback, before any folder of the method exists."""
-    monkeypatch.setattr(method_run, step, raiser(step))
+    monkeypatch.setattr(checks if step == "check_inputs" else method_run, step, raiser(step))
     with pytest.raises(Boom):
         run_method(options(tmp_path, server.url, "baseline"))
     run_dir = tmp_path / "r"
@@ -204,3 +206,18 @@ def test_the_next_run_of_the_run_id_keeps_what_a_killed_one_left_as_failed(serve
     assert not staging.exists()
     assert json.loads((kept / layout.SUMMARY_FILE).read_text())["error"].startswith("the harness was killed")
     assert json.loads((tmp_path / "r" / layout.MANIFEST).read_text())["methods"]["ngram"]["status"] == "failed"
+
+
+def test_each_cause_goes_into_the_summary_record_first_cause_first():
+    """Ending.record returns the summary with the cause, the keys where assigning them into its JSON put them."""
+    start = Summary.make(method="m", status="running", error=None)
+    ending = Ending()
+    expected = ending.record(start, UserError("bad"))
+    assert list(expected.to_json()) == ["method", "status", "error", "error_type"]
+    assert (expected.error, expected.error_type) == ("bad", "UserError") and not ending.unexpected
+    quiet = ending.record(start, UserError("bad"), window_failed=True)   # the failed windows say why
+    assert (quiet.error, quiet.error_type) == (None, "UserError")
+    then = ending.record(expected, Boom("late"))
+    assert then.error == "bad; then, while finishing: unexpected Boom: late" and then.error_type == "UserError"
+    stopped = ending.record(start, KeyboardInterrupt())
+    assert stopped.error_type == "Interrupted" and ending.interrupted and start.error is None   # a copy each time

@@ -21,6 +21,7 @@ from specstack.report import console_table
 from specstack.report.prefix_cache import prefix_cache_rows, rate_text
 from specstack.results.bundle import MethodBundle, update_manifest
 from specstack.results.reader import load_run
+from specstack.results.summary import Summary
 from specstack.runs import prefix_cache, recipe
 from specstack.runs.options import Options, plan_for
 
@@ -173,7 +174,7 @@ def test_the_summary_has_it_per_window_task_sampled_phase_and_bench_cell(tmp_pat
     (tmp_path / "snapshots").mkdir()
     (tmp_path / "snapshots" / "warmup.before.prom").write_text(_page(0, 0))
     summary = constructed_summary()
-    prefix_cache.add_to_summary(summary, tmp_path)
+    summary = prefix_cache.add_to_summary(Summary.of(summary), tmp_path).to_json()
     assert [w["prefix_cache"]["hit_rate"] for w in summary["windows"]] == [0.0, 0.25, 0.75, 0.9, 0.5, None]
     task = summary["tasks"]["code"]
     assert task["prefix_cache"] == {"queries": 800, "hits": 200, "hit_rate": 0.25}
@@ -184,7 +185,8 @@ def test_the_summary_has_it_per_window_task_sampled_phase_and_bench_cell(tmp_pat
 
 def test_caching_off_gives_n_a_never_zero(tmp_path):
     summary = constructed_summary(caching=False)
-    prefix_cache.add_to_summary(summary, tmp_path)   # no snapshot file: observed unknown, the plan's flag stands
+    # no snapshot file: observed unknown, the plan's flag stands
+    summary = prefix_cache.add_to_summary(Summary.of(summary), tmp_path).to_json()
     assert summary["tasks"]["code"]["prefix_cache"] == {"queries": 0, "hits": 0, "hit_rate": None}
     assert rate_text(summary["tasks"]["code"]["prefix_cache"]) == "n/a (no queries)"
     assert rate_text({"queries": None}) == "n/a"
@@ -196,7 +198,7 @@ def test_caching_off_gives_n_a_never_zero(tmp_path):
 
 def _publish(results, run_id: str, method: str, caching: bool, tmp_path) -> None:
     s = constructed_summary(caching)
-    prefix_cache.add_to_summary(s, tmp_path / "none")
+    s = prefix_cache.add_to_summary(Summary.of(s), tmp_path / "none").to_json()
     s.update({"schema": "specstack.summary/1", "method": method, "status": "ok", "error": None,
               "baseline_method": None if method == "baseline" else "baseline",
               "speculative_config": None if method == "baseline" else {"num_speculative_tokens": 4},

@@ -15,6 +15,7 @@ from specstack.errors import UserError
 from specstack.measure.chat import chat_payload
 from specstack.pipeline import sweep
 from specstack.results.bundle import update_manifest
+from specstack.results.summary import Summary
 from specstack.runs import turns
 from specstack.runs.method_summary import _turns
 from specstack.runs.options import Options, load_tasks
@@ -61,7 +62,7 @@ def _run(tmp_path, plan, task, staging_answers=None):
         _answer_records(staging / "acceptance" / f"{task.name}.jsonl", staging_answers)
     windows = SimpleNamespace(records=[SimpleNamespace(status="ok")],
                               run=lambda window, body, total: sent.append((window, total)))
-    run = SimpleNamespace(windows=windows, bundle=SimpleNamespace(staging=staging), summary={}, server=None,
+    run = SimpleNamespace(windows=windows, bundle=SimpleNamespace(staging=staging), summary=Summary.make(), server=None,
                           opts=Options(method=plan["method"], run_id="r"), speculative=True)
     return run, sent
 
@@ -76,8 +77,9 @@ def test_the_baseline_writes_the_file_and_records_its_sha256_and_a_method_reads_
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["inputs"]["inputs/mt.turn2.baseline.jsonl"] == sha256(path)
     assert [(w.name, w.phase, w.task, total) for w, total in sent] == [("acceptance/mt/turn2", "turn2", "mt", 2)]
-    assert run.summary["turn2_inputs"]["mt"] == {"file": "inputs/mt.turn2.baseline.jsonl", "sha256": sha256(path),
-                                                 "answers_from": "baseline", "requests": 2, "left_out": 1}
+    assert run.summary.to_json()["turn2_inputs"]["mt"] == {"file": "inputs/mt.turn2.baseline.jsonl",
+                                                           "sha256": sha256(path), "answers_from": "baseline",
+                                                           "requests": 2, "left_out": 1}
     assert turns.kept_inputs(tmp_path) == {"inputs/mt.turn2.baseline.jsonl": sha256(path)}
     method = turns.TurnTwo(2, NGRAM_PLAN, tmp_path, {"mt": task})
     method.check_ready()
@@ -189,7 +191,7 @@ def test_a_baseline_whose_turn_1_window_failed_writes_no_turn_2(tmp_path):
     run, sent = _run(tmp_path, BASELINE_PLAN, task, {"mt-000": "Roses."})
     run.windows.records[-1].status = "failed"
     turns.TurnTwo(2, BASELINE_PLAN, tmp_path, {"mt": task}).measure(run, "mt")
-    assert sent == [] and not (tmp_path / "inputs").exists() and "turn2_inputs" not in run.summary
+    assert sent == [] and not (tmp_path / "inputs").exists() and "turn2_inputs" not in run.summary.to_json()
 
 
 def test_the_recipe_records_turns_so_reproduce_replays_them(tmp_path):

@@ -2,8 +2,8 @@
 
 The harness benchmark only listens to the run's events (selfbench/probe.py): a step renamed in the product would
 leave its figure at zero and its time in "unattributed" without any error. So the names are tied here to the
-product's source: every literal `events.step("...")` call in specstack/runs/method_run.py and monitoring.py,
-found with ast (nothing is run).
+product's source: every literal `events.step("...")` call in specstack/runs/method_run.py, checks.py and
+monitoring.py, found with ast (nothing is run).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import inspect
 import pytest
 
 from selfbench import harness_runs
-from specstack.runs import method_run, monitoring
+from specstack.runs import checks, method_run, monitoring
 
 pytestmark = pytest.mark.unit
 
@@ -29,7 +29,7 @@ def emitted(source: str) -> set[str]:
     return names
 
 
-METHOD_RUN = emitted(inspect.getsource(method_run))
+METHOD_RUN = emitted(inspect.getsource(method_run)) | emitted(inspect.getsource(checks))   # checks: before the run
 MONITORING = emitted(inspect.getsource(monitoring))
 
 

@@ -58,8 +58,11 @@ class MethodBundle:
     def write_text(self, rel: str, text: str) -> Path:
         return atomic_write_text(self.path(rel), text)
 
-    def write_summary(self, summary: Summary) -> Path:
-        return self.write_json(SUMMARY_FILE, summary.to_json())
+    def write_summary(self, summary: Summary) -> dict[str, Any]:
+        """The summary's JSON, written into the staged folder and returned (what a method run hands back)."""
+        data = summary.to_json()
+        self.write_json(SUMMARY_FILE, data)
+        return data
 
     def finalize(self, ok: bool) -> Path:
         """Publish the staged folder: as `<method>/` if ok, else as `<method>.failed-<time>/`."""

@@ -12,7 +12,8 @@ The schema version is the caller's business: results/reader.py migrates an older
 (`summary/3`).
 
 Frozen: a record read is never changed in place; `but(key=value)` makes a changed copy (reader.py's merge of
-server sessions). The nested JSON objects the records do not model (speculative config, the host's record,
+server sessions), and `updated(key=value)` one whose new keys follow the old ones, as a dict's would (runs/ fills
+the summary in that way while a method runs, and writes its JSON once). The nested JSON objects the records do not model (speculative config, the host's record,
 a capacity search, ...) stay plain dicts.
 """
 from __future__ import annotations
@@ -72,6 +73,37 @@ class _Record:
     def but(self: _R, **changes: Any) -> _R:
         """A copy with `changes` (the keys they name written, even where the JSON read had none)."""
         return replace(self, **changes, absent=self.absent - changes.keys())
+
+    def updated(self: _R, extra: JSON | None = None, **changes: Any) -> _R:
+        """A copy with `changes` (keys it names) and `extra` (keys it does not: merged into its `extra`), written as
+        assigning them into its JSON would: a key it held keeps its place, a new one follows the keys it had, in
+        the order given (how runs/ fills the summary in while the method runs; the file's order stays as it was)."""
+        names = self.keys()
+        unnamed = [k for k in changes if k not in names]
+        if unnamed:
+            raise TypeError(f"{type(self).__name__} names no key {', '.join(unnamed)} (results/summary.py)")
+        named = [k for k in extra or {} if k in names]
+        if named:
+            raise TypeError(f"{type(self).__name__} names {', '.join(named)}: not an extra (results/summary.py)")
+        return self._with(changes, extra or {}, (*changes, *(extra or {})))
+
+    def merged(self: _R, data: Mapping[str, Any]) -> _R:
+        """What `dict.update(data)` on its JSON writes: a key it names into its attribute (read as `from_json`
+        reads it), any other into `extra`, the new ones after the old in `data`'s order (a server log's facts)."""
+        names = self.keys()
+        return self._with({k: self._decode.get(k, _same)(v) for k, v in data.items() if k in names},
+                          {k: v for k, v in data.items() if k not in names}, tuple(data))
+
+    def _with(self: _R, changes: Mapping[str, Any], extra: JSON, given: tuple[str, ...]) -> _R:
+        had = self.written()
+        return replace(self, **changes, extra={**self.extra, **extra}, absent=self.absent - changes.keys(),
+                       order=(*had, *(k for k in given if k not in had)))
+
+    def written(self) -> tuple[str, ...]:
+        """The keys `to_json` writes, in its order (without encoding a value)."""
+        keys = [*(n for n in self.keys() if n not in self.absent), *self.extra]
+        first = [k for k in self.order if k in keys]
+        return (*first, *(k for k in keys if k not in first))
 
     def to_json(self) -> JSON:
         out = {n: self._encode.get(n, _same)(getattr(self, n)) for n in self.keys() if n not in self.absent}

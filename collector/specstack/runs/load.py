@@ -19,6 +19,7 @@ from specstack.figures import capacity
 from specstack.measure import bench, goodput
 from specstack.results.bundle import update_manifest
 from specstack.results.reader import read_manifest
+from specstack.results.summary import Load, LoadTask
 
 AUTO_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -82,14 +83,21 @@ def run_open_loop(run, task) -> None:
     if not opts.open_loop:
         return
     rates, how = rates_for(run, task.name)
-    load = run.summary.setdefault("load", {"burstiness": opts.burstiness,
-                                           "max_concurrency": opts.rates_max_concurrency, "tasks": {}})
-    load["tasks"][task.name] = {"rates": rates, "rates_from": how}
+    _record(run, task.name, LoadTask.make(rates=rates, rates_from=how))   # before its cells: a failed one keeps it
     passed = {rate: _measure_rate(run, task, rate, probe=False) for rate in rates}
     if opts.capacity_share is not None:
         result = capacity.search(lambda rate: _measure_rate(run, task, rate, probe=True), passed,
                                  max_probes=opts.capacity_probes, resolution=opts.capacity_resolution)
-        load["tasks"][task.name]["capacity"] = {"share": opts.capacity_share, "slo": opts.slo, **result}
+        entry = run.summary.load_figures.task_loads[task.name]
+        _record(run, task.name, entry.updated(capacity={"share": opts.capacity_share, "slo": opts.slo, **result}))
+
+
+def _record(run, task: str, entry: LoadTask) -> None:
+    """summary["load"]["tasks"][task] = entry, summary["load"] made with the run's arrival setting on first use."""
+    opts = run.opts
+    load = run.summary.load or Load.make(burstiness=opts.burstiness, max_concurrency=opts.rates_max_concurrency,
+                                         tasks={})
+    run.summary = run.summary.updated(load=load.updated(tasks={**load.task_loads, task: entry}))
 
 
 def _measure_rate(run, task, rate: float, *, probe: bool) -> bool:

@@ -11,11 +11,9 @@ where the time goes). Prometheus's view is checked after publishing, off this pa
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,36 +30,19 @@ from specstack.measure import bench, chat
 from specstack.measure.windows import Outcome, Window, Windows
 from specstack.results import layout, run_lock
 from specstack.results.bundle import SUMMARY_SCHEMA, MethodBundle, keep_dead_staging, update_manifest
-from specstack.results.files import atomic_write_json, check_writable
+from specstack.results.files import atomic_write_json
 from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
-from specstack.results.summary import PrometheusView, Replication, Server, Summary
+from specstack.results.summary import JSON, PrometheusView, Provenance, Replication, Server, Summary
+from specstack.results.summary import Window as WindowRecord
 from specstack.runs import load, outcome, prefix_cache, recipe, sampler_probe, turns
+from specstack.runs.checks import check, synthetic
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs.options import SESSION_ORDER, Options, load_tasks, plan_for
-from specstack.server import (
-    model_checks,
-    model_identity,
-    model_source,
-    observed,
-    preflight,
-    prompt_lengths,
-    provenance,
-    startup,
-)
+from specstack.runs.options import SESSION_ORDER, Options, load_tasks
+from specstack.server import model_identity, observed, provenance, startup
 from specstack.server.runtime import Server as LiveServer
-from specstack.server.runtime import (
-    ServerError,
-    attach,
-    native_address,
-    port_free,
-    port_in_use_message,
-    probe,
-    start_native,
-    stop_native,
-    vllm_executable,
-)
+from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
 
 REPO = Path(__file__).resolve().parents[3]
 # Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal
@@ -88,61 +69,12 @@ def run_method(opts: Options, *, index: int = 1, total: int = 1,
         with run_lock.held(run_dir):   # before any server starts: a second harness of this run is refused
             for kept in keep_dead_staging(run_dir):
                 console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
-            return MethodRun(opts, plan, monitoring).run(index, total)
+            method = MethodRun(opts, plan, monitoring)
+            published = method.run(index, total)
     finally:
         if own:
             monitoring.close()
-
-
-def check(opts: Options) -> dict:
-    """Everything that can be known wrong before a server starts; returns the serve plan."""
-    with events.step("checks"):
-        opts.validate()
-        check_writable(opts.results_dir)
-        if (Path(opts.results_dir) / opts.run_id).is_dir():   # a run folder made read-only since it was started
-            check_writable(Path(opts.results_dir) / opts.run_id)
-        prefix_cache.check_same_setting(opts.run_id, Path(opts.results_dir) / opts.run_id, opts.prefix_caching)
-        plan = plan_for(opts)
-        if _synthetic(plan) and not opts.allow_synthetic:
-            raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
-                            "--allow-synthetic for a stress run (its results are marked not comparable)")
-        check_inputs(opts, plan)   # every local input before any server is contacted or started
-        if opts.runtime != Runtime.NATIVE:
-            assert opts.url is not None   # validate(): the url runtime needs --url
-            probe(opts.url)   # a wrong --url is refused here, before any result folder
-            return plan
-        host, port = native_address(plan)
-        if opts.port_wait <= 0 and not port_free(host, port):   # a sweep's next start waits for it instead
-            raise UserError(port_in_use_message(host, port))
-        missing = [mod for mod in plan["requires"] if not _importable(mod)]
-        if missing:
-            raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
-                            "arctic-inference==0.3.0 (make venv does)")
-        # a hub model that cannot be had (offline, not cached, hub unreachable) would fail a minute into loading
-        unreachable = model_source.problems(plan)
-        if unreachable:
-            raise UserError("; ".join(unreachable))
-        problems, _ = model_checks.check(plan)
-    # vLLM's own parser and config classes, in seconds, instead of a server dying after a minute of loading
-    with events.step("preflight"):
-        problems += preflight.run_checks(plan, deep="off").errors
-    if problems:
-        raise UserError("; ".join(problems))
-    return plan
-
-
-def check_inputs(opts: Options, plan: dict) -> None:
-    """The workload files and datasets parse (load_tasks into a scratch folder: the run's inputs/ is written
-    only once the run starts), so a bad file is named even when the server is unreachable; and, for a server
-    this run starts, every prompt fits its max model length with the output asked (an attached server's target
-    and length are its own)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tasks = load_tasks(opts, Path(scratch))
-        if opts.runtime == Runtime.NATIVE:
-            too_long = prompt_lengths.problems(plan, tasks, perf_output_len=opts.perf_output_len,
-                                               chat_kwargs=chat.CHAT_TEMPLATE_KWARGS, perf=not opts.skip_bench)
-            if too_long:
-                raise UserError("; ".join(too_long))
+    return method.written, published
 
 
 class MethodRun:
@@ -159,6 +91,7 @@ class MethodRun:
         self.windows: Windows | None = None
         self.ending = outcome.Ending()
         self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
+        self.written: JSON = {}   # the summary.json written, returned by run_method (kept up to date, _view_checked)
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
             self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / layout.INPUTS_DIR)
@@ -175,9 +108,9 @@ class MethodRun:
     def interrupted(self) -> bool:
         return self.ending.interrupted
 
-    def run(self, index: int, total: int) -> tuple[dict, Path]:
+    def run(self, index: int, total: int) -> Path:
         """Every phase, then the wind-up, whatever ended them; a signal or an unexpected exception then ends the
-        command (outcome.Ending.raise_if_fatal) once the bundle is published as failed."""
+        command (outcome.Ending.raise_if_fatal) once the bundle is published as failed. Returns where."""
         t0 = time.monotonic()
         events.emit("method.start", method=self.name, index=index, total=total)
         help_hash = None
@@ -195,11 +128,11 @@ class MethodRun:
             self.performance()
             self.measured = True
         except BaseException as e:   # whatever it is: recorded, and the wind-up runs (outcome.py)
-            self.ending.record(self.summary, e, window_failed=self._window_failed())
+            self.summary = self.ending.record(self.summary, e, window_failed=self._window_failed())
         published = self.wind_up(t0, help_hash)
         self.ending.raise_if_fatal(self.name, self.run_dir, published)
         assert published is not None   # else raise_if_fatal raised
-        return self.summary, published
+        return published
 
     def wind_up(self, t0: float, help_hash: provenance.HelpHash | None) -> Path | None:
         """The server stopped, what ran described, the bundle published: each step runs whatever broke before it,
@@ -208,18 +141,18 @@ class MethodRun:
             try:
                 step()
             except BaseException as e:
-                self.ending.record(self.summary, e)
+                self.summary = self.ending.record(self.summary, e)
                 if step == self.stop_server:
                     self._kill_server()
         if help_hash is not None:
             help_hash.cancel()   # a no-op once describe read it
-        self.summary["timings"]["total"] = time.monotonic() - t0
+        self._time("total", time.monotonic() - t0)
         try:
             published: Path | None = self.publish()
         except BaseException as e:
-            self.ending.record(self.summary, e)
+            self.summary = self.ending.record(self.summary, e)
             published = self.publish_failed()
-        events.emit("method.end", method=self.name, status=self.summary["status"], seconds=time.monotonic() - t0)
+        events.emit("method.end", method=self.name, status=self.summary.status, seconds=time.monotonic() - t0)
         return published
 
     # --- before the server -------------------------------------------------------------------------------
@@ -247,7 +180,7 @@ class MethodRun:
                                   if (record := dataset_tasks.recorded(t.acceptance_path, name))},
                         recipe=recipe.record(opts, run_dir), locks=provenance.lock_hashes(REPO))
 
-    def _new_summary(self) -> dict:
+    def _new_summary(self) -> Summary:
         """`speculative_config` is the config the figures come from: the plan's when specstack started the
         server; on the url runtime what the server was observed to run (None until observed). What the run
         asked for is kept apart, under `asked_for`, and never presented as the server's."""
@@ -257,7 +190,7 @@ class MethodRun:
             base_method=plan["method"], baseline_method=plan.get("baseline_result") or plan["baseline"],
             status="running", error=None, speculative_config=plan["speculative_config"] if native else None,
             speculative_config_source="the plan specstack started" if native else "not observed",
-            spec_override=self.opts.spec_override, comparable=not _synthetic(plan), server=Server.make(),
+            spec_override=self.opts.spec_override, comparable=not synthetic(plan), server=Server.make(),
             prefix_caching=prefix_cache.setting(plan, self.opts.prefix_caching),
             asked_for={"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
                        "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
@@ -265,7 +198,7 @@ class MethodRun:
                        "spec_override": self.opts.spec_override},
             server_contradictions=None, tasks={}, windows=[], timings={},
             replication=Replication.make(**self.opts.replication()),
-            prometheus_view=PrometheusView.make(status="not collected", tasks={})).to_json()   # filled in as it runs
+            prometheus_view=PrometheusView.make(status="not collected", tasks={}))   # filled in as it runs
 
     # --- the server and the measured phases --------------------------------------------------------------
 
@@ -289,9 +222,9 @@ class MethodRun:
         process = server.process
         events.emit("server.ready", method=self.name, seconds=server.ready_seconds,
                     pid=process.pid if process is not None else None)
-        self.summary["timings"]["server_ready"] = server.ready_seconds
+        self._time("server_ready", server.ready_seconds)
         with events.step("server facts", method=self.name):
-            self.summary["server"] = self._server_facts()
+            self.summary = self.summary.updated(server=Server.from_json(self._server_facts()))
             self._check_observed()
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
@@ -337,27 +270,29 @@ class MethodRun:
             if not after_measuring:
                 self._check_native_agrees()
             return
-        summary, seen, asked = self.summary, self.summary["server"]["observed"], self.plan["speculative_config"]
+        seen, asked = self._seen, self.plan["speculative_config"]
         has, k = observed.speculative(seen), observed.observed_k(seen)
         if has is None:
-            summary["speculative_config"], summary["speculative_config_source"] = asked, \
-                "asked for: the server revealed nothing about speculative decoding (/metrics unreadable, no answer metrics)"
+            self.summary = self.summary.updated(speculative_config=asked, speculative_config_source=(
+                "asked for: the server revealed nothing about speculative decoding (/metrics unreadable, no answer "
+                "metrics)"))
         else:
-            summary["speculative_config"] = ({"num_speculative_tokens": k} if k is not None else {}) if has else None
-            summary["speculative_config_source"] = "observed (/metrics, answers); the rest of the config is unknown"
+            self.summary = self.summary.updated(
+                speculative_config=({"num_speculative_tokens": k} if k is not None else {}) if has else None,
+                speculative_config_source="observed (/metrics, answers); the rest of the config is unknown")
         found = observed.contradictions(self.plan["method"], asked, seen, self.server.base_url,
                                         override=bool(self.opts.spec_override))
-        if not found or (after_measuring and summary["server_contradictions"]):
+        if not found or (after_measuring and self.summary.server_contradictions):
             return
-        summary["server_contradictions"] = {"found": found, "trusted": self.opts.trust_server,
-                                            "after_measuring": after_measuring}
+        self.summary = self.summary.updated(server_contradictions={
+            "found": found, "trusted": self.opts.trust_server, "after_measuring": after_measuring})
         message = "; ".join(found) + ". Fix: " + observed.fix_for(self.plan["method"], asked, seen)
         if self.opts.trust_server:
             console.print(f"[bold yellow]warning[/]: --trust-server: measuring anyway: {'; '.join(found)}")
             return
         if after_measuring:
-            if summary["error"] is None:
-                summary["error"], summary["error_type"] = message, "ServerContradiction"
+            if self.summary.error is None:
+                self.summary = self.summary.updated(error=message, error_type="ServerContradiction")
             return
         raise ServerContradiction(message)
 
@@ -367,20 +302,28 @@ class MethodRun:
         config, and no figure of it may be read as this method's. No --trust-server here."""
         server = self.server
         assert server is not None   # _check_observed returned without one
-        seen, url = self.summary["server"]["observed"], server.base_url
+        seen, url = self._seen, server.base_url
         found = observed.plan_contradictions(self.plan, seen, url, override=bool(self.opts.spec_override))
         if found:
-            self.summary["server_contradictions"] = {"found": found, "trusted": False, "after_measuring": False}
+            self.summary = self.summary.updated(server_contradictions={"found": found, "trusted": False,
+                                                                       "after_measuring": False})
             raise ServerContradiction("; ".join(found) + f". Nothing was measured. Fix: check {server.log_path} "
                                       "for the config the server started with, and that nothing else serves on "
                                       "its port")
+
+    @property
+    def _seen(self) -> JSON:
+        """What the server's endpoints revealed (start_server records it with the server's facts)."""
+        seen = self.summary.server_facts.observed
+        assert seen is not None, "start_server records what the server revealed"
+        return seen
 
     @property
     def speculative(self) -> bool:
         """Whether answers must carry spec metrics: the plan's on a native server; what the attached server was
         observed to run on the url runtime (the plan's when it revealed nothing)."""
         if self.server is not None and self.server.runtime == Runtime.URL:
-            has = observed.speculative(self.summary["server"].get("observed") or {"metrics": {}})
+            has = observed.speculative(self.summary.server_facts.observed or {"metrics": {}})
             if has is not None:
                 return has
         return self.plan["speculative_config"] is not None
@@ -470,7 +413,10 @@ class MethodRun:
             with events.step(key, method=self.name):
                 yield
         finally:
-            self.summary["timings"][key] = time.monotonic() - t
+            self._time(key, time.monotonic() - t)
+
+    def _time(self, key: str, seconds: float | None) -> None:
+        self.summary = self.summary.updated(timings={**(self.summary.timings or {}), key: seconds})
 
     # --- after the measurements --------------------------------------------------------------------------
 
@@ -483,27 +429,29 @@ class MethodRun:
 
     def stop_server(self) -> None:
         if self.windows is not None:
-            self.summary["windows"] = [w.to_dict() for w in self.windows.records]
+            self.summary = self.summary.updated(windows=[WindowRecord.from_json(w.to_dict())
+                                                         for w in self.windows.records])
         if self.server is None or self.server.runtime != Runtime.NATIVE:
             return
         with events.step("stop server", method=self.name):
             try:
                 stop_native(self.server, timeout=INTERRUPT_GRACE if self.interrupted else 30.0)
             except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
-                self.summary["server"]["stop_problem"] = str(e)
+                self.summary = self.summary.updated(server=self.summary.server_facts.merged({"stop_problem": str(e)}))
                 console.print(f"[bold yellow]warning[/]: {e}")
 
     def observe_answers(self) -> None:
         """What the answers' metrics.speculative_decoding revealed (K, drafts per step <= K), beside what the
         endpoints did; on the url runtime a contradiction only they show fails the run (or is recorded)."""
-        seen = (self.summary.get("server") or {}).get("observed")
-        if seen is None:
+        server = self.summary.server_facts
+        if server.observed is None:
             return
         # staging paths as they are (bundle.path() would create an empty acceptance/ in a bundle never measured)
         files = [self.bundle.staging / layout.WARMUP_RECORDS] + [self.bundle.staging / layout.acceptance_records(t)
                                                                 for t in self.tasks]
         specs = [r["spec"] for path in files for r in read_records(path) if not r["error"]]
-        seen["responses"] = observed.spec_from_responses(specs)
+        seen = {**server.observed, "responses": observed.spec_from_responses(specs)}
+        self.summary = self.summary.updated(server=server.updated(observed=seen))
         self._check_observed(after_measuring=True)
 
     def _host_file(self, name_of) -> Path:
@@ -517,24 +465,25 @@ class MethodRun:
         with events.step("provenance", method=self.name):
             if help_hash is not None and (self.server is None or self.windows is None):
                 help_hash.cancel()  # nothing was measured; do not keep the user waiting for it
-            self.summary["provenance"] = {
-                "help_all": help_hash.result() if help_hash is not None else None,
-                "vllm_client": provenance.client_vllm_version(),
+            self.summary = self.summary.updated(provenance=Provenance.make(
+                help_all=help_hash.result() if help_hash is not None else None,
+                vllm_client=provenance.client_vllm_version(),
                 # whose flag list that is: on the url runtime the local vllm's, not the attached server's
-                "help_all_of": "the vllm that served (started by specstack)" if self.opts.runtime == Runtime.NATIVE
+                help_all_of="the vllm that served (started by specstack)" if self.opts.runtime == Runtime.NATIVE
                 else "the local vllm (the bench client); the attached server's flags are unknown",
                 # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                 # before the collector started; absent for native runs
-                "host": _load(self._host_file(layout.host_record)) or None,
+                host=_load(self._host_file(layout.host_record)) or None,
                 # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
-                "models": model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None}
+                models=model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None))
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
             log = log or self._host_file(layout.host_server_log)
             if log.exists():
                 text = log.read_text(errors="replace")
-                self.summary["server"].update(provenance.log_facts(text))
-                self.summary["server"]["startup"] = startup.phases(text)  # load, compile, warm-up, capture
+                server = self.summary.server_facts.merged(provenance.log_facts(text))
+                # load, compile, warm-up, capture
+                self.summary = self.summary.updated(server=server.merged({"startup": startup.phases(text)}))
                 if log.parent != self.bundle.staging:
                     self.bundle.write_text(layout.SERVER_LOG, text)  # the bundle holds the server log on every path
             self._check_runner()
@@ -542,80 +491,72 @@ class MethodRun:
     def _check_runner(self) -> None:
         """A server whose log shows another model runner than methods.toml pins fails: its comparison would
         also compare runners. --allow-mismatch keeps it (recorded either way)."""
-        server, pinned = self.summary["server"], self.plan.get("model_runner")
-        server["model_runner_pinned"] = pinned
-        ran = server.get("model_runner")
-        if pinned and ran and ran != pinned and self.summary["error"] is None and not self.opts.allow_mismatch:
-            self.summary["error"] = (f"the server ran Model Runner {ran}, methods.toml pins {pinned} "
-                                     "(VLLM_USE_V2_MODEL_RUNNER): its comparison would also compare runners. Check "
-                                     "the server's environment, or rerun with --allow-mismatch to keep it")
+        server, pinned = self.summary.server_facts, self.plan.get("model_runner")
+        self.summary = self.summary.updated(server=server.merged({"model_runner_pinned": pinned}))
+        ran = server.model_runner
+        if pinned and ran and ran != pinned and self.summary.error is None and not self.opts.allow_mismatch:
+            self.summary = self.summary.updated(error=(
+                f"the server ran Model Runner {ran}, methods.toml pins {pinned} (VLLM_USE_V2_MODEL_RUNNER): its "
+                "comparison would also compare runners. Check the server's environment, or rerun with "
+                "--allow-mismatch to keep it"))
 
     def publish(self) -> Path:
         """Verdict, tables and summary into the staged folder, published as `<method>/` only if ok; then
         Prometheus's view is checked in the background."""
-        summary, bundle = self.summary, self.bundle
+        bundle = self.bundle
         check_view = self.measured and self.speculative and self.monitoring.prometheus_url
         if check_view:  # on disk until the check has run: a run stopped before it says so
-            summary["prometheus_view"] = dict(PENDING)
+            self.summary = self.summary.updated(prometheus_view=PrometheusView.from_json(PENDING))
         with events.step("sampler probe", method=self.name):   # the server is stopped: it times nothing of it
             if not self.interrupted:   # an interrupted run's cleanup stays short (INTERRUPT_GRACE)
-                sampler_probe.record(summary, bundle, temperatures=self.opts.temperatures,
-                                     runtime=self.opts.runtime, speculative=self.speculative)
+                self.summary = sampler_probe.record(self.summary, bundle, temperatures=self.opts.temperatures,
+                                                    runtime=self.opts.runtime, speculative=self.speculative)
         with events.step("verdict and bundle", method=self.name):
-            finish(summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo)
+            self.summary = summary = finish(self.summary, self.tasks, bundle, self.opts.allow_mismatch,
+                                            self.opts.temperatures, self.opts.slo)
             bundle.write_text(layout.PACKAGES_FILE, "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
             self.ending.write_traceback(bundle.staging)
-            bundle.write_summary(_named(summary))
-            published = bundle.finalize(summary["status"] == "ok")
-            update_manifest(self.run_dir, methods={self.name: {"status": summary["status"], "dir": published.name,
-                                                               "error": summary["error"]}})
+            self.written = bundle.write_summary(summary)   # its one conversion to JSON
+            published = bundle.finalize(summary.status == "ok")
+            update_manifest(self.run_dir, methods={self.name: {"status": summary.status, "dir": published.name,
+                                                               "error": summary.error}})
         if check_view:
-            self.monitoring.check_view_later(summary, published, self.labels)
+            self.monitoring.check_view_later(summary, published, self.labels, then=self._view_checked)
         return published
+
+    def _view_checked(self, summary: Summary) -> None:
+        """Prometheus's view, checked after publishing, into the summary run_method returned (a sweep's list of
+        summaries holds that dict)."""
+        self.summary = summary
+        self.written.update(summary.to_json())
 
     def publish_failed(self) -> Path | None:
         """publish() broke: the bundle as far as it got, kept as failed (demoted if it was already published), with
         the summary as far as it got; on a disk too full even for that, the staging folder is removed."""
-        summary, bundle = self.summary, self.bundle
-        summary["status"] = "failed"
+        bundle = self.bundle
+        self.summary = summary = self.summary.updated(status="failed")
         folder = bundle.staging if bundle.published is None else bundle.demote()
-        for write in (lambda: self.ending.write_traceback(folder),   # the summary as JSON: its record may be
-                      lambda: atomic_write_json(folder / layout.SUMMARY_FILE, summary)):   # what broke
-            with contextlib.suppress(Exception):
+        for write in (lambda: self.ending.write_traceback(folder), lambda: self._write_summary(folder)):
+            with contextlib.suppress(Exception):   # the summary as JSON: its record may be what broke
                 write()
         try:
             published = folder if bundle.published is not None else bundle.finalize(False)
         except OSError as e:
-            self.ending.record(summary, e)
+            self.summary = self.ending.record(self.summary, e)
             bundle.discard()
             return None
         try:
             update_manifest(self.run_dir, methods={self.name: {"status": "failed", "dir": published.name,
-                                                               "error": summary["error"]}})
+                                                               "error": summary.error}})
         except OSError as e:
-            self.ending.record(summary, e)
+            self.summary = self.ending.record(self.summary, e)
         return published
 
-
-def _named(summary: dict) -> Summary:
-    """The summary as its record: filled in as JSON while the method ran, every key one the record names."""
-    record = Summary.from_json(summary)
-    if record.extra:
-        raise TypeError(f"the summary holds keys results/summary.py does not name: {', '.join(record.extra)}")
-    return record
+    def _write_summary(self, folder: Path) -> None:
+        self.written = self.summary.to_json()
+        atomic_write_json(folder / layout.SUMMARY_FILE, self.written)
 
 
 def _load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _synthetic(plan: dict) -> bool:
-    return (plan["speculative_config"] or {}).get("rejection_sample_method") == "synthetic"
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False

@@ -13,7 +13,7 @@ from specstack.figures import bench_cell
 from specstack.results import layout
 from specstack.results.bundle import MethodBundle
 from specstack.results.records import read_records
-from specstack.results.summary import BenchCell, CrossCheck, PhaseFigures, TaskFigures
+from specstack.results.summary import BenchCell, CrossCheck, PhaseFigures, Summary, TaskFigures
 from specstack.runs import prefix_cache
 
 console = Console(stderr=True)
@@ -107,34 +107,37 @@ def task_figures(name: str, windows: list[dict], bundle: MethodBundle, temperatu
         turns=_turns(windows, name, turn2_inputs or {}, bundle))
 
 
-def finish(summary: dict, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
-           temperatures=(), slo: dict | None = None) -> None:
+def finish(summary: Summary, tasks: dict[str, Task], bundle: MethodBundle, allow_mismatch: bool,
+           temperatures=(), slo: dict | None = None) -> Summary:
     """Per-task figures, then the verdict."""
+    windows = [w.to_json() for w in summary.window_list]   # as measure/windows.py recorded them
     for name in tasks:
-        summary["tasks"][name] = task_figures(name, summary["windows"], bundle, temperatures, slo,
-                                              summary.get("turn2_inputs")).to_json()
-    prefix_cache.add_to_summary(summary, bundle.staging)   # hit rate per window, task, sampled phase, bench cell
-    verdict(summary, allow_mismatch)
+        figures = task_figures(name, windows, bundle, temperatures, slo, summary.turn2_inputs)
+        summary = summary.updated(tasks={**summary.task_figures, name: figures})
+    summary = prefix_cache.add_to_summary(summary, bundle.staging)   # hit rate per window, task, phase, bench cell
+    return verdict(summary, allow_mismatch)
 
 
-def verdict(summary: dict, allow_mismatch: bool) -> None:
+def verdict(summary: Summary, allow_mismatch: bool) -> Summary:
     """The cross-check verdict and the run status: a broken window or a mismatch fails the run."""
-    windows = summary["windows"]
-    mismatches = [dict(window=w["name"], **c) for w in windows for c in w["checks"] if not c["ok"]]
-    broken = [w for w in windows if w["status"] != "ok"]
-    summary["crosscheck"] = CrossCheck.make(ok=not mismatches and not broken,
-                                            checks=sum(len(w["checks"]) for w in windows),
-                                            mismatches=mismatches, allowed=allow_mismatch).to_json()
-    if summary["error"] is None and broken:
-        summary["error"] = "; ".join(f"{w['name']}: {w['status']}: {w['reason']}" for w in broken)
-    if summary["error"] is None and mismatches and not allow_mismatch:
-        summary["error"] = f"{len(mismatches)} cross-check mismatch(es); rerun with --allow-mismatch to keep going"
-    summary["status"] = "failed" if summary["error"] else "ok"
+    windows = summary.window_list
+    mismatches = [dict(window=w.name, **c) for w in windows for c in w.checks or [] if not c["ok"]]
+    broken = [w for w in windows if w.status != "ok"]
+    summary = summary.updated(crosscheck=CrossCheck.make(ok=not mismatches and not broken,
+                                                         checks=sum(len(w.checks or []) for w in windows),
+                                                         mismatches=mismatches, allowed=allow_mismatch))
+    if summary.error is None and broken:
+        summary = summary.updated(error="; ".join(f"{w.name}: {w.status}: {w.reason}" for w in broken))
+    if summary.error is None and mismatches and not allow_mismatch:
+        summary = summary.updated(
+            error=f"{len(mismatches)} cross-check mismatch(es); rerun with --allow-mismatch to keep going")
+    summary = summary.updated(status="failed" if summary.error else "ok")
     for m in mismatches:
-        console.print(f"[bold red]CROSS-CHECK MISMATCH[/] {summary['method']} {m['window']}: {m['name']}: "
+        console.print(f"[bold red]CROSS-CHECK MISMATCH[/] {summary.method} {m['window']}: {m['name']}: "
                       f"responses/bench={m['expected']} counters={m['actual']}. {m['hint']}")
-    if summary["error"]:
-        console.print(f"[bold red]{summary['method']} FAILED[/]: {summary['error']}")
+    if summary.error:
+        console.print(f"[bold red]{summary.method} FAILED[/]: {summary.error}")
+    return summary
 
 
 def _count(values) -> dict:

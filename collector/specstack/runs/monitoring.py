@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -20,7 +21,7 @@ from specstack import events
 from specstack.measure import prometheus_view
 from specstack.measure.exporter import WindowExporter
 from specstack.results.bundle import rewrite_summary
-from specstack.results.summary import Summary
+from specstack.results.summary import PrometheusView, Summary
 
 PENDING = {"status": "pending", "tasks": {}}   # what a run stopped before its check leaves in summary.json
 
@@ -64,20 +65,22 @@ class Monitoring:
                 return False
             time.sleep(min(0.5, self.scrape_seconds / 4))
 
-    def check_view_later(self, summary: dict, folder: Path, labels: dict) -> None:
+    def check_view_later(self, summary: Summary, folder: Path, labels: dict,
+                         then: Callable[[Summary], None] = lambda checked: None) -> None:
         """Check Prometheus's view of a published method's acceptance windows in the background, then write it
-        into its summary (in memory and in `folder`/summary.json, which says PENDING until then) with the PNGs
-        under `folder`/plots/."""
+        into its summary.json in `folder` (which says PENDING until then), with the PNGs under `folder`/plots/,
+        and hand the summary holding it to `then` (the run keeps what it returned up to date)."""
         url = self.prometheus_url
         if not url:
             return
-        windows = list(summary["windows"])
+        windows = [w.to_json() for w in summary.window_list]
 
         def check() -> None:
             with events.step("prometheus view", method=labels.get("method"), deferred=True):
                 view = prometheus_view.bundle_view(url, windows, labels, folder / "plots", self.scrape_seconds)
-                summary["prometheus_view"] = {"status": "checked", **view}
-                rewrite_summary(folder, Summary.from_json(summary))
+                checked = summary.updated(prometheus_view=PrometheusView.from_json({"status": "checked", **view}))
+                rewrite_summary(folder, checked)
+                then(checked)
 
         thread = threading.Thread(target=check, name=f"prometheus-view-{labels.get('method')}", daemon=True)
         thread.start()

@@ -19,6 +19,7 @@ from specstack import interrupts
 from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import FULL, atomic_write_text, unwritable_message
+from specstack.results.summary import Summary
 from specstack.server.runtime import ServerError
 
 EXPECTED = (ServerError, UserError)   # a phase's own failures: the method fails, the sweep goes on
@@ -50,22 +51,20 @@ class Ending:
     def interrupted(self) -> bool:
         return self.interrupt is not None
 
-    def record(self, summary: dict, error: BaseException, *, window_failed: bool = False) -> None:
-        """Put the cause into the summary (its status is derived from "error" when it is published)."""
+    def record(self, summary: Summary, error: BaseException, *, window_failed: bool = False) -> Summary:
+        """The summary with the cause in it (its status is derived from "error" when it is published)."""
         if isinstance(error, KeyboardInterrupt):
             self.interrupt = self.interrupt or error
-            summary["error"], summary["error_type"] = interrupts.reason(error), "Interrupted"
-        elif isinstance(error, EXPECTED):
-            summary["error_type"] = type(error).__name__
-            if not window_failed:   # else the failed windows say why, first cause first (method_summary.finish)
-                summary["error"] = str(error)
-        else:
-            self.unexpected.append(error)
-            text = f"unexpected {describe(error)}"
-            if summary.get("error") is None:
-                summary["error"], summary["error_type"] = text, type(error).__name__
-            else:
-                summary["error"] += f"; then, while finishing: {text}"
+            return summary.updated(error=interrupts.reason(error), error_type="Interrupted")
+        if isinstance(error, EXPECTED):
+            if window_failed:   # the failed windows say why, first cause first (method_summary.finish)
+                return summary.updated(error_type=type(error).__name__)
+            return summary.updated(error_type=type(error).__name__, error=str(error))
+        self.unexpected.append(error)
+        text = f"unexpected {describe(error)}"
+        if summary.error is None:
+            return summary.updated(error=text, error_type=type(error).__name__)
+        return summary.updated(error=f"{summary.error}; then, while finishing: {text}")
 
     def write_traceback(self, folder: Path) -> None:
         """Where each unexpected exception was raised, into the method's folder (staged or published)."""

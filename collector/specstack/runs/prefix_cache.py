@@ -13,6 +13,7 @@ from specstack.errors import UserError
 from specstack.figures.prefix_cache import figures
 from specstack.measure import bench, snapshots
 from specstack.results import layout
+from specstack.results.summary import BenchCell, PhaseFigures, Summary, given
 
 # The first snapshot of a method run: its server's vllm:cache_config_info says whether it caches.
 FIRST_SNAPSHOT = layout.snapshot("warmup", "before")
@@ -32,23 +33,36 @@ def _observed(staging: Path) -> bool | None:
     return {"True": True, "False": False}.get(value) if value is not None else None
 
 
-def add_to_summary(summary: dict, staging: Path) -> None:
+def add_to_summary(summary: Summary, staging: Path) -> Summary:
     """Every window's figures, and per task the acceptance phase's, each sampled phase's and each bench cell's."""
-    by_name = {}
-    for w in summary["windows"]:
-        w["prefix_cache"] = figures((w.get("counters") or {}).get("counters"))
-        by_name[w["name"]] = w["prefix_cache"]
-    summary.setdefault("prefix_caching", {"option": None, "serve_flag": None, "observed": None})
-    summary["prefix_caching"]["observed"] = _observed(staging)
+    windows = [w.updated(prefix_cache=figures((w.counters or {}).get("counters"))) for w in summary.window_list]
+    by_name = {w.name: w.prefix_cache for w in windows}
+    setting = given(summary, "prefix_caching", None) or {"option": None, "serve_flag": None, "observed": None}
+    summary = summary.updated(windows=windows, prefix_caching={**setting, "observed": _observed(staging)})
     unknown = figures(None)
-    for name, task in summary["tasks"].items():
-        task["prefix_cache"] = by_name.get(layout.acceptance_window(name), unknown)
-        for cell in task.get("bench") or []:
-            window = layout.bench_window(layout.bench_cell(cell["file"]) if cell.get("file") else
-                                         bench.cell_name(name, cell["repeat"], concurrency=cell["concurrency"]))
-            cell["prefix_cache"] = by_name.get(window, unknown)
-        for sampled in (task.get("sampled") or {}).values():
-            sampled["prefix_cache"] = by_name.get(layout.sampled_window(name, sampled["temperature"]), unknown)
+    tasks = {}
+    for name, task in summary.task_figures.items():
+        task = task.updated(prefix_cache=by_name.get(layout.acceptance_window(name), unknown))
+        if task.bench:
+            task = task.updated(bench=[cell.updated(prefix_cache=by_name.get(_cell_window(name, cell), unknown))
+                                       for cell in task.bench])
+        if task.sampled:
+            task = task.updated(sampled={t: phase.updated(prefix_cache=by_name.get(_phase_window(name, phase), unknown))
+                                         for t, phase in task.sampled.items()})
+        tasks[name] = task
+    return summary.updated(tasks=tasks) if summary.tasks is not None else summary
+
+
+def _cell_window(task: str, cell: BenchCell) -> str:
+    if cell.file:
+        return layout.bench_window(layout.bench_cell(cell.file))
+    assert cell.repeat is not None, "a bench cell without its file names its repeat"
+    return layout.bench_window(bench.cell_name(task, cell.repeat, concurrency=cell.concurrency))
+
+
+def _phase_window(task: str, phase: PhaseFigures) -> str:
+    assert phase.temperature is not None, "every sampled phase names its temperature (method_summary._sampled)"
+    return layout.sampled_window(task, phase.temperature)
 
 
 def recorded_setting(run_dir: Path) -> bool | None:

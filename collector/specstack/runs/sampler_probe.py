@@ -13,7 +13,7 @@ from __future__ import annotations
 from specstack.config.serving import Runtime
 from specstack.results.bundle import MethodBundle
 from specstack.results.layout import SAMPLER_PROBE_FILE
-from specstack.results.summary import SamplerProbe
+from specstack.results.summary import SamplerProbe, Summary
 
 _cached: dict | None = None   # one probe per process: the installed vLLM does not change within it
 
@@ -29,34 +29,32 @@ def _probe() -> dict:
     return _cached
 
 
-def compact(report: dict, where: str) -> dict:
+def compact(report: dict, where: str) -> SamplerProbe:
     """What the summary keeps (the report's label reads it); the full report is SAMPLER_PROBE_FILE."""
     if report.get("verdict") == "error":
-        return SamplerProbe.make(verdict="error", where=where, error=report["error"]).to_json()
+        return SamplerProbe.make(verdict="error", where=where, error=report["error"])
     return SamplerProbe.make(verdict=report["verdict"], where=where, schema=report["schema"], file=SAMPLER_PROBE_FILE,
                              platform=report["platform"], failing_shapes=report["failing_shapes"],
                              cause=report["cause"], min_power=report["statistics"]["min_power"],
-                             family_alpha=report["statistics"]["family_alpha"]).to_json()
+                             family_alpha=report["statistics"]["family_alpha"])
 
 
-def record(summary: dict, bundle: MethodBundle, *, temperatures, runtime: str, speculative: bool) -> None:
-    """summary["sampler_probe"] for a speculative method with sampled phases; nothing for any other run."""
+def record(summary: Summary, bundle: MethodBundle, *, temperatures, runtime: str, speculative: bool) -> Summary:
+    """The summary with its sampler_probe for a speculative method with sampled phases; as it was for any other run."""
     if not temperatures or not speculative:
-        return
+        return summary
     if runtime != Runtime.NATIVE:
-        summary["sampler_probe"] = SamplerProbe.make(
+        return summary.updated(sampler_probe=SamplerProbe.make(
             verdict="not run", where=runtime,
             reason="the attached server may run another vLLM on another device than this process; run "
-                   "`python3 -m specstack.cli.probe_sampler` where the server runs (in its image) to know").to_json()
-        return
-    if (summary.get("server") or {}).get("model_runner") == "V2":
-        summary["sampler_probe"] = SamplerProbe.make(
+                   "`python3 -m specstack.cli.probe_sampler` where the server runs (in its image) to know"))
+    if summary.server_facts.model_runner == "V2":
+        return summary.updated(sampler_probe=SamplerProbe.make(
             verdict="not run", where=runtime,
             reason="the server ran Model Runner V2, whose rejection sampler (vllm/v1/worker/gpu/spec_decode/"
-                   "rejection_sampler.py) the probe does not drive: it checks V1's (docs/sampler-probe.md)").to_json()
-        return
+                   "rejection_sampler.py) the probe does not drive: it checks V1's (docs/sampler-probe.md)"))
     report = _probe()
     where = "native: the installed vLLM the server ran, on this machine"
     if report.get("verdict") != "error":
         bundle.write_json(SAMPLER_PROBE_FILE, report)
-    summary["sampler_probe"] = compact(report, where)
+    return summary.updated(sampler_probe=compact(report, where))

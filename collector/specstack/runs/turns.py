@@ -92,8 +92,8 @@ class TurnTwo:
             return
         rows = self._rows(name, task, run.bundle.staging / layout.acceptance_records(name))
         left_out = len(task.acceptance) - len(rows)
-        self.inputs[name].update(requests=len(rows), left_out=left_out)
-        run.summary["turn2_inputs"] = self.inputs
+        self.inputs[name] = {**self.inputs[name], "requests": len(rows), "left_out": left_out}
+        run.summary = run.summary.updated(turn2_inputs=dict(self.inputs))
         console.print(f"  acceptance phase: {name} turn 2 ({len(rows)} requests; {left_out} rows without a second "
                       f"turn left out; turn 1 answered by {self.baseline})")
         opts = run.opts
