@@ -69,6 +69,7 @@ test: venv dashboards-check lint
 .PHONY: lint
 lint: venv
 	$(VENV)/bin/ruff check collector tests services grafana
+	$(VENV)/bin/ruff format --check collector tests services grafana
 	$(VENV)/bin/mypy
 
 ## make test-gpu: the tests that need an NVIDIA GPU (marker gpu, tests/gpu): every method on real vLLM CUDA,

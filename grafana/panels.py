@@ -10,6 +10,7 @@ grafanalib emits Grafana-8-era JSON; the gaps that matter for Grafana 11/12 (ins
 small subclass, never in the dashboard definitions; `_schema_shape` then drops the legacy keys and nulls that
 Grafana 12's schema does not define (tests/test_dashboards_schema.py type-checks the JSON against @grafana/schema).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,9 +55,9 @@ class _Target(G.Target):
         data = super().to_json_data()
         data["range"] = self.range
         data["editorMode"] = "code"
-        data.pop("target", None)   # Graphite field
+        data.pop("target", None)  # Graphite field
         data.pop("metric", None)
-        data.pop("step", None)     # legacy; the step comes from the panel and $__interval
+        data.pop("step", None)  # legacy; the step comes from the panel and $__interval
         return data
 
 
@@ -79,17 +80,28 @@ def _refids(targets: list[_Target]) -> list[_Target]:
 
 
 def color_override(name: str, color: str) -> JSON:
-    return {"matcher": {"id": "byName", "options": name},
-            "properties": [{"id": "color", "value": {"fixedColor": color, "mode": "fixed"}}]}
+    return {
+        "matcher": {"id": "byName", "options": name},
+        "properties": [{"id": "color", "value": {"fixedColor": color, "mode": "fixed"}}],
+    }
 
 
 def _unit_override(name: str, unit: str) -> JSON:
     return {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "unit", "value": unit}]}
 
 
-def timeseries(title: str, description: str, targets: list[_Target], *, unit: str = "short",
-               min_value: int | None = 0, max_value: int | None = None, decimals: int | None = None,
-               colors: dict[str, str] | None = None, no_value: str | None = None) -> G.TimeSeries:
+def timeseries(
+    title: str,
+    description: str,
+    targets: list[_Target],
+    *,
+    unit: str = "short",
+    min_value: int | None = 0,
+    max_value: int | None = None,
+    decimals: int | None = None,
+    colors: dict[str, str] | None = None,
+    no_value: str | None = None,
+) -> G.TimeSeries:
     """A time series panel; legend as a table with mean/max/last so overlaid methods can be read off."""
     defaults: JSON = {}
     if no_value is not None:
@@ -122,8 +134,16 @@ def timeseries(title: str, description: str, targets: list[_Target], *, unit: st
     )
 
 
-def stat(title: str, description: str, query: _Target, *, unit: str, decimals: int | None = None,
-         no_value: str = "No data", zero_text: str | None = None) -> G.Stat:
+def stat(
+    title: str,
+    description: str,
+    query: _Target,
+    *,
+    unit: str,
+    decimals: int | None = None,
+    no_value: str = "No data",
+    zero_text: str | None = None,
+) -> G.Stat:
     """A stat tile with the query's last value (instant queries: the value over the selected range)."""
     mappings = _special_mapping(no_value)
     if zero_text:
@@ -147,10 +167,21 @@ def stat(title: str, description: str, query: _Target, *, unit: str, decimals: i
     )
 
 
-def barchart(title: str, description: str, targets: list[_Target], *, unit: str, x_field: str,
-             hide_fields: tuple[str, ...] = ("Time",), matrix: tuple[str, str] | None = None,
-             sort_by: str | None = None, max_value: int | None = None, decimals: int | None = None,
-             colors: dict[str, str] | None = None, no_value: str | None = None) -> G.BarChart:
+def barchart(
+    title: str,
+    description: str,
+    targets: list[_Target],
+    *,
+    unit: str,
+    x_field: str,
+    hide_fields: tuple[str, ...] = ("Time",),
+    matrix: tuple[str, str] | None = None,
+    sort_by: str | None = None,
+    max_value: int | None = None,
+    decimals: int | None = None,
+    colors: dict[str, str] | None = None,
+    no_value: str | None = None,
+) -> G.BarChart:
     """A bar chart of instant table queries, one bar per value of `x_field`.
 
     `matrix=(row_label, column_label)` pivots rows into one bar group per row label and one bar per column
@@ -159,11 +190,11 @@ def barchart(title: str, description: str, targets: list[_Target], *, unit: str,
     transformations: list[JSON] = []
     if matrix:
         row, col = matrix
-        transformations.append({"id": "groupingToMatrix",
-                                "options": {"rowField": row, "columnField": col, "valueField": "Value"}})
+        transformations.append(
+            {"id": "groupingToMatrix", "options": {"rowField": row, "columnField": col, "valueField": "Value"}}
+        )
     else:
-        transformations.append({"id": "organize",
-                                "options": {"excludeByName": {f: True for f in hide_fields}}})
+        transformations.append({"id": "organize", "options": {"excludeByName": {f: True for f in hide_fields}}})
     if sort_by:
         transformations.append({"id": "sortBy", "options": {"sort": [{"field": sort_by, "desc": False}]}})
     defaults: JSON = {"unit": unit, "min": 0}
@@ -193,8 +224,14 @@ def barchart(title: str, description: str, targets: list[_Target], *, unit: str,
     )
 
 
-def table(title: str, description: str, targets: list[_Target], *, label_columns: dict[str, str],
-          value_columns: dict[str, tuple[str, str]]) -> G.Table:
+def table(
+    title: str,
+    description: str,
+    targets: list[_Target],
+    *,
+    label_columns: dict[str, str],
+    value_columns: dict[str, tuple[str, str]],
+) -> G.Table:
     """A table that joins instant table queries on their label columns.
 
     `label_columns` maps a label to its header; `value_columns` maps each query's refId to (header, unit).
@@ -203,11 +240,14 @@ def table(title: str, description: str, targets: list[_Target], *, label_columns
     order = list(label_columns) + list(values)
     transformations = [
         {"id": "merge", "options": {}},
-        {"id": "organize", "options": {
-            "excludeByName": {"Time": True},
-            "indexByName": {name: i for i, name in enumerate(order)},
-            "renameByName": {**label_columns, **values},
-        }},
+        {
+            "id": "organize",
+            "options": {
+                "excludeByName": {"Time": True},
+                "indexByName": {name: i for i, name in enumerate(order)},
+                "renameByName": {**label_columns, **values},
+            },
+        },
         {"id": "sortBy", "options": {"sort": [{"field": next(iter(values.values())), "desc": False}]}},
     ]
     return G.Table(
@@ -246,8 +286,9 @@ class Layout:
         self._line_height = max(self._line_height, h)
 
 
-def query_variable(name: str, label: str, query: str, *, multi: bool = False, include_all: bool = False,
-                   newest_first: bool = False) -> G.Template:
+def query_variable(
+    name: str, label: str, query: str, *, multi: bool = False, include_all: bool = False, newest_first: bool = False
+) -> G.Template:
     """A variable filled from Prometheus, e.g. `label_values(metric, label)`; refreshed on time range change."""
     return G.Template(
         name=name,
@@ -263,8 +304,9 @@ def query_variable(name: str, label: str, query: str, *, multi: bool = False, in
     )
 
 
-def annotation(name: str, expr: str, *, color: str, step: str, title: str, text: str,
-               tag_keys: tuple[str, ...]) -> JSON:
+def annotation(
+    name: str, expr: str, *, color: str, step: str, title: str, text: str, tag_keys: tuple[str, ...]
+) -> JSON:
     """A Prometheus annotation: Grafana turns each series' non-zero points into regions (gaps <= step merge)."""
     return {
         "name": name,
@@ -282,13 +324,32 @@ def annotation(name: str, expr: str, *, color: str, step: str, title: str, text:
 
 def dashboard_links(tag: str) -> list[JSON]:
     """Links to every dashboard carrying `tag`, keeping the time range and variables."""
-    return [{"type": "dashboards", "tags": [tag], "asDropdown": False, "includeVars": True, "keepTime": True,
-             "targetBlank": False, "title": tag, "icon": "external link"}]
+    return [
+        {
+            "type": "dashboards",
+            "tags": [tag],
+            "asDropdown": False,
+            "includeVars": True,
+            "keepTime": True,
+            "targetBlank": False,
+            "title": tag,
+            "icon": "external link",
+        }
+    ]
 
 
-def dashboard(*, uid: str, title: str, description: str, tags: list[str], layout: Layout,
-              variables: list[G.Template], annotations: list[JSON], time_from: str = "now-3h",
-              links: list[JSON] | None = None) -> JSON:
+def dashboard(
+    *,
+    uid: str,
+    title: str,
+    description: str,
+    tags: list[str],
+    layout: Layout,
+    variables: list[G.Template],
+    annotations: list[JSON],
+    time_from: str = "now-3h",
+    links: list[JSON] | None = None,
+) -> JSON:
     """The finished dashboard as plain JSON data (what Grafana's file provisioner reads)."""
     dash = G.Dashboard(
         uid=uid,
@@ -307,13 +368,12 @@ def dashboard(*, uid: str, title: str, description: str, tags: list[str], layout
         editable=True,
     ).auto_panel_ids()
     data = json.loads(json.dumps(dash.to_json_data(), cls=DashboardEncoder))
-    for key in ("rows", "style", "hideControls", "sharedCrosshair"):   # pre-Grafana-5 fields
+    for key in ("rows", "style", "hideControls", "sharedCrosshair"):  # pre-Grafana-5 fields
         data.pop(key, None)
     for var in data["templating"]["list"]:
-        var["definition"] = var["query"]   # what Grafana's variable editor shows
+        var["definition"] = var["query"]  # what Grafana's variable editor shows
         # "All" selected for multi variables; otherwise empty, so Grafana selects the first value on load.
-        var["current"] = ({"selected": True, "text": ["All"], "value": ["$__all"]} if var["includeAll"]
-                          else {})
+        var["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]} if var["includeAll"] else {}
     return _schema_shape(data)
 
 
@@ -328,8 +388,11 @@ def _drop_nulls(value: Any, keep: frozenset[str] = frozenset()) -> Any:
     """The schema has optional keys, not nullable ones: leave unset keys out (threshold steps keep
     their `value: null`, which means "from -infinity")."""
     if isinstance(value, dict):
-        return {k: _drop_nulls(v, frozenset({"value"}) if k == "steps" else frozenset())
-                for k, v in value.items() if v is not None or k in keep}
+        return {
+            k: _drop_nulls(v, frozenset({"value"}) if k == "steps" else frozenset())
+            for k, v in value.items()
+            if v is not None or k in keep
+        }
     if isinstance(value, list):
         return [_drop_nulls(v, keep) for v in value]
     return value
@@ -347,14 +410,14 @@ def _schema_shape(data: JSON) -> JSON:
             continue
         for key in _LEGACY_PANEL_KEYS + (_LEGACY_TABLE_KEYS if panel["type"] == "table" else ()):
             panel.pop(key, None)
-        if panel["type"] == "table" and "mappings" in panel:   # mappings live in the field config now
+        if panel["type"] == "table" and "mappings" in panel:  # mappings live in the field config now
             mappings = panel.pop("mappings")
             if mappings:
                 panel["fieldConfig"]["defaults"]["mappings"] = mappings
     for var in data["templating"]["list"]:
         for key in _LEGACY_VARIABLE_KEYS:
             var.pop(key, None)
-    nulls_kept = {"id": data.get("id")}   # `id: null` asks Grafana to assign one
+    nulls_kept = {"id": data.get("id")}  # `id: null` asks Grafana to assign one
     return {**_drop_nulls(data), **nulls_kept}
 
 

@@ -5,10 +5,11 @@ without drafts give "no data" (shown as "No drafts") instead of NaN or Inf spike
 is kept only where the histogram had observations in the window (histogram_quantile of all-zero buckets is
 NaN). Aggregations always keep `by` (method and run) and so sum over vLLM's `engine` (and `model_name`) labels.
 """
+
 from __future__ import annotations
 
-RATE = "$__rate_interval"   # needs the datasource's timeInterval = scrape interval
-RANGE = "$__range"          # the dashboard's selected time range, for instant "over the range" queries
+RATE = "$__rate_interval"  # needs the datasource's timeInterval = scrape interval
+RANGE = "$__range"  # the dashboard's selected time range, for instant "over the range" queries
 
 
 def _by(labels: str) -> str:

@@ -21,6 +21,7 @@ secret, HF_TOKEN_PATH), and starts the server only once it has returned:
 Standard library + huggingface_hub (which every vLLM image has); exit status 2 with the reason and the fix
 when a model cannot be fetched (gated, no such repo or revision, no network).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,9 +42,30 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 SAFE_INDEX = "model.safetensors.index.json"
 IGNORED_PREFIXES = ("original/",)
 # Never needed to serve: other checkpoint formats, and the pictures of model cards.
-NOT_NEEDED = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.onnx", "*.onnx_data",
-              "*.gguf", "*.ot", "*.tflite", "*.mlmodel", "*.npz", "*.png", "*.jpg", "*.jpeg", "*.gif", "*.webp",
-              "*.svg", "*.pdf", "*.mp4")
+NOT_NEEDED = (
+    "*.safetensors",
+    "*.bin",
+    "*.pt",
+    "*.pth",
+    "*.ckpt",
+    "*.h5",
+    "*.msgpack",
+    "*.onnx",
+    "*.onnx_data",
+    "*.gguf",
+    "*.ot",
+    "*.tflite",
+    "*.mlmodel",
+    "*.npz",
+    "*.png",
+    "*.jpg",
+    "*.jpeg",
+    "*.gif",
+    "*.webp",
+    "*.svg",
+    "*.pdf",
+    "*.mp4",
+)
 
 
 class FetchError(RuntimeError):
@@ -57,17 +79,35 @@ def is_local(model: str) -> bool:
 def model_refs(plan: dict) -> list[dict]:
     """Every checkpoint the server reads: role, model (hub id or folder), revision, code_revision."""
     flags = plan["flags"]
-    refs = [{"role": "target", "model": plan["target"], "revision": flags.get("revision"),
-             "code_revision": flags.get("code-revision")}]
+    refs = [
+        {
+            "role": "target",
+            "model": plan["target"],
+            "revision": flags.get("revision"),
+            "code_revision": flags.get("code-revision"),
+        }
+    ]
     tokenizer = flags.get("tokenizer")
     if tokenizer and tokenizer != plan["target"]:
-        refs.append({"role": "tokenizer", "model": tokenizer, "revision": flags.get("tokenizer-revision"),
-                     "code_revision": None})
+        refs.append(
+            {
+                "role": "tokenizer",
+                "model": tokenizer,
+                "revision": flags.get("tokenizer-revision"),
+                "code_revision": None,
+            }
+        )
     spec = plan.get("speculative_config") or {}
     model = spec.get("model")
     if model and model not in ("ngram", "[ngram]", "ngram_gpu", "suffix"):
-        refs.append({"role": "speculative", "model": model, "revision": spec.get("revision"),
-                     "code_revision": spec.get("code_revision")})
+        refs.append(
+            {
+                "role": "speculative",
+                "model": model,
+                "revision": spec.get("revision"),
+                "code_revision": spec.get("code_revision"),
+            }
+        )
     return refs
 
 
@@ -101,22 +141,28 @@ def human(n: float) -> str:
 def _explain(repo: str, revision: str | None, e: Exception) -> str:
     name = type(e).__name__
     if name == "GatedRepoError" or " 401 " in f" {e} " or "401 Client Error" in str(e):
-        return (f"{repo} is gated or needs a token: accept its licence on https://huggingface.co/{repo} and "
-                "export HF_TOKEN=hf_... in the shell that runs make (it reaches this container as a secret)")
+        return (
+            f"{repo} is gated or needs a token: accept its licence on https://huggingface.co/{repo} and "
+            "export HF_TOKEN=hf_... in the shell that runs make (it reaches this container as a secret)"
+        )
     if name == "RepositoryNotFoundError":
         return f"no repository {repo} on the Hugging Face Hub (or it is private): fix the id in services/methods.toml"
     if name == "RevisionNotFoundError":
-        return (f"{repo} has no revision {revision!r}: fix `revision` in services/methods.toml (a 40-hex commit; "
-                "docs/gpu.md says how to find one)")
+        return (
+            f"{repo} has no revision {revision!r}: fix `revision` in services/methods.toml (a 40-hex commit; "
+            "docs/gpu.md says how to find one)"
+        )
     if name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
-        return (f"{repo} is not in the cache and HF_HUB_OFFLINE is set: unset it once so the model can be "
-                "fetched")
-    return (f"fetching {repo} failed ({name}: {str(e).strip()[:300]}); check the network to huggingface.co "
-            "(or HF_ENDPOINT), then run make again: files already fetched stay in the cache")
+        return f"{repo} is not in the cache and HF_HUB_OFFLINE is set: unset it once so the model can be fetched"
+    return (
+        f"fetching {repo} failed ({name}: {str(e).strip()[:300]}); check the network to huggingface.co "
+        "(or HF_ENDPOINT), then run make again: files already fetched stay in the cache"
+    )
 
 
 def _token():
     from huggingface_hub import get_token
+
     return get_token()  # HF_TOKEN, else the file at HF_TOKEN_PATH (the compose secret); empty = none
 
 
@@ -130,8 +176,9 @@ def fetch_hub(ref: dict, *, out=sys.stdout) -> dict:
     try:
         if offline:
             path = snapshot_download(repo, revision=revision, local_files_only=True)
-            print(f"fetch: {ref['role']} {repo}: HF_HUB_OFFLINE is set; the cache has it ({path})", file=out,
-                  flush=True)
+            print(
+                f"fetch: {ref['role']} {repo}: HF_HUB_OFFLINE is set; the cache has it ({path})", file=out, flush=True
+            )
             return {"model": repo, "snapshot": Path(path).name, "path": path, "bytes": None}
         token = _token()
         info = HfApi(token=token).model_info(repo, revision=revision, files_metadata=True)
@@ -143,10 +190,17 @@ def fetch_hub(ref: dict, *, out=sys.stdout) -> dict:
         files = select_files(list(sizes), weight_map)
         total = sum(sizes[f] for f in files)
         cached = sum(sizes[f] for f in files if isinstance(try_to_load_from_cache(repo, f, revision=info.sha), str))
-        pinned = "pinned" if revision and revision == info.sha else \
-            f"NOT PINNED: {revision or 'main'} is {info.sha} today (services/methods.toml, docs/gpu.md)"
-        print(f"fetch: {ref['role']} {repo} @ {info.sha} ({pinned}): {len(files)} files, {human(total)}"
-              f"{f', {human(cached)} already in the cache' if cached else ''}", file=out, flush=True)
+        pinned = (
+            "pinned"
+            if revision and revision == info.sha
+            else f"NOT PINNED: {revision or 'main'} is {info.sha} today (services/methods.toml, docs/gpu.md)"
+        )
+        print(
+            f"fetch: {ref['role']} {repo} @ {info.sha} ({pinned}): {len(files)} files, {human(total)}"
+            f"{f', {human(cached)} already in the cache' if cached else ''}",
+            file=out,
+            flush=True,
+        )
         # The revision as asked (None = main): the cache then maps it to the commit (refs/), as vLLM's own
         # lookups and the pre-flight's expect.
         path = snapshot_download(repo, revision=revision, allow_patterns=files, token=token)
@@ -165,13 +219,20 @@ def fetch(plan: dict, *, out=sys.stdout) -> list[dict]:
         if is_local(ref["model"]):
             where = Path(ref["model"]).expanduser()
             state = "" if where.is_dir() else " (not there: pre-flight says what to do)"
-            print(f"fetch: {ref['role']} {ref['model']} is a local folder{state}: nothing to download",
-                  file=out, flush=True)
+            print(
+                f"fetch: {ref['role']} {ref['model']} is a local folder{state}: nothing to download",
+                file=out,
+                flush=True,
+            )
             continue
         fetched.append(fetch_hub(ref, out=out))
     if not fetched:
-        print(f"fetch: {plan['method']} ({plan['model_set']}) reads local folders only: no download, "
-              "the network is not used", file=out, flush=True)
+        print(
+            f"fetch: {plan['method']} ({plan['model_set']}) reads local folders only: no download, "
+            "the network is not used",
+            file=out,
+            flush=True,
+        )
     return fetched
 
 
@@ -188,8 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         method = serve_args.resolve_method(cfg, a.method)
         if serve_args.SPEC_KEY not in cfg["methods"][method]:
             override = None  # K applies to speculative methods only (as make passes it)
-        plan = serve_args.build(method, model_set_name=a.model_set, platform=a.platform, spec_override=override,
-                                cfg=cfg)
+        plan = serve_args.build(
+            method, model_set_name=a.model_set, platform=a.platform, spec_override=override, cfg=cfg
+        )
         fetch(plan)
     except (serve_args.MethodError, json.JSONDecodeError) as e:
         print(f"fetch: {e}", file=sys.stderr)

@@ -10,6 +10,7 @@ passes to every server; `specstack ... --prefix-caching` natively) sets [common]
 anything else is merged, so no method can differ from another in it.
 Standard library only: it runs inside the stock vllm/vllm-openai image.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,8 +85,9 @@ def model_set(cfg: dict, name: str, models_dir: str | os.PathLike | None = None)
 
 
 def is_commit(revision) -> bool:
-    return (isinstance(revision, str) and len(revision) == COMMIT_LENGTH
-            and all(c in "0123456789abcdef" for c in revision))
+    return (
+        isinstance(revision, str) and len(revision) == COMMIT_LENGTH and all(c in "0123456789abcdef" for c in revision)
+    )
 
 
 def model_revisions(cfg: dict, name: str) -> dict[str, str]:
@@ -94,12 +96,16 @@ def model_revisions(cfg: dict, name: str) -> dict[str, str]:
     models = {k for k, v in cfg["model_sets"][name].items() if not isinstance(v, dict)}
     for key, rev in table.items():
         if key not in models:
-            raise MethodError(f"[model_sets.{name}.{REVISIONS_KEY}] pins {key!r}, which model set {name!r} does "
-                              f"not name (its models: {', '.join(sorted(models))})")
+            raise MethodError(
+                f"[model_sets.{name}.{REVISIONS_KEY}] pins {key!r}, which model set {name!r} does "
+                f"not name (its models: {', '.join(sorted(models))})"
+            )
         if not is_commit(rev):
-            raise MethodError(f"[model_sets.{name}.{REVISIONS_KEY}] {key} = {rev!r} is not a commit: give the "
-                              "40-hex commit id of the model's hub repository (docs/gpu.md, 'Model revisions'), "
-                              "never a branch or tag, which can move")
+            raise MethodError(
+                f"[model_sets.{name}.{REVISIONS_KEY}] {key} = {rev!r} is not a commit: give the "
+                "40-hex commit id of the model's hub repository (docs/gpu.md, 'Model revisions'), "
+                "never a branch or tag, which can move"
+            )
     return dict(table)
 
 
@@ -123,43 +129,58 @@ def _pin(table: dict, models: dict[str, str], revisions: dict[str, str], target_
 
 
 def prefix_caching_value(text: str | None) -> bool | None:
-    """"1" -> on, "0" -> off, "" or None -> as methods.toml's [common] says."""
+    """ "1" -> on, "0" -> off, "" or None -> as methods.toml's [common] says."""
     value = (text or "").strip()
     if value not in PREFIX_CACHING_VALUES:
-        raise MethodError(f"{PREFIX_CACHING_ENV} (make PREFIX_CACHING=) must be 1 (prefix caching on for every "
-                          f"method), 0 (off) or empty (methods.toml's [common]), got {text!r}")
+        raise MethodError(
+            f"{PREFIX_CACHING_ENV} (make PREFIX_CACHING=) must be 1 (prefix caching on for every "
+            f"method), 0 (off) or empty (methods.toml's [common]), got {text!r}"
+        )
     return PREFIX_CACHING_VALUES[value]
 
 
 def _common(cfg: dict, method: str, platform: str, prefix_caching: bool | None) -> dict:
     """[common], with the prefix-caching override applied; refuses a method or platform that sets the key
     itself (caching must be alike for every method of a comparison)."""
-    for where, table in ((f"[methods.{method}.flags]", cfg["methods"][method].get("flags", {})),
-                         (f"[platforms.{platform}]", cfg["platforms"][platform])):
+    for where, table in (
+        (f"[methods.{method}.flags]", cfg["methods"][method].get("flags", {})),
+        (f"[platforms.{platform}]", cfg["platforms"][platform]),
+    ):
         if PREFIX_CACHING_KEY in table:
-            raise MethodError(f"{where} sets {PREFIX_CACHING_KEY}: it belongs in [common] only, so every method "
-                              "caches alike (turn it on for a whole run with --prefix-caching)")
+            raise MethodError(
+                f"{where} sets {PREFIX_CACHING_KEY}: it belongs in [common] only, so every method "
+                "caches alike (turn it on for a whole run with --prefix-caching)"
+            )
     common = dict(cfg["common"])
     if prefix_caching is not None:
         common[PREFIX_CACHING_KEY] = prefix_caching
     return common
 
 
-def speculative_config(cfg: dict, method: str, models: dict[str, str],
-                       spec_override: dict | None = None) -> dict | None:
+def speculative_config(
+    cfg: dict, method: str, models: dict[str, str], spec_override: dict | None = None
+) -> dict | None:
     entry = cfg["methods"][method]
     spec = copy.deepcopy(entry.get(SPEC_KEY))
     if spec_override:
         if spec is None:
-            raise MethodError(f"method {method!r} has no speculative config to override "
-                              f"(the baseline runs plain decode)")
+            raise MethodError(
+                f"method {method!r} has no speculative config to override (the baseline runs plain decode)"
+            )
         spec.update(spec_override)
     return _substitute(spec, models) if spec is not None else None
 
 
-def flags(cfg: dict, method: str, *, platform: str = "gpu-native",
-          extra: dict | None = None, spec_override: dict | None = None,
-          models: dict[str, str], prefix_caching: bool | None = None) -> dict:
+def flags(
+    cfg: dict,
+    method: str,
+    *,
+    platform: str = "gpu-native",
+    extra: dict | None = None,
+    spec_override: dict | None = None,
+    models: dict[str, str],
+    prefix_caching: bool | None = None,
+) -> dict:
     """The merged flag table of a method, before rendering (common < spec common < method < platform < extra);
     `prefix_caching` (None: as methods.toml) overrides [common] enable-prefix-caching."""
     method = resolve_method(cfg, method)
@@ -176,8 +197,10 @@ def flags(cfg: dict, method: str, *, platform: str = "gpu-native",
     if spec is not None:
         merged[SPEC_KEY] = spec
     if spec is None and merged.get("per-request-spec-decode-metrics", "none") != "none":
-        raise MethodError("--per-request-spec-decode-metrics needs a speculative config; vLLM 0.32.0 refuses "
-                          f"to start method {method!r} with it. Remove it for plain-decode methods.")
+        raise MethodError(
+            "--per-request-spec-decode-metrics needs a speculative config; vLLM 0.32.0 refuses "
+            f"to start method {method!r} with it. Remove it for plain-decode methods."
+        )
     return merged
 
 
@@ -209,6 +232,7 @@ def models_needed(entry: dict) -> list[str]:
         elif isinstance(value, list):
             for v in value:
                 walk(v)
+
     walk(entry.get(SPEC_KEY))
     return keys
 
@@ -221,23 +245,33 @@ def check_models(cfg: dict, method: str, set_name: str, models: dict[str, str] |
     for key in models_needed(cfg["methods"][method]):
         if key not in models:
             having = [n for n, t in cfg["model_sets"].items() if key in t and not isinstance(t[key], dict)]
-            raise MethodError(f"model set {set_name!r} has no {key!r} model, which method {method!r} needs; the model "
-                              f"sets that have one: {', '.join(having) or 'none'} (--model-set)")
+            raise MethodError(
+                f"model set {set_name!r} has no {key!r} model, which method {method!r} needs; the model "
+                f"sets that have one: {', '.join(having) or 'none'} (--model-set)"
+            )
 
 
 def _pinned_runner(env: dict[str, str]) -> str | None:
     if RUNNER_ENV not in env:
         return None
     if env[RUNNER_ENV] not in RUNNERS:
-        raise MethodError(f"{RUNNER_ENV}={env[RUNNER_ENV]!r} in methods.toml: vLLM reads only \"0\" (V1) "
-                          "or \"1\" (V2); set one of them")
+        raise MethodError(
+            f'{RUNNER_ENV}={env[RUNNER_ENV]!r} in methods.toml: vLLM reads only "0" (V1) or "1" (V2); set one of them'
+        )
     return RUNNERS[env[RUNNER_ENV]]
 
 
-def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-native",
-          models_dir: str | None = None, extra: dict | None = None,
-          spec_override: dict | None = None, cfg: dict | None = None,
-          prefix_caching: bool | None = None) -> dict:
+def build(
+    method: str,
+    *,
+    model_set_name: str = "default",
+    platform: str = "gpu-native",
+    models_dir: str | None = None,
+    extra: dict | None = None,
+    spec_override: dict | None = None,
+    cfg: dict | None = None,
+    prefix_caching: bool | None = None,
+) -> dict:
     """Everything needed to start one method: argv after `vllm serve`, env, and what it serves.
     `prefix_caching`: True/False sets enable-prefix-caching for this method as for every other; None keeps
     methods.toml's [common]."""
@@ -247,8 +281,15 @@ def build(method: str, *, model_set_name: str = "default", platform: str = "gpu-
     entry = cfg["methods"][method]
     target_key = entry.get("target", "target")
     check_models(cfg, method, model_set_name, models)
-    table = flags(cfg, method, platform=platform, extra=extra, spec_override=spec_override, models=models,
-                  prefix_caching=prefix_caching)
+    table = flags(
+        cfg,
+        method,
+        platform=platform,
+        extra=extra,
+        spec_override=spec_override,
+        models=models,
+        prefix_caching=prefix_caching,
+    )
     _pin(table, models, model_revisions(cfg, model_set_name), target_key)
     env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
     return {
@@ -272,15 +313,28 @@ def parser() -> argparse.ArgumentParser:
     """The container entrypoint's command line (compose.yaml: `serve_args.py --exec`)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", required=True, help="a [methods] table of methods.toml (e.g. baseline, suffix)")
-    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
-                   help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET, else default)")
-    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
-                   help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM, else gpu-native)")
-    p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
-                   help="JSON merged into the method's speculative config")
-    p.add_argument("--prefix-caching", choices=list(PREFIX_CACHING_VALUES), default=None,
-                   help=f"1: enable-prefix-caching for every method, 0: off, empty: as [common] says "
-                        f"(default: ${PREFIX_CACHING_ENV})")
+    p.add_argument(
+        "--model-set",
+        default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
+        help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET, else default)",
+    )
+    p.add_argument(
+        "--platform",
+        default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
+        help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM, else gpu-native)",
+    )
+    p.add_argument(
+        "--spec-override",
+        default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
+        help="JSON merged into the method's speculative config",
+    )
+    p.add_argument(
+        "--prefix-caching",
+        choices=list(PREFIX_CACHING_VALUES),
+        default=None,
+        help=f"1: enable-prefix-caching for every method, 0: off, empty: as [common] says "
+        f"(default: ${PREFIX_CACHING_ENV})",
+    )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--print", action="store_true", help="print the plan as JSON")
     mode.add_argument("--exec", action="store_true", help="replace this process with `vllm serve ...`")
@@ -291,10 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     try:
         override = json.loads(a.spec_override) if a.spec_override else None
-        caching = prefix_caching_value(a.prefix_caching if a.prefix_caching is not None
-                                       else os.environ.get(PREFIX_CACHING_ENV))
-        plan = build(a.method, model_set_name=a.model_set, platform=a.platform, spec_override=override,
-                     prefix_caching=caching)
+        caching = prefix_caching_value(
+            a.prefix_caching if a.prefix_caching is not None else os.environ.get(PREFIX_CACHING_ENV)
+        )
+        plan = build(
+            a.method, model_set_name=a.model_set, platform=a.platform, spec_override=override, prefix_caching=caching
+        )
     except (MethodError, json.JSONDecodeError) as e:
         print(f"serve_args: {e}", file=sys.stderr)
         return 2

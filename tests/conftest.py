@@ -1,6 +1,7 @@
 """Fixtures shared by every test folder, the rule that every test declares its kind (a marker of
 pyproject.toml: unit, config, integration, compose) so that `pytest -m unit` is exactly the fast set, and how
 `make test` splits the suite over parallel workers (pytest-xdist: whole groups per worker)."""
+
 from __future__ import annotations
 
 import ast
@@ -61,9 +62,12 @@ def worker_group(nodeid: str, shared: set[str]) -> str:
 def files_starting_servers() -> set[str]:
     """The test files (relative to the repository) of a kind that starts real servers (integration, compose), read
     from their source like files_sharing_a_session_sweep."""
-    return {str(path.relative_to(REPO)) for path in TESTS.rglob("test_*.py")
-            if "node_modules" not in path.parts
-            and any(f"pytest.mark.{kind}" in path.read_text() for kind in ("integration", "compose"))}
+    return {
+        str(path.relative_to(REPO))
+        for path in TESTS.rglob("test_*.py")
+        if "node_modules" not in path.parts
+        and any(f"pytest.mark.{kind}" in path.read_text() for kind in ("integration", "compose"))
+    }
 
 
 def queue_order(groups: dict[str, int], heavy: set[str]) -> list[str]:
@@ -74,7 +78,7 @@ def queue_order(groups: dict[str, int], heavy: set[str]) -> list[str]:
     return sorted(groups, key=lambda g: (lead.get(g, 2), g not in heavy, -groups[g], g))
 
 
-@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook; a venv without it never calls this
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook; a venv without it never calls this
 def pytest_xdist_make_scheduler(config, log):
     """Whole groups per worker (worker_group), longest first (queue_order). Not --dist loadgroup: pytest-xdist
     3.8.0 marks a group by editing the node id, which pytest 9.2 ignores (pytest-xdist#1386), so the groups would
@@ -90,13 +94,13 @@ def pytest_xdist_make_scheduler(config, log):
             return worker_group(nodeid, shared)
 
         def _assign_work_unit(self, node) -> None:
-            if not self.ordered:   # the first assignment: the queue is complete
+            if not self.ordered:  # the first assignment: the queue is complete
                 self.ordered = True
                 queue = dict(self.workqueue)
                 self.workqueue.clear()
-                self.workqueue.update((g, queue[g]) for g in queue_order({g: len(t) for g, t in queue.items()},
-                                                                          heavy))
+                self.workqueue.update((g, queue[g]) for g in queue_order({g: len(t) for g, t in queue.items()}, heavy))
             super()._assign_work_unit(node)
+
     return GroupScheduling(config, log)
 
 
@@ -108,8 +112,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(default)
             continue
         if len(kinds) != 1:
-            raise pytest.UsageError(f"{item.nodeid}: declares kinds {sorted(kinds) or 'none'}; give it exactly one "
-                                    f"of {', '.join(KINDS)} (pytestmark = pytest.mark.unit, or a decorator)")
+            raise pytest.UsageError(
+                f"{item.nodeid}: declares kinds {sorted(kinds) or 'none'}; give it exactly one "
+                f"of {', '.join(KINDS)} (pytestmark = pytest.mark.unit, or a decorator)"
+            )
 
 
 @pytest.fixture(scope="session")
@@ -119,7 +125,7 @@ def models_dir() -> Path:
     folder = Path(os.environ.get("SPECSTACK_TEST_MODELS", REPO / ".specstack" / "test-models"))
     folder.mkdir(parents=True, exist_ok=True)
     lock = os.open(folder, os.O_RDONLY)
-    try:   # parallel workers: one builds, the other waits and then finds the stamps
+    try:  # parallel workers: one builds, the other waits and then finds the stamps
         fcntl.flock(lock, fcntl.LOCK_EX)
         tiny_models.build_all(folder)
     finally:

@@ -1,6 +1,7 @@
 """What tests share: loopback ports, the real Prometheus (one launcher: selfbench/prometheus.py, also used by the
 harness benchmarks), the `specstack` command line run in-process, and reading JSONL. A missing Prometheus fails the test with the install command; it is
 never skipped (a skip would stand in for a component the test exists to exercise)."""
+
 from __future__ import annotations
 
 import fcntl
@@ -17,8 +18,18 @@ import pytest
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
 
-__all__ = ["REPO", "SCRAPE_SECONDS", "HttpStandIn", "Prometheus", "Result", "binary", "free_port", "npm_installed",
-           "read_jsonl", "run_main"]
+__all__ = [
+    "REPO",
+    "SCRAPE_SECONDS",
+    "HttpStandIn",
+    "Prometheus",
+    "Result",
+    "binary",
+    "free_port",
+    "npm_installed",
+    "read_jsonl",
+    "run_main",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 1.0  # the integration tests scrape every second; the shipped config says 5 s
@@ -36,8 +47,16 @@ class Prometheus(_prometheus.Prometheus):
     exporter on a loopback port, and the vLLM target file in a temporary folder (the collector writes it, as
     make does for the containers); or any `config` given."""
 
-    def __init__(self, workdir: Path, targets_dir: Path | None = None, windows_port: int | None = None, *,
-                 config: dict | None = None, tsdb: Path | None = None, retention: str = "1d"):
+    def __init__(
+        self,
+        workdir: Path,
+        targets_dir: Path | None = None,
+        windows_port: int | None = None,
+        *,
+        config: dict | None = None,
+        tsdb: Path | None = None,
+        retention: str = "1d",
+    ):
         binary("prometheus")
         self.targets_dir, self.windows_port = targets_dir, windows_port
         if config is None:
@@ -64,6 +83,7 @@ def _all_target_files(job: dict, targets_dir: Path) -> dict:
 @dataclass
 class Result:
     """What a `specstack` command left: its exit code, stdout and stderr."""
+
     code: int
     out: str
     err: str
@@ -77,6 +97,7 @@ def run_main(capsys, argv: list) -> Result:
     """`specstack <argv>` in-process through specstack.cli.main (the script's entry point), so argparse's exits,
     printed messages and exit codes are the user's."""
     from specstack.cli.main import main  # here, not at the top: tests that only need a port stay light
+
     try:
         code = main([str(a) for a in argv])
     except SystemExit as e:  # argparse's own errors
@@ -96,6 +117,7 @@ class HttpStandIn:
     def __init__(self, handler):
         import http.server
         import threading
+
         quiet = type(handler.__name__, (handler,), {"log_message": lambda self, *args: None})
         self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), quiet)
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
@@ -116,11 +138,12 @@ def npm_installed(folder: Path) -> str:
         pytest.fail("node and npm are needed for the schema checks of npm packages: apt-get install nodejs npm")
     stamp = folder / "node_modules" / ".specstack-lock.sha256"
     lock_hash = hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
-    with open(folder / "package-lock.json", "rb") as held:   # parallel workers: one npm ci at a time per folder
+    with open(folder / "package-lock.json", "rb") as held:  # parallel workers: one npm ci at a time per folder
         fcntl.flock(held, fcntl.LOCK_EX)
         if not stamp.is_file() or stamp.read_text().strip() != lock_hash:
-            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=folder,
-                                  capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True, text=True, timeout=600
+            )
             assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stdout}\n{proc.stderr}"
             stamp.write_text(lock_hash + "\n")
     return node

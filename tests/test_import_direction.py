@@ -3,6 +3,7 @@ of runs/, report/, compare/ or pipeline/; report/ and compare/ never import runs
 compare/; only cli/ imports pipeline/ (the one folder above both sides); compare/ uses no private name of
 report/. Read from the source with `ast` (every import: module level, inside a function, under TYPE_CHECKING,
 relative), so a violation fails here naming its file and line."""
+
 from __future__ import annotations
 
 import ast
@@ -32,9 +33,9 @@ ALLOWED: set[tuple[str, str]] = set()
 
 @dataclass(frozen=True)
 class Violation:
-    file: str       # relative to the package's parent: specstack/runs/sweep.py
+    file: str  # relative to the package's parent: specstack/runs/sweep.py
     line: int
-    target: str     # the module (or module.name) imported
+    target: str  # the module (or module.name) imported
     rule: str
 
     def __str__(self) -> str:
@@ -53,7 +54,7 @@ def _imported(node: ast.AST, here: list[str], is_package: bool) -> list[tuple[st
     if isinstance(node, ast.ImportFrom):
         if node.level:
             base = here if is_package else here[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             module = ".".join(base + ([node.module] if node.module else []))
         else:
             module = node.module or ""
@@ -77,28 +78,44 @@ def violations(root: Path = PACKAGE) -> list[Violation]:
         forbidden = FORBIDDEN.get(folder, set()) | {f for f, users in ONLY_FROM.items() if folder not in users}
         tree = ast.parse(path.read_text(), filename=str(path))
         private_of = NO_PRIVATE.get(folder)
-        bound: set[str] = set()   # local names bound to a module of the folder whose private names are off limits
+        bound: set[str] = set()  # local names bound to a module of the folder whose private names are off limits
         for node in ast.walk(tree):
             for module, name in _imported(node, here, path.name == "__init__.py"):
                 # `from specstack import runs` imports the folder itself
                 target = f"{module}.{name}" if name and module == package else module
                 to = _folder(target, package)
                 if to in forbidden:
-                    found.append(Violation(rel, node.lineno, f"{module}.{name}" if name else module,
-                                           f"{folder}/ must not import {to}/"))
+                    found.append(
+                        Violation(
+                            rel, node.lineno, f"{module}.{name}" if name else module, f"{folder}/ must not import {to}/"
+                        )
+                    )
                 if private_of and to == private_of:
                     dotted = f"{module}.{name}" if name else module
                     if any(p.startswith("_") and p != "__future__" for p in dotted.split(".")[2:]):
-                        found.append(Violation(rel, node.lineno, dotted,
-                                               f"{folder}/ must not use a private name of {private_of}/"))
+                        found.append(
+                            Violation(
+                                rel, node.lineno, dotted, f"{folder}/ must not use a private name of {private_of}/"
+                            )
+                        )
                     if isinstance(node, ast.ImportFrom):
                         bound.update(a.asname or a.name for a in node.names)
         if private_of:
             for node in ast.walk(tree):
-                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                        and node.value.id in bound and node.attr.startswith("_"):
-                    found.append(Violation(rel, node.lineno, f"{node.value.id}.{node.attr}",
-                                           f"{folder}/ must not use a private name of {private_of}/"))
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in bound
+                    and node.attr.startswith("_")
+                ):
+                    found.append(
+                        Violation(
+                            rel,
+                            node.lineno,
+                            f"{node.value.id}.{node.attr}",
+                            f"{folder}/ must not use a private name of {private_of}/",
+                        )
+                    )
     return found
 
 
@@ -122,17 +139,21 @@ def test_the_walker_finds_every_form_of_import(tmp_path):
         "compare/d.py": "from specstack import runs\nfrom specstack.report.speed import _load\n",
         "compare/e.py": "from specstack.report import speed\nx = speed._load()\n",
         "runs/f.py": "from specstack.compare.build import compare\n",
-        "runs/g.py": "from specstack.results import layout\nfrom specstack.figures import stats\n",   # allowed
+        "runs/g.py": "from specstack.results import layout\nfrom specstack.figures import stats\n",  # allowed
         "measure/h.py": "from specstack.pipeline.sweep import sweep\n",
-        "cli/i.py": "from specstack.pipeline.sweep import sweep\nfrom specstack.report import build\n",   # allowed
+        "cli/i.py": "from specstack.pipeline.sweep import sweep\nfrom specstack.report import build\n",  # allowed
     }
     for name, text in files.items():
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
     got = sorted(f"{v.file}:{v.line} {v.target}" for v in violations(pkg))
-    assert got == ["specstack/compare/d.py:1 specstack.runs", "specstack/compare/d.py:2 specstack.report.speed._load",
-                   "specstack/compare/e.py:2 speed._load", "specstack/figures/a.py:1 specstack.runs.sweep",
-                   "specstack/measure/h.py:1 specstack.pipeline.sweep.sweep",
-                   "specstack/report/c.py:3 specstack.runs.options.Options",
-                   "specstack/results/b.py:2 specstack.report.build",
-                   "specstack/runs/f.py:1 specstack.compare.build.compare"]
+    assert got == [
+        "specstack/compare/d.py:1 specstack.runs",
+        "specstack/compare/d.py:2 specstack.report.speed._load",
+        "specstack/compare/e.py:2 speed._load",
+        "specstack/figures/a.py:1 specstack.runs.sweep",
+        "specstack/measure/h.py:1 specstack.pipeline.sweep.sweep",
+        "specstack/report/c.py:3 specstack.runs.options.Options",
+        "specstack/results/b.py:2 specstack.report.build",
+        "specstack/runs/f.py:1 specstack.compare.build.compare",
+    ]

@@ -1,5 +1,6 @@
 """The machine a benchmark ran on and its load: every figure is printed next to the load average, since other
 work on a shared host moves the figures far more than the harness does."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,16 +20,22 @@ def load_now() -> list[float]:
 
 def machine() -> dict:
     import psutil
+
     model = None
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    return {"cpu_model": model or platform.processor() or platform.machine(),
-            "logical_cores": psutil.cpu_count(logical=True), "physical_cores": psutil.cpu_count(logical=False),
-            "memory_gib": round(psutil.virtual_memory().total / 2 ** 30, 1), "platform": platform.platform(),
-            "python": platform.python_version(), "vllm": client_vllm_version()}
+    return {
+        "cpu_model": model or platform.processor() or platform.machine(),
+        "logical_cores": psutil.cpu_count(logical=True),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "vllm": client_vllm_version(),
+    }
 
 
 def wait_for_low_load(max_load: float | None, max_wait: float, say: Callable[[str], None]) -> list[float]:
@@ -44,7 +51,12 @@ def wait_for_low_load(max_load: float | None, max_wait: float, say: Callable[[st
 
 def say(tool: str) -> Callable[[str], None]:
     """A progress printer for stderr: `[tool HH:MM:SS load 1m 5m 15m] text`."""
+
     def _say(text: str) -> None:
-        print(f"[{tool} {time.strftime('%H:%M:%S')} load {' '.join(f'{x:.2f}' for x in os.getloadavg())}] "
-              f"{text}", file=sys.stderr, flush=True)
+        print(
+            f"[{tool} {time.strftime('%H:%M:%S')} load {' '.join(f'{x:.2f}' for x in os.getloadavg())}] {text}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     return _say

@@ -1,6 +1,7 @@
 """Where a method run's time and CPU go, read from the events the run emits (specstack.events): its named steps,
 each window's snapshots and measured interval. Nothing in the product is wrapped or replaced: the probe is a
 listener, so a renamed step shows up as a missing figure here, and a new one as unattributed time."""
+
 from __future__ import annotations
 
 import os
@@ -22,6 +23,7 @@ def process_cpu(pid: int | None) -> float | None:
     if pid is None:
         return None
     import psutil
+
     t = psutil.Process(pid).cpu_times()
     return t.user + t.system
 
@@ -31,22 +33,22 @@ class Step:
     name: str
     seconds: float
     cpu: float
-    end: float                      # time.monotonic() when it ended
+    end: float  # time.monotonic() when it ended
     method: str | None = None
-    deferred: bool = False          # ran in the background, off the method's path
+    deferred: bool = False  # ran in the background, off the method's path
 
 
 @dataclass
 class BenchWindow:
     name: str
-    seconds: float = 0.0            # the measured interval (window.open -> window.close)
-    prom_cpu: float | None = None   # Prometheus's CPU in that interval
-    api_cpu: float | None = None    # the vLLM API server's
-    duration: float | None = None   # bench's own timed duration
+    seconds: float = 0.0  # the measured interval (window.open -> window.close)
+    prom_cpu: float | None = None  # Prometheus's CPU in that interval
+    api_cpu: float | None = None  # the vLLM API server's
+    duration: float | None = None  # bench's own timed duration
     output_throughput: float | None = None
     error: str | None = None
     load: float | None = None
-    snapshot_cpu: float = 0.0       # the collector's CPU for the window's two snapshots (its edges)
+    snapshot_cpu: float = 0.0  # the collector's CPU for the window's two snapshots (its edges)
     snapshot_wall: float = 0.0
     snapshot_fetches: int = 0
 
@@ -54,7 +56,8 @@ class BenchWindow:
 @dataclass
 class RunProbe:
     """An events listener for one measured run: `with events.listening(probe): run_method(...)`."""
-    prometheus_cpu: Callable[[], float] | None = None   # callable returning Prometheus's CPU seconds, or None
+
+    prometheus_cpu: Callable[[], float] | None = None  # callable returning Prometheus's CPU seconds, or None
     steps: list[Step] = field(default_factory=list)
     windows: dict[str, BenchWindow] = field(default_factory=dict)
     snapshots: list[dict] = field(default_factory=list)
@@ -80,8 +83,12 @@ class RunProbe:
 
     def _window_open(self, f: dict) -> None:
         if f["phase"] == "bench":
-            self._open[f["name"]] = (time.perf_counter(), self._prom(), process_cpu(self.server_pid),
-                                     os.getloadavg()[0])
+            self._open[f["name"]] = (
+                time.perf_counter(),
+                self._prom(),
+                process_cpu(self.server_pid),
+                os.getloadavg()[0],
+            )
 
     def _window_close(self, f: dict) -> None:
         if f["name"] not in self._open:
@@ -90,16 +97,23 @@ class RunProbe:
         bench = f.get("bench") or {}
         api_now, prom_now = process_cpu(self.server_pid), self._prom()
         self.windows[f["name"]] = BenchWindow(
-            f["name"], time.perf_counter() - t, None if prom is None else prom_now - prom,
-            None if api is None or api_now is None else api_now - api, bench.get("duration"),
-            bench.get("output_throughput"), f.get("error"), load)
+            f["name"],
+            time.perf_counter() - t,
+            None if prom is None else prom_now - prom,
+            None if api is None or api_now is None else api_now - api,
+            bench.get("duration"),
+            bench.get("output_throughput"),
+            f.get("error"),
+            load,
+        )
 
     def _prom(self) -> float | None:
         return self.prometheus_cpu() if self.prometheus_cpu else None
 
     def total(self, name: str, what: str = "seconds", *, deferred: bool | None = False) -> float:
-        return sum(getattr(s, what) for s in self.steps
-                   if s.name == name and (deferred is None or s.deferred == deferred))
+        return sum(
+            getattr(s, what) for s in self.steps if s.name == name and (deferred is None or s.deferred == deferred)
+        )
 
     def bench_windows(self) -> list[dict]:
         """Each bench window with the CPU of the two snapshots that bracket it."""

@@ -1,6 +1,7 @@
 """A real Prometheus (Debian's `prometheus` binary) on a loopback port, for the harness benchmarks and the tests
 (tests/support.py): the one launcher. Configured from the shipped prometheus/prometheus.yml, rewritten to this
 machine (targets on loopback, the vLLM target file in a given folder), or from any config given."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,8 +25,9 @@ class PrometheusMissing(RuntimeError):
 def binary(name: str = "prometheus") -> str:
     path = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
     if path is None:
-        raise PrometheusMissing(f"`{name}` not found: install Debian's prometheus package "
-                                "(apt-get install prometheus; .ci/run does)")
+        raise PrometheusMissing(
+            f"`{name}` not found: install Debian's prometheus package (apt-get install prometheus; .ci/run does)"
+        )
     return path
 
 
@@ -63,9 +65,16 @@ class Prometheus:
         """Start (or restart, on the same port and data folder) and wait until ready."""
         self.log = open(self.workdir / "prometheus.log", "ab")  # noqa: SIM115 (the child process writes it past this block)
         self.proc = subprocess.Popen(
-            [self.binary, f"--config.file={self.config_file}", f"--storage.tsdb.path={self.tsdb}",
-             f"--web.listen-address=127.0.0.1:{self.port}", f"--storage.tsdb.retention.time={self.retention}"],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                self.binary,
+                f"--config.file={self.config_file}",
+                f"--storage.tsdb.path={self.tsdb}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--storage.tsdb.retention.time={self.retention}",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -81,6 +90,7 @@ class Prometheus:
     def cpu(self) -> float:
         """CPU seconds (user + system) the Prometheus process has used."""
         import psutil
+
         t = psutil.Process(self.proc.pid).cpu_times()
         return t.user + t.system
 

@@ -1,5 +1,6 @@
 """Part 4 of bench-harness: what the collector's own work costs as the workload grows (1x, 10x, 100x the
 default), time and peak traced memory of parsing snapshots and of a run's aggregation."""
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,11 @@ def aggregate(data: ScaleInput) -> dict:
         fields = read_records(path)
         reported = accounting.from_requests([f["spec"] for f in fields])
         checks = accounting.crosscheck_requests(reported, counted)
-        out["tasks"][task] = {"requests": len(fields), "steps": reported.steps if reported else None, "checks": len(checks)}
+        out["tasks"][task] = {
+            "requests": len(fields),
+            "steps": reported.steps if reported else None,
+            "checks": len(checks),
+        }
     return out
 
 
@@ -59,20 +64,27 @@ def measure_scale(factors: tuple[int, ...] = (1, 10, 100), *, repeats: int = 3, 
         for factor in factors:
             data = scale_input(factor, folder)
             reps = max(1, repeats)
-            levels.append({
-                "factor": factor, "requests": data.requests, "page_lines": data.page_lines,
-                "kept_lines": snapshots.filter_exposition(data.after).count("\n"),
-                "page_bytes": len(data.after.encode()),
-                "records_bytes": sum(p.stat().st_size for p in data.files.values()),
-                "parse_seconds": best_seconds(partial(snapshots.parse, data.after), reps),
-                "aggregate_seconds": best_seconds(partial(aggregate, data), reps),
-                "parse_peak_bytes": _peak_bytes(partial(snapshots.parse, data.after)),
-                "aggregate_peak_bytes": _peak_bytes(partial(aggregate, data)),
-            })
+            levels.append(
+                {
+                    "factor": factor,
+                    "requests": data.requests,
+                    "page_lines": data.page_lines,
+                    "kept_lines": snapshots.filter_exposition(data.after).count("\n"),
+                    "page_bytes": len(data.after.encode()),
+                    "records_bytes": sum(p.stat().st_size for p in data.files.values()),
+                    "parse_seconds": best_seconds(partial(snapshots.parse, data.after), reps),
+                    "aggregate_seconds": best_seconds(partial(aggregate, data), reps),
+                    "parse_peak_bytes": _peak_bytes(partial(snapshots.parse, data.after)),
+                    "aggregate_peak_bytes": _peak_bytes(partial(aggregate, data)),
+                }
+            )
             for p in data.files.values():
                 p.unlink()
-    return {"levels": levels, "base": {"requests_per_task": 64, "tasks": 2, "engines_per_page": 1},
-            "parse_growth": growth([(lv["page_lines"], lv["parse_seconds"]) for lv in levels]),
-            "aggregate_growth": growth([(lv["factor"], lv["aggregate_seconds"]) for lv in levels]),
-            "parse_memory_growth": growth([(lv["page_lines"], lv["parse_peak_bytes"]) for lv in levels]),
-            "aggregate_memory_growth": growth([(lv["factor"], lv["aggregate_peak_bytes"]) for lv in levels])}
+    return {
+        "levels": levels,
+        "base": {"requests_per_task": 64, "tasks": 2, "engines_per_page": 1},
+        "parse_growth": growth([(lv["page_lines"], lv["parse_seconds"]) for lv in levels]),
+        "aggregate_growth": growth([(lv["factor"], lv["aggregate_seconds"]) for lv in levels]),
+        "parse_memory_growth": growth([(lv["page_lines"], lv["parse_peak_bytes"]) for lv in levels]),
+        "aggregate_memory_growth": growth([(lv["factor"], lv["aggregate_peak_bytes"]) for lv in levels]),
+    }

@@ -1,5 +1,6 @@
 """The arithmetic of the harness benchmarks, free of I/O (unit-tested): durations, CPU shares, paired
 intervals, overhead, growth, and what vLLM's log says about start-up."""
+
 from __future__ import annotations
 
 import math
@@ -28,6 +29,7 @@ def parse_duration(text: str) -> float:
 def shipped_scrape_interval(path: Path = SHIPPED_CONFIG, job: str = "vllm") -> float:
     """The scrape interval the shipped config gives `job` (its own, else the global one), in seconds."""
     import yaml
+
     config = yaml.safe_load(path.read_text())
     interval = (config.get("global") or {}).get("scrape_interval", "1m")  # Prometheus's own default
     for entry in config.get("scrape_configs") or []:
@@ -42,9 +44,38 @@ def cpu_fraction(cpu_seconds: float, window_seconds: float, cores: int) -> float
     return cpu_seconds / capacity if capacity > 0 else None
 
 
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t975(df: int) -> float:
@@ -62,8 +93,14 @@ def paired_interval(on: list[float], off: list[float]) -> dict:
         raise ValueError("on and off need the same number of rounds")
     diffs = [100.0 * (a - b) / b for a, b in zip(on, off) if b]
     n = len(diffs)
-    out: dict[str, Any] = {"pairs": n, "diffs_pct": diffs, "mean_diff_pct": statistics.fmean(diffs) if diffs else None,
-           "sd_pct": statistics.stdev(diffs) if n > 1 else None, "ci95_pct": None, "half_width_pct": None}
+    out: dict[str, Any] = {
+        "pairs": n,
+        "diffs_pct": diffs,
+        "mean_diff_pct": statistics.fmean(diffs) if diffs else None,
+        "sd_pct": statistics.stdev(diffs) if n > 1 else None,
+        "ci95_pct": None,
+        "half_width_pct": None,
+    }
     if n > 1:
         half = t975(n - 1) * out["sd_pct"] / math.sqrt(n)
         out["half_width_pct"] = half
@@ -111,8 +148,9 @@ def model_inspection_seconds(log_text: str) -> float | None:
 def growth(points: list[tuple[float, float]]) -> dict:
     """How cost grows with size: per-step ratios and the log-log slope (1.0 = linear)."""
     points = sorted(points)
-    ratios = [{"size_ratio": b[0] / a[0], "cost_ratio": (b[1] / a[1]) if a[1] else None}
-              for a, b in zip(points, points[1:])]
+    ratios = [
+        {"size_ratio": b[0] / a[0], "cost_ratio": (b[1] / a[1]) if a[1] else None} for a, b in zip(points, points[1:])
+    ]
     usable = [(math.log(s), math.log(c)) for s, c in points if s > 0 and c > 0]
     slope = None
     if len(usable) > 1:

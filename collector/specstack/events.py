@@ -18,6 +18,7 @@ Events and their fields (times are time.monotonic() seconds, taken here):
   method.end     method, status, seconds
   sweep.end      -
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,10 @@ def emit(event: str, **fields) -> None:
         except Exception as e:  # noqa: BLE001
             unsubscribe(listener)
             import sys
-            print(f"specstack: progress listener {listener!r} failed ({type(e).__name__}: {e}); detached",
-                  file=sys.stderr)
+
+            print(
+                f"specstack: progress listener {listener!r} failed ({type(e).__name__}: {e}); detached", file=sys.stderr
+            )
 
 
 def listening_now() -> bool:

@@ -13,6 +13,7 @@ host/lifecycle.py: each step's cleanup, the method's server stopped and its Prom
 
 host/ imports this module and make runs host/ with the host's plain python3: standard library only, and
 Python 3.8 at runtime (annotations postponed; no 3.9+ API)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -34,7 +35,7 @@ class Interrupted(KeyboardInterrupt):
 
     def __init__(self, signum: int):
         self.signum = signum
-        self.name = signal.Signals(signum).name   # "SIGTERM"
+        self.name = signal.Signals(signum).name  # "SIGTERM"
         super().__init__(self.name)
 
     @property
@@ -48,14 +49,14 @@ def reason(error: BaseException) -> str:
     return f"interrupted ({'Ctrl+C' if name == 'SIGINT' else name}); rerun the same command to resume"
 
 
-_stop = threading.Event()   # set by the first signal of the outermost as_exception() span
+_stop = threading.Event()  # set by the first signal of the outermost as_exception() span
 _signum = [0]
-_depth = [0]                # as_exception() spans open (`specstack containers` nests host/'s in cli/main's)
+_depth = [0]  # as_exception() spans open (`specstack containers` nests host/'s in cli/main's)
 
 
 def _handler(signum: int, _frame: object) -> None:
     if _stop.is_set():
-        return   # already stopping (an enclosing span's handler, put back while its cleanup runs)
+        return  # already stopping (an enclosing span's handler, put back while its cleanup runs)
     # Ignored from now on, not merely returned from: a second Ctrl+C or a scheduler's repeated SIGTERM cannot cut
     # the (bounded) cleanup short, and the commands that cleanup starts (`docker compose down`, a server's stop)
     # inherit the ignore, which a Python handler is not (exec resets it to the default: the command would die).
@@ -85,7 +86,7 @@ def as_exception() -> Iterator[None]:
         yield
         return
     if _depth[0] == 0:
-        _stop.clear()   # a new run starts uninterrupted (a process may run several, the tests do)
+        _stop.clear()  # a new run starts uninterrupted (a process may run several, the tests do)
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     if not _stop.is_set():
         for s in SIGNALS:
@@ -95,7 +96,7 @@ def as_exception() -> Iterator[None]:
         yield
     finally:
         _depth[0] -= 1
-        if _depth[0] == 0 or not _stop.is_set():   # interrupted inside an enclosing span: its cleanup goes on
+        if _depth[0] == 0 or not _stop.is_set():  # interrupted inside an enclosing span: its cleanup goes on
             for s, h in previous.items():
                 signal.signal(s, h)
 

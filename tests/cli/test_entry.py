@@ -1,6 +1,7 @@
 """The console script's exit: once vLLM's import has loaded triton, interpreter teardown prints hundreds of
 "nanobind: leaked …" lines after the result; `entry()` flushes and skips that teardown so a user sees the
 table last. Real subprocesses: an atexit hook stands in for the teardown that would print."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,13 +23,14 @@ entry()
 
 
 def run(triton: bool, argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", SCRIPT.format(triton=triton, argv=argv)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(triton=triton, argv=argv)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_with_triton_loaded_the_result_is_flushed_and_teardown_skipped():
     p = run(True, ["datasets"])
-    assert p.returncode == 0 and "mt-bench" in p.stdout   # everything printed reached the pipe
+    assert p.returncode == 0 and "mt-bench" in p.stdout  # everything printed reached the pipe
     assert "TEARDOWN RAN" not in p.stderr
 
 

@@ -1,5 +1,6 @@
 """Every option and argument of every `specstack` command says what it is for in --help: the whole parser tree is
 walked (each subcommand, each nested one), so an option added without help fails here, not in a user's terminal."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ def without_help(parser: argparse.ArgumentParser, path: str) -> list[str]:
         if isinstance(action, argparse._HelpAction):
             continue
         if isinstance(action, argparse._SubParsersAction):
-            described = {a.dest: a.help for a in action._choices_actions}   # each subcommand's line in --help
+            described = {a.dest: a.help for a in action._choices_actions}  # each subcommand's line in --help
             for name, sub in action.choices.items():
                 if not (described.get(name) or "").strip():
                     missing.append(f"{path}: subcommand {name}")

@@ -1,5 +1,6 @@
 """--methods of `specstack sweep` and `specstack slurm submit` (cli/options.py add_methods_option): left out, the
 [sweep] methods of services/methods.toml, the one default list; its help says so and lists them."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,9 @@ def _sub(parser: argparse.ArgumentParser, path: list[str]) -> argparse.ArgumentP
 def test_the_default_is_the_sweep_table(module, command):
     args = _parser(module).parse_args(command)
     assert args.methods is None
-    assert sweep_methods(args) == ",".join(methods.default_sweep_methods()) == "baseline,ngram,draft_model,eagle3,suffix"
+    assert (
+        sweep_methods(args) == ",".join(methods.default_sweep_methods()) == "baseline,ngram,draft_model,eagle3,suffix"
+    )
     assert sweep_methods(_parser(module).parse_args([*command, "--methods", "ngram,baseline"])) == "ngram,baseline"
 
 

@@ -1,4 +1,5 @@
 """The shared option groups: what a command line turns into (run, sweep, sweep-k)."""
+
 from __future__ import annotations
 
 import argparse
@@ -46,14 +47,18 @@ def test_url_alone_means_the_url_runtime():
     assert (opts.runtime, opts.trust_server) == ("url", True)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--runtime", "native", "--url", "http://127.0.0.1:9"], "--runtime native starts its own server"),
-    (["--runtime", "url"], "--runtime url needs --url"),
-    (["--url", "localhost:8000"], "--url must start with http:// or https://"),
-    (["--trust-server"], "--trust-server is for --runtime url"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--runtime", "native", "--url", "http://127.0.0.1:9"], "--runtime native starts its own server"),
+        (["--runtime", "url"], "--runtime url needs --url"),
+        (["--url", "localhost:8000"], "--url must start with http:// or https://"),
+        (["--trust-server"], "--trust-server is for --runtime url"),
+    ],
+)
 def test_runtime_and_url_that_do_not_fit_are_refused(argv, message):
     from specstack.errors import UserError
+
     opts = options_from_args(parse(run, ["run", "--method", "ngram", *argv]), "ngram")
     with pytest.raises(UserError, match=message.replace("+", r"\+")):
         opts.validate()
@@ -61,6 +66,7 @@ def test_runtime_and_url_that_do_not_fit_are_refused(argv, message):
 
 def test_temperatures_become_sampled_phases_and_bad_ones_are_refused():
     from specstack.errors import UserError
+
     opts = options_from_args(parse(run, ["run", "--method", "ngram", "--temperatures", "0.6,1.0"]), "ngram")
     assert opts.temperatures == (0.6, 1.0)
     opts.validate()
@@ -76,8 +82,10 @@ def test_temperatures_become_sampled_phases_and_bad_ones_are_refused():
 def test_datasets_are_tasks_of_their_name_alone_unless_tasks_names_more():
     opts = options_from_args(parse(run, ["run", "--method", "ngram", "--dataset", "mt-bench"]), "ngram")
     assert (opts.tasks, opts.datasets) == (("mt-bench",), ("mt-bench",))
-    args = parse(run, ["run", "--method", "ngram", "--tasks", "code", "--dataset", "humaneval",
-                       "--dataset", "spec-bench=q.jsonl"])
+    args = parse(
+        run,
+        ["run", "--method", "ngram", "--tasks", "code", "--dataset", "humaneval", "--dataset", "spec-bench=q.jsonl"],
+    )
     opts = options_from_args(args, "ngram")
     assert (opts.tasks, opts.datasets) == (("code", "humaneval", "spec-bench"), ("humaneval", "spec-bench=q.jsonl"))
     opts.validate()
@@ -96,8 +104,9 @@ def test_a_workload_is_measured_like_a_dataset(tmp_path):
     assert opts.tasks == ("mine",)
     opts.validate()
     assert list(load_tasks(opts, tmp_path / "inputs")) == ["mine"]
-    opts = options_from_args(parse(run, ["run", "--method", "ngram", "--tasks", "code", *workload,
-                                         "--dataset", "mt-bench"]), "ngram")
+    opts = options_from_args(
+        parse(run, ["run", "--method", "ngram", "--tasks", "code", *workload, "--dataset", "mt-bench"]), "ngram"
+    )
     assert opts.tasks == ("code", "mt-bench", "mine")
     # `--workload code=...` alone: code from the user's files, and nothing else
     opts = options_from_args(parse(run, ["run", "--method", "ngram", "--workload", f"code={rows},{rows}"]), "ngram")
@@ -106,9 +115,13 @@ def test_a_workload_is_measured_like_a_dataset(tmp_path):
 
 def test_a_workload_the_tasks_leave_out_is_refused_for_callers_without_the_command_line(tmp_path):
     from specstack.errors import UserError
+
     opts = Options(method="ngram", run_id="x", tasks=("code",), workload_files={"mine": (tmp_path / "p.jsonl",) * 2})
-    with pytest.raises(UserError, match=r"--workload mine is a task the run leaves out: add it to --tasks "
-                                        r"\(code,mine\) or drop --tasks"):
+    with pytest.raises(
+        UserError,
+        match=r"--workload mine is a task the run leaves out: add it to --tasks "
+        r"\(code,mine\) or drop --tasks",
+    ):
         opts.validate()
 
 

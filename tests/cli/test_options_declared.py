@@ -1,6 +1,7 @@
 """Options declared once: each field's flag(...) metadata (runs/options.py) is its command-line option in run, sweep
 and sweep-k (cli/options.py builds them). A field given on the command line lands in that field; a field left out
 keeps the dataclass default; every option is listed by --help."""
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def command(name: str) -> list[str]:
-    return {"bundle_name": ["run", "--method", "ngram"], "baseline_result": ["run", "--method", "ngram"],
-            "replicate": ["sweep", "--methods", "ngram"]}.get(name, ["run", "--method", "ngram"])
+    return {
+        "bundle_name": ["run", "--method", "ngram"],
+        "baseline_result": ["run", "--method", "ngram"],
+        "replicate": ["sweep", "--methods", "ngram"],
+    }.get(name, ["run", "--method", "ngram"])
 
 
 def test_every_field_is_an_option_or_said_not_to_be():
@@ -110,11 +114,14 @@ def test_an_option_given_lands_in_its_field_and_nothing_else_moves(name, monkeyp
 def test_left_out_every_option_is_the_field_default(monkeypatch):
     for env in ("SPECSTACK_RESULTS", "SPECSTACK_MODEL_SET", "SPECSTACK_PLATFORM"):
         monkeypatch.delenv(env, raising=False)
-    for argv in (["run", "--method", "ngram"], ["sweep", "--methods", "ngram"], ["sweep-k", "--method", "ngram",
-                                                                                   "--k", "1,2"]):
+    for argv in (
+        ["run", "--method", "ngram"],
+        ["sweep", "--methods", "ngram"],
+        ["sweep-k", "--method", "ngram", "--k", "1,2"],
+    ):
         opts = options_from_args(parser().parse_args([*argv, "--run-id", "r0"]), "ngram")
         expected = Options(method="ngram", run_id="r0", concurrencies=(1,) if argv[0] == "sweep-k" else (1, 8))
-        assert opts == expected   # sweep-k's one default of its own: concurrency 1
+        assert opts == expected  # sweep-k's one default of its own: concurrency 1
 
 
 def test_environment_defaults(monkeypatch):
@@ -141,9 +148,15 @@ def test_the_commands_sharing_a_field_option_get_the_same_one():
     for module in (run, demo, workloads):
         module.register(sub)
     helps = {cmd: sub.choices[cmd]._option_string_actions for cmd in ("run", "demo", "workloads")}
-    for cmd, options in (("demo", ("--dataset", "--prefix-caching", "--turns")),
-                         ("workloads", ("--num-prompts", "--perf-output-len", "--acceptance-max-tokens", "--dataset"))):
+    for cmd, options in (
+        ("demo", ("--dataset", "--prefix-caching", "--turns")),
+        ("workloads", ("--num-prompts", "--perf-output-len", "--acceptance-max-tokens", "--dataset")),
+    ):
         for option in options:
             mine, runs = helps[cmd][option], helps["run"][option]
-            assert (mine.help, mine.default, mine.dest, mine.choices) == (runs.help, runs.default, runs.dest,
-                                                                          runs.choices), (cmd, option)
+            assert (mine.help, mine.default, mine.dest, mine.choices) == (
+                runs.help,
+                runs.default,
+                runs.dest,
+                runs.choices,
+            ), (cmd, option)

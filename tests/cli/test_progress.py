@@ -1,4 +1,5 @@
 """The live progress display: driven by the events a run emits, shown only on a terminal."""
+
 from __future__ import annotations
 
 import io
@@ -52,7 +53,7 @@ def test_rows_follow_a_sweep_from_server_start_to_the_last_window():
 def test_estimate_uses_the_mean_method_and_credits_the_running_one():
     est = progress.Estimate()
     assert est.seconds_left(100.0) is None
-    est.durations = [60.0, 120.0]          # mean 90 s
+    est.durations = [60.0, 120.0]  # mean 90 s
     est.remaining_after_current = 2
     est.current_started = 100.0
     assert est.seconds_left(130.0) == 60.0 + 180.0
@@ -71,6 +72,7 @@ def test_no_live_display_when_output_is_not_a_terminal():
 def test_a_failing_listener_is_detached_not_raised(capsys):
     def broken(event, fields):
         raise ValueError("boom")
+
     events.subscribe(broken)
     events.emit("sweep.end")
     assert not events.listening_now()
@@ -79,9 +81,11 @@ def test_a_failing_listener_is_detached_not_raised(capsys):
 
 def test_bench_progress_is_read_from_its_own_progress_bar(tmp_path):
     log = tmp_path / "cell.log"
-    log.write_bytes(b"Starting main benchmark run...\n"
-                    b"\r  0%|          | 0/16 [00:00<?, ?it/s]\r 50%|\xe2\x96\x88\xe2\x96\x88     | 8/16 [00:02<00:02,"
-                    b"  3.20it/s]\r 62%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88    | 10/16 [00:03<00:01,  3.30it/s]")
+    log.write_bytes(
+        b"Starting main benchmark run...\n"
+        b"\r  0%|          | 0/16 [00:00<?, ?it/s]\r 50%|\xe2\x96\x88\xe2\x96\x88     | 8/16 [00:02<00:02,"
+        b"  3.20it/s]\r 62%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88    | 10/16 [00:03<00:01,  3.30it/s]"
+    )
     assert bench.bench_requests_done(log) == 10
     assert bench.bench_requests_done(tmp_path / "absent.log") is None
     log.write_text("no bar yet\n")

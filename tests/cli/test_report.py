@@ -1,5 +1,6 @@
 """`specstack report` through the command line: --tokenizer for a bundle moved from another machine, whose
 recorded target (the tokenizer) is not here."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,6 +57,10 @@ def test_a_tokenizer_folder_that_is_not_here_is_refused_naming_the_fix(command, 
     with pytest.raises(SystemExit) as e:
         main(argv)
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "argument --tokenizer: no folder /no/such/tok on this machine; pass a tokenizer " \
-        "folder that exists here (one holding tokenizer.json) or a hub id" in err
+    assert (
+        e.value.code == 2
+        and "argument --tokenizer: no folder /no/such/tok on this machine; pass a tokenizer "
+        "folder that exists here (one holding tokenizer.json) or a hub id"
+        in err
+    )
     assert not (moved / "report").exists()

@@ -8,6 +8,7 @@ draft_model server). A stand-in left-over server (its own process and session, a
   the check), the real `vllm serve` this run spawned is refused at its first /health answer: the socket is not
   its session's. The spawned server is killed at once, the run is `baseline.failed-*`, the stand-in untouched.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,40 @@ from tests.support import free_port, is_vllm_serve, run_main
 
 pytestmark = pytest.mark.config
 
-SMALL = ("--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8", "--warmup-requests", "1",
-         "--skip-bench", "--ready-timeout", "60")
+SMALL = (
+    "--tasks",
+    "code",
+    "--num-prompts",
+    "2",
+    "--acceptance-max-tokens",
+    "8",
+    "--warmup-requests",
+    "1",
+    "--skip-bench",
+    "--ready-timeout",
+    "60",
+)
 
 
 def args(models_dir, results, port) -> list:
-    return ["run", "--method", "baseline", "--model-set", "tiny", "--platform", "cpu-native", "--models-dir",
-            models_dir, "--results", results, "--run-id", "stale", "--port", port, *SMALL]
+    return [
+        "run",
+        "--method",
+        "baseline",
+        "--model-set",
+        "tiny",
+        "--platform",
+        "cpu-native",
+        "--models-dir",
+        models_dir,
+        "--results",
+        results,
+        "--run-id",
+        "stale",
+        "--port",
+        port,
+        *SMALL,
+    ]
 
 
 @pytest.fixture
@@ -60,9 +88,8 @@ def test_a_held_port_is_refused_before_anything_starts(models_dir, tmp_path, cap
     assert holder.poll() is None, "the holder must be left alone"
 
 
-def test_a_fooled_port_check_still_refuses_the_server_that_answers(models_dir, tmp_path, capsys, holder,
-                                                                     monkeypatch):
-    monkeypatch.setattr(runtime, "port_free", lambda host, port: True)       # the permissive bind
+def test_a_fooled_port_check_still_refuses_the_server_that_answers(models_dir, tmp_path, capsys, holder, monkeypatch):
+    monkeypatch.setattr(runtime, "port_free", lambda host, port: True)  # the permissive bind
     monkeypatch.setattr(method_run, "port_free", lambda host, port: True)
     result = run_main(capsys, args(models_dir, tmp_path / "results", holder.port))
     assert result.code == 1, result.err

@@ -1,4 +1,5 @@
 """What the comparison tests share: a comparison with a stand-in tokenizer, and one row by its keys."""
+
 from __future__ import annotations
 
 from specstack.compare import build, gate
@@ -11,7 +12,8 @@ def compare(a, b, spec: str | None = None, tok=None):
 
 def one(rows, **match):
     """The one row (dict or Pair) whose fields match."""
-    found = [r for r in rows if all((r.get(k) if isinstance(r, dict) else getattr(r, k)) == v
-                                    for k, v in match.items())]
+    found = [
+        r for r in rows if all((r.get(k) if isinstance(r, dict) else getattr(r, k)) == v for k, v in match.items())
+    ]
     assert len(found) == 1, (match, found)
     return found[0]

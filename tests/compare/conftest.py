@@ -1,4 +1,5 @@
 """The comparison tests' run A (a baseline and ngram, tests/bundles.py make_run)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Acceptance-phase figures: exact verdicts on the counts, and the request interval that sizes a change."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,7 +25,8 @@ def test_k2_against_k4_flags_the_acceptance_length_and_rules_out_the_shape(tmp_p
     fa, fb = figures(HIST[2]), figures(HIST[4])
     assert length["a"] == fa["mean_acceptance_length"] and length["b"] == fb["mean_acceptance_length"]
     assert length["verdict"] == "changed" and length["relative"] == pytest.approx(
-        fb["mean_acceptance_length"] / fa["mean_acceptance_length"] - 1)
+        fb["mean_acceptance_length"] / fa["mean_acceptance_length"] - 1
+    )
     for r in [r for r in cmp.positions + cmp.histogram if r["method"] == "ngram"]:
         assert r["verdict"].startswith("not comparable: other K (2 → 4)") and not r["comparable"]
     assert SHAPE in pair.differences[0].rules_out
@@ -45,8 +47,20 @@ def test_a_perturbed_copy_is_flagged_and_fails_the_gate(run_a, tmp_path, capsys)
     assert "regression: acceptance_length:-2%" in capsys.readouterr().out
     # a threshold wider than the change passes
     change = -row["relative"] * 100
-    assert main(["compare", str(run_a), str(b), "--out", str(tmp_path / "o"),
-                 "--fail-on", f"acceptance_length:-{change + 1:.1f}%"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(run_a),
+                str(b),
+                "--out",
+                str(tmp_path / "o"),
+                "--fail-on",
+                f"acceptance_length:-{change + 1:.1f}%",
+            ]
+        )
+        == 0
+    )
 
 
 def test_one_count_is_a_change(run_a, tmp_path):
@@ -57,7 +71,7 @@ def test_one_count_is_a_change(run_a, tmp_path):
     hist[3], hist[4] = hist[3] + 1, hist[4] - 1
     set_acceptance(b, "ngram", "chat", figures(hist))
     cmp = compare(run_a, b)
-    assert not cmp.run_b.findings   # measured so, not edited: its summary and its records agree
+    assert not cmp.run_b.findings  # measured so, not edited: its summary and its records agree
     assert one(cmp.acceptance, task="chat", figure="acceptance_length")["verdict"] == "changed"
     assert one(cmp.acceptance, task="code", figure="acceptance_length")["verdict"] == "same"
     assert [r["position"] for r in cmp.histogram if r["verdict"] == "changed"] == [3, 4]
@@ -65,11 +79,12 @@ def test_one_count_is_a_change(run_a, tmp_path):
 
 def test_the_request_interval_sizes_a_change_and_brackets_no_change():
     from specstack.compare.acceptance import request_interval
-    a = np.asarray([[4, 8, 2]] * 5 + [[4, 8, 3]] * 5, dtype=float)    # (R, D, C) per request
+
+    a = np.asarray([[4, 8, 2]] * 5 + [[4, 8, 3]] * 5, dtype=float)  # (R, D, C) per request
     b = np.asarray([[4, 16, 8]] * 5 + [[4, 16, 7]] * 5, dtype=float)
     iv = request_interval((a, b), "acceptance_length")
     assert iv["ratio"] == pytest.approx((1 + b[:, 2].sum() / b[:, 0].sum()) / (1 + a[:, 2].sum() / a[:, 0].sum()))
     assert 1.0 < iv["ratio_low"] <= iv["ratio"] <= iv["ratio_high"] and iv["requests_paired"] == 10
     same = request_interval((a, a.copy()), "acceptance_rate")
     assert same["ratio"] == 1.0 and same["ratio_low"] <= 1.0 <= same["ratio_high"]
-    assert request_interval((a[:2], b[:2]), "acceptance_length")["ratio_low"] is None   # under MIN_REPEATS
+    assert request_interval((a[:2], b[:2]), "acceptance_length")["ratio_low"] is None  # under MIN_REPEATS

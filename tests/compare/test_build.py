@@ -1,4 +1,5 @@
 """The comparison end to end: a run against itself, the files written, the command's user errors."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ def test_a_run_against_itself_changes_nothing_and_exits_0(run_a, tmp_path, capsy
     doc = json.loads((out / "compare.json").read_text())
     assert doc["changed"] == [] and doc["gate_failed"] is False
     assert "0 figure(s) changed" in (out / "compare.md").read_text()
-    assert str(tmp_path) not in (out / "compare.json").read_text()   # no host paths in what is handed on
+    assert str(tmp_path) not in (out / "compare.json").read_text()  # no host paths in what is handed on
 
 
 def test_a_missing_run_folder_is_a_user_error(run_a, tmp_path, capsys):

@@ -1,5 +1,6 @@
 """Capacity at the SLO, A against B: the ratio of the passing rates with the interval both brackets allow; a
 change only when that interval excludes 1.0×; other targets are not compared."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,25 @@ SLO = {"ttft": 500.0}
 def _with_capacity(run, method: str, rate, bound, slo=SLO) -> None:
     path = run / method / "summary.json"
     s = json.loads(path.read_text())
-    s["load"] = {"burstiness": 1.0, "tasks": {"code": {"rates": [1.0, 4.0], "rates_from": "--rates", "capacity": {
-        "share": 0.9, "slo": slo, "kind": "found" if rate and bound else "never", "rate": rate, "bound": bound,
-        "resolution": 0.25, "probes": [], "text": f"{rate} req/s"}}}}
+    s["load"] = {
+        "burstiness": 1.0,
+        "tasks": {
+            "code": {
+                "rates": [1.0, 4.0],
+                "rates_from": "--rates",
+                "capacity": {
+                    "share": 0.9,
+                    "slo": slo,
+                    "kind": "found" if rate and bound else "never",
+                    "rate": rate,
+                    "bound": bound,
+                    "resolution": 0.25,
+                    "probes": [],
+                    "text": f"{rate} req/s",
+                },
+            }
+        },
+    }
     path.write_text(json.dumps(s))
 
 

@@ -2,6 +2,7 @@
 exit status show the recomputed figure flagged and name the edit; a lost figure reads "missing", never "n/a";
 compare's table and its gate read one verdict (issue 43, item 4). Real bundles: tests/integration/
 test_edited_summary.py."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ from .common import compare, one
 
 pytestmark = pytest.mark.unit
 
-HIST = [0, 1, 2, 0]   # K=3: 3 steps, 9 drafts, 5 accepted: an acceptance rate of 55.6 %
+HIST = [0, 1, 2, 0]  # K=3: 3 steps, 9 drafts, 5 accepted: an acceptance rate of 55.6 %
 
 
 def _edit(run, task: str, change) -> None:
@@ -39,8 +40,7 @@ def runs(tmp_path):
 
 
 def _report(run) -> str:
-    return render.render_markdown(sections.blocks(build.build(run, FixedTokenizers(WordTokenizer()),
-                                                              with_plots=False)))
+    return render.render_markdown(sections.blocks(build.build(run, FixedTokenizers(WordTokenizer()), with_plots=False)))
 
 
 def _console(run) -> str:
@@ -59,7 +59,7 @@ def test_an_edited_rate_reads_as_its_sums_give_it_everywhere(runs, tmp_path, cap
     md = _report(b)
     [finding] = _lines(md, "| ngram | code | greedy | acceptance_rate |")
     assert "| 95.6 % | 55.6 % | records |" in finding
-    [row] = [x for x in _lines(md, "| ngram | 3 |") if "55.6 % ⚑" in x]   # the code acceptance row
+    [row] = [x for x in _lines(md, "| ngram | 3 |") if "55.6 % ⚑" in x]  # the code acceptance row
     assert "95.6" not in row
     text = _console(b)
     assert "55.6 % ⚑" in text and "ngram · code · greedy: acceptance_rate: summary.json says 95.6 %" in text
@@ -73,8 +73,14 @@ def test_an_edited_rate_reads_as_its_sums_give_it_everywhere(runs, tmp_path, cap
     assert "| 55.6 % | 55.6 % ⚑ |" in rate and rate.endswith("| same |")
     doc = json.loads((out / "compare.json").read_text())
     [finding] = doc["summary_findings"]
-    assert (finding["side"], finding["method"], finding["task"], finding["figure"], finding["summary_json"],
-            finding["recomputed"]) == ("B", "ngram", "code", "acceptance_rate", "95.6 %", "55.6 %")
+    assert (
+        finding["side"],
+        finding["method"],
+        finding["task"],
+        finding["figure"],
+        finding["summary_json"],
+        finding["recomputed"],
+    ) == ("B", "ngram", "code", "acceptance_rate", "95.6 %", "55.6 %")
     assert finding["summary_json_value"] == 0.956 and finding["recomputed_value"] == pytest.approx(5 / 9)
 
 
@@ -89,12 +95,12 @@ def test_a_deleted_figure_is_recomputed_and_one_beyond_it_reads_missing_never_na
     assert [x for x in _lines(md, "| ngram | 3 |") if "missing ⚑" in x and "n/a" not in x.split("|")[3]]
     assert "missing (cannot be recomputed)" in _lines(md, "| ngram | code | greedy | acceptance_rate |")[0]
     code_row = next(x for x in _console(b).splitlines() if x.startswith("│ ngram ") and "missing ⚑" in x)
-    assert "n/a" not in code_row.split("│")[3]   # the acceptance cell
+    assert "n/a" not in code_row.split("│")[3]  # the acceptance cell
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--fail-on", "acceptance_rate:-1%"]) == 1
     assert "missing in B's summary.json" in capsys.readouterr().out
     [rate] = _lines((out / "compare.md").read_text(), "| ngram | code | acceptance_rate |")
-    assert rate.split("|")[5].strip() == "missing ⚑" and "missing in B's summary.json" in rate   # B's cell
+    assert rate.split("|")[5].strip() == "missing ⚑" and "missing in B's summary.json" in rate  # B's cell
 
 
 def test_edited_sums_are_named_against_the_records(runs):
@@ -109,8 +115,15 @@ def test_edited_sums_are_named_against_the_records(runs):
 
 def test_the_gate_fails_only_where_the_table_says_changed():
     """One decision: a row the table calls "same" never fails a gate, whatever its figures say."""
-    row = {"method": "ngram", "task": "code", "figure": "acceptance_rate", "position": None, "comparable": True,
-           "relative": 0.72, "verdict": "same"}
+    row = {
+        "method": "ngram",
+        "task": "code",
+        "figure": "acceptance_rate",
+        "position": None,
+        "comparable": True,
+        "relative": 0.72,
+        "verdict": "same",
+    }
     t = gate.parse("acceptance_rate:+1%")
     assert not gate.evaluate(t, [row], [], [])[0]["failed"]
     assert gate.evaluate(t, [{**row, "verdict": "changed"}], [], [])[0]["failed"]

@@ -1,4 +1,5 @@
 """Greedy outputs request by request: the first diverging token, characters without a tokenizer."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,6 +32,9 @@ def test_a_request_answered_on_one_side_only_or_failed_is_named_not_compared(run
     texts = {"code": {"r0": (None, None, "HTTP 500: boom"), "r9": ("x y z", "length")}, "chat": TEXTS["chat"]}
     cmp = compare(run_a, make_run(tmp_path, "failed", texts=texts), tok=WordTokenizer())
     notes = {r["id"]: (r["same"], r["note"]) for r in cmp.outputs if r["method"] == "ngram" and r["task"] == "code"}
-    assert notes == {"r0": (None, "failed request: HTTP 500: boom"), "r1": (None, "only in A"),
-                     "r9": (None, "only in B")}
+    assert notes == {
+        "r0": (None, "failed request: HTTP 500: boom"),
+        "r1": (None, "only in A"),
+        "r9": (None, "only in B"),
+    }
     assert one(cmp.outputs_summary, method="ngram", task="code")["verdict"] == "n/a (no request answered on both sides)"

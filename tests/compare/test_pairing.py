@@ -1,4 +1,5 @@
 """What may be compared: the pairs, what differs, and what each difference rules out."""
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,13 @@ from .common import compare, one
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("change,fact", [
-    (dict(inputs_sha="b" * 64), "inputs"),
-    (dict(target="/elsewhere/other-model"), "target"),
-])
+@pytest.mark.parametrize(
+    "change,fact",
+    [
+        (dict(inputs_sha="b" * 64), "inputs"),
+        (dict(target="/elsewhere/other-model"), "target"),
+    ],
+)
 def test_other_inputs_or_target_rule_out_every_figure(run_a, tmp_path, change, fact):
     b = make_run(tmp_path, "other", **change)
     cmp = compare(run_a, b, "acceptance_length:-2%")
@@ -94,7 +98,9 @@ def test_a_side_measured_despite_a_contradicting_server_is_noted(run_a, tmp_path
     found = "asked for ngram with num_speculative_tokens=4 (services/methods.toml), but the server drafts K=2"
     contradict(b, "ngram", [found])
     cmp = compare(run_a, b)
-    note = (f"B: ⚠ ngram: measured with --trust-server although the server contradicted the method: {found}. "
-            "Its figures are what that server ran, not what ngram asks for.")
+    note = (
+        f"B: ⚠ ngram: measured with --trust-server although the server contradicted the method: {found}. "
+        "Its figures are what that server ran, not what ngram asks for."
+    )
     assert [n for n in cmp.unmatched if "contradicted" in n] == [note]
     assert note in build.write(cmp, tmp_path / "out")["md"].read_text()

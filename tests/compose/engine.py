@@ -1,6 +1,7 @@
 """The real Docker engine, as the compose tests read it: the CLI (pinned by path, never an SDK that might
 talk to another daemon), an event recorder that inspects every container of a project the moment it
 starts (the collector's `run --rm` containers are gone afterwards), and a real registry on loopback."""
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,11 @@ def inspect(*ids: str, kind: str = "container") -> list[dict]:
 def project_ids(project: str, kind: str = "container") -> list[str]:
     """Every container (running or not), network or volume carrying the project's compose label."""
     label = f"label=com.docker.compose.project={project}"
-    args = {"container": ["ps", "-a", "-q", "--no-trunc"], "network": ["network", "ls", "-q"],
-            "volume": ["volume", "ls", "-q"]}[kind]
+    args = {
+        "container": ["ps", "-a", "-q", "--no-trunc"],
+        "network": ["network", "ls", "-q"],
+        "volume": ["volume", "ls", "-q"],
+    }[kind]
     return docker(*args, "--filter", label).stdout.split()
 
 
@@ -78,18 +82,31 @@ class Events:
     def __init__(self, project: str):
         self.project = project
         self.events: list[dict] = []
-        self.started: dict[str, dict] = {}      # container id -> inspect at start
-        self.secrets: dict[str, str] = {}       # container id -> content of /run/secrets/hf_token
-        self.process: dict[str, dict] = {}      # container id -> pid 1's environment and argv once healthy
+        self.started: dict[str, dict] = {}  # container id -> inspect at start
+        self.secrets: dict[str, str] = {}  # container id -> content of /run/secrets/hf_token
+        self.process: dict[str, dict] = {}  # container id -> pid 1's environment and argv once healthy
         self._proc = None
         self._thread = None
 
     def __enter__(self) -> Events:
         self._proc = subprocess.Popen(
-            [DOCKER, "events", "--format", "{{json .}}", "--filter", "type=container", "--filter", "type=volume",
-             "--filter", "type=network",
-             "--filter", f"label=com.docker.compose.project={self.project}"],
-            stdout=subprocess.PIPE, text=True)
+            [
+                DOCKER,
+                "events",
+                "--format",
+                "{{json .}}",
+                "--filter",
+                "type=container",
+                "--filter",
+                "type=volume",
+                "--filter",
+                "type=network",
+                "--filter",
+                f"label=com.docker.compose.project={self.project}",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
         time.sleep(0.5)  # the subscription is live before the block starts anything
@@ -118,13 +135,18 @@ class Events:
     def _pid1(cid: str) -> dict:
         """What the server process runs with (serve_args.py has exec'd vllm by then): PID 1's child, since the
         container's PID 1 is Docker's init (compose.yaml `init: true`), or PID 1 itself without one."""
-        find = ('p=1; case "$(tr "\\0" " " </proc/1/cmdline)" in *docker-init*|*tini*) '
-                'p=$(grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status | head -n1 | cut -d/ -f3);; esac; echo "$p"')
+        find = (
+            'p=1; case "$(tr "\\0" " " </proc/1/cmdline)" in *docker-init*|*tini*) '
+            'p=$(grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status | head -n1 | cut -d/ -f3);; esac; echo "$p"'
+        )
         pid = docker("exec", cid, "sh", "-c", find, check=False).stdout.strip() or "1"
         env = docker("exec", cid, "cat", f"/proc/{pid}/environ", check=False).stdout
         argv = docker("exec", cid, "cat", f"/proc/{pid}/cmdline", check=False).stdout
-        return {"pid": pid, "env": dict(kv.split("=", 1) for kv in env.split("\0") if "=" in kv),
-                "argv": [a for a in argv.split("\0") if a]}
+        return {
+            "pid": pid,
+            "env": dict(kv.split("=", 1) for kv in env.split("\0") if "=" in kv),
+            "argv": [a for a in argv.split("\0") if a],
+        }
 
     def __exit__(self, *exc) -> None:
         time.sleep(1.0)  # the last die/destroy events arrive
@@ -133,9 +155,15 @@ class Events:
         self._thread.join(10)
 
     def of(self, action: str, service_prefix: str = "") -> list[dict]:
-        return [e for e in self.events if e.get("Type") == "container" and e.get("status") == action
-                and (e.get("Actor", {}).get("Attributes", {}).get("com.docker.compose.service") or "")
-                .startswith(service_prefix)]
+        return [
+            e
+            for e in self.events
+            if e.get("Type") == "container"
+            and e.get("status") == action
+            and (e.get("Actor", {}).get("Attributes", {}).get("com.docker.compose.service") or "").startswith(
+                service_prefix
+            )
+        ]
 
 
 def build_cache() -> dict[str, int]:
@@ -155,8 +183,9 @@ class ImageEvents:
         self._thread = None
 
     def __enter__(self) -> ImageEvents:
-        self._proc = subprocess.Popen([DOCKER, "events", "--format", "{{json .}}", "--filter", "type=image"],
-                                      stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(
+            [DOCKER, "events", "--format", "{{json .}}", "--filter", "type=image"], stdout=subprocess.PIPE, text=True
+        )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
         time.sleep(0.5)
@@ -177,15 +206,22 @@ class ImageEvents:
 
     def actions(self) -> list[tuple[str, str]]:
         """(action, image) of each event, e.g. ("tag", "specstack-collector:...") for a build."""
-        return [(e.get("Action") or e.get("status"), (e.get("Actor") or {}).get("Attributes", {}).get("name")
-                 or e.get("id")) for e in self.events]
+        return [
+            (
+                e.get("Action") or e.get("status"),
+                (e.get("Actor") or {}).get("Attributes", {}).get("name") or e.get("id"),
+            )
+            for e in self.events
+        ]
 
 
 def intervals(events: Events, service_prefix: str) -> list[tuple[str, int, int]]:
     """(service, start ns, die ns) of every container of those services, from the engine's own clock."""
     out = []
     for start in events.of("start", service_prefix):
-        dies = [e for e in events.of("die", service_prefix) if e["id"] == start["id"] and e["timeNano"] >= start["timeNano"]]
+        dies = [
+            e for e in events.of("die", service_prefix) if e["id"] == start["id"] and e["timeNano"] >= start["timeNano"]
+        ]
         service = start["Actor"]["Attributes"]["com.docker.compose.service"]
         out.append((service, start["timeNano"], dies[0]["timeNano"] if dies else None))
     return sorted(out, key=lambda x: x[1])
@@ -201,8 +237,10 @@ class Registry:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         config = workdir / "registry.yml"
-        config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-                          f"    rootdirectory: {workdir / 'data'}\nhttp:\n  addr: {self.address}\n")
+        config.write_text(
+            f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+            f"    rootdirectory: {workdir / 'data'}\nhttp:\n  addr: {self.address}\n"
+        )
         self.log = open(workdir / "registry.log", "wb")  # noqa: SIM115 (the child process writes it past this block)
         self.proc = subprocess.Popen([binary, "serve", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30

@@ -4,6 +4,7 @@ The copy (tracked and new files of the working tree, outside .gitignore) lives i
 that user, so results/ and .specstack/ never land in the developer's tree, and "results belong to the
 invoking user, not root" is a real question even when the tests run as root. Every make call gets its own
 compose project name and loopback ports, and a canary HF_TOKEN that must never be written anywhere."""
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,23 @@ CI_USER = "specstack-ci"
 CI_USER_HINT = f"useradd --system --user-group --groups docker --no-create-home --shell /usr/sbin/nologin {CI_USER}"
 HF_CANARY = "hf_specstackComposeCanary0123456789abcdef"
 # What the stack needs from the repository (make, compose files, locks, services, collector sources).
-STACK_PATHS = ("Makefile", "compose.yaml", "compose.cpu.yaml", "images.lock", "images.cpu.lock", "services",
-               "images", "prometheus", "grafana/provisioning", "grafana/dashboards", "collector")
+STACK_PATHS = (
+    "Makefile",
+    "compose.yaml",
+    "compose.cpu.yaml",
+    "images.lock",
+    "images.cpu.lock",
+    "services",
+    "images",
+    "prometheus",
+    "grafana/provisioning",
+    "grafana/dashboards",
+    "collector",
+)
 # Small and fast: every phase runs, a few requests each (a server start dominates a method's time).
-RUN_ARGS = ("--tasks code --num-prompts 4 --perf-output-len 32 --acceptance-max-tokens 48 --concurrency 1,2 "
-            "--warmup-requests 1")
+RUN_ARGS = (
+    "--tasks code --num-prompts 4 --perf-output-len 32 --acceptance-max-tokens 48 --concurrency 1,2 --warmup-requests 1"
+)
 
 
 def invoking_user() -> pwd.struct_passwd:
@@ -38,8 +51,10 @@ def invoking_user() -> pwd.struct_passwd:
     try:
         user = pwd.getpwnam(CI_USER)
     except KeyError:
-        pytest.fail(f"running as root: the compose tests drive make as the non-root user {CI_USER!r}, which "
-                    f"does not exist. Create it (.ci/run does): {CI_USER_HINT}")
+        pytest.fail(
+            f"running as root: the compose tests drive make as the non-root user {CI_USER!r}, which "
+            f"does not exist. Create it (.ci/run does): {CI_USER_HINT}"
+        )
     groups = os.getgrouplist(user.pw_name, user.pw_gid)
     sock = Path("/var/run/docker.sock")
     if sock.exists() and sock.stat().st_gid not in groups:
@@ -48,8 +63,13 @@ def invoking_user() -> pwd.struct_passwd:
 
 
 def _tracked_files() -> list[str]:
-    out = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
-                          "--", *STACK_PATHS], capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *STACK_PATHS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return [p for p in out.stdout.split("\0") if p and (REPO / p).is_file()]
 
 
@@ -66,8 +86,9 @@ class Stack:
             shutil.copy2(REPO / rel, dst)
         self.home.mkdir()
         for path in (self.dir, self.home):
-            subprocess.run(["chown", "-R", f"{self.user.pw_uid}:{self.user.pw_gid}", str(path)], check=True) \
-                if os.getuid() == 0 else None
+            subprocess.run(
+                ["chown", "-R", f"{self.user.pw_uid}:{self.user.pw_gid}", str(path)], check=True
+            ) if os.getuid() == 0 else None
         self.project = project
         self.ports = {"VLLM_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "GRAFANA_PORT": free_port()}
         self.logs = self.root / "logs"
@@ -82,9 +103,14 @@ class Stack:
         return f"http://127.0.0.1:{self.ports['PROMETHEUS_PORT']}"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": str(self.home),
-               "LANG": "C.UTF-8", "HF_TOKEN": HF_CANARY, "COMPOSE_PROJECT_NAME": self.project,
-               **{k: str(v) for k, v in self.ports.items()}}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "HF_TOKEN": HF_CANARY,
+            "COMPOSE_PROJECT_NAME": self.project,
+            **{k: str(v) for k, v in self.ports.items()},
+        }
         if os.environ.get("DOCKER_HOST"):
             env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
         env.update(extra)
@@ -96,12 +122,14 @@ class Stack:
         base = ["env", "-i", *pairs, "make", "--no-print-directory", "-C", str(self.dir), *args]
         return ["runuser", "-u", self.user.pw_name, "--", *base] if os.getuid() == 0 else base
 
-    def make(self, *args: str, timeout: float = 900, env: dict[str, str] | None = None,
-             log: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    def make(
+        self, *args: str, timeout: float = 900, env: dict[str, str] | None = None, log: str | None = None
+    ) -> tuple[subprocess.CompletedProcess, float]:
         """Run make; returns (completed process with stdout+stderr merged in .stdout, seconds)."""
         t0 = time.monotonic()
-        out = subprocess.run(self.argv(*args, env=env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, timeout=timeout)
+        out = subprocess.run(
+            self.argv(*args, env=env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+        )
         seconds = time.monotonic() - t0
         (self.logs / f"{log or args[0]}.log").write_text(out.stdout)
         # The measured times docs/measured.md quotes (make run, make sweep on the CPU stack) come from here.
@@ -110,8 +138,9 @@ class Stack:
         return out, seconds
 
     def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        return subprocess.Popen(self.argv(*args, env=env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, bufsize=1)
+        return subprocess.Popen(
+            self.argv(*args, env=env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        )
 
     def volume(self, name: str) -> dict:
         (doc,) = engine.inspect(f"{self.project}_{name}", kind="volume")

@@ -5,6 +5,7 @@ without building. With the `pull_policy: build` compose.yaml had before, the sam
 time. A build shows on the engine as BuildKit cache records created or used (Compose builds with BuildKit here;
 it emits no image event) or, with the classic builder, as an image `tag` event; both are read around each
 step, and the control shows the check sees a build when there is one."""
+
 from __future__ import annotations
 
 import os
@@ -22,14 +23,31 @@ pytestmark = pytest.mark.compose
 def _compose(stack: Stack, project: str, override: str, *args: str, vllm_image: str) -> subprocess.CompletedProcess:
     """docker compose -f compose.yaml -f OVERRIDE --env-file images.lock ARGS, as the invoking user, with the
     variables make sets (VLLM_IMAGE from the shell wins over the env file, as images.env.local does)."""
-    env = {**stack.env(COMPOSE_PROJECT_NAME=project), "VLLM_IMAGE": vllm_image,
-           "SPECSTACK_UID": str(stack.user.pw_uid), "SPECSTACK_GID": str(stack.user.pw_gid)}
-    argv = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], engine.DOCKER, "compose", "-f", "compose.yaml",
-            "-f", override, "--env-file", "images.lock", *args]
+    env = {
+        **stack.env(COMPOSE_PROJECT_NAME=project),
+        "VLLM_IMAGE": vllm_image,
+        "SPECSTACK_UID": str(stack.user.pw_uid),
+        "SPECSTACK_GID": str(stack.user.pw_gid),
+    }
+    argv = [
+        "env",
+        "-i",
+        *[f"{k}={v}" for k, v in env.items()],
+        engine.DOCKER,
+        "compose",
+        "-f",
+        "compose.yaml",
+        "-f",
+        override,
+        "--env-file",
+        "images.lock",
+        *args,
+    ]
     if os.getuid() == 0:
         argv = ["runuser", "-u", stack.user.pw_name, "--", *argv]
-    return subprocess.run(argv, cwd=stack.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=1800)
+    return subprocess.run(
+        argv, cwd=stack.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +77,16 @@ def builds(stack, cpu_images):
         for attempt in ("run", "run_again"):
             cache = engine.build_cache()
             with engine.ImageEvents() as events:
-                out[attempt] = _compose(stack, project, files["never"], "run", "--rm", "collector", "--help",
-                                        vllm_image=vllm_image)
+                out[attempt] = _compose(
+                    stack, project, files["never"], "run", "--rm", "collector", "--help", vllm_image=vllm_image
+                )
             out[f"{attempt}_events"], out[f"{attempt}_cache"] = events.actions(), (cache, engine.build_cache())
         out["id_after_runs"] = engine.inspect(image, kind="image")[0]["Id"]
         cache = engine.build_cache()
         with engine.ImageEvents() as events:
-            out["old_policy_run"] = _compose(stack, project, files["build"], "run", "--rm", "collector", "--help",
-                                             vllm_image=vllm_image)
+            out["old_policy_run"] = _compose(
+                stack, project, files["build"], "run", "--rm", "collector", "--help", vllm_image=vllm_image
+            )
         out["old_policy_events"], out["old_policy_cache"] = events.actions(), (cache, engine.build_cache())
         out["image"] = image
         yield out

@@ -1,6 +1,7 @@
 """The CPU form against the GPU form, as the real compose CLI resolves them (`docker compose config`): they
 differ only in the keys compose.cpu.yaml's header lists. Compose can exit 0 on some config errors, so these
 tests read its output, not its exit status; and a compose command that fails must fail make."""
+
 from __future__ import annotations
 
 import os
@@ -46,34 +47,45 @@ def test_cpu_form_differs_from_the_gpu_form_only_in_the_listed_keys(forms, stack
     models_ro = {"type": "volume", "source": "models", "target": "/models", "read_only": True, "volume": {}}
     for svc in VLLM:
         g = gpu["services"][svc]
-        expected.update({
-            ("services", svc, "image"): CPU_LOCK["VLLM_IMAGE"],
-            ("services", svc, "entrypoint"): ["python3", "/services/serve_args.py", "--platform", "cpu-container",
-                                              "--exec"],
-            ("services", svc, "deploy"): "<absent>",
-            ("services", svc, "cpuset"): cpuset(),
-            ("services", svc, "shm_size"): str(2 * 1024 ** 3),
-            ("services", svc, "healthcheck", "interval"): "3s",
-            ("services", svc, "environment", "SPECSTACK_MODELS"): "/models",
-            ("services", svc, "volumes"): g["volumes"] + [models_ro],
-        })
-    expected.update({
-        **{("services", svc, key): "<absent>" for svc in SUFFIX_IMAGE_SERVICES for key in ("build", "pull_policy")},
-        ("services", "collector", "image"): CPU_LOCK["COLLECTOR_IMAGE"],
-        ("services", "collector", "build"): "<absent>",
-        ("services", "collector", "pull_policy"): "<absent>",
-        ("services", "collector", "environment", "SPECSTACK_PLATFORM"): "cpu-container",
-        ("services", "collector", "environment", "SPECSTACK_MODELS"): "/models",
-        ("services", "collector", "volumes"): gpu["services"]["collector"]["volumes"] + [models_ro],
-        ("services", "prometheus", "image"): CPU_LOCK["PROMETHEUS_IMAGE"],  # from the lock file, not the override
-        ("volumes", "models"): {"name": f"{stack.project}_models"},
-        ("x-vllm", "image"): CPU_LOCK["VLLM_IMAGE"],
-    })
+        expected.update(
+            {
+                ("services", svc, "image"): CPU_LOCK["VLLM_IMAGE"],
+                ("services", svc, "entrypoint"): [
+                    "python3",
+                    "/services/serve_args.py",
+                    "--platform",
+                    "cpu-container",
+                    "--exec",
+                ],
+                ("services", svc, "deploy"): "<absent>",
+                ("services", svc, "cpuset"): cpuset(),
+                ("services", svc, "shm_size"): str(2 * 1024**3),
+                ("services", svc, "healthcheck", "interval"): "3s",
+                ("services", svc, "environment", "SPECSTACK_MODELS"): "/models",
+                ("services", svc, "volumes"): g["volumes"] + [models_ro],
+            }
+        )
+    expected.update(
+        {
+            **{("services", svc, key): "<absent>" for svc in SUFFIX_IMAGE_SERVICES for key in ("build", "pull_policy")},
+            ("services", "collector", "image"): CPU_LOCK["COLLECTOR_IMAGE"],
+            ("services", "collector", "build"): "<absent>",
+            ("services", "collector", "pull_policy"): "<absent>",
+            ("services", "collector", "environment", "SPECSTACK_PLATFORM"): "cpu-container",
+            ("services", "collector", "environment", "SPECSTACK_MODELS"): "/models",
+            ("services", "collector", "volumes"): gpu["services"]["collector"]["volumes"] + [models_ro],
+            ("services", "prometheus", "image"): CPU_LOCK["PROMETHEUS_IMAGE"],  # from the lock file, not the override
+            ("volumes", "models"): {"name": f"{stack.project}_models"},
+            ("x-vllm", "image"): CPU_LOCK["VLLM_IMAGE"],
+        }
+    )
     tiny = cpu["services"]["tiny-models"]
     expected[("services", "tiny-models")] = tiny
     got = {path: cpu_value for path, (gpu_value, cpu_value) in diff.items() if path[0] != "x-vllm-cpu"}
-    assert set(got) == set(expected), {"unexpected": sorted(set(got) - set(expected)),
-                                       "missing": sorted(set(expected) - set(got))}
+    assert set(got) == set(expected), {
+        "unexpected": sorted(set(got) - set(expected)),
+        "missing": sorted(set(expected) - set(got)),
+    }
     for path, value in expected.items():
         assert got[path] == value, (path, got[path])
     # The one-off model builder: no network, no capability, its own volume only.
@@ -88,8 +100,11 @@ def test_gpu_form_is_unchanged(forms):
         (device,) = s["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
         assert s["entrypoint"][3] == "gpu-container" and "cpuset" not in s
-        assert s["image"] == (GPU_LOCK["VLLM_IMAGE"] if svc not in SUFFIX_IMAGE_SERVICES
-                              else "specstack-vllm-suffix:v0.32.0-arctic-inference-0.3.0")
+        assert s["image"] == (
+            GPU_LOCK["VLLM_IMAGE"]
+            if svc not in SUFFIX_IMAGE_SERVICES
+            else "specstack-vllm-suffix:v0.32.0-arctic-inference-0.3.0"
+        )
     assert gpu["services"]["collector"]["build"]["context"].endswith("/collector")
     assert "tiny-models" not in gpu["services"] and "models" not in gpu.get("volumes", {})
 
@@ -113,8 +128,15 @@ def test_a_failing_compose_command_fails_make(stack, tmp_path):
     bad.write_text("\n".join(f"{k}={v}" for k, v in CPU_LOCK.items() if k != "COLLECTOR_IMAGE") + "\n")
     os.chown(bad, stack.user.pw_uid, stack.user.pw_gid)
     project = stack.project + "-broken"
-    out, _ = stack.make("run", "METHOD=ngram", "PLATFORM=cpu", "MODEL_SET=tiny", "IMAGES_LOCK=images.broken.lock",
-                        env=stack.env(COMPOSE_PROJECT_NAME=project), log="broken-lock")
+    out, _ = stack.make(
+        "run",
+        "METHOD=ngram",
+        "PLATFORM=cpu",
+        "MODEL_SET=tiny",
+        "IMAGES_LOCK=images.broken.lock",
+        env=stack.env(COMPOSE_PROJECT_NAME=project),
+        log="broken-lock",
+    )
     bad.unlink()
     assert out.returncode != 0, out.stdout
     assert "required variable COLLECTOR_IMAGE is missing a value" in out.stdout

@@ -1,5 +1,6 @@
 """`make down` removes every container and network of the project and keeps its named volumes; a second
 `make run` (the committed images.cpu.lock: the command a fresh clone runs) reuses them."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,11 @@ def test_second_run_after_down_reuses_the_named_volumes(rerun):
     assert summary["status"] == "ok" and summary["crosscheck"]["ok"]
     # The committed lock's local tags: what a fresh clone runs after `make images PLATFORM=cpu`.
     refs = {c["Config"]["Image"] for c in rerun["events"].started.values()}
-    assert refs == {"specstack-vllm-cpu:0.32.0", "specstack-collector:0.1.0-vllm-cpu-0.32.0",
-                    "specstack-prometheus:2.42.0-deb12u1"}
+    assert refs == {
+        "specstack-vllm-cpu:0.32.0",
+        "specstack-collector:0.1.0-vllm-cpu-0.32.0",
+        "specstack-prometheus:2.42.0-deb12u1",
+    }
 
 
 def test_second_run_builds_and_pulls_no_image(rerun):
@@ -51,5 +55,7 @@ def test_second_run_builds_and_pulls_no_image(rerun):
     before, after = rerun["image_ids"]
     assert before == after
     assert "images missing on this engine" not in out.stdout
-    assert not any(line.lstrip().startswith(("Building", "[+] Building", "#1 ")) or " Built" in line
-                   for line in out.stdout.splitlines()), tail(out.stdout)
+    assert not any(
+        line.lstrip().startswith(("Building", "[+] Building", "#1 ")) or " Built" in line
+        for line in out.stdout.splitlines()
+    ), tail(out.stdout)

@@ -1,5 +1,6 @@
 """Faults on the running CPU stack: the vLLM container killed (`docker kill`) while bench's requests are
 in flight, a server that never turns healthy (weights missing; a start slower than WAIT_TIMEOUT)."""
+
 from __future__ import annotations
 
 import json
@@ -18,13 +19,20 @@ from .stack import Stack
 pytestmark = pytest.mark.compose
 
 # A bench long enough to be killed inside (16 prompts x 256 tokens at concurrency 1).
-KILL_RUN_ARGS = ("--tasks code --num-prompts 16 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 "
-                 "--warmup-requests 1")
+KILL_RUN_ARGS = (
+    "--tasks code --num-prompts 16 --perf-output-len 256 --acceptance-max-tokens 48 --concurrency 1 --warmup-requests 1"
+)
 
 
 def running(stack: Stack, service: str) -> list[str]:
-    return engine.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={stack.project}",
-                         "--filter", f"label=com.docker.compose.service={service}").stdout.split()
+    return engine.docker(
+        "ps",
+        "-q",
+        "--filter",
+        f"label=com.docker.compose.project={stack.project}",
+        "--filter",
+        f"label=com.docker.compose.service={service}",
+    ).stdout.split()
 
 
 def kill_when_bench_runs(stack: Stack, done: threading.Event) -> dict:
@@ -52,8 +60,15 @@ def kill_when_bench_runs(stack: Stack, done: threading.Event) -> dict:
 
 @pytest.fixture(scope="module")
 def killed_sweep(stack, sweep_run):
-    proc = stack.popen("sweep", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-kill", "SWEEP_METHODS=ngram baseline",
-                       "SWEEP_MTP_METHODS=", f"RUN_ARGS={KILL_RUN_ARGS}")
+    proc = stack.popen(
+        "sweep",
+        "PLATFORM=cpu",
+        "MODEL_SET=tiny",
+        "RUN_ID=cpu-kill",
+        "SWEEP_METHODS=ngram baseline",
+        "SWEEP_MTP_METHODS=",
+        f"RUN_ARGS={KILL_RUN_ARGS}",
+    )
     lines: list[tuple[float, str]] = []
     done = threading.Event()
 
@@ -71,8 +86,13 @@ def killed_sweep(stack, sweep_run):
             rc = proc.wait(timeout=1500)
             reader.join(30)
     (stack.logs / "sweep-kill.log").write_text("\n".join(line for _, line in lines))
-    return {"rc": rc, "output": "\n".join(line for _, line in lines), "kill": kill, "events": events,
-            "run_dir": stack.results / "cpu-kill"}
+    return {
+        "rc": rc,
+        "output": "\n".join(line for _, line in lines),
+        "kill": kill,
+        "events": events,
+        "run_dir": stack.results / "cpu-kill",
+    }
 
 
 def test_killed_server_fails_its_bench_window_and_the_sweep_goes_on(killed_sweep):
@@ -85,8 +105,12 @@ def test_killed_server_fails_its_bench_window_and_the_sweep_goes_on(killed_sweep
     assert s["status"] == "failed"
     assert windows["warmup"]["status"] == "ok" and windows["acceptance/code"]["status"] == "ok"
     bench = windows["bench/code-c1-r0"]
-    assert bench["status"] == "failed" and bench["start"] < kill["at"] < bench["end"], \
-        (bench["start"], bench["end"], bench["reason"], kill)
+    assert bench["status"] == "failed" and bench["start"] < kill["at"] < bench["end"], (
+        bench["start"],
+        bench["end"],
+        bench["reason"],
+        kill,
+    )
     # The sweep went on: the next method's server started after the kill and its run is whole.
     baseline = json.loads((killed_sweep["run_dir"] / "baseline" / "summary.json").read_text())
     assert baseline["status"] == "ok" and baseline["crosscheck"]["ok"]
@@ -103,10 +127,22 @@ def broken_model(stack, killed_sweep, cpu_images):
     models volume, and a model set that names it (pre-flight reads config and tokenizer files only, so the
     server itself has to fail)."""
     collector = cpu_images["refs"]["COLLECTOR_IMAGE"]
-    engine.docker("run", "--rm", "--network", "none", "-u", "0", "-v", f"{stack.project}_models:/models",
-                  "--entrypoint", "sh", collector, "-c",
-                  "rm -rf /models/no-weights && mkdir /models/no-weights && "
-                  "cp /models/tiny-qwen3/*.json /models/tiny-qwen3/*.jinja /models/no-weights/")
+    engine.docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-u",
+        "0",
+        "-v",
+        f"{stack.project}_models:/models",
+        "--entrypoint",
+        "sh",
+        collector,
+        "-c",
+        "rm -rf /models/no-weights && mkdir /models/no-weights && "
+        "cp /models/tiny-qwen3/*.json /models/tiny-qwen3/*.jinja /models/no-weights/",
+    )
     methods_toml = stack.dir / "services" / "methods.toml"
     original = methods_toml.read_text()
     methods_toml.write_text(original + '\n[model_sets.no-weights]\ntarget = "{models}/no-weights"\n')
@@ -116,8 +152,15 @@ def broken_model(stack, killed_sweep, cpu_images):
 
 
 def test_server_without_weights_stops_within_wait_timeout_with_its_last_log_lines(stack, broken_model):
-    out, seconds = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", f"MODEL_SET={broken_model}",
-                              "RUN_ID=cpu-no-weights", "WAIT_TIMEOUT=240", log="no-weights")
+    out, seconds = stack.make(
+        "run",
+        "METHOD=baseline",
+        "PLATFORM=cpu",
+        f"MODEL_SET={broken_model}",
+        "RUN_ID=cpu-no-weights",
+        "WAIT_TIMEOUT=240",
+        log="no-weights",
+    )
     text = out.stdout
     assert out.returncode != 0, tail(text)
     assert "preflight baseline (no-weights, cpu-container): ok" in text  # the server, not pre-flight, failed
@@ -125,8 +168,11 @@ def test_server_without_weights_stops_within_wait_timeout_with_its_last_log_line
     # The last log lines are vLLM's final traceback; the root cause (in a worker) is logged earlier, and make
     # names it.
     exceptions = text.split("--- exceptions vllm-baseline logged (the first is usually the cause):")[1]
-    assert exceptions.lstrip().split("\n")[0].endswith(
-        "RuntimeError: Cannot find any model weights with `/models/no-weights`"), tail(text, 20)
+    assert (
+        exceptions.lstrip()
+        .split("\n")[0]
+        .endswith("RuntimeError: Cannot find any model weights with `/models/no-weights`")
+    ), tail(text, 20)
     assert seconds < 240, seconds
     assert running(stack, "vllm-baseline") == []
 
@@ -140,8 +186,9 @@ def first_time(stamped: list[tuple[float, str]], needle: str, text: str) -> floa
 
 
 def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed_sweep):
-    proc = stack.popen("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-timeout",
-                       "WAIT_TIMEOUT=5")
+    proc = stack.popen(
+        "run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-timeout", "WAIT_TIMEOUT=5"
+    )
     stamped = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
     rc = proc.wait(timeout=600)
     ended = time.monotonic()
@@ -161,15 +208,25 @@ def test_server_slower_than_wait_timeout_is_stopped_at_the_timeout(stack, killed
 
 def test_a_port_in_use_is_named_with_the_knob_that_fixes_it(stack, killed_sweep):
     import socket
+
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        out, _ = stack.make("run", "METHOD=baseline", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-port",
-                            env=stack.env(VLLM_PORT=str(port)), log="port-in-use")
+        out, _ = stack.make(
+            "run",
+            "METHOD=baseline",
+            "PLATFORM=cpu",
+            "MODEL_SET=tiny",
+            "RUN_ID=cpu-port",
+            env=stack.env(VLLM_PORT=str(port)),
+            log="port-in-use",
+        )
     text = out.stdout
     assert out.returncode != 0, tail(text)
     assert f"127.0.0.1:{port}" in text and "address already in use" in text, tail(text)
-    assert f"vllm-baseline never started; if a port it publishes is in use (see the error above), choose free " \
-           f"ones: VLLM_PORT=, PROMETHEUS_PORT=, GRAFANA_PORT= (now {port}," in text, tail(text)
+    assert (
+        f"vllm-baseline never started; if a port it publishes is in use (see the error above), choose free "
+        f"ones: VLLM_PORT=, PROMETHEUS_PORT=, GRAFANA_PORT= (now {port}," in text
+    ), tail(text)
     assert running(stack, "vllm-baseline") == []

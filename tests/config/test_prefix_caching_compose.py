@@ -1,6 +1,7 @@
 """make PREFIX_CACHING=1 reaches every vLLM container as SPECSTACK_PREFIX_CACHING, whose serve_args builds the
 same argv as the native runtime with --prefix-caching, and the collector records it (--prefix-caching). Static:
 compose.yaml read and interpolated here, make in dry-run mode; no Docker engine."""
+
 from __future__ import annotations
 
 import subprocess
@@ -27,7 +28,7 @@ def test_every_vllm_service_passes_the_variable_through(raw):
     for name, svc in vllm_services(interpolate(raw, {**lock_env(), ENV: "1"})).items():
         assert svc["environment"][ENV] == "1", name
     for svc in vllm_services(interpolate(raw, lock_env())).values():
-        assert svc["environment"][ENV] == ""   # unset: methods.toml's [common]
+        assert svc["environment"][ENV] == ""  # unset: methods.toml's [common]
 
 
 @pytest.mark.parametrize("value,caching", [("1", True), ("", None)])
@@ -40,10 +41,15 @@ def test_the_container_plan_is_the_native_plan(raw, method, value, caching):
 
 
 def _dry_run(*variables: str) -> str:
-    out = subprocess.run(["make", "-n", "--no-print-directory", "_compose-method", "METHOD=ngram", "RUN_ID=r",
-                          *variables], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", "_compose-method", "METHOD=ngram", "RUN_ID=r", *variables],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
-    return out.stdout.replace("\\\n", " ")   # continued lines as the shell reads them
+    return out.stdout.replace("\\\n", " ")  # continued lines as the shell reads them
 
 
 def test_make_sets_the_variable_for_compose_and_the_collector_records_it():
@@ -56,6 +62,11 @@ def test_make_sets_the_variable_for_compose_and_the_collector_records_it():
 
 
 def test_make_refuses_a_value_serve_args_would_refuse():
-    out = subprocess.run(["make", "--no-print-directory", "compose-check-method", "METHOD=ngram",
-                          "PREFIX_CACHING=yes", "DOCKER=false"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "compose-check-method", "METHOD=ngram", "PREFIX_CACHING=yes", "DOCKER=false"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode != 0 and "PREFIX_CACHING must be 1" in out.stderr

@@ -1,6 +1,7 @@
 """Model revisions: every hub model of the default model set is pinned to a commit (or listed as knowingly not
 yet pinned, with the reason, in methods.toml and docs/gpu.md), and the pin reaches vLLM as the arguments vLLM
 0.32.0 reads: --revision, --code-revision for remote code, the speculative config's revision / code_revision."""
+
 from __future__ import annotations
 
 import copy
@@ -44,10 +45,12 @@ def test_every_hub_model_of_the_default_set_is_pinned_to_a_commit_or_listed_as_n
             if not SERVE_ARGS.is_commit(pins[key]):
                 problems.append(f"{key} ({model}): revision {pins[key]!r} is not a 40-hex commit")
         elif not str(unpinned.get(key, "")).strip():
-            problems.append(f"{key} = {model!r} has no pinned revision: add `{key} = \"<40-hex commit>\"` to "
-                            "[model_sets.default.revisions] in services/methods.toml (docs/gpu.md, 'Model "
-                            "revisions', says how to find it), or list it with the reason in "
-                            "[model_sets.default.unpinned]")
+            problems.append(
+                f'{key} = {model!r} has no pinned revision: add `{key} = "<40-hex commit>"` to '
+                "[model_sets.default.revisions] in services/methods.toml (docs/gpu.md, 'Model "
+                "revisions', says how to find it), or list it with the reason in "
+                "[model_sets.default.unpinned]"
+            )
     assert problems == [], "\n".join(problems)
     # What methods.toml says is unpinned, docs/gpu.md says too (and nothing else).
     assert _docs_unpinned() == {default[k] for k in unpinned}

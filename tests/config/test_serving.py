@@ -1,5 +1,6 @@
 """config/serving.py: Runtime and Platform are StrEnums, so what a run writes (JSON) and what the command line takes
 are the same strings as before they existed; Platform is services/methods.toml's [platforms], in its order."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,10 @@ def test_every_platform_serves_on_a_gpu_or_a_cpu():
 def test_members_are_their_strings():
     assert (Runtime.NATIVE, Runtime.URL) == ("native", "url")
     assert f"--platform {Platform.CPU_NATIVE}" == "--platform cpu-native"
-    assert json.dumps({"runtime": Runtime.URL, "platform": Platform.GPU_NATIVE_EAGER}) == \
-        '{"runtime": "url", "platform": "gpu-native-eager"}'
+    assert (
+        json.dumps({"runtime": Runtime.URL, "platform": Platform.GPU_NATIVE_EAGER})
+        == '{"runtime": "url", "platform": "gpu-native-eager"}'
+    )
 
 
 def test_unknown_names_are_refused_in_the_words_users_had():
@@ -47,14 +50,15 @@ def test_unknown_names_are_refused_in_the_words_users_had():
         Options(method="ngram", run_id="r", runtime="ssh")
     with pytest.raises(UserError) as refused:
         Options(method="ngram", run_id="r", platform="tpu")
-    with pytest.raises(methods.MethodError) as serve_args_refusal:   # what `--platform tpu` said before the enum
+    with pytest.raises(methods.MethodError) as serve_args_refusal:  # what `--platform tpu` said before the enum
         methods.build("baseline", platform="tpu")
     assert str(refused.value) == str(serve_args_refusal.value)
 
 
 def test_options_hold_members_and_write_the_same_json(tmp_path):
-    opts = Options(method="ngram", run_id="r", results_dir=tmp_path, runtime="url", url="http://h:1",
-                   platform="cpu-native")
+    opts = Options(
+        method="ngram", run_id="r", results_dir=tmp_path, runtime="url", url="http://h:1", platform="cpu-native"
+    )
     assert type(opts.runtime) is Runtime and type(opts.platform) is Platform
     data = json.loads(json.dumps(opts.to_json()))
     assert (data["runtime"], data["platform"]) == ("url", "cpu-native")
@@ -66,8 +70,9 @@ def test_options_hold_members_and_write_the_same_json(tmp_path):
 def test_the_command_line_takes_the_same_strings():
     parser = argparse.ArgumentParser()
     run.register(parser.add_subparsers())
-    args = parser.parse_args(["run", "--method", "ngram", "--runtime", "url", "--url", "http://h:1",
-                              "--platform", "cpu-container"])
+    args = parser.parse_args(
+        ["run", "--method", "ngram", "--runtime", "url", "--url", "http://h:1", "--platform", "cpu-container"]
+    )
     opts = options_from_args(args, "ngram")
     assert (opts.runtime, opts.platform) == (Runtime.URL, Platform.CPU_CONTAINER)
     assert "{native,url}" in parser._subparsers._group_actions[0].choices["run"].format_help()

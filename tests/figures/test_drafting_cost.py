@@ -1,4 +1,5 @@
 """figures/drafting_cost.py: the free-drafting TPOT, one target pass and what speculating cost per pass."""
+
 from __future__ import annotations
 
 import pytest

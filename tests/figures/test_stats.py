@@ -1,4 +1,5 @@
 """The report's bounds and gates on constructed data whose right answer is known."""
+
 from __future__ import annotations
 
 import pytest
@@ -66,7 +67,7 @@ def test_relative_spread_gate():
     assert st.relative_mad([10.0, 11.0, 9.0, 30.0]) == pytest.approx(1.0 / 10.5)  # one outlier barely moves it
     assert st.relative_mad([10.0]) is None
     assert st.stability([10.0, 10.2, 9.9], [5.0, 5.1, 4.9]) == "stable"
-    assert st.stability([10.0, 14.0, 8.0], [5.0, 5.1, 4.9]) == "unstable"      # MAD 2 / median 10 = 20 %
+    assert st.stability([10.0, 14.0, 8.0], [5.0, 5.1, 4.9]) == "unstable"  # MAD 2 / median 10 = 20 %
     assert st.stability([10.0], [5.0, 5.1, 4.9]) == "single"
 
 

@@ -20,6 +20,7 @@ default; "all": every method; "none"), SPECSTACK_GPU_CONCURRENCY (requests in fl
 sampled phases; default 16, methods.toml's max-num-seqs: raise both together, as tests/gpu/remote/launch.sh
 does, to sample faster).
 """
+
 from __future__ import annotations
 
 import csv
@@ -44,11 +45,26 @@ from tests.support import free_port
 # (docs/gpu.md), so 1024. The trained set's 32 prompts and 3 repeats fit its sweep into one lent H200 session
 # (docs/gpu.md, "the trained set").
 MODEL_SETS = {
-    "tiny": dict(methods=DEMO_METHODS, tasks=("code",), num_prompts=8, perf_output_len=64,
-                 acceptance_max_tokens=32, repeats=1, samples=1024, cached="first"),
-    "smollm2": dict(methods=("baseline", "ngram", "draft_model", "suffix"), tasks=("code", "chat"), num_prompts=32,
-                    perf_output_len=DEFAULT_PERF_OUTPUT_LEN, acceptance_max_tokens=DEFAULT_ACCEPTANCE_MAX_TOKENS,
-                    repeats=3, samples=0, cached="none"),
+    "tiny": dict(
+        methods=DEMO_METHODS,
+        tasks=("code",),
+        num_prompts=8,
+        perf_output_len=64,
+        acceptance_max_tokens=32,
+        repeats=1,
+        samples=1024,
+        cached="first",
+    ),
+    "smollm2": dict(
+        methods=("baseline", "ngram", "draft_model", "suffix"),
+        tasks=("code", "chat"),
+        num_prompts=32,
+        perf_output_len=DEFAULT_PERF_OUTPUT_LEN,
+        acceptance_max_tokens=DEFAULT_ACCEPTANCE_MAX_TOKENS,
+        repeats=3,
+        samples=0,
+        cached="none",
+    ),
 }
 # A bad setting is refused when pytest starts (pytest_configure), with the fix; until then the defaults stand in
 _BAD: list[str] = []
@@ -80,15 +96,27 @@ _CACHED = os.environ.get("SPECSTACK_GPU_CACHED", _SET["cached"])
 if _CACHED not in ("first", "all", "none"):
     _BAD.append(f"SPECSTACK_GPU_CACHED={_CACHED!r}: give first, all or none")
 _FIRST_BASELINE = next((m for m in METHODS if not methods.is_speculative(m)), "baseline")
-CACHED_METHODS = {"first": (_FIRST_BASELINE,), "none": (),
-                  "all": tuple(sorted(METHODS, key=methods.is_speculative))}.get(_CACHED, ())
+CACHED_METHODS = {
+    "first": (_FIRST_BASELINE,),
+    "none": (),
+    "all": tuple(sorted(METHODS, key=methods.is_speculative)),
+}.get(_CACHED, ())
 CONCURRENCY = _env_int("SPECSTACK_GPU_CONCURRENCY", 16)
 # PROMPTS prompts per task; the sampled phase (when SAMPLES) at T=1 with SAMPLES per prompt; CONCURRENCY requests
 # in flight in the acceptance and sampled phases (max-num-seqs)
-WORKLOAD = dict(tasks=TASKS, num_prompts=PROMPTS, perf_output_len=_SET["perf_output_len"],
-                acceptance_max_tokens=_SET["acceptance_max_tokens"], concurrencies=CONCURRENCIES, repeats=REPEATS,
-                temperatures=(1.0,) if SAMPLES else (), samples_per_prompt=max(SAMPLES, 1),
-                acceptance_concurrency=CONCURRENCY, warmup_requests=2, ready_timeout=1200.0)
+WORKLOAD = dict(
+    tasks=TASKS,
+    num_prompts=PROMPTS,
+    perf_output_len=_SET["perf_output_len"],
+    acceptance_max_tokens=_SET["acceptance_max_tokens"],
+    concurrencies=CONCURRENCIES,
+    repeats=REPEATS,
+    temperatures=(1.0,) if SAMPLES else (),
+    samples_per_prompt=max(SAMPLES, 1),
+    acceptance_concurrency=CONCURRENCY,
+    warmup_requests=2,
+    ready_timeout=1200.0,
+)
 
 
 def pytest_configure(config) -> None:
@@ -99,8 +127,11 @@ def pytest_configure(config) -> None:
 def _require_gpu() -> None:
     """A GPU test on a host without one fails, naming the fix (a skip would read as a pass)."""
     if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode:
-        pytest.fail("tests/gpu needs an NVIDIA GPU (nvidia-smi -L found none); run `make test-gpu` on a GPU host "
-                    "with `make venv PLATFORM=gpu`", pytrace=False)
+        pytest.fail(
+            "tests/gpu needs an NVIDIA GPU (nvidia-smi -L found none); run `make test-gpu` on a GPU host "
+            "with `make venv PLATFORM=gpu`",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +146,7 @@ def gpu_models(models_dir) -> Path:
     built beside them, offline from its pinned wheel (a second build finds its stamp and returns at once)."""
     if MODEL_SET == "smollm2":
         from specstack.fixtures import smollm2
+
         smollm2.build(models_dir)
     return models_dir
 
@@ -124,15 +156,29 @@ def gpu_sweep(gpu_models, gpu_results):
     """The sweep on the GPU; then CACHED_METHODS started once more (run `<run id>-cached`): their start-up
     with every cache the first start filled (torch.compile, Triton, FlashInfer JIT), the saving item 5 asks for."""
     _require_gpu()
-    opts = Options(method="baseline", run_id=RUN_ID, results_dir=gpu_results, model_set=MODEL_SET,
-                   platform=PLATFORM, models_dir=str(gpu_models), port=free_port(), **WORKLOAD)
+    opts = Options(
+        method="baseline",
+        run_id=RUN_ID,
+        results_dir=gpu_results,
+        model_set=MODEL_SET,
+        platform=PLATFORM,
+        models_dir=str(gpu_models),
+        port=free_port(),
+        **WORKLOAD,
+    )
     summaries = {s["method"]: s for s in sweep(opts, list(METHODS))}
     cached = {}
     for method in CACHED_METHODS:
-        again = Options(method=method, run_id=RUN_ID + "-cached", results_dir=gpu_results, model_set=MODEL_SET,
-                        platform=PLATFORM, models_dir=str(gpu_models), port=free_port(),
-                        **{**WORKLOAD, "temperatures": (), "samples_per_prompt": 1, "concurrencies": (1,),
-                           "repeats": 1})
+        again = Options(
+            method=method,
+            run_id=RUN_ID + "-cached",
+            results_dir=gpu_results,
+            model_set=MODEL_SET,
+            platform=PLATFORM,
+            models_dir=str(gpu_models),
+            port=free_port(),
+            **{**WORKLOAD, "temperatures": (), "samples_per_prompt": 1, "concurrencies": (1,), "repeats": 1},
+        )
         cached[method], _ = run_method(again)
     return {"run_dir": gpu_results / RUN_ID, "summaries": summaries, "cached": cached}
 
@@ -146,5 +192,8 @@ def report_table(run_dir: Path, name: str) -> list[dict]:
 # Tests of what this run does not do are not collected (rather than skipped, which would read as a pass): the
 # lossless test without a sampled phase, the cached start without a second start, the trained weights' test on
 # the random-weight tiny set.
-collect_ignore = ([] if SAMPLES else ["test_gpu_lossless.py"]) + ([] if CACHED_METHODS else ["test_gpu_cached.py"]) \
+collect_ignore = (
+    ([] if SAMPLES else ["test_gpu_lossless.py"])
+    + ([] if CACHED_METHODS else ["test_gpu_cached.py"])
     + ([] if MODEL_SET == "smollm2" else ["test_gpu_trained.py"])
+)

@@ -5,6 +5,7 @@ the model's next-token distributions are, so it is measured, not assumed: each p
 tokens are resampled n to a side and the same test is run on the two resamples (the null holds by construction).
     usage: python tests/gpu/sample_size.py RUN_DIR [--baseline mtp-baseline] [--per-side 256 512 ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,4 +39,6 @@ if __name__ == "__main__":
     p.add_argument("--baseline", default="baseline", help="the baseline's folder in the run (default baseline)")
     args = p.parse_args()
     for n in args.per_side:
-        print(f"{n} a side ({2 * n} samples per prompt): detectable TV {critical_tv(args.run_dir, n, args.baseline):.3f}")
+        print(
+            f"{n} a side ({2 * n} samples per prompt): detectable TV {critical_tv(args.run_dir, n, args.baseline):.3f}"
+        )

@@ -1,5 +1,6 @@
 """The cached second start on the GPU (collected when SPECSTACK_GPU_CACHED starts a method again: first, the tiny
 set's default, or all)."""
+
 from __future__ import annotations
 
 import pytest

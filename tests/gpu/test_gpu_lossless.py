@@ -1,5 +1,6 @@
 """The lossless test on the GPU: enough samples per prompt that a TV of 0.3 would be found (collected when the run
 has a sampled phase, SPECSTACK_GPU_SAMPLES > 0: the tiny set's default)."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@ collector's cross-checks exact, greedy output identical to the baseline's (or a 
 16, and each start-up's runner, async state and phases in the bundle. The lossless test (test_gpu_lossless.py),
 the cached second start (test_gpu_cached.py) and the trained weights' own test (test_gpu_trained.py) are collected
 when the run has them (tests/gpu/conftest.py)."""
+
 from __future__ import annotations
 
 import pytest

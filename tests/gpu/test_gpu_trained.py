@@ -2,6 +2,7 @@
 SPECSTACK_GPU_MODEL_SET=smollm2): a method that drafts by copying from the context (ngram, suffix) gets more
 tokens out of each target pass on the copy-heavy code task, whose answer is its prompt with one factor changed,
 than on open chat prose. On the random-weight tiny models both tasks give about one token a pass (docs/gpu.md)."""
+
 from __future__ import annotations
 
 import pytest

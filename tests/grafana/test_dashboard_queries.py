@@ -7,6 +7,7 @@ every expression evaluates without error, never yields NaN/Inf, gives the expect
 (-> "No drafts") where it must, and that the annotations and the position PNG match the windows.
 The binaries come from `apt-get install prometheus`; without them these tests fail, they never skip.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,18 +33,18 @@ from tests.support import Prometheus, binary  # noqa: E402
 
 pytestmark = pytest.mark.config
 
-STEP = 5                    # scrape interval of the synthetic history, = definitions.SCRAPE_INTERVAL
-RATE_INTERVAL = "20s"       # Grafana's $__rate_interval for a 5 s timeInterval: max(4 x 5 s, step + 5 s)
+STEP = 5  # scrape interval of the synthetic history, = definitions.SCRAPE_INTERVAL
+RATE_INTERVAL = "20s"  # Grafana's $__rate_interval for a 5 s timeInterval: max(4 x 5 s, step + 5 s)
 DURATION = 1800
 BUCKETS = ("0.01", "0.025", "0.05", "0.1", "+Inf")
 
 # Per scrape (5 s) and engine: drafts, draft tokens, accepted per position (K = 3) of the eagle3 run.
 ENGINES = {"0": (10, 30, (8, 5, 2)), "1": (20, 60, (12, 6, 3))}
-DRAFTS = sum(e[0] for e in ENGINES.values())                       # 30
-DRAFT_TOKENS = sum(e[1] for e in ENGINES.values())                 # 90
+DRAFTS = sum(e[0] for e in ENGINES.values())  # 30
+DRAFT_TOKENS = sum(e[1] for e in ENGINES.values())  # 90
 PER_POS = [sum(e[2][p] for e in ENGINES.values()) for p in range(3)]  # [20, 11, 5]
-ACCEPTED = sum(PER_POS)                                            # 36
-GENERATED = DRAFTS + ACCEPTED                                      # one bonus token per step: 66
+ACCEPTED = sum(PER_POS)  # 36
+GENERATED = DRAFTS + ACCEPTED  # one bonus token per step: 66
 EXPECTED_POS = [x / DRAFTS for x in PER_POS]
 
 # (method, phase, task, concurrency, start, end), seconds after T0; fractional = exact collector times.
@@ -54,8 +55,8 @@ WINDOWS = [
     ("eagle3", "acceptance", "chat", "", 760.3, 1000.7),
     ("eagle3", "bench", "chat", "4", 1010.2, 1400.6),
 ]
-BASELINE = (0, 600)         # series present (traffic all along)
-EAGLE = (700, 1800)         # series present; traffic until 1500, idle after
+BASELINE = (0, 600)  # series present (traffic all along)
+EAGLE = (700, 1800)  # series present; traffic until 1500, idle after
 EAGLE_BUSY_UNTIL = 1500
 
 
@@ -87,7 +88,7 @@ def synthetic_openmetrics(t0: int) -> str:
                 n = per * ((min(t, until) - start) // STEP)
                 for b in BUCKETS:
                     count = n if b == "+Inf" or float(b) >= float(le) else 0
-                    lines.append(f'{name}_bucket{_fmt_labels({**labels, "le": b})} {count} {t0 + t}')
+                    lines.append(f"{name}_bucket{_fmt_labels({**labels, 'le': b})} {count} {t0 + t}")
                 lines.append(f"{name}_count{_fmt_labels(labels)} {n} {t0 + t}")
                 lines.append(f"{name}_sum{_fmt_labels(labels)} {n * size:.6f} {t0 + t}")
 
@@ -96,40 +97,68 @@ def synthetic_openmetrics(t0: int) -> str:
     b_ts = range(BASELINE[0], BASELINE[1] + 1, STEP)
     e_ts = range(EAGLE[0], EAGLE[1] + 1, STEP)
 
-    def steps(start: int, until: int):   # scrapes with traffic since `start`, up to t
+    def steps(start: int, until: int):  # scrapes with traffic since `start`, up to t
         return lambda t: (min(t, until) - start) // STEP
 
     e_steps = steps(EAGLE[0], EAGLE_BUSY_UNTIL)
     for name, idx in ((m.SPEC_NUM_DRAFTS, 0), (m.SPEC_NUM_DRAFT_TOKENS, 1)):
         counter(name, [(eagle[e], e_ts, lambda t, e=e, i=idx: ENGINES[e][i] * e_steps(t)) for e in ENGINES])
-    counter(m.SPEC_NUM_ACCEPTED_TOKENS, [(eagle[e], e_ts, lambda t, e=e: sum(ENGINES[e][2]) * e_steps(t))
-                                         for e in ENGINES])
-    counter(m.SPEC_ACCEPTED_PER_POS, [({**eagle[e], "position": str(p)}, e_ts,
-                                       lambda t, e=e, p=p: ENGINES[e][2][p] * e_steps(t))
-                                      for e in ENGINES for p in range(3)])
-    counter(m.GENERATION_TOKENS,
-            [(base, b_ts, lambda t: 50 * steps(0, 10**9)(t))]
-            + [(eagle[e], e_ts, lambda t, e=e: (ENGINES[e][0] + sum(ENGINES[e][2])) * e_steps(t)) for e in ENGINES])
+    counter(
+        m.SPEC_NUM_ACCEPTED_TOKENS, [(eagle[e], e_ts, lambda t, e=e: sum(ENGINES[e][2]) * e_steps(t)) for e in ENGINES]
+    )
+    counter(
+        m.SPEC_ACCEPTED_PER_POS,
+        [
+            ({**eagle[e], "position": str(p)}, e_ts, lambda t, e=e, p=p: ENGINES[e][2][p] * e_steps(t))
+            for e in ENGINES
+            for p in range(3)
+        ],
+    )
+    counter(
+        m.GENERATION_TOKENS,
+        [(base, b_ts, lambda t: 50 * steps(0, 10**9)(t))]
+        + [(eagle[e], e_ts, lambda t, e=e: (ENGINES[e][0] + sum(ENGINES[e][2])) * e_steps(t)) for e in ENGINES],
+    )
     counter(m.NUM_PREEMPTIONS, [(base, b_ts, lambda t: 0)] + [(eagle[e], e_ts, lambda t: 0) for e in ENGINES])
     gauge(m.NUM_REQUESTS_RUNNING, [(base, b_ts, lambda t: 4)] + [(eagle[e], e_ts, lambda t: 8) for e in ENGINES])
     gauge(m.NUM_REQUESTS_WAITING, [(base, b_ts, lambda t: 1)] + [(eagle[e], e_ts, lambda t: 0) for e in ENGINES])
-    gauge(m.KV_CACHE_USAGE, [(base, b_ts, lambda t: 0.3), (eagle["0"], e_ts, lambda t: 0.5),
-                             (eagle["1"], e_ts, lambda t: 0.6)])
-    histogram(m.TIME_PER_OUTPUT_TOKEN, [(base, b_ts, "0.05", 2, 0.04, 0, BASELINE[1])]
-              + [(eagle[e], e_ts, "0.025", 3, 0.02, EAGLE[0], EAGLE_BUSY_UNTIL) for e in ENGINES])
-    histogram(m.INTER_TOKEN_LATENCY, [(base, b_ts, "0.05", 40, 0.04, 0, BASELINE[1])]
-              + [(eagle[e], e_ts, "0.1", 20, 0.06, EAGLE[0], EAGLE_BUSY_UNTIL) for e in ENGINES])
+    gauge(
+        m.KV_CACHE_USAGE,
+        [(base, b_ts, lambda t: 0.3), (eagle["0"], e_ts, lambda t: 0.5), (eagle["1"], e_ts, lambda t: 0.6)],
+    )
+    histogram(
+        m.TIME_PER_OUTPUT_TOKEN,
+        [(base, b_ts, "0.05", 2, 0.04, 0, BASELINE[1])]
+        + [(eagle[e], e_ts, "0.025", 3, 0.02, EAGLE[0], EAGLE_BUSY_UNTIL) for e in ENGINES],
+    )
+    histogram(
+        m.INTER_TOKEN_LATENCY,
+        [(base, b_ts, "0.05", 40, 0.04, 0, BASELINE[1])]
+        + [(eagle[e], e_ts, "0.1", 20, 0.06, EAGLE[0], EAGLE_BUSY_UNTIL) for e in ENGINES],
+    )
 
     win = []
     for method, phase, task, conc, start, end in WINDOWS:
-        labels = {"job": m.SCRAPE_JOB, "instance": "collector:9477", "run_id": "r1", "method": method,
-                  "phase": phase, "task": task, "concurrency": conc}
+        labels = {
+            "job": m.SCRAPE_JOB,
+            "instance": "collector:9477",
+            "run_id": "r1",
+            "method": method,
+            "phase": phase,
+            "task": task,
+            "concurrency": conc,
+        }
         ts = range(math.ceil(start / STEP) * STEP, DURATION + 1, STEP)
         win.append((labels, ts, start, end))
     gauge(m.WINDOW_ACTIVE, [(lb, ts, lambda t, s=s, e=e: 1 if t <= e else 0) for lb, ts, s, e in win])
     gauge(m.WINDOW_START, [(lb, ts, lambda t, s=s: f"{t0 + s:.3f}") for lb, ts, s, e in win])
-    gauge(m.WINDOW_END, [(lb, range(math.ceil(e / STEP) * STEP, DURATION + 1, STEP),
-                          lambda t, e=e: f"{t0 + e:.3f}") for lb, ts, s, e in win])
+    gauge(
+        m.WINDOW_END,
+        [
+            (lb, range(math.ceil(e / STEP) * STEP, DURATION + 1, STEP), lambda t, e=e: f"{t0 + e:.3f}")
+            for lb, ts, s, e in win
+        ],
+    )
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
@@ -147,8 +176,11 @@ class Prom:
         return body["data"]["result"]
 
     def query_range(self, expr: str, start: float, end: float, step: int = STEP) -> list[dict]:
-        r = requests.get(f"{self.url}/api/v1/query_range",
-                         params={"query": expr, "start": start, "end": end, "step": step}, timeout=30)
+        r = requests.get(
+            f"{self.url}/api/v1/query_range",
+            params={"query": expr, "start": start, "end": end, "step": step},
+            timeout=30,
+        )
         body = r.json()
         assert r.status_code == 200 and body["status"] == "success", f"{body.get('error')}\n{expr}"
         return body["data"]["result"]
@@ -161,12 +193,23 @@ def prom(tmp_path_factory) -> Prom:
     t0 = (int(time.time()) // 3600) * 3600 - 3 * 3600
     data = tmp / "history.om"
     data.write_text(synthetic_openmetrics(t0))
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(data), str(tmp / "tsdb")],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(data), str(tmp / "tsdb")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     exporter = WindowExporter(port=0)
-    config = {"global": {"scrape_interval": definitions.SCRAPE_INTERVAL},
-              "scrape_configs": [{"job_name": m.SCRAPE_JOB, "scrape_interval": "1s",
-                                  "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}]}]}
+    config = {
+        "global": {"scrape_interval": definitions.SCRAPE_INTERVAL},
+        "scrape_configs": [
+            {
+                "job_name": m.SCRAPE_JOB,
+                "scrape_interval": "1s",
+                "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}],
+            }
+        ],
+    }
     server = Prometheus(tmp, config=config, tsdb=tmp / "tsdb", retention="30d")
     try:
         yield Prom(server.url, t0, exporter)
@@ -177,13 +220,21 @@ def prom(tmp_path_factory) -> Prom:
 
 def render(expr: str, *, method: str = ".*", run_id: str = ".*", range_s: int = DURATION) -> str:
     """What Grafana sends for an expression (variables and interval macros substituted)."""
-    return generate.render(expr, variables={"method": method, "run_id": run_id}, rate_interval=RATE_INTERVAL,
-                           range_=f"{range_s}s", interval=f"{STEP}s")
+    return generate.render(
+        expr,
+        variables={"method": method, "run_id": run_id},
+        rate_interval=RATE_INTERVAL,
+        range_=f"{range_s}s",
+        interval=f"{STEP}s",
+    )
 
 
 def all_queries() -> list[tuple[str, str, str]]:
-    return [(name, where, expr) for name in definitions.DASHBOARDS
-            for where, expr in generate.queries(definitions.DASHBOARDS[name]())]
+    return [
+        (name, where, expr)
+        for name in definitions.DASHBOARDS
+        for where, expr in generate.queries(definitions.DASHBOARDS[name]())
+    ]
 
 
 def panel_targets(dashboard: str, title: str) -> dict[str, str]:
@@ -224,13 +275,14 @@ def test_variables_list_the_methods_and_runs(prom: Prom):
 
 
 def test_spec_panels_give_the_expected_numbers(prom: Prom):
-    at = prom.t0 + 1200          # eagle3 busy, both engines
+    at = prom.t0 + 1200  # eagle3 busy, both engines
+
     def one(title: str, legend: str = "A", **kw) -> float:
         (v,) = values(prom.query(render(panel_targets(SPEC, title)[legend], **EAGLE_SEL, **kw), at))
         return v
 
-    assert one("Draft acceptance rate") == pytest.approx(ACCEPTED / DRAFT_TOKENS)            # 0.4
-    assert one("Mean acceptance length") == pytest.approx(1 + ACCEPTED / DRAFTS)             # 2.2
+    assert one("Draft acceptance rate") == pytest.approx(ACCEPTED / DRAFT_TOKENS)  # 0.4
+    assert one("Mean acceptance length") == pytest.approx(1 + ACCEPTED / DRAFTS)  # 2.2
     assert one("Share of output tokens from drafts") == pytest.approx(ACCEPTED / GENERATED)
     assert one("Output tokens / s") == pytest.approx(GENERATED / STEP)
     assert one("Drafts (verification steps with drafts) / s") == pytest.approx(DRAFTS / STEP)
@@ -238,14 +290,15 @@ def test_spec_panels_give_the_expected_numbers(prom: Prom):
     assert one(flow, "proposed") == pytest.approx(DRAFT_TOKENS / STEP)
     assert one(flow, "accepted") == pytest.approx(ACCEPTED / STEP)
     assert one(flow, "rejected") == pytest.approx((DRAFT_TOKENS - ACCEPTED) / STEP)
-    assert one("KV-cache usage") == pytest.approx(0.6)                                         # max over engines
-    assert one("Running and waiting requests", "running") == 16                                # sum over engines
+    assert one("KV-cache usage") == pytest.approx(0.6)  # max over engines
+    assert one("Running and waiting requests", "running") == 16  # sum over engines
     assert 0.01 < one("TPOT (time per output token), server histogram", "p50") <= 0.025
     assert one("TPOT (time per output token), server histogram", "mean") == pytest.approx(0.02)
     assert 0.05 < one("ITL per engine step, server histogram", "p99") <= 0.1
 
-    over_time = prom.query(render(panel_targets(SPEC, "Acceptance by draft position over time")["pos {{position}}"],
-                                  **EAGLE_SEL), at)
+    over_time = prom.query(
+        render(panel_targets(SPEC, "Acceptance by draft position over time")["pos {{position}}"], **EAGLE_SEL), at
+    )
     got = {int(s["metric"]["position"]): float(s["value"][1]) for s in over_time}
     assert got == pytest.approx(dict(enumerate(EXPECTED_POS)))
     assert all(set(s["metric"]) == {"method", "run_id", "position"} for s in over_time)
@@ -255,6 +308,7 @@ def test_range_panels_over_a_window_match_the_counter_deltas(prom: Prom):
     """Instant panels with $__range = the acceptance window, evaluated at its end (what Grafana does)."""
     method, phase, task, conc, start, end = WINDOWS[3]
     at, range_s = prom.t0 + end, round(end - start)
+
     def one(title: str, dashboard: str = SPEC) -> list[dict]:
         return prom.query(render(panel_targets(dashboard, title)["A"], **EAGLE_SEL, range_s=range_s), at)
 
@@ -265,14 +319,19 @@ def test_range_panels_over_a_window_match_the_counter_deltas(prom: Prom):
     assert drafts == pytest.approx(DRAFTS * range_s / STEP, rel=0.05)
     per_method = one("Acceptance by draft position by method (range)", "specstack-comparison.json")
     assert {(s["metric"]["method"], s["metric"]["position"]) for s in per_method} == {
-        ("eagle3", str(p)) for p in range(3)}
+        ("eagle3", str(p)) for p in range(3)
+    }
 
 
 def test_no_drafts_gives_no_data_never_zero_or_nan(prom: Prom):
     """Baseline (no spec counters at all) and an idle spec server: every spec panel is empty -> "No drafts"."""
     data = definitions.DASHBOARDS[SPEC]()
-    spec_exprs = [(p["title"], t["expr"]) for p in generate.iter_panels(data) for t in p.get("targets") or []
-                  if m.SPEC_PREFIX in t["expr"]]
+    spec_exprs = [
+        (p["title"], t["expr"])
+        for p in generate.iter_panels(data)
+        for t in p.get("targets") or []
+        if m.SPEC_PREFIX in t["expr"]
+    ]
     assert len(spec_exprs) >= 10
     for title, expr in spec_exprs:
         assert prom.query(render(expr, method="baseline", run_id="r1", range_s=300), prom.t0 + 400) == [], title
@@ -280,12 +339,13 @@ def test_no_drafts_gives_no_data_never_zero_or_nan(prom: Prom):
     for title, expr in spec_exprs:
         result = prom.query(render(expr, **EAGLE_SEL, range_s=120), idle_at)
         if title.startswith("Draft tokens") or title.startswith("Drafts"):
-            assert all(v == 0 for v in values(result)), title   # counts, not ratios: 0 is the truth
+            assert all(v == 0 for v in values(result)), title  # counts, not ratios: 0 is the truth
         else:
             assert result == [], title
     # the engine panels still show the baseline
-    assert values(prom.query(render(panel_targets(SPEC, "Output tokens / s")["A"], method="baseline",
-                                    run_id="r1"), prom.t0 + 400)) == [pytest.approx(10.0)]
+    assert values(
+        prom.query(render(panel_targets(SPEC, "Output tokens / s")["A"], method="baseline", run_id="r1"), prom.t0 + 400)
+    ) == [pytest.approx(10.0)]
 
 
 def _grafana_regions(series_values: list, step: int) -> list[tuple[float, float]]:
@@ -307,8 +367,12 @@ def test_annotations_mark_the_windows(prom: Prom):
     for anno in data["annotations"]["list"]:
         for s in prom.query_range(render(anno["target"]["expr"], run_id="r1"), prom.t0, prom.t0 + DURATION):
             # Prometheus drops empty labels: task/concurrency "" are absent
-            key = (s["metric"]["method"], s["metric"]["phase"], s["metric"].get("task", ""),
-                   s["metric"].get("concurrency", ""))
+            key = (
+                s["metric"]["method"],
+                s["metric"]["phase"],
+                s["metric"].get("task", ""),
+                s["metric"].get("concurrency", ""),
+            )
             assert key not in found
             found[key] = (anno["name"], _grafana_regions(s["values"], STEP))
     assert set(found) == {win[:4] for win in WINDOWS}
@@ -324,12 +388,18 @@ def test_annotations_mark_the_windows(prom: Prom):
 def test_windows_table_has_exact_times(prom: Prom):
     targets = panel_targets("specstack-comparison.json", "Run windows (exact times)")
     at = prom.t0 + DURATION
-    start = {s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
-             for s in prom.query(render(targets["A"], run_id="r1"), at)}
-    end = {s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
-           for s in prom.query(render(targets["B"], run_id="r1"), at)}
-    duration = {s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
-                for s in prom.query(render(targets["C"], run_id="r1"), at)}
+    start = {
+        s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
+        for s in prom.query(render(targets["A"], run_id="r1"), at)
+    }
+    end = {
+        s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
+        for s in prom.query(render(targets["B"], run_id="r1"), at)
+    }
+    duration = {
+        s["metric"]["phase"] + s["metric"]["method"]: float(s["value"][1])
+        for s in prom.query(render(targets["C"], run_id="r1"), at)
+    }
     for method, phase, _task, _conc, s, e in WINDOWS:
         assert start[phase + method] == pytest.approx((prom.t0 + s) * 1000, abs=1)
         assert end[phase + method] == pytest.approx((prom.t0 + e) * 1000, abs=1)
@@ -343,9 +413,11 @@ def test_position_plot_matches_the_panel_and_handles_no_drafts(prom: Prom, tmp_p
     assert got == pytest.approx(EXPECTED_POS, rel=1e-9)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    for labels, (s, e) in [(dict(method="baseline", run_id="r1"), (100, 300)),   # no spec counters
-                           (EAGLE_SEL, (EAGLE_BUSY_UNTIL + 60, EAGLE_BUSY_UNTIL + 250)),  # spec server idle
-                           (dict(method="eagle3", run_id="other"), (760, 1000))]:  # no such run
+    for labels, (s, e) in [
+        (dict(method="baseline", run_id="r1"), (100, 300)),  # no spec counters
+        (EAGLE_SEL, (EAGLE_BUSY_UNTIL + 60, EAGLE_BUSY_UNTIL + 250)),  # spec server idle
+        (dict(method="eagle3", run_id="other"), (760, 1000)),
+    ]:  # no such run
         out = tmp_path / f"none-{labels['method']}-{s}.png"
         assert plot_acceptance_by_position(prom.url, prom.t0 + s, prom.t0 + e, labels, out) is None
         assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -356,16 +428,23 @@ def test_position_plot_matches_the_panel_and_handles_no_drafts(prom: Prom, tmp_p
 def test_live_window_exporter_scraped_by_prometheus(prom: Prom):
     """The collector's exporter, scraped for real: labels survive the scrape and the annotation query sees it."""
     exp = prom.exporter
-    anno = definitions.DASHBOARDS[SPEC]()["annotations"]["list"][2]["target"]["expr"]   # bench windows
+    anno = definitions.DASHBOARDS[SPEC]()["annotations"]["list"][2]["target"]["expr"]  # bench windows
     rec = exp.open(m.PHASE_BENCH, run_id="live", method="eagle3", task="code", concurrency=8)
     deadline = time.monotonic() + 20
     while not prom.query(render(anno, method="eagle3", run_id="live"), time.time()):
         assert time.monotonic() < deadline, "Prometheus never saw the open window"
         time.sleep(0.5)
     (s,) = prom.query(render(anno, method="eagle3", run_id="live"), time.time())
-    assert s["metric"] == {"__name__": m.WINDOW_ACTIVE, "job": m.SCRAPE_JOB, "instance": f"127.0.0.1:{exp.port}",
-                           "run_id": "live", "method": "eagle3", "phase": "bench", "task": "code",
-                           "concurrency": "8"}
+    assert s["metric"] == {
+        "__name__": m.WINDOW_ACTIVE,
+        "job": m.SCRAPE_JOB,
+        "instance": f"127.0.0.1:{exp.port}",
+        "run_id": "live",
+        "method": "eagle3",
+        "phase": "bench",
+        "task": "code",
+        "concurrency": "8",
+    }
     exp.close()
     end_q = f'{m.WINDOW_END}{{run_id="live"}}'
     while not prom.query(end_q, time.time()):

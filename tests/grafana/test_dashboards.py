@@ -2,6 +2,7 @@
 
 Fast, no server: the PromQL itself is evaluated by tests/grafana/test_dashboard_queries.py against a real Prometheus.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,11 @@ def _write(root: Path, builders: dict) -> None:
 def _one_panel_dashboard(panel) -> dict:
     layout = P.Layout()
     layout.add(panel, 12, 8)
-    return P.dashboard(uid="t", title="t", description="t", tags=["t"], layout=layout, variables=[],
-                       annotations=[])
+    return P.dashboard(uid="t", title="t", description="t", tags=["t"], layout=layout, variables=[], annotations=[])
 
 
 # --- the check on the committed files -------------------------------------------------------------------
+
 
 def test_check_passes_on_committed_files():
     assert generate.check(GRAFANA) == []
@@ -61,8 +62,9 @@ def test_check_passes_on_committed_files():
 
 def test_check_cli_exit_code():
     """What `make dashboards-check` runs."""
-    proc = subprocess.run([sys.executable, str(GRAFANA / "generate.py"), "--check"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(GRAFANA / "generate.py"), "--check"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "OK" in proc.stdout
 
@@ -71,16 +73,24 @@ def test_vllm_metric_names_come_from_the_installed_package():
     pkg = generate.vllm_package_dir()
     assert generate.vllm_version(pkg) == "0.32.0"
     defined = generate.vllm_defined_metrics(pkg)
-    for name in (*m.SPEC_COUNTERS, *m.ENGINE_COUNTERS, m.KV_CACHE_USAGE, m.TIME_PER_OUTPUT_TOKEN,
-                 m.INTER_TOKEN_LATENCY, m.NUM_REQUESTS_RUNNING, m.NUM_REQUESTS_WAITING):
+    for name in (
+        *m.SPEC_COUNTERS,
+        *m.ENGINE_COUNTERS,
+        m.KV_CACHE_USAGE,
+        m.TIME_PER_OUTPUT_TOKEN,
+        m.INTER_TOKEN_LATENCY,
+        m.NUM_REQUESTS_RUNNING,
+        m.NUM_REQUESTS_WAITING,
+    ):
         assert name in defined, name
-    assert "vllm:gpu_cache_usage_perc" not in defined     # the V0 name, gone in 0.32.0
+    assert "vllm:gpu_cache_usage_perc" not in defined  # the V0 name, gone in 0.32.0
     assert generate.is_defined("vllm:spec_decode_num_drafts_total", defined)
     assert generate.is_defined("vllm:inter_token_latency_seconds_bucket", defined)
     assert not generate.is_defined("vllm:spec_decode_num_drafts_bucket_total", defined)
 
 
 # --- the check must fail ---------------------------------------------------------------------------------
+
 
 def test_check_fails_on_tampered_json(grafana_copy: Path):
     path = grafana_copy / "dashboards" / "specstack-spec-decode.json"
@@ -112,11 +122,12 @@ def test_check_fails_on_missing_and_unknown_dashboards(grafana_copy: Path):
 
 
 def test_check_fails_on_invented_vllm_metric(grafana_copy: Path):
-    invented = "vllm:spec_decode_num_rejected_tokens_total"   # plausible, but vLLM 0.32.0 has no such metric
-    panel = P.timeseries("Rejected", f"Rejected tokens.\n\nMetrics: `{invented}`",
-                         [P.target(f"sum(rate({invented}[$__rate_interval]))")])
+    invented = "vllm:spec_decode_num_rejected_tokens_total"  # plausible, but vLLM 0.32.0 has no such metric
+    panel = P.timeseries(
+        "Rejected", f"Rejected tokens.\n\nMetrics: `{invented}`", [P.target(f"sum(rate({invented}[$__rate_interval]))")]
+    )
     builders = {**definitions.DASHBOARDS, "invented.json": lambda: _one_panel_dashboard(panel)}
-    _write(grafana_copy, builders)            # committed == generated, so only the metric check can fail
+    _write(grafana_copy, builders)  # committed == generated, so only the metric check can fail
     errors = generate.check(grafana_copy, builders)
     assert errors and all("invented.json" in e for e in errors), errors
     assert any(f"names {invented}, which vLLM 0.32.0 does not define" in e for e in errors), errors
@@ -128,8 +139,7 @@ def test_check_fails_on_invented_vllm_metric(grafana_copy: Path):
 
 
 def test_check_fails_on_invented_window_metric(grafana_copy: Path):
-    panel = P.timeseries("Windows", "Windows.\n\nMetrics: `specstack_window_open`",
-                         [P.target("specstack_window_open")])
+    panel = P.timeseries("Windows", "Windows.\n\nMetrics: `specstack_window_open`", [P.target("specstack_window_open")])
     builders = {"w.json": lambda: _one_panel_dashboard(panel)}
     _write(grafana_copy, builders)
     (grafana_copy / "dashboards" / "specstack-spec-decode.json").unlink()
@@ -138,14 +148,20 @@ def test_check_fails_on_invented_window_metric(grafana_copy: Path):
     assert any("specstack_window_open, which the window exporter does not export" in e for e in errors), errors
 
 
-@pytest.mark.parametrize("description,expected", [
-    ("", "has no description"),
-    ("Output tokens per second.", "description does not name vllm:generation_tokens"),
-    ("Output tokens.\n\nMetrics: `vllm:prompt_tokens_total`", "description does not name vllm:generation_tokens"),
-])
+@pytest.mark.parametrize(
+    "description,expected",
+    [
+        ("", "has no description"),
+        ("Output tokens per second.", "description does not name vllm:generation_tokens"),
+        ("Output tokens.\n\nMetrics: `vllm:prompt_tokens_total`", "description does not name vllm:generation_tokens"),
+    ],
+)
 def test_check_fails_on_panel_without_description(grafana_copy: Path, description: str, expected: str):
-    panel = P.timeseries("Output tokens / s", description,
-                         [P.target('sum(rate(vllm:generation_tokens_total{method=~"$method"}[$__rate_interval]))')])
+    panel = P.timeseries(
+        "Output tokens / s",
+        description,
+        [P.target('sum(rate(vllm:generation_tokens_total{method=~"$method"}[$__rate_interval]))')],
+    )
     builders = {**definitions.DASHBOARDS, "nodesc.json": lambda: _one_panel_dashboard(panel)}
     _write(grafana_copy, builders)
     errors = generate.check(grafana_copy, builders)
@@ -160,6 +176,7 @@ def test_generate_refuses_to_write_a_dashboard_the_check_rejects(tmp_path: Path,
 
 
 # --- what the dashboards contain ------------------------------------------------------------------------
+
 
 def test_every_panel_has_a_description_naming_its_metrics():
     for name in definitions.DASHBOARDS:
@@ -176,11 +193,21 @@ def test_spec_dashboard_has_the_required_panels():
     by_title = {}
     for p in generate.iter_panels(data):
         by_title.setdefault(p["title"], []).append(p)
-    for title in ["Draft acceptance rate", "Mean acceptance length", "Acceptance by draft position (range)",
-                  "Acceptance by draft position over time", "Draft tokens / s: proposed, accepted, rejected",
-                  "Share of output tokens from drafts", "Output tokens / s",
-                  "TPOT (time per output token), server histogram", "ITL per engine step, server histogram",
-                  "KV-cache usage", "Preemptions / s", "Running and waiting requests", "Run windows (exact times)"]:
+    for title in [
+        "Draft acceptance rate",
+        "Mean acceptance length",
+        "Acceptance by draft position (range)",
+        "Acceptance by draft position over time",
+        "Draft tokens / s: proposed, accepted, rejected",
+        "Share of output tokens from drafts",
+        "Output tokens / s",
+        "TPOT (time per output token), server histogram",
+        "ITL per engine step, server histogram",
+        "KV-cache usage",
+        "Preemptions / s",
+        "Running and waiting requests",
+        "Run windows (exact times)",
+    ]:
         assert title in by_title, title
     assert {p["type"] for p in by_title["Acceptance by draft position (range)"]} == {"barchart"}
     assert by_title["Acceptance by draft position (range)"][0]["options"]["xField"] == "position"
@@ -204,8 +231,10 @@ def test_spec_ratios_are_guarded_and_show_no_drafts():
                     assert "> 0)" in expr, expr
                 if "histogram_quantile" in expr:
                     assert "_count" in expr and ") > 0)" in expr, expr
-            if any(m.SPEC_PREFIX in t["expr"] for t in panel.get("targets") or []) \
-                    and "vllm:generation_tokens_total" not in panel["description"].split("Metrics:")[0]:
+            if (
+                any(m.SPEC_PREFIX in t["expr"] for t in panel.get("targets") or [])
+                and "vllm:generation_tokens_total" not in panel["description"].split("Metrics:")[0]
+            ):
                 assert panel["fieldConfig"]["defaults"].get("noValue") == P.NO_DRAFTS, (name, panel["title"])
 
 
@@ -252,15 +281,19 @@ def test_panels_do_not_overlap_and_fit_the_grid():
 
 # --- provisioning ---------------------------------------------------------------------------------------
 
+
 def _prometheus_vllm_scrape_interval() -> str:
     """The scrape interval Prometheus uses for vLLM, from prometheus/prometheus.yml once it exists."""
     path = REPO / "prometheus" / "prometheus.yml"
-    if not path.exists():   # not written yet: the generator's constant stands in (see the report to the lead)
+    if not path.exists():  # not written yet: the generator's constant stands in (see the report to the lead)
         return definitions.SCRAPE_INTERVAL
     config = yaml.safe_load(path.read_text())
     default = (config.get("global") or {}).get("scrape_interval", "1m")
-    intervals = {job.get("scrape_interval", default) for job in config.get("scrape_configs") or []
-                 if job.get("job_name") not in ("prometheus", "specstack")}
+    intervals = {
+        job.get("scrape_interval", default)
+        for job in config.get("scrape_configs") or []
+        if job.get("job_name") not in ("prometheus", "specstack")
+    }
     assert len(intervals) == 1, f"vLLM jobs in {path} use several scrape intervals: {intervals}"
     return intervals.pop()
 

@@ -5,6 +5,7 @@ options and custom field config against its plugin's generated types, annotation
 runs tsc. Needs node and npm; the pinned packages are installed with `npm ci` on first use (and again whenever
 package-lock.json changes), later runs take a few seconds.
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,9 @@ def installed_node() -> str:
 
 
 def run_check(node: str, *args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([node, str(CHECK_DIR / "check.mjs"), *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [node, str(CHECK_DIR / "check.mjs"), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_committed_dashboards_match_grafana_schema(tmp_path):
@@ -40,6 +42,7 @@ def test_committed_dashboards_match_grafana_schema(tmp_path):
 
 
 # --- the check can fail: three realistic breakages of a copy of a committed dashboard --------------------------
+
 
 def _barchart(dash: dict) -> tuple[int, dict]:
     return next((i, p) for i, p in enumerate(dash["panels"]) if p["type"] == "barchart")
@@ -97,7 +100,10 @@ def test_check_rejects_broken_dashboard(tmp_path_factory, name):
     assert proc.returncode != 0
     lines = proc.stderr.splitlines()
     # check.mjs heads each tsc message with "<file>: <piece> at <JSON path> [...]"; the message is the next line.
-    located = [lines[i + 1] for i, line in enumerate(lines[:-1])
-               if line.startswith(f"{name}.json: ") and f" at {paths[name]} [" in line]
+    located = [
+        lines[i + 1]
+        for i, line in enumerate(lines[:-1])
+        if line.startswith(f"{name}.json: ") and f" at {paths[name]} [" in line
+    ]
     assert located, f"nothing reported at {paths[name]} in {name}.json:\n{proc.stderr[-4000:]}"
     assert any(BREAKAGES[name][1] in message for message in located), located

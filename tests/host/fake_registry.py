@@ -1,18 +1,21 @@
 """A registry on loopback for the image lock tests: the distribution API's manifest endpoint and an anonymous
 token service, like Docker Hub's."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 from http.server import BaseHTTPRequestHandler
 
-MANIFEST = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-                       "manifests": []}).encode()
+MANIFEST = json.dumps(
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}
+).encode()
 DIGEST = "sha256:" + hashlib.sha256(MANIFEST).hexdigest()
 
 
 class Registry(BaseHTTPRequestHandler):
     """The distribution API's manifest endpoint + an anonymous token service, like Docker Hub's."""
+
     seen: list[tuple[str, str, str | None]] = []
     send_digest_header = True
 
@@ -21,8 +24,11 @@ class Registry(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != "Bearer t0ken":
             self.send_response(401)
             port = self.server.server_address[1]
-            self.send_header("WWW-Authenticate", f'Bearer realm="http://127.0.0.1:{port}/token",'
-                                                 f'service="test-registry",scope="repository:team/app:pull"')
+            self.send_header(
+                "WWW-Authenticate",
+                f'Bearer realm="http://127.0.0.1:{port}/token",'
+                f'service="test-registry",scope="repository:team/app:pull"',
+            )
             self.end_headers()
             return
         if self.path != "/v2/team/app/manifests/1.2.3":

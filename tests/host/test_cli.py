@@ -1,5 +1,6 @@
 """collector/specstack/host/cli.py: the actions as make runs them (`python3 -m specstack.host`, standard library
 only) and as `specstack containers`; a HostError is one line and exit code 2."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ COLLECTOR = REPO / "collector"
 def _host(*args: str) -> subprocess.CompletedProcess:
     """`python3 -m specstack.host ARGS` the way services/compose.mk runs it (PYTHONPATH=collector)."""
     env = {**os.environ, "PYTHONPATH": str(COLLECTOR)}
-    return subprocess.run([sys.executable, "-m", "specstack.host", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "specstack.host", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=60
+    )
 
 
 def test_check_lock_command_rejects_floating_tags(tmp_path):
@@ -36,9 +38,18 @@ def test_check_lock_command_rejects_floating_tags(tmp_path):
 
 
 # The modules of specstack the host helper may import besides its own: standard library only, all of them.
-ALLOWED = {"specstack", "specstack.errors", "specstack.results", "specstack.results.files", "specstack.results.bundle",
-           "specstack.results.layout", "specstack.results.run_lock", "specstack.config", "specstack.config.sweep",
-           "specstack.interrupts"}
+ALLOWED = {
+    "specstack",
+    "specstack.errors",
+    "specstack.results",
+    "specstack.results.files",
+    "specstack.results.bundle",
+    "specstack.results.layout",
+    "specstack.results.run_lock",
+    "specstack.config",
+    "specstack.config.sweep",
+    "specstack.interrupts",
+}
 
 IMPORT_ALL = """
 import json, pkgutil, sys
@@ -54,14 +65,25 @@ print(json.dumps(sorted(sys.modules)))
 def test_the_host_helper_imports_the_standard_library_only():
     """make runs it with the host's plain python3, before any venv exists: no site-packages (-S), and every
     module it loads is the standard library's or one of the few standard-library-only modules of specstack."""
-    out = subprocess.run([sys.executable, "-S", "-c", IMPORT_ALL, str(COLLECTOR)], capture_output=True, text=True,
-                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", IMPORT_ALL, str(COLLECTOR)],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     loaded = json.loads(out.stdout)
     assert "specstack.host.cli" in loaded and "specstack.host.engine" in loaded
     foreign = [m for m in loaded if m.split(".")[0] not in {*sys.stdlib_module_names, "__main__", "specstack"}]
-    ours = [m for m in loaded if m.split(".")[0] == "specstack"
-            and m not in ALLOWED and m != "specstack.host" and not m.startswith("specstack.host.")]
+    ours = [
+        m
+        for m in loaded
+        if m.split(".")[0] == "specstack"
+        and m not in ALLOWED
+        and m != "specstack.host"
+        and not m.startswith("specstack.host.")
+    ]
     assert not foreign and not ours, (foreign, ours)
     assert "docker" not in loaded  # the SDK is imported lazily, only when a client is made
 
@@ -69,9 +91,14 @@ def test_the_host_helper_imports_the_standard_library_only():
 def test_the_module_runs_with_no_site_packages(tmp_path):
     lock = tmp_path / "images.lock"
     lock.write_text("VLLM_IMAGE=vllm/vllm-openai:v0.32.0\n")
-    out = subprocess.run([sys.executable, "-S", "-m", "specstack.host", "check-lock", "--file", str(lock)],
-                         capture_output=True, text=True, env={"PYTHONPATH": str(COLLECTOR)}, cwd=tmp_path,
-                         timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-S", "-m", "specstack.host", "check-lock", "--file", str(lock)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(COLLECTOR)},
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -81,8 +108,12 @@ def test_specstack_containers_is_the_same_command(tmp_path, capsys):
     assert specstack_main.main(["containers", "check-lock", "--file", str(lock)]) == 1
     assert "not pinned: vllm/vllm-openai:latest: tag 'latest' floats" in capsys.readouterr().err
     out = tmp_path / "targets.json"
-    assert specstack_main.main(["containers", "targets", "--out", str(out), "--target", "vllm-ngram:8000",
-                                "--label", "method=ngram"]) == 0
+    assert (
+        specstack_main.main(
+            ["containers", "targets", "--out", str(out), "--target", "vllm-ngram:8000", "--label", "method=ngram"]
+        )
+        == 0
+    )
     assert json.loads(out.read_text()) == [{"targets": ["vllm-ngram:8000"], "labels": {"method": "ngram"}}]
 
 
@@ -104,8 +135,12 @@ def test_a_folder_the_user_cannot_write_is_named_with_the_fix(tmp_path, capsys, 
     # root writes anywhere, so the engine-made, root-owned ./results is stood in for by the error it raises
     def denied(out, target, labels):
         raise PermissionError(13, "Permission denied", "results/run-1")
+
     monkeypatch.setattr(cli, "write_targets", denied)
     assert cli.main(["targets", "--out", str(tmp_path / "t.json"), "--clear"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("specstack containers: cannot write results/run-1: permission denied") and \
-        "chown" in err and err.count("\n") == 1
+    assert (
+        err.startswith("specstack containers: cannot write results/run-1: permission denied")
+        and "chown" in err
+        and err.count("\n") == 1
+    )

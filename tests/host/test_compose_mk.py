@@ -1,5 +1,6 @@
 """services/compose.mk stays a list of one-line calls of the compose lifecycle (collector/specstack/host/lifecycle.py):
 no target's recipe is longer than 5 lines (issue 31: orchestration in one Python module, not in make)."""
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,7 @@ def recipes(text: str) -> dict[str, int]:
 
 
 def test_the_counter_counts_recipe_lines():
-    text = ("a: b\n\t@one \\\n\t  two\n\t@three\n\n# c: no\nV := x\nd:\n\t@x\nifeq ($(P),cpu)\ne: ; @inline\nendif\n")
+    text = "a: b\n\t@one \\\n\t  two\n\t@three\n\n# c: no\nV := x\nd:\n\t@x\nifeq ($(P),cpu)\ne: ; @inline\nendif\n"
     assert recipes(text) == {"a": 3, "d": 1, "e": 0}
 
 
@@ -38,4 +39,6 @@ def test_no_compose_mk_target_is_longer_than_five_lines():
     found = recipes((REPO / "services" / "compose.mk").read_text())
     assert {"run", "sweep", "down", "lock", "logs", "status"} <= set(found), sorted(found)
     long = {target: n for target, n in found.items() if n > MAX_LINES}
-    assert not long, f"targets of services/compose.mk over {MAX_LINES} lines (move the logic into host/lifecycle.py): {long}"
+    assert not long, (
+        f"targets of services/compose.mk over {MAX_LINES} lines (move the logic into host/lifecycle.py): {long}"
+    )

@@ -1,5 +1,6 @@
 """collector/specstack/host/compose_stack.py and stack.py: what the compose lifecycle reads from methods.toml
 (without tomllib), the variables compose gets per method and slot, make's knobs on the command line."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,11 +33,19 @@ def test_k_reaches_the_speculative_methods_only_and_a_slot_its_own_port(monkeypa
     stack = _stack(k="3", wait_timeout="900")
     assert stack.env(method="ngram")["SPECSTACK_SPEC_OVERRIDE"] == '{"num_speculative_tokens":3}'
     assert stack.env(method="baseline")["SPECSTACK_SPEC_OVERRIDE"] == ""
-    assert stack.env(method="ngram", k="")["SPECSTACK_SPEC_OVERRIDE"] == ""   # reproduce: the method's own K
+    assert stack.env(method="ngram", k="")["SPECSTACK_SPEC_OVERRIDE"] == ""  # reproduce: the method's own K
     assert stack.env()["SPECSTACK_START_PERIOD"] == "900s" and "VLLM_PORT" not in stack.env()
     assert stack.env(Place("1", "0-3", slot=1, gpu_cpuset="8-15"))["VLLM_PORT"] == "8101"
-    args = stack.collector_args("ngram", "vllm-ngram", run_id="r", result="ngram", baseline_result="", k=None,
-                                reproduce_of="", allow_drift=False)
+    args = stack.collector_args(
+        "ngram",
+        "vllm-ngram",
+        run_id="r",
+        result="ngram",
+        baseline_result="",
+        k=None,
+        reproduce_of="",
+        allow_drift=False,
+    )
     assert args[args.index("--k") + 1] == "3"
 
 
@@ -49,8 +58,16 @@ def test_the_platform_decides_the_defaults(platform, wait):
 
 def test_run_args_are_shell_words():
     stack = _stack(run_args="--concurrency 1,4 --workload 'my file.jsonl'", prefix_caching="1")
-    args = stack.collector_args("baseline", "vllm-baseline", run_id="r", result="baseline-slot1",
-                                baseline_result="", k=None, reproduce_of="", allow_drift=False)
+    args = stack.collector_args(
+        "baseline",
+        "vllm-baseline",
+        run_id="r",
+        result="baseline-slot1",
+        baseline_result="",
+        k=None,
+        reproduce_of="",
+        allow_drift=False,
+    )
     assert args[-4:] == ["--concurrency", "1,4", "--workload", "my file.jsonl"]
     assert "--prefix-caching" in args and args[args.index("--bundle-name") + 1] == "baseline-slot1"
 
@@ -64,6 +81,7 @@ def test_an_unknown_knob_is_refused(capsys):
 
 def test_the_queue_runs_a_callable_per_job_with_its_fields():
     from specstack.host.slots import run_queue
+
     seen = []
 
     def one(fields: dict) -> int:

@@ -1,4 +1,5 @@
 """collector/specstack/host/engine.py: how the host reaches Docker."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """collector/specstack/host/image_lock.py: `make lock` against a real (local) registry API with token auth
 (tests/host/fake_registry.py), and the lock file's format."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,9 @@ def test_lock_pins_only_the_named_lines(registry, tmp_path):
     lock = tmp_path / "images.lock"
     lock.write_text(f"APP_IMAGE={registry}/team/app:1.2.3\nGRAFANA_IMAGE=grafana/grafana:12.0.2\n")
     image_lock.lock(lock, log=lambda *_: None, keys=["APP_IMAGE"])
-    assert image_lock.read_lock(lock) == {"APP_IMAGE": f"{registry}/team/app:1.2.3@{DIGEST}",
-                                          "GRAFANA_IMAGE": "grafana/grafana:12.0.2"}
+    assert image_lock.read_lock(lock) == {
+        "APP_IMAGE": f"{registry}/team/app:1.2.3@{DIGEST}",
+        "GRAFANA_IMAGE": "grafana/grafana:12.0.2",
+    }
     with pytest.raises(HostError, match="no line for NOPE_IMAGE"):
         image_lock.lock(lock, log=lambda *_: None, keys=["NOPE_IMAGE"])

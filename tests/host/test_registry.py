@@ -1,5 +1,6 @@
 """collector/specstack/host/registry.py: a tag resolved to its digest by a real (local) registry API with
 token auth (tests/host/fake_registry.py)."""
+
 from __future__ import annotations
 
 import pytest

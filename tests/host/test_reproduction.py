@@ -1,5 +1,6 @@
 """collector/specstack/host/reproduction.py and `reproduce-plan`: what `make reproduce` takes from a compose
 run's bundle (the real run: tests/compose/test_reproduce.py)."""
+
 from __future__ import annotations
 
 import json
@@ -15,24 +16,38 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "a" * 64
-PINNED = {"VLLM_IMAGE": f"127.0.0.1:5000/specstack-vllm-cpu:0.32.0@{DIGEST}",
-          "COLLECTOR_IMAGE": f"127.0.0.1:5000/specstack-collector:0.1.0@{DIGEST}",
-          "PROMETHEUS_IMAGE": f"127.0.0.1:5000/specstack-prometheus:2.42.0@{DIGEST}"}
+PINNED = {
+    "VLLM_IMAGE": f"127.0.0.1:5000/specstack-vllm-cpu:0.32.0@{DIGEST}",
+    "COLLECTOR_IMAGE": f"127.0.0.1:5000/specstack-collector:0.1.0@{DIGEST}",
+    "PROMETHEUS_IMAGE": f"127.0.0.1:5000/specstack-prometheus:2.42.0@{DIGEST}",
+}
 CPU = {"source": "host", "model": "AMD EPYC", "cores": 2}
 
 
 def compose_run(results: Path, name="cpu-run", images=None, methods=("baseline", "ngram"), k=None) -> Path:
     run = results / name
     (run / "host-provenance").mkdir(parents=True)
-    images = images or {key: {"ref": ref, "id": "sha256:" + "1" * 64, "repo_digests": [ref.split(":0")[0]]}
-                        for key, ref in PINNED.items()}
-    manifest = {"run_id": name, "platform": "cpu-container", "methods": {},
-                "recipe": {"runtime": "url", "platform": "cpu-container", "model_set": "tiny", "prefix_caching": True}}
+    images = images or {
+        key: {"ref": ref, "id": "sha256:" + "1" * 64, "repo_digests": [ref.split(":0")[0]]}
+        for key, ref in PINNED.items()
+    }
+    manifest = {
+        "run_id": name,
+        "platform": "cpu-container",
+        "methods": {},
+        "recipe": {"runtime": "url", "platform": "cpu-container", "model_set": "tiny", "prefix_caching": True},
+    }
     for m in methods:
         (run / m).mkdir()
-        (run / m / "summary.json").write_text(json.dumps(
-            {"method": m, "status": "ok", "spec_override": {"num_speculative_tokens": k} if k and m != "baseline"
-             else None}))
+        (run / m / "summary.json").write_text(
+            json.dumps(
+                {
+                    "method": m,
+                    "status": "ok",
+                    "spec_override": {"num_speculative_tokens": k} if k and m != "baseline" else None,
+                }
+            )
+        )
         (run / "host-provenance" / f"{m}.json").write_text(json.dumps({"images": images, "cpu": CPU}))
         manifest["methods"][m] = {"status": "ok", "dir": m}
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -46,16 +61,27 @@ def test_the_plan_has_the_methods_their_k_and_every_image_by_digest(tmp_path):
     assert p.images == PINNED
     lock, plan_file = reproduction.write(p, tmp_path / "out", "again")
     assert lock.read_text().splitlines()[1:] == [f"{k}={v}" for k, v in PINNED.items()]
-    shell = subprocess.run(["bash", "-c", f". {plan_file}; echo \"$platform|$model_set|$prefix_caching|$methods\""],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    shell = subprocess.run(
+        ["bash", "-c", f'. {plan_file}; echo "$platform|$model_set|$prefix_caching|$methods"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert shell == "cpu|tiny|1|baseline: ngram:3"
 
 
 def test_a_local_tag_is_pinned_by_its_repo_digest_and_a_never_pushed_image_is_refused():
-    assert reproduction.pinned("VLLM_IMAGE", {"ref": "reg:5000/vllm:1.0", "repo_digests": [
-        f"other/vllm@{DIGEST}", f"reg:5000/vllm@{DIGEST}"]}) == f"reg:5000/vllm@{DIGEST}"
-    with pytest.raises(HostError, match="VLLM_IMAGE specstack-vllm-cpu:0.32.0 was built on the machine that ran "
-                                        "the sweep and never pushed"):
+    assert (
+        reproduction.pinned(
+            "VLLM_IMAGE",
+            {"ref": "reg:5000/vllm:1.0", "repo_digests": [f"other/vllm@{DIGEST}", f"reg:5000/vllm@{DIGEST}"]},
+        )
+        == f"reg:5000/vllm@{DIGEST}"
+    )
+    with pytest.raises(
+        HostError,
+        match="VLLM_IMAGE specstack-vllm-cpu:0.32.0 was built on the machine that ran the sweep and never pushed",
+    ):
         reproduction.pinned("VLLM_IMAGE", {"ref": "specstack-vllm-cpu:0.32.0", "repo_digests": []})
 
 
@@ -67,15 +93,23 @@ def test_what_cannot_be_replayed_is_refused_naming_it(tmp_path):
     with pytest.raises(HostError, match="ngram ran with speculative-config overrides prompt_lookup_max"):
         reproduction.plan(run)
     old = compose_run(tmp_path, "old")
-    for m in ("baseline", "ngram"):   # a bundle recorded before the image set was
+    for m in ("baseline", "ngram"):  # a bundle recorded before the image set was
         (old / "host-provenance" / f"{m}.json").write_text(json.dumps({"cpu": CPU}))
     with pytest.raises(HostError, match="records no image set"):
         reproduction.plan(old)
     with pytest.raises(HostError, match="METHODS names eagle3, not in cpu-run"):
         reproduction.plan(run, methods=["eagle3"])
     two = compose_run(tmp_path, "two")
-    (two / "host-provenance" / "ngram.json").write_text(json.dumps({"images": {
-        **{k: {"ref": v} for k, v in PINNED.items()}, "VLLM_IMAGE": {"ref": f"r/v:2@sha256:{'b' * 64}"}}}))
+    (two / "host-provenance" / "ngram.json").write_text(
+        json.dumps(
+            {
+                "images": {
+                    **{k: {"ref": v} for k, v in PINNED.items()},
+                    "VLLM_IMAGE": {"ref": f"r/v:2@sha256:{'b' * 64}"},
+                }
+            }
+        )
+    )
     with pytest.raises(HostError, match="the run used two VLLM_IMAGEs"):
         reproduction.plan(two)
 
@@ -86,8 +120,14 @@ def test_another_host_is_drift(tmp_path):
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specstack.host", "reproduce-plan", *args], cwd=cwd,
-                          capture_output=True, text=True, env={"PYTHONPATH": str(REPO / "collector")}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "specstack.host", "reproduce-plan", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "collector")},
+        timeout=60,
+    )
 
 
 def test_reproduce_plan_tells_make_a_native_run_apart_and_refuses_drift(tmp_path):
@@ -124,12 +164,15 @@ def test_provenance_records_each_image_of_the_lock_and_says_which_is_absent():
 def test_a_calibration_run_on_another_slot_is_reproduced_once_as_its_baseline(tmp_path):
     run = compose_run(tmp_path, methods=("baseline", "baseline-slot1", "ngram"))
     s = json.loads((run / "baseline-slot1" / "summary.json").read_text())
-    (run / "baseline-slot1" / "summary.json").write_text(json.dumps({**s, "base_method": "baseline",
-                                                                     "baseline_method": None}))
+    (run / "baseline-slot1" / "summary.json").write_text(
+        json.dumps({**s, "base_method": "baseline", "baseline_method": None})
+    )
     s = json.loads((run / "ngram" / "summary.json").read_text())
-    (run / "ngram" / "summary.json").write_text(json.dumps({**s, "base_method": "ngram",
-                                                            "baseline_method": "baseline-slot1"}))
+    (run / "ngram" / "summary.json").write_text(
+        json.dumps({**s, "base_method": "ngram", "baseline_method": "baseline-slot1"})
+    )
     p = reproduction.plan(run, here_cpu=CPU)
     assert p.methods == [("baseline", ""), ("ngram", "")]
-    assert p.skipped == ["baseline-slot1: the calibration run of baseline on another slot (reproduced once, as "
-                         "baseline)"]
+    assert p.skipped == [
+        "baseline-slot1: the calibration run of baseline on another slot (reproduced once, as baseline)"
+    ]

@@ -1,4 +1,5 @@
 """collector/specstack/host/server_log.py: only this start's lines of the method's server container are kept."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,10 @@ class Client:
         return self.log if since == NEVER else self.since_log
 
 
-RESTARTED = {"Id": "c1", "State": {"StartedAt": "2025-01-02T03:04:05.123456789Z",
-                                   "FinishedAt": "2025-01-02T03:00:00.5Z"}}
+RESTARTED = {
+    "Id": "c1",
+    "State": {"StartedAt": "2025-01-02T03:04:05.123456789Z", "FinishedAt": "2025-01-02T03:00:00.5Z"},
+}
 
 
 def test_a_restarted_container_keeps_the_lines_from_its_last_start_line_on(tmp_path):
@@ -55,17 +58,22 @@ def test_a_log_without_a_start_line_is_taken_since_the_previous_run_ended(tmp_pa
 
 
 def test_a_container_that_never_stopped_keeps_its_whole_log(tmp_path):
-    client = Client({"Id": "c1", "State": {"StartedAt": "2025-01-02T03:04:05Z", "FinishedAt": "0001-01-01T00:00:00Z"}},
-                    log="INFO first\nINFO second\n")
+    client = Client(
+        {"Id": "c1", "State": {"StartedAt": "2025-01-02T03:04:05Z", "FinishedAt": "0001-01-01T00:00:00Z"}},
+        log="INFO first\nINFO second\n",
+    )
     path = save_server_log(client, run_id="r1", method="ngram", results=tmp_path, project="p")
     assert path.read_text() == "INFO first\nINFO second\n"
     assert client.asked == [("container", "p", "vllm-ngram"), ("logs", "c1", NEVER)]
 
 
-@pytest.mark.parametrize("container,message", [
-    (None, "no container of service vllm-ngram in compose project 'p'"),
-    ({"Id": "c1", "State": {"StartedAt": "0001-01-01T00:00:00Z"}}, "vllm-ngram never started"),
-])
+@pytest.mark.parametrize(
+    "container,message",
+    [
+        (None, "no container of service vllm-ngram in compose project 'p'"),
+        ({"Id": "c1", "State": {"StartedAt": "0001-01-01T00:00:00Z"}}, "vllm-ngram never started"),
+    ],
+)
 def test_no_log_without_a_started_server(tmp_path, container, message):
     with pytest.raises(HostError, match=message):
         save_server_log(Client(container), run_id="r1", method="ngram", results=tmp_path, project="p")
@@ -77,9 +85,22 @@ def test_serve_args_prints_the_start_line_the_cut_looks_for(tmp_path):
     fake = tmp_path / "vllm"
     fake.write_text("#!/bin/sh\necho started\n")
     fake.chmod(0o755)
-    out = subprocess.run([sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "ngram",
-                          "--platform", "cpu-native", "--model-set", "tiny", "--exec"],
-                         capture_output=True, text=True, env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(methods.SERVICES_DIR / "serve_args.py"),
+            "--method",
+            "ngram",
+            "--platform",
+            "cpu-native",
+            "--model-set",
+            "tiny",
+            "--exec",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith(START_LINE) and out.stdout == "started\n"
     assert this_start(out.stderr + out.stdout) == out.stderr + out.stdout

@@ -1,4 +1,5 @@
 """collector/specstack/host/slots.py: the slots of a parallel sweep and the queue that runs methods on them."""
+
 from __future__ import annotations
 
 import json
@@ -14,26 +15,32 @@ from specstack.host.slots import Job, parallel, parse_slots, plan_jobs, run_queu
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("platform, text, cpusets, cores, slots", [
-    ("gpu-container", "0,1,2,3", "", 1, [("0", ""), ("1", ""), ("2", ""), ("3", "")]),
-    ("gpu-container", "GPU-3f1a-77,1", "", 1, [("GPU-3f1a-77", ""), ("1", "")]),
-    ("gpu-container", "2,3", "0-15,16-31", 32, [("2", "0-15"), ("3", "16-31")]),
-    ("cpu-container", "0,1", "", 2, [("0", "0"), ("1", "1")]),
-    ("cpu-container", "0-3, 4-7", "", 8, [("0-3", "0-3"), ("4-7", "4-7")]),
-])
+@pytest.mark.parametrize(
+    "platform, text, cpusets, cores, slots",
+    [
+        ("gpu-container", "0,1,2,3", "", 1, [("0", ""), ("1", ""), ("2", ""), ("3", "")]),
+        ("gpu-container", "GPU-3f1a-77,1", "", 1, [("GPU-3f1a-77", ""), ("1", "")]),
+        ("gpu-container", "2,3", "0-15,16-31", 32, [("2", "0-15"), ("3", "16-31")]),
+        ("cpu-container", "0,1", "", 2, [("0", "0"), ("1", "1")]),
+        ("cpu-container", "0-3, 4-7", "", 8, [("0-3", "0-3"), ("4-7", "4-7")]),
+    ],
+)
 def test_good_slots(platform, text, cpusets, cores, slots):
     assert parse_slots(platform, text, cores, cpusets) == [{"slot": s, "cpuset": c} for s, c in slots]
 
 
-@pytest.mark.parametrize("platform, text, cores, message", [
-    ("gpu-container", "0,,1", 1, "one GPU per server"),
-    ("gpu-container", "1,1", 1, "a slot appears twice"),
-    ("gpu-container", "0;1", 1, "is not a GPU index"),
-    ("cpu-container", "0,2", 2, "names core 2, but this host has 2"),
-    ("cpu-container", "0-1,1", 2, "the CPU sets overlap (core 1)"),
-    ("cpu-container", "3-1", 4, "runs backwards"),
-    ("cpu-container", "0 1", 4, "is not a core"),
-])
+@pytest.mark.parametrize(
+    "platform, text, cores, message",
+    [
+        ("gpu-container", "0,,1", 1, "one GPU per server"),
+        ("gpu-container", "1,1", 1, "a slot appears twice"),
+        ("gpu-container", "0;1", 1, "is not a GPU index"),
+        ("cpu-container", "0,2", 2, "names core 2, but this host has 2"),
+        ("cpu-container", "0-1,1", 2, "the CPU sets overlap (core 1)"),
+        ("cpu-container", "3-1", 4, "runs backwards"),
+        ("cpu-container", "0 1", 4, "is not a core"),
+    ],
+)
 def test_bad_slots_name_the_fix(platform, text, cores, message):
     with pytest.raises(HostError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_slots(platform, text, cores)
@@ -50,12 +57,17 @@ def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
     """Real processes: never more than one per slot, both slots busy at once, a free slot takes the next
     method, a failed one is reported and the others still run."""
     log = tmp_path / "log.jsonl"
-    script = ("import json, sys, time; m, slot = sys.argv[1:3]; "
-              f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, slot, 'start', time.time()]) + '\\n'); f.flush(); "
-              "time.sleep(0.4); f.write(json.dumps([m, slot, 'end', time.time()]) + '\\n'); f.flush(); "
-              "print('measured', m); sys.exit(3 if m == 'c' else 0)")
-    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], ["a", "b", "c", "d", "e"],
-                       [sys.executable, "-c", script, "{method}", "{slot}"])
+    script = (
+        "import json, sys, time; m, slot = sys.argv[1:3]; "
+        f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, slot, 'start', time.time()]) + '\\n'); f.flush(); "
+        "time.sleep(0.4); f.write(json.dumps([m, slot, 'end', time.time()]) + '\\n'); f.flush(); "
+        "print('measured', m); sys.exit(3 if m == 'c' else 0)"
+    )
+    failed = run_queue(
+        [{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}],
+        ["a", "b", "c", "d", "e"],
+        [sys.executable, "-c", script, "{method}", "{slot}"],
+    )
     assert failed == ["c"]
     events = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda e: e[3])
     running, most, slot_busy = set(), 0, {}
@@ -77,8 +89,17 @@ def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
 def test_parallel_marks_the_manifest_before_any_method(tmp_path):
     seen = tmp_path / "seen.json"
     script = f"import shutil, sys; shutil.copy({str(tmp_path / 'r' / 'manifest.json')!r}, {str(seen)!r})"
-    assert parallel(platform="cpu-container", slots_text="0", cores=1, methods=["a"],
-                    command=[sys.executable, "-c", script], run_dir=tmp_path / "r") == []
+    assert (
+        parallel(
+            platform="cpu-container",
+            slots_text="0",
+            cores=1,
+            methods=["a"],
+            command=[sys.executable, "-c", script],
+            run_dir=tmp_path / "r",
+        )
+        == []
+    )
     assert json.loads(seen.read_text())["mode"] == "parallel"
     assert json.loads(seen.read_text())["slots"] == [{"cpuset": "0"}]
 
@@ -86,13 +107,23 @@ def test_parallel_marks_the_manifest_before_any_method(tmp_path):
 def test_a_slot_is_found_on_the_host_by_index_or_uuid_and_inside_its_container():
     gpus = [{"index": "0", "uuid": "GPU-a", "name": "A"}, {"index": "1", "uuid": "GPU-b", "name": "B"}]
     host = {"source": "host", "gpus": gpus}
-    assert slot_of(host, None, "1", "8-15") == {"asked": "1", "gpu_index": "1", "gpu_uuid": "GPU-b", "gpu_name": "B",
-                                                "cpuset": "8-15"}
+    assert slot_of(host, None, "1", "8-15") == {
+        "asked": "1",
+        "gpu_index": "1",
+        "gpu_uuid": "GPU-b",
+        "gpu_name": "B",
+        "cpuset": "8-15",
+    }
     assert slot_of(host, None, "GPU-a")["gpu_index"] == "0"
     assert "error" in slot_of(host, None, "2")
     inside = {"source": "container specstack-vllm-ngram-1", "gpus": [{**gpus[0], "uuid": "GPU-c"}]}
-    assert slot_of(inside, None, "3") == {"asked": "3", "gpu_index": "3", "gpu_uuid": "GPU-c", "gpu_name": "A",
-                                          "cpuset": None}
+    assert slot_of(inside, None, "3") == {
+        "asked": "3",
+        "gpu_index": "3",
+        "gpu_uuid": "GPU-c",
+        "gpu_name": "A",
+        "cpuset": None,
+    }
     assert slot_of(None, {"server_cpuset": "1"}, "1") == {"cpuset": "1", "asked": "1"}
 
 
@@ -101,12 +132,17 @@ BASELINES = {"ngram": "baseline", "suffix": "baseline", "mtp": "mtp-baseline"}
 
 def test_calibration_pins_each_baseline_to_every_slot_and_tells_each_method_its_baseline():
     jobs = plan_jobs(["baseline", "ngram", "suffix"], BASELINES, 3, calibrate=True)
-    assert [(j.name, j.slot) for j in jobs if j.slot is not None] == [("baseline", 0), ("baseline-slot1", 1),
-                                                                       ("baseline-slot2", 2)]
+    assert [(j.name, j.slot) for j in jobs if j.slot is not None] == [
+        ("baseline", 0),
+        ("baseline-slot1", 1),
+        ("baseline-slot2", 2),
+    ]
     assert {j.method for j in jobs if j.slot is not None} == {"baseline"}
     assert [(j.name, j.baseline) for j in jobs if j.slot is None] == [("ngram", "baseline"), ("suffix", "baseline")]
-    assert plan_jobs(["baseline", "ngram"], BASELINES, 2, calibrate=False) == [Job("baseline", "baseline"),
-                                                                                Job("ngram", "ngram")]
+    assert plan_jobs(["baseline", "ngram"], BASELINES, 2, calibrate=False) == [
+        Job("baseline", "baseline"),
+        Job("ngram", "ngram"),
+    ]
     with pytest.raises(HostError, match="lack mtp-baseline: add it to SWEEP_METHODS"):
         plan_jobs(["baseline", "mtp"], BASELINES, 2, calibrate=True)
 
@@ -116,13 +152,18 @@ def test_a_calibrated_queue_never_runs_one_method_twice_at_once_and_compares_on_
     taken by whichever slot is free; the two baseline runs never overlap (one compose service); each method is
     told the baseline result of the slot it ran on."""
     log = tmp_path / "log.jsonl"
-    script = ("import json, sys, time; m, name, base, slot = sys.argv[1:5]; "
-              f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, name, base, slot, 'start', time.time()]) + '\\n'); "
-              "f.flush(); time.sleep(0.3); "
-              "f.write(json.dumps([m, name, base, slot, 'end', time.time()]) + '\\n'); f.flush()")
+    script = (
+        "import json, sys, time; m, name, base, slot = sys.argv[1:5]; "
+        f"f = open({str(log)!r}, 'a'); f.write(json.dumps([m, name, base, slot, 'start', time.time()]) + '\\n'); "
+        "f.flush(); time.sleep(0.3); "
+        "f.write(json.dumps([m, name, base, slot, 'end', time.time()]) + '\\n'); f.flush()"
+    )
     jobs = plan_jobs(["baseline", "ngram", "suffix"], BASELINES, 2, calibrate=True)
-    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], jobs,
-                       [sys.executable, "-c", script, "{method}", "{name}", "{baseline}", "{index}"])
+    failed = run_queue(
+        [{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}],
+        jobs,
+        [sys.executable, "-c", script, "{method}", "{name}", "{baseline}", "{index}"],
+    )
     assert failed == []
     events = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda e: e[5])
     runs = {e[1]: e for e in events if e[4] == "start"}
@@ -141,8 +182,18 @@ def test_a_calibrated_queue_never_runs_one_method_twice_at_once_and_compares_on_
 
 
 def test_parallel_records_calibration_in_the_manifest(tmp_path):
-    assert parallel(platform="cpu-container", slots_text="0", cores=1, methods=["baseline"], calibrate=True,
-                    command=[sys.executable, "-c", "pass"], run_dir=tmp_path / "r") == []
+    assert (
+        parallel(
+            platform="cpu-container",
+            slots_text="0",
+            cores=1,
+            methods=["baseline"],
+            calibrate=True,
+            command=[sys.executable, "-c", "pass"],
+            run_dir=tmp_path / "r",
+        )
+        == []
+    )
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["calibration"] is True
 
 

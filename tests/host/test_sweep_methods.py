@@ -1,6 +1,7 @@
 """`python3 -m specstack.host sweep-methods [--mtp]` (host/cli.py, host/stack.py): services/methods.toml's [sweep],
 the one default list, printed for make (services/compose.mk's SWEEP_METHODS and SWEEP_MTP_METHODS), also on a
 python3 without tomllib; a bad table is one line naming the fix, and stops make sweep."""
+
 from __future__ import annotations
 
 import ast
@@ -16,8 +17,10 @@ from .test_cli import COLLECTOR, REPO, _host
 
 pytestmark = pytest.mark.unit
 
-NO_TOMLLIB = ("import runpy, sys; sys.modules['tomllib'] = None; sys.argv[0] = 'specstack.host'; "
-              "runpy.run_module('specstack.host', run_name='__main__')")
+NO_TOMLLIB = (
+    "import runpy, sys; sys.modules['tomllib'] = None; sys.argv[0] = 'specstack.host'; "
+    "runpy.run_module('specstack.host', run_name='__main__')"
+)
 
 
 def _bad_toml(tmp_path):
@@ -40,8 +43,14 @@ def test_it_prints_the_table_space_separated():
 @pytest.mark.parametrize("mtp", [[], ["--mtp"]])
 def test_without_tomllib_it_prints_the_same(mtp):
     """The host's python3 may be 3.8 (no tomllib): the minimal reader of config/sweep.py reads the table."""
-    out = subprocess.run([sys.executable, "-S", "-c", NO_TOMLLIB, "sweep-methods", *mtp], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(COLLECTOR)}, cwd=REPO, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", NO_TOMLLIB, "sweep-methods", *mtp],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(COLLECTOR)},
+        cwd=REPO,
+        timeout=60,
+    )
     assert out.returncode == 0 and out.stdout == _host("sweep-methods", *mtp).stdout, out.stderr
 
 
@@ -49,12 +58,20 @@ def test_without_tomllib_it_prints_the_same(mtp):
 def test_a_name_that_is_no_method_is_one_line_naming_the_fix(tmp_path, tomllib):
     toml = _bad_toml(tmp_path)
     args = ["-c", NO_TOMLLIB] if not tomllib else ["-m", "specstack.host"]
-    out = subprocess.run([sys.executable, *args, "sweep-methods", "--file", str(toml)], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(COLLECTOR)}, cwd=tmp_path, timeout=60)
+    out = subprocess.run(
+        [sys.executable, *args, "sweep-methods", "--file", str(toml)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(COLLECTOR)},
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr == (f"specstack containers: {toml} [sweep] methods names 'medusa', which is no method of {toml} "
-                          "(no [methods.medusa] table): fix the name or remove it from [sweep]; the methods: "
-                          f"{', '.join(methods.names())}\n")
+    assert out.stderr == (
+        f"specstack containers: {toml} [sweep] methods names 'medusa', which is no method of {toml} "
+        "(no [methods.medusa] table): fix the name or remove it from [sweep]; the methods: "
+        f"{', '.join(methods.names())}\n"
+    )
 
 
 @pytest.mark.parametrize("module", ["host/stack.py", "host/cli.py", "config/sweep.py"])
@@ -64,8 +81,9 @@ def test_what_it_runs_is_python_3_8(module):
 
 def _make(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_make_sweep_runs_the_table_by_default():
@@ -88,7 +106,9 @@ def test_a_bad_table_stops_make_sweep_naming_the_fix(tmp_path):
     proc = _make("-f", "probe.mk", "-n", "sweep", "RUN_ID=r1", cwd=tmp_path)
     assert proc.returncode == 2 and "docker" not in proc.stdout
     assert "[sweep] methods names 'medusa', which is no method of services/methods.toml" in proc.stderr
-    assert "services/methods.toml's [sweep] is refused (the line above says why); fix it, or give SWEEP_METHODS" \
-           in proc.stderr
+    assert (
+        "services/methods.toml's [sweep] is refused (the line above says why); fix it, or give SWEEP_METHODS"
+        in proc.stderr
+    )
     # what needs no sweep list is not stopped by it
     assert _make("-f", "probe.mk", "-n", "down", cwd=tmp_path).returncode == 0

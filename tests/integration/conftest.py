@@ -1,5 +1,6 @@
 """Shared real components for the integration tests: tiny models, one Prometheus, and one sweep of every
 method on real vLLM (CPU). Servers start once per method; every test reads the same bundles."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,16 @@ def prometheus(tmp_path_factory):
 
 
 def sweep_options(models_dir: Path, results: Path, run_id: str, **overrides) -> Options:
-    return Options(method="baseline", run_id=run_id, results_dir=results, model_set="tiny",
-                   platform="cpu-native", models_dir=str(models_dir), port=free_port(),
-                   **{**WORKLOAD, **overrides})
+    return Options(
+        method="baseline",
+        run_id=run_id,
+        results_dir=results,
+        model_set="tiny",
+        platform="cpu-native",
+        models_dir=str(models_dir),
+        port=free_port(),
+        **{**WORKLOAD, **overrides},
+    )
 
 
 @pytest.fixture(scope="session")
@@ -42,10 +50,17 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     # A token in the environment, as users have one: it must reach no file of the bundle (test_sweep greps).
     os.environ["HF_TOKEN"] = HF_TOKEN_SENTINEL
-    opts = sweep_options(models_dir, results, "it-sweep", quiet_gap=SCRAPE_SECONDS * 1.5,
-                         prometheus_targets=prometheus.targets_dir / "vllm.json",
-                         windows_port=prometheus.windows_port, prometheus_url=prometheus.url,
-                         prometheus_scrape_seconds=SCRAPE_SECONDS, slo=SLO)
+    opts = sweep_options(
+        models_dir,
+        results,
+        "it-sweep",
+        quiet_gap=SCRAPE_SECONDS * 1.5,
+        prometheus_targets=prometheus.targets_dir / "vllm.json",
+        windows_port=prometheus.windows_port,
+        prometheus_url=prometheus.url,
+        prometheus_scrape_seconds=SCRAPE_SECONDS,
+        slo=SLO,
+    )
     recorder = events.Recorder()  # what a progress display would have been told
     with events.listening(recorder):
         summaries = {s["method"]: s for s in sweep(opts, list(DEMO_METHODS))}
@@ -56,8 +71,14 @@ def sweep_run(models_dir, prometheus, tmp_path_factory):
 def self_draft_run(models_dir, tmp_path_factory):
     """draft_model whose draft is the target itself: greedy drafts are the target's own choices."""
     results = tmp_path_factory.mktemp("self-draft")
-    opts = sweep_options(models_dir, results, "it-self-draft", skip_bench=True, warmup_requests=1,
-                         spec_override={"model": str(models_dir / "tiny-qwen3")})
+    opts = sweep_options(
+        models_dir,
+        results,
+        "it-self-draft",
+        skip_bench=True,
+        warmup_requests=1,
+        spec_override={"model": str(models_dir / "tiny-qwen3")},
+    )
     opts.method = "draft_model"
     summary, _ = run_method(opts)
     return summary
@@ -69,10 +90,36 @@ MT_BENCH_PROMPTS = 8
 def mt_bench_args(models_dir, results, *extra: str) -> list[str]:
     """`specstack run --method ngram --dataset mt-bench` on the tiny models, as test_datasets and
     test_prefix_caching read it."""
-    return ["run", "--method", "ngram", "--dataset", "mt-bench", "--model-set", "tiny", "--platform", "cpu-native",
-            "--models-dir", str(models_dir), "--port", str(free_port()), "--results", str(results),
-            "--run-id", "it-mt-bench", "--num-prompts", str(MT_BENCH_PROMPTS), "--concurrency", "1",
-            "--perf-output-len", "32", "--acceptance-max-tokens", "32", "--warmup-requests", "1", *extra]
+    return [
+        "run",
+        "--method",
+        "ngram",
+        "--dataset",
+        "mt-bench",
+        "--model-set",
+        "tiny",
+        "--platform",
+        "cpu-native",
+        "--models-dir",
+        str(models_dir),
+        "--port",
+        str(free_port()),
+        "--results",
+        str(results),
+        "--run-id",
+        "it-mt-bench",
+        "--num-prompts",
+        str(MT_BENCH_PROMPTS),
+        "--concurrency",
+        "1",
+        "--perf-output-len",
+        "32",
+        "--acceptance-max-tokens",
+        "32",
+        "--warmup-requests",
+        "1",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")

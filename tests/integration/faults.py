@@ -1,5 +1,6 @@
 """Tools shared by the fault tests: run options, fault hooks on the phase bodies, bundle assertions and a
 server the test itself manages (restart, freeze) that runs reach through the `url` runtime."""
+
 from __future__ import annotations
 
 import functools
@@ -17,13 +18,28 @@ from specstack.server import runtime
 from specstack.server.runtime import start_native, stop_native
 from tests.support import free_port
 
-SMALL = dict(tasks=("code",), num_prompts=3, acceptance_max_tokens=16, perf_output_len=16, warmup_requests=1,
-             skip_bench=True, ready_timeout=300.0, request_timeout=120.0)
+SMALL = dict(
+    tasks=("code",),
+    num_prompts=3,
+    acceptance_max_tokens=16,
+    perf_output_len=16,
+    warmup_requests=1,
+    skip_bench=True,
+    ready_timeout=300.0,
+    request_timeout=120.0,
+)
 
 
 def options(models_dir: Path, results: Path, run_id: str, method: str = "baseline", **overrides) -> Options:
-    return Options(method=method, run_id=run_id, results_dir=results, model_set="tiny", platform="cpu-native",
-                   models_dir=str(models_dir), **{**SMALL, **overrides})
+    return Options(
+        method=method,
+        run_id=run_id,
+        results_dir=results,
+        model_set="tiny",
+        platform="cpu-native",
+        models_dir=str(models_dir),
+        **{**SMALL, **overrides},
+    )
 
 
 def on_acceptance_request(monkeypatch, hook) -> None:
@@ -38,6 +54,7 @@ def on_acceptance_request(monkeypatch, hook) -> None:
             return send(http, server, row, timeout)
         count["n"] += 1
         return hook(count["n"], send, http, server, row, timeout)
+
     monkeypatch.setattr(chat, "send_chat", wrapped)
 
 
@@ -65,6 +82,7 @@ def live_group_members(pgid: int) -> list[str]:
     """The group's processes that still run: a zombie (killed, not yet reaped by whoever inherited it) holds no
     memory, GPU or port, and how soon it is reaped is up to that parent (pid 1 here), not to the harness."""
     import psutil
+
     found = []
     for proc in psutil.process_iter(["pid", "status", "cmdline"]):
         try:
@@ -107,13 +125,20 @@ def assert_warmup_intact(summary: dict, published: Path) -> None:
 
 # --- a server the test manages, reached through the `url` runtime -------------------------------------
 
+
 class ManagedServer:
     """A tiny server on a fixed port that the test can restart; the `url` runtime attaches to it."""
 
     def __init__(self, models_dir: Path, workdir: Path, method: str = "baseline", spec_override: dict | None = None):
         self.workdir, self.starts = workdir, 0
-        self.plan = methods.build(method, model_set_name="tiny", platform="cpu-native",
-                                  models_dir=str(models_dir), extra={"port": free_port()}, spec_override=spec_override)
+        self.plan = methods.build(
+            method,
+            model_set_name="tiny",
+            platform="cpu-native",
+            models_dir=str(models_dir),
+            extra={"port": free_port()},
+            spec_override=spec_override,
+        )
         self.server = self._start()
 
     def _start(self) -> runtime.Server:
@@ -142,7 +167,11 @@ time.sleep(float(sys.argv[2]))
 
 def hold_port(port: int, seconds: float) -> subprocess.Popen:
     """A separate process (own session, like a leftover server) listening on the port for `seconds`."""
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(port), str(seconds)], stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(port), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout.readline().strip() == "listening"
     return proc

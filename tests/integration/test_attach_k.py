@@ -2,6 +2,7 @@
 models): the server's K is read from /metrics before measuring (the per-position counter's positions) and
 from the answers; a run asking for another K, or for plain decode, fails naming both unless --trust-server,
 which records the server's K. One vLLM server start in this file."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 def asked_k(models_dir) -> int:
-    return methods.build("ngram", model_set_name="tiny", platform="cpu-native",
-                         models_dir=str(models_dir))["speculative_config"]["num_speculative_tokens"]
+    return methods.build("ngram", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))[
+        "speculative_config"
+    ]["num_speculative_tokens"]
 
 
 def server_k(models_dir) -> int:
@@ -29,8 +31,12 @@ def server_k(models_dir) -> int:
 
 @pytest.fixture(scope="module")
 def ngram(models_dir, tmp_path_factory):
-    server = ManagedServer(models_dir, tmp_path_factory.mktemp("ngram-k-server"), method="ngram",
-                           spec_override={"num_speculative_tokens": server_k(models_dir)})
+    server = ManagedServer(
+        models_dir,
+        tmp_path_factory.mktemp("ngram-k-server"),
+        method="ngram",
+        spec_override={"num_speculative_tokens": server_k(models_dir)},
+    )
     yield server
     server.stop()
 
@@ -61,7 +67,7 @@ def test_trust_server_records_the_servers_k(ngram, models_dir, tmp_path, capsys)
     bundle, s = only_bundle(tmp_path, "kt", "ngram")
     assert s["status"] == "ok" and s["crosscheck"]["ok"] and s["crosscheck"]["checks"] > 0
     assert s["speculative_config"] == {"num_speculative_tokens": have}
-    assert MethodData("ngram", bundle, s).k == have   # what the report and compare read
+    assert MethodData("ngram", bundle, s).k == have  # what the report and compare read
     assert s["asked_for"]["speculative_config"]["num_speculative_tokens"] == want
     assert s["server_contradictions"]["trusted"] and f"drafts K={have}" in s["server_contradictions"]["found"][0]
     answers = s["server"]["observed"]["responses"]

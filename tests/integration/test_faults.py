@@ -7,6 +7,7 @@ server restart, a real client-side read timeout, a real HTTP error from vLLM, an
 server is loading. Server starts in this file: 5, plus one aborted 2 s into loading by the injected Ctrl+C.
 One server runs at a time: each class owns its servers and stops them before the next class starts.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,6 +53,7 @@ class TestAttachedServer:
     def test_a_failing_request_fails_the_window(self, fault, managed, models_dir, tmp_path, monkeypatch):
         """(d) The 2nd acceptance request really times out (server frozen, 1 s read timeout) or really gets an HTTP error
         from vLLM (max_tokens beyond the context): the window fails with the reason, the rest stands."""
+
         def hook(n, send, http, server, row, timeout):
             if n != 2:
                 return send(http, server, row, timeout)
@@ -62,7 +64,8 @@ class TestAttachedServer:
                     return send(http, server, row, (10, 1.0))
                 finally:
                     os.kill(managed.server.process.pid, signal.SIGCONT)
-            return send(http, server, {**row, "max_tokens": 10 ** 6}, timeout)
+            return send(http, server, {**row, "max_tokens": 10**6}, timeout)
+
         on_acceptance_request(monkeypatch, hook)
         opts = options(models_dir, tmp_path, f"fault-{fault}", runtime="url", url=managed.url)
         summary, published = run_method(opts)
@@ -87,6 +90,7 @@ class TestAttachedServer:
             if n == 1:
                 managed.restart()  # same port, same URL: the collector keeps talking to "the server"
             return send(http, server, row, timeout)
+
         on_acceptance_request(monkeypatch, hook)
         opts = options(models_dir, tmp_path, "fault-restart", runtime="url", url=managed.url)
         summary, published = run_method(opts)
@@ -105,12 +109,15 @@ class TestAttachedServer:
             assert not negatives(json.loads(path.read_text())), (path, negatives(json.loads(path.read_text())))
         before = (published / "snapshots" / "acceptance_code.before.prom").read_text()
         after = (published / "snapshots" / "acceptance_code.after.prom").read_text()
-        start = [next(line for line in text.splitlines() if line.startswith("process_start_time_seconds"))
-                 for text in (before, after)]
+        start = [
+            next(line for line in text.splitlines() if line.startswith("process_start_time_seconds"))
+            for text in (before, after)
+        ]
         assert start[0] != start[1], "both snapshots claim the same process"
 
 
 # --- native runs: a kill mid-acceptance, then an interrupted sweep resumed under the same run id -------
+
 
 @pytest.fixture(scope="class")
 def killed(models_dir, tmp_path_factory):
@@ -125,6 +132,7 @@ def killed(models_dir, tmp_path_factory):
             os.killpg(server.process.pid, signal.SIGKILL)
             server.process.wait(30)
         return send(http, server, row, timeout)
+
     on_acceptance_request(mp, hook)
     results = tmp_path_factory.mktemp("native")
     opts = options(models_dir, results, "fault-kill", port=free_port())
@@ -173,6 +181,7 @@ class TestNativeRuns:
                 time.sleep(2)  # the server process is up and importing vLLM when Ctrl+C arrives
                 raise KeyboardInterrupt
             return original_wait(server, timeout)
+
         monkeypatch.setattr(runtime, "wait_ready", interrupt_ngram_start)
         with pytest.raises(KeyboardInterrupt):
             sweep(opts, ["baseline", "ngram"])
@@ -202,6 +211,7 @@ class TestNativeRuns:
         def counting_start(plan, *args, **kwargs):
             started.append(plan["method"])
             return original_start(plan, *args, **kwargs)
+
         monkeypatch.setattr(run_module, "start_native", counting_start)
         results = sweep(opts, ["baseline", "ngram"])
         assert started == ["ngram"]

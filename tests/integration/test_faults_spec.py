@@ -1,6 +1,7 @@
 """Faults around a speculative method (ngram) on real vLLM 0.32.0 (CPU, tiny models), reached through the
 `url` runtime: a client that disconnects mid-generation, an HTTP 500 from a gateway in front of vLLM, and
 Prometheus going down or restarting during a run. One vLLM server start in this file (a Prometheus per test)."""
+
 from __future__ import annotations
 
 import json
@@ -47,23 +48,32 @@ def test_client_disconnect_mid_generation(ngram_server, models_dir, tmp_path, mo
     """The client drops the 2nd acceptance request once vLLM has streamed part of a long generation: its drafts
     are in the counters but in no response. The window fails and says so;
     no cross-check mismatch is claimed; the other answers are kept; the server serves on."""
+
     def hook(n, send, http, server, row, timeout):
         if n != 2:
             return send(http, server, row, timeout)
         # Streamed, so the cut lands mid-generation whatever the machine's speed: no early EOS and no
         # max_tokens (vLLM would fill the ~3,500-token context), closed after some steps that drafted. A read timeout
         # on a non-streamed answer raced the machine: a quiet one finished 3,800 tokens before it fired.
-        payload = {**chat.chat_payload(server.served_model_name, row["prompt"], row["max_tokens"]),
-                   "ignore_eos": True, "stream": True}
+        payload = {
+            **chat.chat_payload(server.served_model_name, row["prompt"], row["max_tokens"]),
+            "ignore_eos": True,
+            "stream": True,
+        }
         del payload["max_tokens"]
         with http.post(f"{server.base_url}/v1/chat/completions", json=payload, timeout=(10, 60), stream=True) as r:
             events = (e for e in r.iter_lines() if e)  # SSE: "data: {...}" lines between blank ones
             chunks = [next(events) for _ in range(CHUNKS_BEFORE_CUT)]
             r.raw.close()  # the client goes away mid-generation
         assert all(c.startswith(b"data: {") for c in chunks), chunks[-1]
-        return {"id": row["id"], "request": payload, "http_status": r.status_code,
-                "error": f"ClientDisconnected: the client closed the stream after {CHUNKS_BEFORE_CUT} chunks",
-                "seconds": 0.0}
+        return {
+            "id": row["id"],
+            "request": payload,
+            "http_status": r.status_code,
+            "error": f"ClientDisconnected: the client closed the stream after {CHUNKS_BEFORE_CUT} chunks",
+            "seconds": 0.0,
+        }
+
     on_acceptance_request(monkeypatch, hook)
     opts = ngram_options(models_dir, tmp_path, "fault-disconnect", ngram_server)
     summary, published = run_method(opts)
@@ -105,14 +115,22 @@ def test_prometheus_fault_during_a_run(fault, ngram_server, models_dir, tmp_path
             record = send(http, server, row, timeout)
             if fault == "restarted":
                 import time
+
                 time.sleep(6 * SCRAPE_SECONDS)
                 prom.start()
             return record
         return send(http, server, row, timeout)
+
     on_acceptance_request(monkeypatch, hook)
-    opts = ngram_options(models_dir, tmp_path / "results", f"prom-{fault}", ngram_server,
-                         prometheus_targets=prom.targets_dir / "vllm.json", prometheus_url=prom.url,
-                         prometheus_scrape_seconds=SCRAPE_SECONDS)
+    opts = ngram_options(
+        models_dir,
+        tmp_path / "results",
+        f"prom-{fault}",
+        ngram_server,
+        prometheus_targets=prom.targets_dir / "vllm.json",
+        prometheus_url=prom.url,
+        prometheus_scrape_seconds=SCRAPE_SECONDS,
+    )
     try:
         summary, published = run_method(opts)
     finally:
@@ -187,7 +205,7 @@ def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):
     """The 2nd acceptance request gets a real HTTP 500 (from the gateway; vLLM never sees it): the window fails
     with the status and the request id, the other answers are kept, and the counters (vLLM finished only the
     requests it got) are not cross-checked against answers that do not exist."""
-    gateway = Gateway(ngram_server.url, fail_chat=3)   # 1 warm-up request, then the acceptance requests
+    gateway = Gateway(ngram_server.url, fail_chat=3)  # 1 warm-up request, then the acceptance requests
     try:
         summary, published = run_method(ngram_options(models_dir, tmp_path, "fault-500", gateway))
     finally:
@@ -196,8 +214,9 @@ def test_http_500_fails_the_window(ngram_server, models_dir, tmp_path):
     assert_warmup_intact(summary, published)
     acc = windows_by_name(summary)["acceptance/code"]
     assert acc["status"] == "failed" and acc["checks"] == [], acc
-    assert acc["reason"].startswith("1 of 3 requests failed (first: HTTP 500: {'error': 'upstream connect error'})"
-                                    "; ids: code-001"), acc["reason"]
+    assert acc["reason"].startswith(
+        "1 of 3 requests failed (first: HTTP 500: {'error': 'upstream connect error'}); ids: code-001"
+    ), acc["reason"]
     assert "vLLM finished 2 of the 3 requests sent in this window" in acc["reason"]
     records = [json.loads(line) for line in (published / "acceptance" / "code.jsonl").read_text().splitlines()]
     assert [r["http_status"] for r in records] == [200, 500, 200]
@@ -212,8 +231,18 @@ def test_gateway_cutting_a_bench_stream_is_a_mismatch(ngram_server, models_dir, 
     gateway = Gateway(ngram_server.url, cut_completion=2)
     n = 1024
     try:
-        summary, published = run_method(ngram_options(models_dir, tmp_path, "fault-cut", gateway, skip_bench=False,
-                                                      concurrencies=(1,), num_prompts=3, perf_output_len=n))
+        summary, published = run_method(
+            ngram_options(
+                models_dir,
+                tmp_path,
+                "fault-cut",
+                gateway,
+                skip_bench=False,
+                concurrencies=(1,),
+                num_prompts=3,
+                perf_output_len=n,
+            )
+        )
     finally:
         gateway.close()
     bench_window = windows_by_name(summary)["bench/code-c1-r0"]
@@ -226,8 +255,10 @@ def test_gateway_cutting_a_bench_stream_is_a_mismatch(ngram_server, models_dir, 
     # request its counters fall short of bench's too; when it finishes it, they agree with bench's "completed".
     finished = sum(bench_window["counters"]["split"][m.REQUEST_SUCCESS].values())
     if finished == 2:
-        assert (failed["bench completed = Δ vllm:request_success"]["expected"],
-                failed["bench completed = Δ vllm:request_success"]["actual"]) == (3, 2), failed
+        assert (
+            failed["bench completed = Δ vllm:request_success"]["expected"],
+            failed["bench completed = Δ vllm:request_success"]["actual"],
+        ) == (3, 2), failed
         assert failed[f"bench completed × {n} = Δ vllm:generation_tokens"]["actual"] < 3 * n
     else:
         assert finished == 3 and "bench completed = Δ vllm:request_success" not in failed, (finished, failed)

@@ -9,6 +9,7 @@
 
 One vLLM server start in this file.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -81,7 +82,11 @@ def kill_in_second_request(server, mark: Path) -> Callable[[], None]:
 def faulty_sweep(models_dir, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     seen: dict = {}
-    original_start, original_stop, original_bench = run_module.start_native, run_module.stop_native, bench_module.run_bench
+    original_start, original_stop, original_bench = (
+        run_module.start_native,
+        run_module.stop_native,
+        bench_module.run_bench,
+    )
 
     def spawn(argv, *args, **kwargs):  # every `vllm serve` the runtime launches
         seen.setdefault("spawned", []).append(argv)
@@ -92,7 +97,7 @@ def faulty_sweep(models_dir, tmp_path_factory):
         seen["server"] = server
         return server
 
-    def bench(argv, result_path, log_path, *rest):   # rest: the goodput targets (--slo), passed through
+    def bench(argv, result_path, log_path, *rest):  # rest: the goodput targets (--slo), passed through
         undo = kill_in_second_request(seen["server"], mark)
         try:
             return original_bench(argv, result_path, log_path, *rest)
@@ -106,16 +111,29 @@ def faulty_sweep(models_dir, tmp_path_factory):
         if "holder" not in seen:  # something else takes the port before the next method's server starts
             seen["holder"] = hold_port(int(server.base_url.rsplit(":", 1)[1]), 600)
 
-    mp.setattr(runtime, "subprocess", types.SimpleNamespace(Popen=spawn, STDOUT=subprocess.STDOUT,
-                                                          DEVNULL=subprocess.DEVNULL,
-                                                          TimeoutExpired=subprocess.TimeoutExpired))
+    mp.setattr(
+        runtime,
+        "subprocess",
+        types.SimpleNamespace(
+            Popen=spawn, STDOUT=subprocess.STDOUT, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired
+        ),
+    )
     mp.setattr(run_module, "start_native", start)
     mp.setattr(run_module, "stop_native", stop)
     mp.setattr(bench_module, "run_bench", bench)
     results = tmp_path_factory.mktemp("sweep-faults")
     mark = tmp_path_factory.mktemp("kill") / "killed_at"
-    opts = options(models_dir, results, "fault-sweep", port=free_port(), skip_bench=False, concurrencies=(1,),
-                   num_prompts=4, perf_output_len=OUTPUT_LEN, port_release_timeout=3.0)
+    opts = options(
+        models_dir,
+        results,
+        "fault-sweep",
+        port=free_port(),
+        skip_bench=False,
+        concurrencies=(1,),
+        num_prompts=4,
+        perf_output_len=OUTPUT_LEN,
+        port_release_timeout=3.0,
+    )
     t0 = time.monotonic()
     try:
         with pytest.raises(UserError) as stopped:
@@ -174,8 +192,10 @@ def test_port_not_released_stops_the_sweep_without_a_second_server(faulty_sweep)
     # No fact of a server that never started: only the runner methods.toml pins (the plan's, not the server's).
     assert summary["error_type"] == "PortNotReleased" and summary["server"] == {"model_runner_pinned": "V1"}
     assert not (published / "server.log").exists() and summary["windows"] == []
-    assert {k: v["status"] for k, v in manifest(run_dir)["methods"].items()} == {"baseline": "failed",
-                                                                                 "ngram": "failed"}
+    assert {k: v["status"] for k, v in manifest(run_dir)["methods"].items()} == {
+        "baseline": "failed",
+        "ngram": "failed",
+    }
     # The wait was bounded (3 s here), and the holder was left alone; once it is gone the port is free.
     assert holder.poll() is None and not port_free("127.0.0.1", port)
     holder.kill()

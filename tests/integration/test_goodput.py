@@ -1,6 +1,7 @@
 """Goodput under per-request targets on the real sweep of every method (--slo; real vLLM on the CPU, tiny
 models): every bench cell's goodput, computed from bench's per-request results, equals bench's own
 `request_goodput` with the same targets, and the report shows it."""
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,12 @@ def test_every_bench_cell_has_a_goodput_equal_to_bench_own(sweep_run):
         bench_windows = [w for w in s["windows"] if w["phase"] == "bench"]
         checks = [c for w in bench_windows for c in w["checks"] if "goodput" in c["name"] or "per-request" in c["name"]]
         assert len(checks) == 2 * len(bench_windows) and all(c["ok"] for c in checks), name
-    assert cells == len(summaries) * 2 * len(WORKLOAD["concurrencies"])   # every method, both tasks, every c
+    assert cells == len(summaries) * 2 * len(WORKLOAD["concurrencies"])  # every method, both tasks, every c
 
 
 def test_the_report_shows_goodput_per_cell(sweep_run):
     rep = build.build(sweep_run["run_dir"], with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
-    assert md.count("Goodput under the SLO (ttft ≤ 2000 ms, tpot ≤ 100 ms, per request)") == 2   # code, chat
+    assert md.count("Goodput under the SLO (ttft ≤ 2000 ms, tpot ≤ 100 ms, per request)") == 2  # code, chat
     rows = [c for c in rep.cells if c["task"] == "code"]
     assert all(c["request_goodput"] == c["bench_request_goodput"] for c in rows)

@@ -3,6 +3,7 @@ SIGTERM (what `timeout`, a scheduler or `kill` send) while its acceptance window
 period the harness has stopped its server's process group (engine core included), the port is free, the method
 is `baseline.failed-*` saying "interrupted (SIGTERM)", and the exit status is 128 + 15. Before this, SIGTERM
 killed the harness on the spot and its server, in a session of its own, kept the GPU and the port."""
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,46 @@ def wait_for(condition, seconds: float, proc: subprocess.Popen, what: str):
 
 def test_sigterm_mid_window_stops_the_server_and_fails_the_method(models_dir, tmp_path):
     port, results = free_port(), tmp_path / "results"
-    proc = subprocess.Popen([SPECSTACK, "run", "--method", "baseline", "--model-set", "tiny", "--platform",
-                             "cpu-native", "--models-dir", models_dir, "--port", str(port), "--results", results,
-                             "--run-id", "sigterm", "--tasks", "code", "--num-prompts", "16",
-                             "--acceptance-max-tokens", "512", "--warmup-requests", "1", "--skip-bench"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            SPECSTACK,
+            "run",
+            "--method",
+            "baseline",
+            "--model-set",
+            "tiny",
+            "--platform",
+            "cpu-native",
+            "--models-dir",
+            models_dir,
+            "--port",
+            str(port),
+            "--results",
+            results,
+            "--run-id",
+            "sigterm",
+            "--tasks",
+            "code",
+            "--num-prompts",
+            "16",
+            "--acceptance-max-tokens",
+            "512",
+            "--warmup-requests",
+            "1",
+            "--skip-bench",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     run_dir = results / "sigterm"
     try:
-        wait_for(lambda: list(run_dir.glob(".baseline.staging-*/snapshots/acceptance_code.before.prom")),
-                          300, proc, "acceptance window")
+        wait_for(
+            lambda: list(run_dir.glob(".baseline.staging-*/snapshots/acceptance_code.before.prom")),
+            300,
+            proc,
+            "acceptance window",
+        )
         server_pid = int(wait_for(lambda: _serving_pid(port), 10, proc, "vllm serve process"))
         proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
@@ -57,8 +89,9 @@ def test_sigterm_mid_window_stops_the_server_and_fails_the_method(models_dir, tm
     assert seconds < INTERRUPT_GRACE + 20, f"the harness took {seconds:.1f} s to stop"
     assert "Traceback" not in err, err
     assert "specstack: interrupted (SIGTERM)" in err
-    assert group_gone(server_pid, within=1.0), \
+    assert group_gone(server_pid, within=1.0), (
         f"processes of the server's group outlived the harness: {live_group_members(server_pid)}"
+    )
     assert port_free("127.0.0.1", port)
     [published] = run_dir.glob("baseline.failed-*")
     summary = json.loads((published / "summary.json").read_text())
@@ -72,6 +105,7 @@ def test_sigterm_mid_window_stops_the_server_and_fails_the_method(models_dir, tm
 
 def _serving_pid(port: int) -> int | None:
     import psutil
+
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
         if is_vllm_serve(cmd) and cmd[cmd.index("--port") + 1] == str(port):

@@ -9,6 +9,7 @@ Oracles: the report's K-per-load table is the derivation (figures/k_per_load.py)
 fixed schedule's server was started with it, drafted at c=1 exactly what fixed K=3 drafted (greedy, same
 prompts, same K at batch size 1) and less at c=2 (K=0 whenever two requests share a step), and the table's
 figures for it are the raw files' ratios. Kept small (CI time): one task, 4 prompts, 16 output tokens."""
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,39 @@ def kload(models_dir, tmp_path_factory):
     results = tmp_path_factory.mktemp("k-per-load")
 
     def common() -> list[str]:
-        return ["--model-set", "tiny", "--platform", "cpu-native", "--models-dir", str(models_dir),
-                "--port", str(free_port()), "--results", str(results), "--run-id", "it-kload", "--tasks", "code",
-                "--num-prompts", "4", "--perf-output-len", "16", "--acceptance-max-tokens", "16",
-                "--warmup-requests", "1", "--concurrency", ",".join(map(str, CONCURRENCIES)),
-                "--repeats", str(REPEATS)]
+        return [
+            "--model-set",
+            "tiny",
+            "--platform",
+            "cpu-native",
+            "--models-dir",
+            str(models_dir),
+            "--port",
+            str(free_port()),
+            "--results",
+            str(results),
+            "--run-id",
+            "it-kload",
+            "--tasks",
+            "code",
+            "--num-prompts",
+            "4",
+            "--perf-output-len",
+            "16",
+            "--acceptance-max-tokens",
+            "16",
+            "--warmup-requests",
+            "1",
+            "--concurrency",
+            ",".join(map(str, CONCURRENCIES)),
+            "--repeats",
+            str(REPEATS),
+        ]
+
     assert main(["sweep-k", "--method", "ngram", "--k", ",".join(map(str, KS)), "--k-per-load", *common()]) == 0
     override = json.dumps(kpl.spec_override(SCHEDULE))
     assert main(["run", "--method", "ngram", "--spec-override", override, *common()]) == 0
-    write_report(results / "it-kload")   # `run` leaves the report to `specstack report`
+    write_report(results / "it-kload")  # `run` leaves the report to `specstack report`
     return results / "it-kload"
 
 
@@ -52,8 +77,15 @@ def raw_cells(run_dir, folder: str, k: int) -> list[dict]:
     for c in CONCURRENCIES:
         for r in range(REPEATS):
             raw = json.loads((run_dir / folder / "bench" / f"code-c{c}-r{r}.json").read_text())
-            out.append({"k": k, "concurrency": c, "repeat": r, "output_throughput": raw["output_throughput"],
-                        "ok": raw["failed"] == 0 and raw["completed"] == 4})
+            out.append(
+                {
+                    "k": k,
+                    "concurrency": c,
+                    "repeat": r,
+                    "output_throughput": raw["output_throughput"],
+                    "ok": raw["failed"] == 0 and raw["completed"] == 4,
+                }
+            )
     return out
 
 
@@ -94,16 +126,22 @@ def test_vllm_runs_a_per_load_schedule_and_the_report_sets_it_beside_fixed_k_and
     assert spec["num_speculative_tokens_per_batch_size"] == SCHEDULE and spec["num_speculative_tokens"] == 3
 
     def drafted(folder: str, c: int) -> list[int]:
-        return [json.loads((kload / folder / "bench" / f"code-c{c}-r{r}.json").read_text())
-                .get("spec_decode_draft_tokens", 0) for r in range(REPEATS)]
-    assert drafted("ngram", 1) == drafted("ngram-k3", 1)              # K=3 at batch size 1, as fixed K=3
-    assert sum(drafted("ngram", 2)) < sum(drafted("ngram-k3", 2))      # K=0 whenever two requests share a step
+        return [
+            json.loads((kload / folder / "bench" / f"code-c{c}-r{r}.json").read_text()).get(
+                "spec_decode_draft_tokens", 0
+            )
+            for r in range(REPEATS)
+        ]
+
+    assert drafted("ngram", 1) == drafted("ngram-k3", 1)  # K=3 at batch size 1, as fixed K=3
+    assert sum(drafted("ngram", 2)) < sum(drafted("ngram-k3", 2))  # K=0 whenever two requests share a step
     table = pd.read_csv(kload / "report" / "tables" / "k_per_load.csv")
     ran = "ngram-kload" if (kload / "ngram-kload").exists() else "ngram"
     mine, base = raw_cells(kload, ran, -1), raw_cells(kload, "baseline", 0)
     for c, (_, row) in zip(CONCURRENCIES, table.iterrows()):
-        want = statistics.median(x["output_throughput"] for x in mine if x["concurrency"] == c) / \
-            statistics.median(x["output_throughput"] for x in base if x["concurrency"] == c)
+        want = statistics.median(x["output_throughput"] for x in mine if x["concurrency"] == c) / statistics.median(
+            x["output_throughput"] for x in base if x["concurrency"] == c
+        )
         assert row["schedule_method"] == ran
         assert row["schedule_speedup"] == pytest.approx(want, rel=1e-12)
     assert f"ran on vLLM 0.32.0 as {ran}" in (kload / "report.md").read_text()

@@ -3,6 +3,7 @@ script on real vLLM (CPU, tiny models), `kill -9` while its server loads (engine
 ignores SIGTERM then) and while its acceptance window is open. Within a bounded wait no process of the server's
 group is left (API server, engine core, worker, resource tracker, the watchdog itself), the port is free and the
 server's IPC folder is gone. Before server/leash.py the whole group kept running, holding the port."""
+
 from __future__ import annotations
 
 import subprocess
@@ -34,28 +35,60 @@ def engine_core_started(server_pid: int) -> bool:
 @pytest.mark.parametrize("when", ["loading", "measuring"])
 def test_kill_9_of_the_harness_leaves_no_server(models_dir, tmp_path, when):
     port, results = free_port(), tmp_path / "results"
-    proc = subprocess.Popen([SPECSTACK, "run", "--method", "baseline", "--model-set", "tiny", "--platform",
-                             "cpu-native", "--models-dir", models_dir, "--port", str(port), "--results", results,
-                             "--run-id", "kill9", "--tasks", "code", "--num-prompts", "16",
-                             "--acceptance-max-tokens", "512", "--warmup-requests", "1", "--skip-bench"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            SPECSTACK,
+            "run",
+            "--method",
+            "baseline",
+            "--model-set",
+            "tiny",
+            "--platform",
+            "cpu-native",
+            "--models-dir",
+            models_dir,
+            "--port",
+            str(port),
+            "--results",
+            results,
+            "--run-id",
+            "kill9",
+            "--tasks",
+            "code",
+            "--num-prompts",
+            "16",
+            "--acceptance-max-tokens",
+            "512",
+            "--warmup-requests",
+            "1",
+            "--skip-bench",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         server_pid = int(wait_for(lambda: _serving_pid(port), 120, proc, "vllm serve process"))
         if when == "loading":
             wait_for(lambda: engine_core_started(server_pid), 300, proc, "engine core")
             assert not list((results / "kill9").glob(".baseline.staging-*/warmup.jsonl")), "already measuring"
         else:
-            wait_for(lambda: list((results / "kill9").glob(".baseline.staging-*/snapshots/acceptance_code.before.prom")),
-                     300, proc, "acceptance window")
+            wait_for(
+                lambda: list((results / "kill9").glob(".baseline.staging-*/snapshots/acceptance_code.before.prom")),
+                300,
+                proc,
+                "acceptance window",
+            )
         ipc_dir = Path(psutil.Process(server_pid).environ()["VLLM_RPC_BASE_PATH"])
         assert ipc_dir.is_dir() and len(live_group_members(server_pid)) > 2, live_group_members(server_pid)
     except BaseException:
         proc.kill()
         raise
-    proc.kill()   # SIGKILL: the harness runs no cleanup at all
+    proc.kill()  # SIGKILL: the harness runs no cleanup at all
     proc.wait()
-    assert group_gone(server_pid, within=60), \
+    assert group_gone(server_pid, within=60), (
         f"processes of the server's group outlived the killed harness: {live_group_members(server_pid)}"
+    )
     wait_port_free("127.0.0.1", port, 30, after="the harness was killed")
     # the watchdog removes the folder once the group it left is gone, a poll after the group_gone above saw it
     deadline = time.monotonic() + leash.GONE_SECONDS

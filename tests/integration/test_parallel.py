@@ -4,6 +4,7 @@ servers at once, ngram compared with the baseline of its own slot; every server 
 (read from the running processes), every result is exact, the manifest and host records name each slot, and the
 report places each method. (SIGTERM to the sweep alone reaching every slot's run: tests/pipeline/test_parallel.py;
 a run's own cleanup on SIGTERM, server stopped and method kept as failed: test_interrupt.py.)"""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,24 @@ from tests.support import is_vllm_serve
 pytestmark = pytest.mark.integration
 
 SPECSTACK = Path(sys.executable).with_name("specstack")
-SMALL = ["--model-set", "tiny", "--platform", "cpu-native", "--tasks", "code", "--num-prompts", "4",
-         "--concurrency", "1", "--warmup-requests", "1", "--acceptance-max-tokens", "32", "--perf-output-len", "32"]
+SMALL = [
+    "--model-set",
+    "tiny",
+    "--platform",
+    "cpu-native",
+    "--tasks",
+    "code",
+    "--num-prompts",
+    "4",
+    "--concurrency",
+    "1",
+    "--warmup-requests",
+    "1",
+    "--acceptance-max-tokens",
+    "32",
+    "--perf-output-len",
+    "32",
+]
 
 
 def two_cores() -> list[str]:
@@ -68,13 +85,37 @@ class Servers:
 @pytest.fixture(scope="module")
 def parallel_run(models_dir, tmp_path_factory):
     cores, results = two_cores(), tmp_path_factory.mktemp("results")
-    proc = subprocess.Popen([SPECSTACK, "sweep", "--methods", "baseline,ngram", "--cpusets", ",".join(cores),
-                             "--calibrate", "--run-id", "par", "--results", results, "--models-dir", models_dir,
-                             *SMALL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            SPECSTACK,
+            "sweep",
+            "--methods",
+            "baseline,ngram",
+            "--cpusets",
+            ",".join(cores),
+            "--calibrate",
+            "--run-id",
+            "par",
+            "--results",
+            results,
+            "--models-dir",
+            models_dir,
+            *SMALL,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     servers = Servers(proc.pid)
     out, err = proc.communicate(timeout=1500)
-    return {"code": proc.returncode, "out": out, "err": err, "cores": cores, "servers": servers.close(),
-            "run_dir": results / "par"}
+    return {
+        "code": proc.returncode,
+        "out": out,
+        "err": err,
+        "cores": cores,
+        "servers": servers.close(),
+        "run_dir": results / "par",
+    }
 
 
 def test_every_result_is_exact_and_the_run_is_marked_parallel(parallel_run):
@@ -100,7 +141,7 @@ def test_each_method_ran_on_its_slot_and_is_compared_with_that_slots_baseline(pa
     index = cores.index(slots["ngram"]["asked"])
     ngram = json.loads((run_dir / "ngram" / layout.SUMMARY_FILE).read_text())
     assert ngram["baseline_method"] == calibration_name("baseline", index)
-    assert ngram["provenance"]["host"]["slot"] == slots["ngram"]   # the host record the slot's process wrote
+    assert ngram["provenance"]["host"]["slot"] == slots["ngram"]  # the host record the slot's process wrote
     report = (run_dir / layout.REPORT_MD).read_text()
     assert "baseline-slot1" in report and f"cpuset {cores[1]}" in report
 

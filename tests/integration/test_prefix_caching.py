@@ -1,6 +1,7 @@
 """`specstack run --method ngram --prefix-caching` on real vLLM (CPU, tiny models): the server is started with
 --enable-prefix-caching and says so on /metrics, every window's hit rate is Δ hits / Δ queries of its own raw
 counters, the tables show it, and the run id keeps its setting."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,9 @@ def test_hit_rate_is_delta_hits_over_delta_queries_of_each_window(cached_run):
     task = summary["tasks"][TASK]
     (acceptance,) = [w for w in summary["windows"] if w["name"] == f"acceptance/{TASK}"]
     assert task["prefix_cache"] == acceptance["prefix_cache"]
-    assert [c["prefix_cache"] for c in task["bench"]] == \
-        [w["prefix_cache"] for w in summary["windows"] if w["phase"] == "bench"]
+    assert [c["prefix_cache"] for c in task["bench"]] == [
+        w["prefix_cache"] for w in summary["windows"] if w["phase"] == "bench"
+    ]
     table = (cached_run["results"] / RUN_ID / "ngram" / "tables" / "windows.csv").read_text().splitlines()
     assert "prefix_cache_hit_rate" in table[0].split(",")
 
@@ -62,5 +64,5 @@ def test_the_report_and_the_console_show_it(cached_run):
 
 
 def test_the_run_id_keeps_its_setting(cached_run, models_dir, capsys):
-    assert main(mt_bench_args(models_dir, cached_run["results"], "--force")) == 2   # refused before any server starts
+    assert main(mt_bench_args(models_dir, cached_run["results"], "--force")) == 2  # refused before any server starts
     assert "was started with --prefix-caching" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 machine the exact-by-design figures must come back identical; a changed environment must be refused, named,
 before any server starts. (Every method, suffix's variable drafts included, was measured the same way on two
 reproductions of `make demo`: docs/reproduce.md; CI keeps two server starts per run, not seven.)"""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,15 @@ from .conftest import sweep_options
 
 pytestmark = pytest.mark.integration
 
-SMALL = dict(tasks=("code",), num_prompts=4, perf_output_len=32, acceptance_max_tokens=48, concurrencies=(1,),
-             repeats=2, warmup_requests=1)
+SMALL = dict(
+    tasks=("code",),
+    num_prompts=4,
+    perf_output_len=32,
+    acceptance_max_tokens=48,
+    concurrencies=(1,),
+    repeats=2,
+    warmup_requests=1,
+)
 METHODS = ["baseline", "ngram"]
 
 
@@ -43,8 +51,13 @@ def test_a_real_run_reproduces_its_exact_figures_on_the_same_machine(original, c
     assert verdict["drift"] == [] and verdict["failed"] == [] and verdict["exact_ok"]
     figures = {r["figure"] for r in verdict["exact"]}
     for m in ("ngram",):
-        assert {f"{m} code acceptance_length", f"{m} code greedy outputs", f"{m} code c=1 bench_acceptance_length",
-                f"{m} code histogram 0", f"{m} code per_position 0"} <= figures, figures
+        assert {
+            f"{m} code acceptance_length",
+            f"{m} code greedy outputs",
+            f"{m} code c=1 bench_acceptance_length",
+            f"{m} code histogram 0",
+            f"{m} code per_position 0",
+        } <= figures, figures
     assert "baseline code greedy outputs" in figures
     # independently of compare: the acceptance sums of each method are the original's, count for count
     for m in ("ngram",):

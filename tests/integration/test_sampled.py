@@ -6,6 +6,7 @@ seed (--samples-per-prompt). The sampled windows are bracketed and cross-checked
 temperature really reaches the sampler; the losslessness test is calibrated (the baseline against itself), has power
 (the baseline at 0.5 against itself at 1.0), and flags draft_model on vLLM 0.32.0 CPU, where the run records the engine
 sampler probe's failed verdict and the report names it beside the method (docs/sampler-cpu-bug.md)."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,18 @@ from .conftest import sweep_options
 
 pytestmark = pytest.mark.integration
 
-SAMPLES = 128   # 64 a side in the losslessness test (the baseline's even samples, the method's odd ones)
-SMALL = dict(tasks=("code",), num_prompts=4, perf_output_len=32, acceptance_max_tokens=8, concurrencies=(1,),
-             warmup_requests=1, skip_bench=True, samples_per_prompt=SAMPLES, acceptance_concurrency=4)
+SAMPLES = 128  # 64 a side in the losslessness test (the baseline's even samples, the method's odd ones)
+SMALL = dict(
+    tasks=("code",),
+    num_prompts=4,
+    perf_output_len=32,
+    acceptance_max_tokens=8,
+    concurrencies=(1,),
+    warmup_requests=1,
+    skip_bench=True,
+    samples_per_prompt=SAMPLES,
+    acceptance_concurrency=4,
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +59,7 @@ def test_a_sampled_window_is_crosschecked_like_the_greedy_one(sampled_run):
     figures = summary["tasks"]["code"]["sampled"]["1"]
     assert figures["num_accepted_draft_tokens"] == window["from_responses"]["accepted"]
     assert figures["num_draft_tokens"] == window["from_responses"]["draft_tokens"] > 0
-    assert figures["num_accepted_draft_tokens"] > 0   # drafts were accepted: the test below means something
+    assert figures["num_accepted_draft_tokens"] > 0  # drafts were accepted: the test below means something
     assert json.loads((path / "summary.json").read_text())["tasks"]["code"]["sampled"]["1"] == figures
 
 
@@ -58,8 +68,9 @@ def test_every_sample_has_its_own_seed_and_the_answers_differ_from_greedy(sample
     _, path = summaries["draft_model"]
     raw = [json.loads(line) for line in (path / "sampled" / "code-t1.jsonl").read_text().splitlines()]
     assert len(raw) == 4 * SAMPLES
-    assert [(r["request"]["temperature"], r["request"]["seed"]) for r in raw] == \
-        [(1.0, 42 + i) for i in range(4 * SAMPLES)]
+    assert [(r["request"]["temperature"], r["request"]["seed"]) for r in raw] == [
+        (1.0, 42 + i) for i in range(4 * SAMPLES)
+    ]
     greedy = {r["id"]: r["text"] for r in read_records(path / "acceptance" / "code.jsonl")}
     sampled = read_records(path / "sampled" / "code-t1.jsonl")
     assert {r["id"].rsplit("/s", 1)[0] for r in sampled} == greedy.keys()
@@ -69,8 +80,10 @@ def test_every_sample_has_its_own_seed_and_the_answers_differ_from_greedy(sample
 
 def split_samples(records: list[dict], side_a) -> tuple[dict, dict]:
     """The samples of each prompt split in two by their number k (`<prompt>/s<k>`): side_a(k) true on side A."""
-    return (lossless.samples_by_prompt(records, lossless.POSITIONS, side_a),
-            lossless.samples_by_prompt(records, lossless.POSITIONS, lambda k: not side_a(k)))
+    return (
+        lossless.samples_by_prompt(records, lossless.POSITIONS, side_a),
+        lossless.samples_by_prompt(records, lossless.POSITIONS, lambda k: not side_a(k)),
+    )
 
 
 def test_the_losslessness_test_is_calibrated_has_power_and_flags_draft_model_on_cpu(sampled_run):
@@ -94,10 +107,17 @@ def test_the_losslessness_test_is_calibrated_has_power_and_flags_draft_model_on_
     assert other["flagged"] > 0 and other["verdict"].startswith("differs: prompt "), other["verdict"]
     # draft_model against its baseline, as the report shows it
     (row,) = build(run_dir, with_plots=False).lossless
-    assert (row["method"], row["temperature"], row["samples_per_prompt"], row["tests"]) == \
-        ("draft_model", 1.0, SAMPLES // 2, 4 * lossless.POSITIONS)
-    tests = lossless.compare_samples(*lossless.independent_samples(
-        at[1.0], lossless.sampled_records(load_run(run_dir).methods["draft_model"], "code", 1.0)))["tests"]
+    assert (row["method"], row["temperature"], row["samples_per_prompt"], row["tests"]) == (
+        "draft_model",
+        1.0,
+        SAMPLES // 2,
+        4 * lossless.POSITIONS,
+    )
+    tests = lossless.compare_samples(
+        *lossless.independent_samples(
+            at[1.0], lossless.sampled_records(load_run(run_dir).methods["draft_model"], "code", 1.0)
+        )
+    )["tests"]
     # position 0 is the target's own sample on both sides (nothing drafted yet): never different
     assert all(t["p_holm"] >= lossless.ALPHA for t in tests if t["position"] == 0)
     # A finding, kept visible: vLLM 0.32.0 on the CPU samples draft_model's later positions from another
@@ -115,6 +135,7 @@ def test_the_sampled_spec_run_records_the_engine_sampler_probe_for_its_platform(
     # vLLM 0.32.0 CPU: the known bug (tests/probes/test_sampler_probe.py); greedy shapes pass
     assert probe["verdict"] == "fail" and "expand_batch_to_tokens(temperature)" in probe["cause"], probe
     full = json.loads((path / SAMPLER_PROBE_FILE).read_text())
-    assert full["verdict"] == "fail" and all(e["verdict"] == "pass" for e in full["shapes"]
-                                             if e["shape"]["temperature"] == 0)
-    assert "sampler_probe" not in summaries["baseline"][0]   # plain decoding has no rejection sampler
+    assert full["verdict"] == "fail" and all(
+        e["verdict"] == "pass" for e in full["shapes"] if e["shape"]["temperature"] == 0
+    )
+    assert "sampler_probe" not in summaries["baseline"][0]  # plain decoding has no rejection sampler

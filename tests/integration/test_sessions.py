@@ -3,6 +3,7 @@
 Oracles: the servers start in the interleaved ABBA order (B M, M B, B M) and the manifest lists the sessions in
 that order, each session is a folder of its own holding one bench repeat, the report reads them as one method per
 name, and its interval is the paired bootstrap of the session pairs recomputed here from the raw bench JSON."""
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,19 @@ SESSIONS = 3
 @pytest.fixture(scope="module")
 def sessions_run(models_dir, tmp_path_factory):
     results = tmp_path_factory.mktemp("sessions")
-    opts = sweep_options(models_dir, results, "it-sessions", tasks=("code",), num_prompts=4, perf_output_len=24,
-                         acceptance_max_tokens=24, concurrencies=(1,), warmup_requests=1, repeats=SESSIONS,
-                         replicate="sessions")
+    opts = sweep_options(
+        models_dir,
+        results,
+        "it-sessions",
+        tasks=("code",),
+        num_prompts=4,
+        perf_output_len=24,
+        acceptance_max_tokens=24,
+        concurrencies=(1,),
+        warmup_requests=1,
+        repeats=SESSIONS,
+        replicate="sessions",
+    )
     recorder = events.Recorder()
     with events.listening(recorder):
         summaries = sweep(opts, ["ngram", "baseline"], report=False)
@@ -35,8 +46,9 @@ def sessions_run(models_dir, tmp_path_factory):
 
 
 def test_sessions_interleave_with_the_baseline(sessions_run):
-    order = [f"{m}-s{s}" for s in range(1, SESSIONS + 1)
-             for m in (("baseline", "ngram") if s % 2 else ("ngram", "baseline"))]
+    order = [
+        f"{m}-s{s}" for s in range(1, SESSIONS + 1) for m in (("baseline", "ngram") if s % 2 else ("ngram", "baseline"))
+    ]
     assert [e["method"] for e in sessions_run["events"].named("server.ready")] == order
     manifest = json.loads((sessions_run["run_dir"] / "manifest.json").read_text())
     assert list(manifest["methods"]) == order and manifest["workload"]["session_order"] == "ABBA"
@@ -59,9 +71,10 @@ def test_the_interval_resamples_session_pairs(sessions_run):
 
     def latency(method, s):
         return json.loads((run_dir / f"{method}-s{s}" / "bench" / "code-c1-r0.json").read_text())[key]
+
     pairs = [(latency("baseline", s), latency("ngram", s)) for s in range(1, SESSIONS + 1)]
     want = st.paired_bootstrap_ratio(pairs)
-    assert row["latency_speedup"] == pytest.approx(statistics.median(p[0] for p in pairs) /
-                                                   statistics.median(p[1] for p in pairs), rel=1e-12)
-    assert (row["latency_speedup_low"], row["latency_speedup_high"]) == pytest.approx((want.low, want.high),
-                                                                                      rel=1e-12)
+    assert row["latency_speedup"] == pytest.approx(
+        statistics.median(p[0] for p in pairs) / statistics.median(p[1] for p in pairs), rel=1e-12
+    )
+    assert (row["latency_speedup_low"], row["latency_speedup_high"]) == pytest.approx((want.low, want.high), rel=1e-12)

@@ -3,6 +3,7 @@
 Oracles: all cross-check identities hold exactly; greedy outputs of every spec method equal its baseline's
 request by request; plain decode reports "n/a", never 0 %; Prometheus stores the series with the method
 label and its view of every window equals the collector's direct diff."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,8 @@ def test_every_method_ran_with_exact_crosschecks(sweep_run):
         assert s["crosscheck"]["ok"], (name, s["crosscheck"]["mismatches"])
         assert (sweep_run["run_dir"] / name / "summary.json").exists()
         assert [w["name"] for w in s["windows"]] == ["warmup", "acceptance/code", "acceptance/chat"] + [
-            f"bench/{t}-c{c}-r0" for t in ("code", "chat") for c in WORKLOAD["concurrencies"]]
+            f"bench/{t}-c{c}-r0" for t in ("code", "chat") for c in WORKLOAD["concurrencies"]
+        ]
         assert all(w["status"] == "ok" for w in s["windows"])
 
 
@@ -47,8 +49,9 @@ def test_every_summary_reads_as_typed_records_and_writes_back_byte_for_byte(swee
         record = run.methods[name].record
         assert record.to_json() == run.methods[name].summary and record.status == "ok"
         assert [w.name for w in record.window_list] == [w["name"] for w in data["windows"]]
-        assert {t: [c.file for c in f.cells] for t, f in record.task_figures.items()} == \
-            {t: [c["file"] for c in f["bench"]] for t, f in data["tasks"].items()}
+        assert {t: [c.file for c in f.cells] for t, f in record.task_figures.items()} == {
+            t: [c["file"] for c in f["bench"]] for t, f in data["tasks"].items()
+        }
 
 
 def test_the_run_tells_its_progress_as_events(sweep_run):
@@ -57,7 +60,8 @@ def test_the_run_tells_its_progress_as_events(sweep_run):
     rec = sweep_run["events"]
     n = len(DEMO_METHODS)
     assert [(e["method"], e["index"], e["total"]) for e in rec.named("method.start")] == [
-        (m, i + 1, n) for i, m in enumerate(DEMO_METHODS)]
+        (m, i + 1, n) for i, m in enumerate(DEMO_METHODS)
+    ]
     assert [(e["method"], e["status"]) for e in rec.named("method.end")] == [(m, "ok") for m in DEMO_METHODS]
     assert [e["method"] for e in rec.named("server.ready")] == list(DEMO_METHODS)
     windows, current, last = [], None, None
@@ -109,11 +113,18 @@ def test_plain_decode_reports_na_not_zero(sweep_run, name):
         assert w["from_counters"] is None
         # no acceptance identities to check; a bench window still checks that every answer came back whole
         n = WORKLOAD["perf_output_len"]
-        expected = [] if w["phase"] != "bench" else [
-            "bench completed = Δ vllm:request_success", f"bench total_output_tokens = completed × {n}",
-            f"bench completed × {n} = Δ vllm:generation_tokens",
-            # --slo (conftest.SLO): the goodput computed here against bench's own
-            "per-request results = bench completed", "goodput from per-request results = bench request_goodput"]
+        expected = (
+            []
+            if w["phase"] != "bench"
+            else [
+                "bench completed = Δ vllm:request_success",
+                f"bench total_output_tokens = completed × {n}",
+                f"bench completed × {n} = Δ vllm:generation_tokens",
+                # --slo (conftest.SLO): the goodput computed here against bench's own
+                "per-request results = bench completed",
+                "goodput from per-request results = bench request_goodput",
+            ]
+        )
         assert [c["name"] for c in w["checks"]] == expected, w["name"]
         assert all(c["ok"] for c in w["checks"])
     console = Console(record=True, width=200)
@@ -220,16 +231,23 @@ def test_prometheus_view_of_each_window_equals_the_collector_diff(sweep_run, pro
     s = sweep_run["summaries"][name]
     labels = f'method="{name}",run_id="it-sweep"'
     families = ["vllm:generation_tokens_total"] + (
-        ["vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
-         "vllm:spec_decode_num_accepted_tokens_total"] if name in SPEC_METHODS else [])
+        [
+            "vllm:spec_decode_num_drafts_total",
+            "vllm:spec_decode_num_draft_tokens_total",
+            "vllm:spec_decode_num_accepted_tokens_total",
+        ]
+        if name in SPEC_METHODS
+        else []
+    )
     measured = [w for w in s["windows"] if w["phase"] != "warmup"]
     first, last = measured[0]["start"] - 5, measured[-1]["settled_at"] + 5
     for family in families:
         samples = prometheus.samples(f"{family}{{{labels}}}", first, last)
         assert samples, f"Prometheus stored no {family} series with {labels}"
         for w in measured:
-            prom_delta = _series_value_at(samples, w["start"], before=True) - \
-                _series_value_at(samples, w["settled_at"], before=False)
+            prom_delta = _series_value_at(samples, w["start"], before=True) - _series_value_at(
+                samples, w["settled_at"], before=False
+            )
             key = family.removesuffix("_total")
             assert -prom_delta == w["counters"]["counters"][key], (w["name"], family)
 
@@ -247,8 +265,10 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
     took = dict(prometheus.samples('scrape_duration_seconds{job="specstack"}', s["windows"][0]["start"] - 30, end))
     seen = set()
     for w in (w for w in s["windows"] if w["phase"] != "warmup"):
-        labels = (f'method="ngram",run_id="it-sweep",phase="{w["phase"]}",task="{w["task"]}",'
-                  f'concurrency="{w["concurrency"] or ""}"')
+        labels = (
+            f'method="ngram",run_id="it-sweep",phase="{w["phase"]}",task="{w["task"]}",'
+            f'concurrency="{w["concurrency"] or ""}"'
+        )
         samples = prometheus.samples(f"specstack_window_active{{{labels}}}", w["start"] - 30, end)
         assert samples, f"no specstack_window_active series for {w['name']}"
         for t, v in samples:
@@ -262,8 +282,13 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
     sel = '{method="ngram",run_id="it-sweep"}'
 
     def by_window(query: str) -> dict:
-        return {(r["metric"]["phase"], r["metric"].get("task", ""), r["metric"].get("concurrency", "")):
-                float(r["value"][1]) for r in prometheus.query(query, end)}
+        return {
+            (r["metric"]["phase"], r["metric"].get("task", ""), r["metric"].get("concurrency", "")): float(
+                r["value"][1]
+            )
+            for r in prometheus.query(query, end)
+        }
+
     starts = by_window(f"last_over_time(specstack_window_start_timestamp_seconds{sel}[10m])")
     ends = by_window(f"last_over_time(specstack_window_end_timestamp_seconds{sel}[10m])")
     assert len(starts) == len(ends) == len(s["windows"])

@@ -6,6 +6,7 @@ as on the tiny models, and where ngram's greedy answer leaves the baseline's, th
 the choice there was a tie within bf16's resolution (docs/greedy-divergence.md), never a change ngram made (the CPU
 run's 41 divergences, all ties, are rated in tests/figures/test_equality.py and reproduced in
 tests/probes/test_verify_numerics.py). One sweep (baseline, ngram), few short requests; no timed assertion."""
+
 from __future__ import annotations
 
 import json
@@ -29,15 +30,25 @@ WORKLOAD = dict(num_prompts=4, perf_output_len=16, acceptance_max_tokens=48, con
 @pytest.fixture(scope="module")
 def trained_run(smollm2_models, tmp_path_factory):
     results = tmp_path_factory.mktemp("trained")
-    opts = Options(method="baseline", run_id="it-trained", results_dir=results, model_set="smollm2",
-                   platform="cpu-native", models_dir=str(smollm2_models["target"].parent), port=free_port(),
-                   tasks=TASKS, **WORKLOAD)
+    opts = Options(
+        method="baseline",
+        run_id="it-trained",
+        results_dir=results,
+        model_set="smollm2",
+        platform="cpu-native",
+        models_dir=str(smollm2_models["target"].parent),
+        port=free_port(),
+        tasks=TASKS,
+        **WORKLOAD,
+    )
     summaries = {s["method"]: s for s in sweep(opts, ["baseline", "ngram"], report=False)}
     return {"run_dir": results / "it-trained", "summaries": summaries}
 
 
 def _answers(run_dir, method: str, task: str) -> list[str]:
-    records = [json.loads(line) for line in (run_dir / method / "acceptance" / f"{task}.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (run_dir / method / "acceptance" / f"{task}.jsonl").read_text().splitlines()
+    ]
     return [r["response"]["choices"][0]["message"]["content"] for r in records]
 
 
@@ -89,8 +100,8 @@ def test_every_greedy_divergence_is_a_bf16_tie(trained_run):
         for r in rows:
             if r["equal"]:
                 continue
-            assert r["divergence_kind"] is not None, r                     # the baseline's top-2 was recorded
-            assert not r["divergence_kind"].startswith("not a tie"), r      # a change ngram made would land here
+            assert r["divergence_kind"] is not None, r  # the baseline's top-2 was recorded
+            assert not r["divergence_kind"].startswith("not a tie"), r  # a change ngram made would land here
             assert r["divergence_cause"] in (None, CAUSES["exact tie"], CAUSES["near tie"]), r
         s = next(x for x in built.equality_summary if x["method"] == "ngram" and x["task"] == task)
         assert sum(is_near_tie(r["divergence_kind"]) for r in rows if not r["equal"]) == (s["near_ties"] or 0)

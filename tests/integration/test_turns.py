@@ -2,6 +2,7 @@
 the baseline writes the turn-2 chats from its own greedy turn-1 answers, ngram is sent the very same bytes, the
 file's sha256 is in the manifest, and turn 2 has its own acceptance window whose checks are all exact.
 Bench is skipped: it stays on turn 1, untouched by --turns (CI time)."""
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,45 @@ def turns_run(models_dir, tmp_path_factory):
     results, cache = tmp_path_factory.mktemp("turns-run"), tmp_path_factory.mktemp("turns-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECSTACK_DATASETS", str(cache))
-        code = main(["sweep", "--methods", "baseline,ngram", "--dataset", "mt-bench", "--turns", "2",
-                     "--model-set", "tiny", "--platform", "cpu-native", "--models-dir", str(models_dir),
-                     "--port", str(free_port()), "--results", str(results), "--run-id", "it-turns",
-                     "--num-prompts", str(PROMPTS), "--concurrency", "1", "--acceptance-max-tokens", "16",
-                     "--perf-output-len", "16", "--warmup-requests", "1", "--skip-bench"])
+        code = main(
+            [
+                "sweep",
+                "--methods",
+                "baseline,ngram",
+                "--dataset",
+                "mt-bench",
+                "--turns",
+                "2",
+                "--model-set",
+                "tiny",
+                "--platform",
+                "cpu-native",
+                "--models-dir",
+                str(models_dir),
+                "--port",
+                str(free_port()),
+                "--results",
+                str(results),
+                "--run-id",
+                "it-turns",
+                "--num-prompts",
+                str(PROMPTS),
+                "--concurrency",
+                "1",
+                "--acceptance-max-tokens",
+                "16",
+                "--perf-output-len",
+                "16",
+                "--warmup-requests",
+                "1",
+                "--skip-bench",
+            ]
+        )
     run_dir = results / "it-turns"
     summaries = {m: json.loads((run_dir / m / "summary.json").read_text()) for m in ("baseline", "ngram")}
-    assert code == 0 and all(s["status"] == "ok" for s in summaries.values()), \
-        {m: s["error"] for m, s in summaries.items()}
+    assert code == 0 and all(s["status"] == "ok" for s in summaries.values()), {
+        m: s["error"] for m, s in summaries.items()
+    }
     return run_dir, summaries
 
 
@@ -43,22 +74,35 @@ def _records(run_dir, method: str, name: str) -> list[dict]:
 
 def test_turn_2_prompts_are_the_same_bytes_for_both_methods_and_hold_the_baselines_answer(turns_run):
     run_dir, _ = turns_run
-    chats = {m: [json.dumps(r["request"]["messages"], ensure_ascii=False)
-                 for r in _records(run_dir, m, "mt-bench.turn2.jsonl")] for m in ("baseline", "ngram")}
+    chats = {
+        m: [
+            json.dumps(r["request"]["messages"], ensure_ascii=False)
+            for r in _records(run_dir, m, "mt-bench.turn2.jsonl")
+        ]
+        for m in ("baseline", "ngram")
+    }
     assert len(chats["ngram"]) == PROMPTS and chats["ngram"] == chats["baseline"]
     written = [json.dumps(r["messages"], ensure_ascii=False) for r in read_jsonl_rows(run_dir / TURN2_INPUT)]
     assert chats["ngram"] == written
-    answers = {r["id"]: r["response"]["choices"][0]["message"]["content"]
-               for r in _records(run_dir, "baseline", "mt-bench.jsonl")}
+    answers = {
+        r["id"]: r["response"]["choices"][0]["message"]["content"]
+        for r in _records(run_dir, "baseline", "mt-bench.jsonl")
+    }
     rows = {r["id"]: r for r in read_jsonl(run_dir / "inputs" / "mt-bench.acceptance.jsonl")}
     for record in _records(run_dir, "ngram", "mt-bench.turn2.jsonl"):
         first_id = record["id"].removesuffix("/turn2")
         user1, assistant, user2 = record["request"]["messages"]
-        assert (user1["content"], assistant["content"], user2["content"]) == \
-            (rows[first_id]["prompt"], answers[first_id], rows[first_id]["turn2"])
+        assert (user1["content"], assistant["content"], user2["content"]) == (
+            rows[first_id]["prompt"],
+            answers[first_id],
+            rows[first_id]["turn2"],
+        )
         assert assistant["role"] == "assistant" and answers[first_id]
-        assert (record["turn"], record["category"], record["question_id"]) == \
-            (2, rows[first_id]["category"], rows[first_id]["question_id"])
+        assert (record["turn"], record["category"], record["question_id"]) == (
+            2,
+            rows[first_id]["category"],
+            rows[first_id]["question_id"],
+        )
 
 
 def read_jsonl_rows(path) -> list[dict]:

@@ -1,5 +1,6 @@
 """The chart rendered by the real helm (from the venv's pinned wheel, tests/k8s/tools.py), once per session and
 set of values."""
+
 from __future__ import annotations
 
 import functools
@@ -28,8 +29,7 @@ def _helm_home() -> dict[str, str]:
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(tools()["helm"]), *args], capture_output=True, text=True, timeout=120,
-                          env=_helm_home())
+    proc = subprocess.run([str(tools()["helm"]), *args], capture_output=True, text=True, timeout=120, env=_helm_home())
     if check:
         assert proc.returncode == 0, f"helm {' '.join(args)} failed:\n{proc.stderr}"
     return proc
@@ -43,8 +43,9 @@ def sets(values: dict) -> list[str]:
 @functools.cache
 def _render(values_json: str, kube_version: str) -> tuple[dict, ...]:
     values = {"runId": RUN_ID, **json.loads(values_json)}
-    out = helm("template", RELEASE, str(CHART_DIR), "--namespace", NAMESPACE, "--kube-version", kube_version,
-               *sets(values)).stdout
+    out = helm(
+        "template", RELEASE, str(CHART_DIR), "--namespace", NAMESPACE, "--kube-version", kube_version, *sets(values)
+    ).stdout
     return tuple(d for d in yaml.safe_load_all(out) if d)
 
 

@@ -6,6 +6,7 @@
   logs/<pod>/<container>.log      `logs POD -c C`
 The namespace `forbidden` answers `get` as an API server refusing the user.
 Every call is appended to calls.log (one JSON argv per line). Errors are kubectl's: a message on stderr, exit 1."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def option(args: list[str], flag: str) -> str | None:
     if flag in args:
         i = args.index(flag)
         value = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
         return value
     return None
 
@@ -37,9 +38,10 @@ def pods(namespace: str | None) -> list[dict]:
 
 
 def get(args: list[str], namespace: str | None) -> int:
-    if namespace == "forbidden":   # what an API server answers a user without the right to list pods
-        return fail('pods is forbidden: User "dev" cannot list resource "pods" in API group "" in the namespace '
-                    '"forbidden"')
+    if namespace == "forbidden":  # what an API server answers a user without the right to list pods
+        return fail(
+            'pods is forbidden: User "dev" cannot list resource "pods" in API group "" in the namespace "forbidden"'
+        )
     selector = option(args, "-l") or ""
     if args[:1] != ["pods"] or option(args, "-o") != "json":
         return fail(f"stand-in: unsupported get {args}")

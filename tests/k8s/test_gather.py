@@ -2,6 +2,7 @@
 from the chart itself (their labels and containers are the real template's) holding one run tree per Job, written
 by tests/bundles.py in the layout the Job's collector writes (`--results /results/jobs/<method>`). Then the
 real `specstack report` reads the gathered bundle."""
+
 from __future__ import annotations
 
 import json
@@ -31,14 +32,35 @@ def _pod(job: dict, phase: str, node: str) -> dict:
     template = job["spec"]["template"]
     name = f"{job['metadata']['name']}-x7k2p"
     images = {c["name"]: c["image"] for c in template["spec"]["initContainers"] + template["spec"]["containers"]}
-    return {"metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": "2026-12-01T07:00:00Z",
-                         "labels": {**template["metadata"]["labels"], "job-name": job["metadata"]["name"]}},
-            "spec": {**template["spec"], "nodeName": node},
-            "status": {"phase": phase, "startTime": "2026-12-01T07:00:01Z",
-                       "initContainerStatuses": [{"name": "vllm", "imageID": f"docker.io/{images['vllm']}@sha256:"
-                                                  + "a" * 64, "restartCount": 0, "state": {"running": {}}}],
-                       "containerStatuses": [{"name": "collector", "imageID": "registry.local/collector@sha256:"
-                                              + "b" * 64, "restartCount": 0, "state": {"running": {}}}]}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "creationTimestamp": "2026-12-01T07:00:00Z",
+            "labels": {**template["metadata"]["labels"], "job-name": job["metadata"]["name"]},
+        },
+        "spec": {**template["spec"], "nodeName": node},
+        "status": {
+            "phase": phase,
+            "startTime": "2026-12-01T07:00:01Z",
+            "initContainerStatuses": [
+                {
+                    "name": "vllm",
+                    "imageID": f"docker.io/{images['vllm']}@sha256:" + "a" * 64,
+                    "restartCount": 0,
+                    "state": {"running": {}},
+                }
+            ],
+            "containerStatuses": [
+                {
+                    "name": "collector",
+                    "imageID": "registry.local/collector@sha256:" + "b" * 64,
+                    "restartCount": 0,
+                    "state": {"running": {}},
+                }
+            ],
+        },
+    }
 
 
 def _job_tree(root: Path, method: str, node: str) -> None:
@@ -48,10 +70,17 @@ def _job_tree(root: Path, method: str, node: str) -> None:
         write_method(tree, method, baseline=None, k=None, cells=CELLS, texts=TEXTS)
     else:
         fig = figures([2, 1, 1, 0, 4])
-        write_method(tree, method, baseline="baseline", cells=SPEC_CELLS, texts=TEXTS,
-                     acceptance={"code": fig, "chat": fig})
-    manifest(tree, {method: {"status": "ok", "dir": method, "error": None}}, repeats=1, platform="gpu-container",
-             host={"machine": "x86_64", "node": node}, inputs={"inputs/code.perf.jsonl": "c" * 64})
+        write_method(
+            tree, method, baseline="baseline", cells=SPEC_CELLS, texts=TEXTS, acceptance={"code": fig, "chat": fig}
+        )
+    manifest(
+        tree,
+        {method: {"status": "ok", "dir": method, "error": None}},
+        repeats=1,
+        platform="gpu-container",
+        host={"machine": "x86_64", "node": node},
+        inputs={"inputs/code.perf.jsonl": "c" * 64},
+    )
     (tree / "inputs").mkdir()
     (tree / "inputs" / "code.perf.jsonl").write_text('{"prompt": "p"}\n')
     (tree / "host-provenance").mkdir()
@@ -64,8 +93,10 @@ def cluster(tmp_path, monkeypatch):
     stand-in. Returns (root, pods, write) where write() saves pods.json after a test changed it."""
     root = tmp_path / "cluster"
     pods = []
-    jobs = {j["metadata"]["labels"]["specstack.io/method"]: j
-            for j in of_kind(render({"methods": ["baseline", "ngram"]}), "Job")}
+    jobs = {
+        j["metadata"]["labels"]["specstack.io/method"]: j
+        for j in of_kind(render({"methods": ["baseline", "ngram"]}), "Job")
+    }
     for i, (method, job) in enumerate(sorted(jobs.items())):
         pod = _pod(job, "Running", f"gpu-node-{i}")
         pods.append(pod)
@@ -139,7 +170,7 @@ def test_a_claim_is_read_through_the_access_pod_and_gather_can_run_again(cluster
     access = {**access, "metadata": {**access["metadata"], "namespace": NAMESPACE}, "status": {"phase": "Running"}}
     claim = root / "fs" / access["metadata"]["name"] / "results" / "results" / "jobs"
     claim.mkdir(parents=True)
-    for pod in pods:   # the Jobs have ended; their trees live on the claim, seen by the access pod
+    for pod in pods:  # the Jobs have ended; their trees live on the claim, seen by the access pod
         pod["status"]["phase"] = "Succeeded"
         for tree in (root / "fs" / pod["metadata"]["name"] / "collector" / "results" / "jobs").iterdir():
             os.rename(tree, claim / tree.name)
@@ -168,12 +199,19 @@ def test_an_ended_pod_without_a_claim_is_named_and_nothing_half_written(cluster,
 def test_no_pods_no_access_and_no_kubectl_are_refused_naming_the_fix(cluster, tmp_path, capsys, monkeypatch):
     code = main(["k8s", "gather", "another-run", "--namespace", NAMESPACE, "--results", str(tmp_path / "r")])
     err = capsys.readouterr().err
-    assert code == 2 and "no pod of run 'another-run' in namespace specstack; pass the run id the chart was " \
-        "installed with (--set runId) and --namespace" in err
+    assert (
+        code == 2
+        and "no pod of run 'another-run' in namespace specstack; pass the run id the chart was "
+        "installed with (--set runId) and --namespace"
+        in err
+    )
     assert main(["k8s", "gather", RUN_ID, "--namespace", "forbidden", "--results", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
-    assert "get pods -l specstack.io/run-id=k8s-run-1 -o json` failed: error: pods is forbidden: User \"dev\" " \
-        "cannot list" in err and err.rstrip().endswith("check the kubectl context and namespace (--namespace)")
+    assert (
+        'get pods -l specstack.io/run-id=k8s-run-1 -o json` failed: error: pods is forbidden: User "dev" cannot list'
+        in err
+        and err.rstrip().endswith("check the kubectl context and namespace (--namespace)")
+    )
     monkeypatch.setenv("KUBECTL", "")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["k8s", "gather", RUN_ID, "--results", str(tmp_path / "r")]) == 2
@@ -186,14 +224,19 @@ def test_every_kubectl_call_parses_with_the_real_kubectl(cluster, tmp_path, caps
     gets as far as connecting (its verbs, flags and POD:PATH form parse); a misspelt flag does not."""
     root, _, _ = cluster
     _gather(capsys, tmp_path / "results")
-    port = free_port()   # nothing listens there
+    port = free_port()  # nothing listens there
     calls = _calls(root)
     assert {c[2] for c in calls} == {"get", "cp", "logs", "exec"}
     env = {**os.environ, "KUBECONFIG": os.devnull}
 
     def real(argv: list[str]) -> str:
-        proc = subprocess.run([str(tools()["kubectl"]), "--server", f"http://127.0.0.1:{port}",
-                               "--request-timeout", "2s", *argv], capture_output=True, text=True, timeout=30, env=env)
+        proc = subprocess.run(
+            [str(tools()["kubectl"]), "--server", f"http://127.0.0.1:{port}", "--request-timeout", "2s", *argv],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
         assert proc.returncode == 1
         return proc.stderr
 

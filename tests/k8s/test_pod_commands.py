@@ -2,6 +2,7 @@
 with stand-in `vllm` and `specstack` executables on PATH that record their argv: the server's argv arrives intact
 (JSON speculative config included) and its output lands in the run's server log; the collector's exit status comes
 through, and on an emptyDir it waits until gather leaves .gathered (at most holdSeconds)."""
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,21 @@ def _run(container: dict, tmp_path, env: dict, **kw) -> subprocess.Popen:
         exe.write_text(RECORDER.format(python=sys.executable))
         exe.chmod(0o755)
     rendered_env = {e["name"]: e["value"] for e in container["env"]}
-    full = {**os.environ, **rendered_env, **env, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-            "ARGV_FILE": str(tmp_path / f"{container['name']}.argv")}
-    return subprocess.Popen([*container["command"], *container["args"]], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    full = {
+        **os.environ,
+        **rendered_env,
+        **env,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "ARGV_FILE": str(tmp_path / f"{container['name']}.argv"),
+    }
+    return subprocess.Popen(
+        [*container["command"], *container["args"]],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_the_server_gets_its_argv_intact_and_its_log_lands_in_the_run(tmp_path):
@@ -54,13 +66,13 @@ def test_the_server_gets_its_argv_intact_and_its_log_lands_in_the_run(tmp_path):
     assert proc.returncode == 0
     assert json.loads((tmp_path / "vllm.argv").read_text()) == ["serve", *vllm["args"]]
     assert any(a.startswith('{"method":"eagle3"') for a in vllm["args"])
-    for _ in range(50):   # tee writes the last line as it exits, just after the server
+    for _ in range(50):  # tee writes the last line as it exits, just after the server
         if "WARNING on stderr" in log.read_text():
             break
         time.sleep(0.1)
     assert "INFO started" in log.read_text() and "WARNING on stderr" in log.read_text()
-    assert "INFO started" in out   # and the container's own log (kubectl logs) keeps it
-    assert oct(log.parent.stat().st_mode & 0o777) == "0o777"   # the collector (uid 1000) writes beside it
+    assert "INFO started" in out  # and the container's own log (kubectl logs) keeps it
+    assert oct(log.parent.stat().st_mode & 0o777) == "0o777"  # the collector (uid 1000) writes beside it
 
 
 def test_the_collector_waits_for_gather_then_exits_with_the_runs_status(tmp_path):
@@ -70,7 +82,7 @@ def test_the_collector_waits_for_gather_then_exits_with_the_runs_status(tmp_path
     env = {"SPECSTACK_RUN_DIR": str(run_dir), "SPECSTACK_HOLD_SECONDS": "30", "EXIT_CODE": "1"}
     proc = _run(collector, tmp_path, env)
     time.sleep(1.5)
-    assert proc.poll() is None   # holding its emptyDir
+    assert proc.poll() is None  # holding its emptyDir
     (run_dir / ".gathered").touch()
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 1 and "waiting up to 30s for specstack k8s gather" in out

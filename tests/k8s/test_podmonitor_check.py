@@ -1,6 +1,7 @@
 """The chart's PodMonitor against the Prometheus Operator's CRD schema, as @kubernetes-models/prometheus-operator
 4.4.4 generates it (kubernetes-validate knows only the built-in kinds). tests/k8s/podmonitor-check/ is installed
 by `npm ci` from its committed package-lock.json on first use, as tests/grafana installs @grafana/schema."""
+
 from __future__ import annotations
 
 import copy
@@ -21,8 +22,9 @@ CHECK_DIR = Path(__file__).resolve().parent / "podmonitor-check"
 def check(objects: list[dict], tmp_path: Path) -> subprocess.CompletedProcess:
     path = tmp_path / "objects.json"
     path.write_text(json.dumps(objects))
-    return subprocess.run([npm_installed(CHECK_DIR), str(CHECK_DIR / "check.mjs"), str(path)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [npm_installed(CHECK_DIR), str(CHECK_DIR / "check.mjs"), str(path)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_podmonitor_matches_the_operators_schema(rendered, tmp_path):

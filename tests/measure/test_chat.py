@@ -1,5 +1,6 @@
 """run_requests' submission: answers come back in row order, with a bounded number of rows in flight
 (so 1,000s of acceptance requests do not each hold a pending future)."""
+
 from __future__ import annotations
 
 import random
@@ -39,6 +40,7 @@ def test_in_order_keeps_row_order_and_bounds_what_is_in_flight():
 def test_a_sampled_phase_sends_the_same_prompts_at_the_temperature_each_request_with_its_own_seed(tmp_path):
     from specstack.config.workloads import write_defaults
     from specstack.measure.chat import SEED, chat_payload, sampled_rows
+
     task = write_defaults(tmp_path, num_prompts=3, perf_output_len=8, acceptance_max_tokens=16, tasks=("code",))["code"]
     rows = sampled_rows(task, 0.6)
     assert [r["prompt"] for r in rows] == [r["prompt"] for r in task.acceptance]
@@ -63,6 +65,7 @@ class _OneAnswer:
             @staticmethod
             def json():
                 return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
+
         return Response()
 
 
@@ -82,9 +85,9 @@ def test_only_a_plain_decode_servers_greedy_requests_ask_for_log_probs_and_keep_
     http = _OneAnswer()
     row = {"id": "code-000", "prompt": "Edit.", "max_tokens": 8}
     send_chat(http, server, row, timeout=1)
-    assert "logprobs" not in http.sent                              # a speculative server: as before
+    assert "logprobs" not in http.sent  # a speculative server: as before
     send_chat(http, server, {**row, "temperature": 1.0}, timeout=1, speculative=False)
-    assert "logprobs" not in http.sent                              # sampled: no near tie to rate
+    assert "logprobs" not in http.sent  # sampled: no near tie to rate
     send_chat(http, server, row, timeout=1, speculative=False)
     assert http.sent["logprobs"] is True and http.sent["top_logprobs"] == 2
     assert http.sent["return_tokens_as_token_ids"] is True
@@ -92,9 +95,16 @@ def test_only_a_plain_decode_servers_greedy_requests_ask_for_log_probs_and_keep_
 
 def test_compact_logprobs_keeps_ids_and_log_probs_and_drops_the_bytes():
     from specstack.measure.chat import compact_logprobs
-    entry = {"token": "token_id:16", "logprob": -0.3, "bytes": [44],
-             "top_logprobs": [{"token": "token_id:16", "logprob": -0.3, "bytes": [1, 2]},
-                              {"token": "token_id:276", "logprob": -2.8, "bytes": [3]}]}
+
+    entry = {
+        "token": "token_id:16",
+        "logprob": -0.3,
+        "bytes": [44],
+        "top_logprobs": [
+            {"token": "token_id:16", "logprob": -0.3, "bytes": [1, 2]},
+            {"token": "token_id:276", "logprob": -2.8, "bytes": [3]},
+        ],
+    }
     body = {"choices": [{"message": {"content": ","}, "logprobs": {"content": [entry]}}]}
     assert compact_logprobs(body) == [[[16, -0.3], [276, -2.8]]]
     assert "logprobs" not in body["choices"][0]

@@ -1,4 +1,5 @@
 """Who used the CPU in a window: attribution over fake process tables, and one real snapshot around a busy child."""
+
 import os
 import signal
 import subprocess
@@ -19,19 +20,36 @@ def table(at: float, *procs: tuple, unreadable: int = 0, host_cpu: float | None 
 
 
 # init(1) -> collector(10) -> server leash(20) -> engine core(21); collector -> bench(30); sshd(5) -> hog(6)
-BEFORE = table(100.0, (1, 0, 5.0, "init"), (10, 1, 2.0, "python"), (20, 10, 1.0, "leash"), (21, 20, 50.0, "core"),
-               (5, 1, 0.5, "sshd"), (6, 5, 10.0, "hog"), (7, 1, 3.0, "cron"), host_cpu=1000.0)
+BEFORE = table(
+    100.0,
+    (1, 0, 5.0, "init"),
+    (10, 1, 2.0, "python"),
+    (20, 10, 1.0, "leash"),
+    (21, 20, 50.0, "core"),
+    (5, 1, 0.5, "sshd"),
+    (6, 5, 10.0, "hog"),
+    (7, 1, 3.0, "cron"),
+    host_cpu=1000.0,
+)
 
 
 def test_each_process_is_charged_to_its_nearest_named_root():
-    after = table(110.0, (1, 0, 5.1, "init"), (10, 1, 2.5, "python"), (20, 10, 1.0, "leash"),
-                  (21, 20, 65.0, "core"), (30, 10, 4.0, "bench", 105.0),   # bench started inside: counted whole
-                  (5, 1, 0.5, "sshd"), (6, 5, 18.0, "hog"), host_cpu=1030.0)   # cron exited inside: lost
+    after = table(
+        110.0,
+        (1, 0, 5.1, "init"),
+        (10, 1, 2.5, "python"),
+        (20, 10, 1.0, "leash"),
+        (21, 20, 65.0, "core"),
+        (30, 10, 4.0, "bench", 105.0),  # bench started inside: counted whole
+        (5, 1, 0.5, "sshd"),
+        (6, 5, 18.0, "hog"),
+        host_cpu=1030.0,
+    )  # cron exited inside: lost
     out = attribute(BEFORE, after, {"server": 20, "bench": 30, "collector": 10}, cores=2)
-    assert out["server"] == pytest.approx(15.0)          # the engine core under the leash, not the collector
-    assert out["bench"] == pytest.approx(4.0)            # nearest root: bench, though the collector is above it
+    assert out["server"] == pytest.approx(15.0)  # the engine core under the leash, not the collector
+    assert out["bench"] == pytest.approx(4.0)  # nearest root: bench, though the collector is above it
     assert out["collector"] == pytest.approx(0.5)
-    assert out["other"] == pytest.approx(8.1)            # hog + init
+    assert out["other"] == pytest.approx(8.1)  # hog + init
     assert out["other_share"] == pytest.approx(8.1 / 20)
     assert out["bench_share_of_core"] == pytest.approx(0.4)
     assert [p["name"] for p in out["other_top"]] == ["hog", "init"]
@@ -40,8 +58,16 @@ def test_each_process_is_charged_to_its_nearest_named_root():
 
 def test_a_reused_pid_is_a_new_process_and_a_reported_tree_adds_its_own_time():
     # pid 6 exited and a new process got its pid: counted from zero, the old one is an ended process
-    after = table(110.0, (1, 0, 5.0, "init"), (10, 1, 2.0, "python"), (20, 10, 1.0, "leash"),
-                  (21, 20, 50.0, "core"), (5, 1, 0.5, "sshd"), (6, 1, 1.5, "new", 104.0), (7, 1, 3.0, "cron"))
+    after = table(
+        110.0,
+        (1, 0, 5.0, "init"),
+        (10, 1, 2.0, "python"),
+        (20, 10, 1.0, "leash"),
+        (21, 20, 50.0, "core"),
+        (5, 1, 0.5, "sshd"),
+        (6, 1, 1.5, "new", 104.0),
+        (7, 1, 3.0, "cron"),
+    )
     out = attribute(BEFORE, after, {"server": 20, "bench": 30, "collector": 10}, cores=2, reported={"bench": 7.0})
     assert out["other"] == pytest.approx(1.5) and out["ended"] == 1
     assert out["bench"] == pytest.approx(7.0) and out["bench_share_of_core"] == pytest.approx(0.7)
@@ -49,13 +75,14 @@ def test_a_reused_pid_is_a_new_process_and_a_reported_tree_adds_its_own_time():
 
 def test_no_bench_and_no_local_server_read_none_not_zero():
     after = table(110.0, *[(p.pid, p.ppid, p.cpu + 1.0, p.name) for p in BEFORE.procs.values()])
-    out = attribute(BEFORE, after, {"server": None, "bench": None, "collector": 10}, cores=2,
-                    unknown={"server": "no local process"})
+    out = attribute(
+        BEFORE, after, {"server": None, "bench": None, "collector": 10}, cores=2, unknown={"server": "no local process"}
+    )
     assert out["server"] is None and out["bench"] is None and out["bench_share_of_core"] is None
-    assert out["other"] is None and out["other_share"] is None      # the server's CPU may be in it: not guessed
-    assert out["other_or_server"] == pytest.approx(4.0)              # init, sshd, hog, cron
+    assert out["other"] is None and out["other_share"] is None  # the server's CPU may be in it: not guessed
+    assert out["other_or_server"] == pytest.approx(4.0)  # init, sshd, hog, cron
     assert out["not_measured"] == {"server": "no local process"}
-    assert out["collector"] == pytest.approx(3.0)                    # its children with no named root are its own
+    assert out["collector"] == pytest.approx(3.0)  # its children with no named root are its own
 
 
 def test_a_busy_process_outside_the_named_trees_shows_as_other():

@@ -1,4 +1,5 @@
 """WindowExporter: the run-window series really served over HTTP, with the right values and labels."""
+
 from __future__ import annotations
 
 import threading
@@ -42,13 +43,17 @@ def test_no_port_keeps_windows_in_memory_only():
     assert exp.current is rec and rec["end"] is None
     assert exp.close() is rec
     exp.open(w.PHASE_BENCH, task="code", concurrency=8, **LABELS)
-    exp.open(w.PHASE_ACCEPTANCE, task="chat", **LABELS)       # closes the bench window first
+    exp.open(w.PHASE_ACCEPTANCE, task="chat", **LABELS)  # closes the bench window first
     with exp.window(w.PHASE_BENCH, task="chat", concurrency=1, **LABELS):
         pass
-    assert exp.close() is None                                 # nothing open
+    assert exp.close() is None  # nothing open
     exp.shutdown()
     assert [(x["phase"], x["task"], x["concurrency"]) for x in exp.windows] == [
-        ("warmup", "", ""), ("bench", "code", 8), ("acceptance", "chat", ""), ("bench", "chat", 1)]
+        ("warmup", "", ""),
+        ("bench", "code", 8),
+        ("acceptance", "chat", ""),
+        ("bench", "chat", 1),
+    ]
     for x in exp.windows:
         assert set(x) == {"phase", "task", "concurrency", "start", "end"}
         assert t0 <= x["start"] <= x["end"] <= time.time()
@@ -63,7 +68,7 @@ def test_serves_window_series_over_http(exporter):
     s = scrape(exporter)
     assert s[w.WINDOW_ACTIVE] == {key: 1.0}
     assert s[w.WINDOW_START][key] == pytest.approx(rec["start"], abs=1e-3)
-    assert key not in s.get(w.WINDOW_END, {})                  # no end time while open
+    assert key not in s.get(w.WINDOW_END, {})  # no end time while open
 
     exporter.close()
     s = scrape(exporter)
@@ -74,7 +79,7 @@ def test_serves_window_series_over_http(exporter):
     rec2 = exporter.open(w.PHASE_ACCEPTANCE, task="chat", **LABELS)
     key2 = ("r-42", "eagle3", "acceptance", "chat", "")
     s = scrape(exporter)
-    assert s[w.WINDOW_ACTIVE] == {key: 0.0, key2: 1.0}         # the closed window stays at 0
+    assert s[w.WINDOW_ACTIVE] == {key: 0.0, key2: 1.0}  # the closed window stays at 0
     assert s[w.WINDOW_START][key2] == pytest.approx(rec2["start"], abs=1e-3)
     # only our own registry: no process_* / python_* series of the default registry
     assert set(s) <= {w.WINDOW_ACTIVE, w.WINDOW_START, w.WINDOW_END}
@@ -95,17 +100,17 @@ def test_shutdown_closes_and_stops_serving():
     port = exp.port
     exp.open(w.PHASE_WARMUP, **LABELS)
     t = time.monotonic()
-    exp.shutdown()                       # never scraped: nothing to wait for
+    exp.shutdown()  # never scraped: nothing to wait for
     assert time.monotonic() - t < 2
     assert exp.windows[0]["end"] is not None and not exp.serving
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/metrics", timeout=2)
-    exp.shutdown()                       # idempotent
+    exp.shutdown()  # idempotent
 
 
 def test_shutdown_waits_for_a_scrape_after_the_last_change():
     exp = WindowExporter(port=0)
-    scrape(exp)                          # something scrapes us, like Prometheus
+    scrape(exp)  # something scrapes us, like Prometheus
     exp.open(w.PHASE_BENCH, task="code", concurrency=2, **LABELS)
     exp.close()
     seen = {}

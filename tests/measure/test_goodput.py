@@ -1,5 +1,6 @@
 """Goodput under per-request targets (--slo): parsing, bench's arguments, the arithmetic on constructed cells
 whose answer is known, and the cross-check against bench's own figure."""
+
 import pytest
 
 from specstack.errors import UserError
@@ -10,8 +11,15 @@ pytestmark = pytest.mark.unit
 
 def cell(ttfts, latencies, lens, errors=None, duration=10.0, request_goodput=None):
     errors = errors or [""] * len(ttfts)
-    return {"ttfts": ttfts, "latencies": latencies, "output_lens": lens, "errors": errors, "duration": duration,
-            "completed": sum(1 for e, n in zip(errors, lens) if not e and n), "request_goodput": request_goodput}
+    return {
+        "ttfts": ttfts,
+        "latencies": latencies,
+        "output_lens": lens,
+        "errors": errors,
+        "duration": duration,
+        "completed": sum(1 for e, n in zip(errors, lens) if not e and n),
+        "request_goodput": request_goodput,
+    }
 
 
 def test_slo_parses_targets_in_ms():
@@ -21,10 +29,18 @@ def test_slo_parses_targets_in_ms():
     assert bench_args(None) == []
 
 
-@pytest.mark.parametrize("text, says", [("itl:5", "KEY:MILLISECONDS with KEY one of ttft, tpot, e2el"),
-                                        ("ttft=500", "is not KEY:MILLISECONDS"), ("ttft:fast", "not a number"),
-                                        ("ttft:0", "positive"), ("ttft:-1", "positive"), ("ttft:1,ttft:2", "twice"),
-                                        ("", "at least one target")])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("itl:5", "KEY:MILLISECONDS with KEY one of ttft, tpot, e2el"),
+        ("ttft=500", "is not KEY:MILLISECONDS"),
+        ("ttft:fast", "not a number"),
+        ("ttft:0", "positive"),
+        ("ttft:-1", "positive"),
+        ("ttft:1,ttft:2", "twice"),
+        ("", "at least one target"),
+    ],
+)
 def test_bad_slo_is_refused_with_the_form_that_works(text, says):
     with pytest.raises(UserError, match="--slo") as e:
         parse_slo(text)
@@ -36,13 +52,13 @@ def test_a_request_is_good_only_when_it_meets_every_target():
     c = cell(ttfts=[0.1, 0.1, 0.6, 0.1], latencies=[0.6, 1.1, 0.7, 0.4], lens=[11, 11, 11, 11])
     # tpot: 50 ms, 100 ms, 10 ms, 30 ms; ttft 100, 100, 600, 100 ms
     f = figures(c, {"ttft": 500.0, "tpot": 50.0})
-    assert (f["good"], f["completed"], f["share"], f["goodput"]) == (2, 4, 0.5, 0.2)   # 1st (on the edge), 4th
+    assert (f["good"], f["completed"], f["share"], f["goodput"]) == (2, 4, 0.5, 0.2)  # 1st (on the edge), 4th
 
 
 def test_failed_requests_are_neither_completed_nor_good_and_one_token_answers_have_no_tpot():
     c = cell(ttfts=[0.0, 0.1, 0.2], latencies=[0.0, 0.1, 0.3], lens=[0, 1, 2], errors=["timeout", "", ""])
     f = figures(c, {"tpot": 50.0})
-    assert (f["completed"], f["good"]) == (2, 1)   # the 1-token answer's TPOT is 0; the 2-token one's 100 ms
+    assert (f["completed"], f["good"]) == (2, 1)  # the 1-token answer's TPOT is 0; the 2-token one's 100 ms
 
 
 def test_the_crosscheck_agrees_with_the_same_figure_and_flags_another():

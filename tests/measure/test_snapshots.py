@@ -1,4 +1,5 @@
 """Snapshot parsing and diffs on exposition text rendered by prometheus_client itself."""
+
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
@@ -18,8 +19,9 @@ def exposition(engines: dict[str, dict], start_time: float = 1000.0, noise: int 
     pos = Counter("vllm:spec_decode_num_accepted_tokens_per_pos", "p", labels + ["position"], registry=reg)
     success = Counter("vllm:request_success", "s", labels + ["finished_reason"], registry=reg)
     Gauge("process_start_time_seconds", "st", registry=reg).set(start_time)
-    Gauge("vllm:cache_config_info", "c", ["engine", "block_size", "num_gpu_blocks"], registry=reg) \
-        .labels("0", "16", "1234").set(1)
+    Gauge("vllm:cache_config_info", "c", ["engine", "block_size", "num_gpu_blocks"], registry=reg).labels(
+        "0", "16", "1234"
+    ).set(1)
     # Families whose names share a prefix with kept ones must not leak in.
     Counter("vllm:prompt_tokens_cached", "x", labels, registry=reg).labels("spec-demo", "0").inc(999)
     for i in range(noise):
@@ -35,8 +37,14 @@ def exposition(engines: dict[str, dict], start_time: float = 1000.0, noise: int 
 
 
 def test_sums_over_engines_and_splits_by_position():
-    snap = parse(exposition({"0": dict(drafts=10, tokens=40, pos=[8, 5, 2, 1], length=3),
-                             "1": dict(drafts=5, tokens=20, pos=[4, 2, 0, 0], length=2)}))
+    snap = parse(
+        exposition(
+            {
+                "0": dict(drafts=10, tokens=40, pos=[8, 5, 2, 1], length=3),
+                "1": dict(drafts=5, tokens=20, pos=[4, 2, 0, 0], length=2),
+            }
+        )
+    )
     assert snap.counters[m.SPEC_NUM_DRAFTS] == 15
     assert snap.counters[m.SPEC_NUM_DRAFT_TOKENS] == 60
     assert snap.counters[m.SPEC_NUM_ACCEPTED_TOKENS] == 22

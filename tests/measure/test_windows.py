@@ -4,6 +4,7 @@ Real pieces: a real child process stands in for the server (it listens on its ow
 starts must: runtime.Server.verify) and serves a /metrics page rendered by prometheus_client; it is SIGKILLed
 for real.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,11 +57,13 @@ class FakeVllm:
     def __init__(self, tmp_path):
         page = tmp_path / "metrics.txt"
         page.write_bytes(metrics_page())
-        self.process = subprocess.Popen([sys.executable, "-c", _SERVE, str(page)], stdout=subprocess.PIPE,
-                                        text=True, start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, str(page)], stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         port = int(self.process.stdout.readline())
-        self.server = Server(base_url=f"http://127.0.0.1:{port}", served_model_name="m",
-                             runtime="native", process=self.process)
+        self.server = Server(
+            base_url=f"http://127.0.0.1:{port}", served_model_name="m", runtime="native", process=self.process
+        )
 
     def metrics_down(self):
         self.process.send_signal(signal.SIGUSR1)
@@ -94,10 +97,12 @@ def test_death_after_the_last_answer_is_named_when_metrics_are_gone(vllm, tmp_pa
     def body():  # every answer came back, then the server died before the after-snapshot
         vllm.die()
         return Outcome()
+
     window = run_window(vllm, tmp_path, body)
     assert window.status == "failed"
-    assert window.reason.startswith("vLLM server exited with code -9 during the window; /metrics unreachable after"), \
+    assert window.reason.startswith("vLLM server exited with code -9 during the window; /metrics unreachable after"), (
         window.reason
+    )
 
 
 def test_death_with_failed_requests_leads_with_the_exit(vllm, tmp_path):
@@ -105,16 +110,19 @@ def test_death_with_failed_requests_leads_with_the_exit(vllm, tmp_path):
         vllm.die()
         vllm.process.wait()
         return Outcome(error="3 of 4 bench requests failed")
+
     window = run_window(vllm, tmp_path, body)
     assert window.status == "failed"
-    assert window.reason.startswith("vLLM server exited with code -9 during the window; 3 of 4 bench requests "
-                                    "failed; /metrics unreachable after"), window.reason
+    assert window.reason.startswith(
+        "vLLM server exited with code -9 during the window; 3 of 4 bench requests failed; /metrics unreachable after"
+    ), window.reason
 
 
 def test_metrics_gone_on_a_live_server_claims_no_death(vllm, tmp_path):
     def body():
         vllm.metrics_down()
         return Outcome()
+
     window = run_window(vllm, tmp_path, body)
     assert window.status == "failed"
     assert window.reason.startswith("/metrics unreachable after"), window.reason
@@ -122,9 +130,10 @@ def test_metrics_gone_on_a_live_server_claims_no_death(vllm, tmp_path):
 
 
 def test_a_window_records_who_used_the_cpu(vllm, tmp_path):
-    def body():   # a bench client that reported 0.8 CPU-s of its own as it exited
+    def body():  # a bench client that reported 0.8 CPU-s of its own as it exited
         time.sleep(0.2)
-        return Outcome(bench_pid=2 ** 22 + 1, bench_cpu=0.8)
+        return Outcome(bench_pid=2**22 + 1, bench_cpu=0.8)
+
     cpu = run_window(vllm, tmp_path, body).cpu
     assert cpu["bench"] == pytest.approx(0.8) and cpu["bench_share_of_core"] > 0
     assert cpu["server"] is not None and cpu["other"] is not None and cpu["collector"] is not None
@@ -132,9 +141,10 @@ def test_a_window_records_who_used_the_cpu(vllm, tmp_path):
 
 
 def test_a_server_without_a_local_process_leaves_other_cpu_unmeasured(vllm, tmp_path):
-    vllm.server.process = None   # as an attached server's: its CPU cannot be told from other processes'
+    vllm.server.process = None  # as an attached server's: its CPU cannot be told from other processes'
     window, _ = Windows(vllm.server, MethodBundle(tmp_path, "r", "baseline")).run(
-        Window(name="chat", phase="acceptance"), Outcome)
+        Window(name="chat", phase="acceptance"), Outcome
+    )
     vllm.server.process = vllm.process
     assert window.cpu["server"] is None and window.cpu["other"] is None and window.cpu["bench"] is None
     assert "server" in window.cpu["not_measured"] and window.cpu["other_or_server"] >= 0

@@ -1,5 +1,6 @@
 """pipeline/parallel.py: a native parallel sweep's checks, each slot's options, and what a slot's process records
 (the sweep itself, on real vLLM CPU slots: tests/integration/test_parallel.py)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,32 +22,81 @@ pytestmark = pytest.mark.unit
 
 def test_options_go_to_a_slots_process_and_come_back_equal():
     """Every field, none at its default: a field to_json does not carry back as it was fails here."""
-    opts = Options(method="ngram", run_id="r", results_dir=Path("/tmp/res"), runtime="url", url="http://x",
-                   model_set="tiny", platform="cpu-native", models_dir="/m", port=9, served_model_name="s",
-                   tasks=("code", "mt"), workload_files={"code": (Path("/p.jsonl"), Path("/a.jsonl"))},
-                   datasets=("mt-bench",), num_prompts=3, perf_output_len=4, acceptance_max_tokens=5,
-                   concurrencies=(1, 4), request_rate=2.0, rates=(0.5, 1.0), rates_auto=True, burstiness=0.5,
-                   rates_max_concurrency=8, capacity_share=0.9, capacity_probes=2, capacity_resolution=0.1,
-                   slo={"ttft": 100.0}, repeats=2, warmup_requests=1, acceptance_concurrency=2,
-                   temperatures=(0.6, 1.0), samples_per_prompt=4, turns=2, spec_override={"num_speculative_tokens": 2},
-                   prefix_caching=True, allow_mismatch=True, trust_server=True, force=True, ready_timeout=1.0,
-                   request_timeout=2.0, prometheus_targets=Path("/t/vllm.json"), windows_port=9400, skip_bench=True,
-                   quiet_gap=1.5, allow_synthetic=True, prometheus_url="http://p", prometheus_scrape_seconds=1.0,
-                   bundle_name="ngram-x", baseline_result="baseline-slot1", port_release_timeout=3.0, port_wait=4.0,
-                   replicate="sessions", session=1, sessions=2, slot="0-1")
+    opts = Options(
+        method="ngram",
+        run_id="r",
+        results_dir=Path("/tmp/res"),
+        runtime="url",
+        url="http://x",
+        model_set="tiny",
+        platform="cpu-native",
+        models_dir="/m",
+        port=9,
+        served_model_name="s",
+        tasks=("code", "mt"),
+        workload_files={"code": (Path("/p.jsonl"), Path("/a.jsonl"))},
+        datasets=("mt-bench",),
+        num_prompts=3,
+        perf_output_len=4,
+        acceptance_max_tokens=5,
+        concurrencies=(1, 4),
+        request_rate=2.0,
+        rates=(0.5, 1.0),
+        rates_auto=True,
+        burstiness=0.5,
+        rates_max_concurrency=8,
+        capacity_share=0.9,
+        capacity_probes=2,
+        capacity_resolution=0.1,
+        slo={"ttft": 100.0},
+        repeats=2,
+        warmup_requests=1,
+        acceptance_concurrency=2,
+        temperatures=(0.6, 1.0),
+        samples_per_prompt=4,
+        turns=2,
+        spec_override={"num_speculative_tokens": 2},
+        prefix_caching=True,
+        allow_mismatch=True,
+        trust_server=True,
+        force=True,
+        ready_timeout=1.0,
+        request_timeout=2.0,
+        prometheus_targets=Path("/t/vllm.json"),
+        windows_port=9400,
+        skip_bench=True,
+        quiet_gap=1.5,
+        allow_synthetic=True,
+        prometheus_url="http://p",
+        prometheus_scrape_seconds=1.0,
+        bundle_name="ngram-x",
+        baseline_result="baseline-slot1",
+        port_release_timeout=3.0,
+        port_wait=4.0,
+        replicate="sessions",
+        session=1,
+        sessions=2,
+        slot="0-1",
+    )
     defaults = Options(method="m", run_id="r")
-    assert all(getattr(opts, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(Options)
-               if f.name not in ("method", "run_id")), "give every field a value of its own"
+    assert all(
+        getattr(opts, f.name) != getattr(defaults, f.name)
+        for f in dataclasses.fields(Options)
+        if f.name not in ("method", "run_id")
+    ), "give every field a value of its own"
     assert Options.from_json(json.loads(json.dumps(opts.to_json()))) == opts
 
 
-@pytest.mark.parametrize("fields, gpus, cpusets, message", [
-    ({"runtime": "url", "url": "http://x"}, "", "0,1", "need the native runtime"),
-    ({"platform": "gpu-native"}, "", "0,1", "give them with --gpus"),
-    ({"platform": "cpu-native"}, "0,1", "", "give --cpusets"),
-    ({"platform": "cpu-native", "turns": 2}, "", "0,1", "run those serially"),
-    ({"platform": "cpu-native", "replicate": "sessions"}, "", "0,1", "run those serially"),
-])
+@pytest.mark.parametrize(
+    "fields, gpus, cpusets, message",
+    [
+        ({"runtime": "url", "url": "http://x"}, "", "0,1", "need the native runtime"),
+        ({"platform": "gpu-native"}, "", "0,1", "give them with --gpus"),
+        ({"platform": "cpu-native"}, "0,1", "", "give --cpusets"),
+        ({"platform": "cpu-native", "turns": 2}, "", "0,1", "run those serially"),
+        ({"platform": "cpu-native", "replicate": "sessions"}, "", "0,1", "run those serially"),
+    ],
+)
 def test_what_a_parallel_sweep_cannot_do_is_said_before_anything_starts(tmp_path, fields, gpus, cpusets, message):
     opts = Options(method="baseline", run_id="r", results_dir=tmp_path, **fields)
     with pytest.raises(UserError, match=message):
@@ -54,13 +104,19 @@ def test_what_a_parallel_sweep_cannot_do_is_said_before_anything_starts(tmp_path
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("cpusets, methods, message", [
-    ("0,0", ["baseline"], "a slot appears twice"),
-    ("0-1,1", ["baseline"], "overlap"),
-    (f"{os.cpu_count()}", ["baseline"], "names core"),
-    ("0", ["ngram"], "--calibrate runs each baseline on every slot, but the sweep's methods lack baseline: add it "
-                     "to --methods"),
-])
+@pytest.mark.parametrize(
+    "cpusets, methods, message",
+    [
+        ("0,0", ["baseline"], "a slot appears twice"),
+        ("0-1,1", ["baseline"], "overlap"),
+        (f"{os.cpu_count()}", ["baseline"], "names core"),
+        (
+            "0",
+            ["ngram"],
+            "--calibrate runs each baseline on every slot, but the sweep's methods lack baseline: add it to --methods",
+        ),
+    ],
+)
 def test_bad_slots_are_named_with_the_sweeps_own_options(tmp_path, cpusets, methods, message):
     opts = Options(method="baseline", run_id="r", results_dir=tmp_path, platform="cpu-native")
     with pytest.raises(UserError, match=message.replace("-", "\\-")):
@@ -68,18 +124,42 @@ def test_bad_slots_are_named_with_the_sweeps_own_options(tmp_path, cpusets, meth
 
 
 def test_each_slot_has_its_port_target_file_windows_port_and_label():
-    opts = Options(method="baseline", run_id="r", platform="gpu-native", prometheus_targets=Path("/t/vllm.json"),
-                   windows_port=9400, spec_override={"num_speculative_tokens": 2}, port_release_timeout=30.0)
-    job = {"method": "ngram", "name": "ngram", "baseline": "baseline-slot1", "index": "1", "slot": "GPU-1", "cpuset": ""}
+    opts = Options(
+        method="baseline",
+        run_id="r",
+        platform="gpu-native",
+        prometheus_targets=Path("/t/vllm.json"),
+        windows_port=9400,
+        spec_override={"num_speculative_tokens": 2},
+        port_release_timeout=30.0,
+    )
+    job = {
+        "method": "ngram",
+        "name": "ngram",
+        "baseline": "baseline-slot1",
+        "index": "1",
+        "slot": "GPU-1",
+        "cpuset": "",
+    }
     one = parallel.slot_options(opts, job, port=8123, started=True)
-    assert (one.method, one.bundle_name, one.baseline_result, one.port, one.slot) == \
-        ("ngram", None, "baseline-slot1", 8123, "GPU-1")
+    assert (one.method, one.bundle_name, one.baseline_result, one.port, one.slot) == (
+        "ngram",
+        None,
+        "baseline-slot1",
+        8123,
+        "GPU-1",
+    )
     assert (one.prometheus_targets, one.windows_port, one.port_wait) == (Path("/t/vllm-slot1.json"), 9401, 30.0)
     assert one.spec_override == {"num_speculative_tokens": 2}
-    calibration = parallel.slot_options(opts, {**job, "method": "baseline", "name": "baseline-slot1", "baseline": ""},
-                                        port=8123, started=False)
-    assert (calibration.bundle_name, calibration.baseline_result, calibration.spec_override, calibration.port_wait) \
-        == ("baseline-slot1", None, None, 0.0)   # K means nothing to plain decode
+    calibration = parallel.slot_options(
+        opts, {**job, "method": "baseline", "name": "baseline-slot1", "baseline": ""}, port=8123, started=False
+    )
+    assert (calibration.bundle_name, calibration.baseline_result, calibration.spec_override, calibration.port_wait) == (
+        "baseline-slot1",
+        None,
+        None,
+        0.0,
+    )  # K means nothing to plain decode
 
 
 def test_cores_are_written_as_cpusets():
@@ -90,15 +170,28 @@ def test_a_slots_process_pins_itself_and_records_its_slot(tmp_path):
     """In a process of its own (the affinity is the process's): the cores it got, in its host record and the
     manifest, where the report's placement section reads them."""
     core = min(os.sched_getaffinity(0))
-    opts = Options(method="baseline", run_id="r", results_dir=tmp_path, platform="cpu-native",
-                   bundle_name="baseline-slot1", slot=str(core))
+    opts = Options(
+        method="baseline",
+        run_id="r",
+        results_dir=tmp_path,
+        platform="cpu-native",
+        bundle_name="baseline-slot1",
+        slot=str(core),
+    )
     spec = {"options": opts.to_json(), "slot": str(core), "cpuset": str(core)}
-    code = ("import json, os, sys; from specstack.pipeline import parallel; "
-            "o = parallel.enter_slot(json.loads(sys.argv[1])); print(json.dumps([o.bundle_name, "
-            "sorted(os.sched_getaffinity(0)), os.environ.get('VLLM_CPU_OMP_THREADS_BIND')]))")
+    code = (
+        "import json, os, sys; from specstack.pipeline import parallel; "
+        "o = parallel.enter_slot(json.loads(sys.argv[1])); print(json.dumps([o.bundle_name, "
+        "sorted(os.sched_getaffinity(0)), os.environ.get('VLLM_CPU_OMP_THREADS_BIND')]))"
+    )
     # a binding the caller had (a test worker's core, a user's shell) may lie outside the slot: the slot's own goes
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, check=True,
-                         env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "0-63"})
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "0-63"},
+    )
     assert json.loads(out.stdout) == ["baseline-slot1", [core], None]
     record = json.loads((tmp_path / "r" / layout.host_record("baseline-slot1")).read_text())
     assert record["slot"] == {"cpuset": str(core), "asked": str(core)} and record["gpu"] is None
@@ -133,17 +226,27 @@ def test_a_slots_process_stops_when_its_sweep_is_killed(tmp_path):
     import time
 
     import psutil
+
     core = min(os.sched_getaffinity(0))
-    opts = Options(method="baseline", run_id="r", results_dir=tmp_path, platform="cpu-native",
-                   bundle_name="baseline-slot1", slot=str(core))
+    opts = Options(
+        method="baseline",
+        run_id="r",
+        results_dir=tmp_path,
+        platform="cpu-native",
+        bundle_name="baseline-slot1",
+        slot=str(core),
+    )
     spec = {"options": opts.to_json(), "slot": str(core), "cpuset": str(core)}
     ended = tmp_path / "ended"
-    harness = subprocess.Popen([sys.executable, "-c", ORPHANED_SLOT, "harness", ORPHANED_SLOT, json.dumps(spec),
-                                str(ended)], stdout=subprocess.PIPE, text=True)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", ORPHANED_SLOT, "harness", ORPHANED_SLOT, json.dumps(spec), str(ended)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert harness.stdout is not None
     slot = psutil.Process(int(harness.stdout.readline()))
     deadline = time.monotonic() + 60
-    while not (tmp_path / "r" / layout.host_record("baseline-slot1")).exists():   # it entered its slot
+    while not (tmp_path / "r" / layout.host_record("baseline-slot1")).exists():  # it entered its slot
         assert time.monotonic() < deadline and slot.is_running(), "the slot's process never entered its slot"
         time.sleep(0.1)
     harness.send_signal(signal.SIGKILL)
@@ -153,9 +256,21 @@ def test_a_slots_process_stops_when_its_sweep_is_killed(tmp_path):
 
 
 def test_calibrate_without_slots_is_refused_by_the_command(tmp_path):
-    out = subprocess.run([str(Path(sys.executable).with_name("specstack")), "sweep", "--methods", "baseline",
-                          "--calibrate", "--results", str(tmp_path), "--platform", "cpu-native"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("specstack")),
+            "sweep",
+            "--methods",
+            "baseline",
+            "--calibrate",
+            "--results",
+            str(tmp_path),
+            "--platform",
+            "cpu-native",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "give the slots (--gpus 0,1 or --cpusets 0,1)" in out.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -182,11 +297,14 @@ def test_the_gpu_form_gives_each_slot_its_gpu_and_waits_for_its_memory(tmp_path,
     as the real one does: CUDA_VISIBLE_DEVICES is the slot's GPU, the slot's facts (UUID, name) are recorded, each
     method is told its own GPU's baseline, and each GPU's next server waits until nvidia-smi shows it free."""
     from tests.compose.gpu_form.stand_in import FAKE_NVIDIA_SMI
+
     bin_dir, state = tmp_path / "bin", tmp_path / "state"
     bin_dir.mkdir()
     state.mkdir()
-    for name, text in (("nvidia-smi", FAKE_NVIDIA_SMI.replace("__PYTHON__", sys.executable)),
-                       ("specstack", STAND_IN_SPECSTACK.format(python=sys.executable))):
+    for name, text in (
+        ("nvidia-smi", FAKE_NVIDIA_SMI.replace("__PYTHON__", sys.executable)),
+        ("specstack", STAND_IN_SPECSTACK.format(python=sys.executable)),
+    ):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
@@ -203,12 +321,15 @@ def test_the_gpu_form_gives_each_slot_its_gpu_and_waits_for_its_memory(tmp_path,
     ngram = runs["ngram"]
     assert ngram["baseline_result"] == ("baseline" if ngram["cuda"] == "0" else "baseline-slot1")
     manifest = json.loads((tmp_path / "results" / "r" / layout.MANIFEST).read_text())
-    assert manifest["mode"] == "parallel" and manifest["slots"] == [{"gpu": "0", "cpuset": None},
-                                                                    {"gpu": "1", "cpuset": None}]
+    assert manifest["mode"] == "parallel" and manifest["slots"] == [
+        {"gpu": "0", "cpuset": None},
+        {"gpu": "1", "cpuset": None},
+    ]
     slot = manifest["methods"]["baseline-slot1"]["slot"]
     assert (slot["gpu_index"], slot["gpu_uuid"], slot["gpu_name"]) == ("1", "GPU-def", "NVIDIA H100 80GB HBM3")
-    polls = [c for c in map(json.loads, (state / "calls.jsonl").read_text().splitlines())
-             if "--query-gpu=memory.used" in c]
+    polls = [
+        c for c in map(json.loads, (state / "calls.jsonl").read_text().splitlines()) if "--query-gpu=memory.used" in c
+    ]
     assert sorted({c[c.index("-i") + 1] for c in polls}) == ["0", "1"] and len(polls) >= 3 * 2
 
 
@@ -246,6 +367,7 @@ def test_sigterm_to_the_sweep_alone_reaches_every_slots_run(tmp_path):
     failed: tests/integration/test_interrupt.py.)"""
     import signal
     import time
+
     state = tmp_path / "state"
     state.mkdir()
     stand_in = tmp_path / "specstack"
@@ -253,10 +375,15 @@ def test_sigterm_to_the_sweep_alone_reaches_every_slots_run(tmp_path):
     stand_in.chmod(0o755)
     cores = sorted(os.sched_getaffinity(0))
     slots = ",".join(str(c) for c in cores[:2]) if len(cores) > 1 else f"{cores[0]}"
-    proc = subprocess.Popen([sys.executable, "-c", SWEEP, str(stand_in), str(tmp_path / "results"), slots],
-                            env={**os.environ, "FAKE_STATE": str(state)}, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    running = ["baseline", "ngram"][:len(slots.split(","))]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SWEEP, str(stand_in), str(tmp_path / "results"), slots],
+        env={**os.environ, "FAKE_STATE": str(state)},
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    running = ["baseline", "ngram"][: len(slots.split(","))]
     try:
         deadline = time.monotonic() + 30
         while not all((state / f"{n}.pid").exists() for n in running):
@@ -272,7 +399,7 @@ def test_sigterm_to_the_sweep_alone_reaches_every_slots_run(tmp_path):
     assert [(state / f"{n}.stopped").read_text() for n in running] == ["SIGTERM"] * len(running)
     time.sleep(0.2)
     assert not [p for p in pids if _alive(p)]
-    assert not (state / "ngram.pid").exists() or len(running) == 2   # no method started after the signal
+    assert not (state / "ngram.pid").exists() or len(running) == 2  # no method started after the signal
 
 
 def _alive(pid: int) -> bool:

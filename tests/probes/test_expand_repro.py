@@ -1,6 +1,7 @@
 """The minimal reproduction of docs/sampler-cpu-bug.md, on the installed vLLM: the bug is present on vLLM
 0.32.0's CPU build (an upgrade that fixes it makes this test fail, so that the docs and the report's label are
 revisited), and the fix given there removes it."""
+
 import pytest
 
 from specstack.probes import expand_repro
@@ -11,6 +12,7 @@ pytestmark = pytest.mark.config
 def _cpu_0_32():
     import vllm
     from vllm.platforms import current_platform
+
     return current_platform.device_type == "cpu" and vllm.__version__.startswith("0.32.0")
 
 

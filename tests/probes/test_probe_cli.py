@@ -1,5 +1,6 @@
 """`specstack probe-sampler`'s plumbing: the exit status follows the verdict, the JSON is written whole, the
 summary is printed (the probe itself: test_sampler_probe.py)."""
+
 import json
 
 import pytest
@@ -11,12 +12,32 @@ pytestmark = pytest.mark.unit
 
 
 def _report(verdict):
-    return {"schema": sampler.SCHEMA, "verdict": verdict, "seconds": 1.0, "cause": None, "failing_shapes": [],
-            "platform": {"vllm": "0.32.0", "device": "cpu", "triton_kernels": False},
-            "statistics": {"tests": 3, "untested": 0, "family_alpha": 1e-3, "level": 3e-4, "min_power": 0.95,
-                           "power_against_tv": 0.1, "power_against_acceptance_shift": 0.05},
-            "shapes": [{"shape": {"name": "t1.0-k1"}, "trials": 10, "verdict": verdict, "cause": [],
-                        "failures": [] if verdict == "pass" else ["position 0: token distribution off"]}]}
+    return {
+        "schema": sampler.SCHEMA,
+        "verdict": verdict,
+        "seconds": 1.0,
+        "cause": None,
+        "failing_shapes": [],
+        "platform": {"vllm": "0.32.0", "device": "cpu", "triton_kernels": False},
+        "statistics": {
+            "tests": 3,
+            "untested": 0,
+            "family_alpha": 1e-3,
+            "level": 3e-4,
+            "min_power": 0.95,
+            "power_against_tv": 0.1,
+            "power_against_acceptance_shift": 0.05,
+        },
+        "shapes": [
+            {
+                "shape": {"name": "t1.0-k1"},
+                "trials": 10,
+                "verdict": verdict,
+                "cause": [],
+                "failures": [] if verdict == "pass" else ["position 0: token distribution off"],
+            }
+        ],
+    }
 
 
 @pytest.mark.parametrize("verdict, code", [("pass", 0), ("fail", 1)])

@@ -1,4 +1,5 @@
 """The probe's statistics (probes/stats.py) against known values and their own definitions."""
+
 import math
 import random
 
@@ -17,9 +18,16 @@ from specstack.probes.stats import (
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("x, df, sf", [(3.841458820694124, 1, 0.05), (18.307038053275146, 10, 0.05),
-                                       (6.634896601021214, 1, 0.01), (2.0, 2, math.exp(-1.0)),
-                                       (40.0, 4, math.exp(-20.0) * (1 + 20.0))])
+@pytest.mark.parametrize(
+    "x, df, sf",
+    [
+        (3.841458820694124, 1, 0.05),
+        (18.307038053275146, 10, 0.05),
+        (6.634896601021214, 1, 0.01),
+        (2.0, 2, math.exp(-1.0)),
+        (40.0, 4, math.exp(-20.0) * (1 + 20.0)),
+    ],
+)
 def test_chi2_sf_matches_closed_forms_and_tables(x, df, sf):
     assert chi2_sf(x, df) == pytest.approx(sf, rel=1e-9)
 

@@ -5,6 +5,7 @@ sampled shapes, name the cause, and pass the greedy ones. With the one broken fu
 expand (the fix the docs give) every shape must pass with the power it states: the probe raises no false
 alarm on a correct sampler. Breaking the sampler another way must be caught too.
 """
+
 import json
 
 import pytest
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.config
 def _cpu_0_32():
     import vllm
     from vllm.platforms import current_platform
+
     return current_platform.device_type == "cpu" and vllm.__version__.startswith("0.32.0")
 
 
@@ -45,13 +47,13 @@ def test_the_installed_sampler_gets_the_verdict_known_for_its_platform(as_instal
     greedy = [n for n, e in shapes.items() if e["shape"]["temperature"] == 0]
     assert greedy and all(shapes[n]["verdict"] == "pass" for n in greedy), [shapes[n]["failures"] for n in greedy]
     sampled = [n for n in shapes if n not in greedy]
-    if _cpu_0_32():      # the known bug: every sampled shape fails, and the probe says why
+    if _cpu_0_32():  # the known bug: every sampled shape fails, and the probe says why
         assert as_installed["verdict"] == "fail"
         assert sorted(as_installed["failing_shapes"]) == sorted(sampled)
         assert "expand_batch_to_tokens(temperature)" in as_installed["cause"]
         for name in sampled:
             assert any(c.startswith("expand_batch_to_tokens(temperature)") for c in shapes[name]["cause"]), name
-    else:                # CUDA (Triton kernels), or a CPU build with the fix
+    else:  # CUDA (Triton kernels), or a CPU build with the fix
         assert as_installed["verdict"] == "pass", as_installed["failing_shapes"]
 
 
@@ -67,7 +69,9 @@ def test_a_correct_expand_makes_every_shape_pass_with_the_stated_power(with_fixe
     for e in r["shapes"]:
         if e["shape"]["temperature"] > 0:
             assert {(t["kind"], t["position"]) for t in e["tests"] if t["p"] is not None} >= {
-                ("distribution", 0), ("acceptance", 0)}, e["shape"]["name"]
+                ("distribution", 0),
+                ("acceptance", 0),
+            }, e["shape"]["name"]
 
 
 def test_a_sampler_that_ignores_top_k_and_top_p_is_caught(engine, monkeypatch):
@@ -106,11 +110,12 @@ def test_the_exact_checks_catch_a_wrong_bonus_and_a_wrong_prefix():
 def _greedy_reference(batch):
     """What greedy verification must emit, computed here from the constructed batch alone."""
     import numpy as np
+
     argmax = [int(np.argmax(p.weights)) for p in batch.positions]
     k = len(argmax)
     out = np.full((len(batch.num_draft), k + 1), -1, np.int32)
     for i in range(len(out)):
-        drafts = batch.draft_ids[i * k:(i + 1) * k]
+        drafts = batch.draft_ids[i * k : (i + 1) * k]
         a = next((j for j in range(k) if drafts[j] != argmax[j]), k)
         out[i, :a] = drafts[:a]
         out[i, a] = argmax[a] if a < k else batch.bonus[i]

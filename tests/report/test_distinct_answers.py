@@ -1,5 +1,6 @@
 """Issue 29 point 6: the number of distinct greedy answers stands beside every acceptance figure and equality
 verdict (a constructed bundle: 4 requests, 2 distinct answers for the method, 3 for the baseline)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,22 +11,35 @@ from tests.bundles import write_method
 
 pytestmark = pytest.mark.unit
 
-ACC = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
-       "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
-       "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+ACC = {
+    "acceptance_rate": 0.5,
+    "mean_acceptance_length": 3.0,
+    "histogram": [2, 1, 1, 0, 4],
+    "per_position": [0.75, 0.625, 0.5, 0.5],
+    "no_accept_share": 0.25,
+    "num_spec_steps": 8,
+    "num_draft_tokens": 32,
+    "num_accepted_draft_tokens": 16,
+}
 
 
 def test_distinct_answers_are_counted_per_task_and_shown(tmp_path):
     run_dir = tmp_path / "few"
     run_dir.mkdir()
-    base_texts = {"code": {"a": ("x y", "length"), "b": ("x y", "length"), "c": ("x z", "length"),
-                           "d": ("q", "stop")}}
-    spec_texts = {"code": {"a": ("x y", "length"), "b": ("x y", "length"), "c": ("x z", "length"),
-                           "d": ("x z", "stop")}}
+    base_texts = {"code": {"a": ("x y", "length"), "b": ("x y", "length"), "c": ("x z", "length"), "d": ("q", "stop")}}
+    spec_texts = {
+        "code": {"a": ("x y", "length"), "b": ("x y", "length"), "c": ("x z", "length"), "d": ("x z", "stop")}
+    }
     cells = {("code", 1): [(1.0, 100.0, {})]}
     write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts=base_texts)
-    write_method(run_dir, "ngram", baseline="baseline", cells={("code", 1): [(1.0, 100.0, {"acc_len": 2.0})]},
-                 texts=spec_texts, acceptance={"code": ACC})
+    write_method(
+        run_dir,
+        "ngram",
+        baseline="baseline",
+        cells={("code", 1): [(1.0, 100.0, {"acc_len": 2.0})]},
+        texts=spec_texts,
+        acceptance={"code": ACC},
+    )
     rep = build.build(run_dir, with_plots=False)
     acc = {r["method"]: r["distinct_outputs"] for r in rep.acceptance}
     assert acc == {"baseline": 3, "ngram": 2}

@@ -2,6 +2,7 @@
 each table names its methods with the mark, a bold line sits above the verdicts, every plot carries the note in
 its caption and drawn at its foot, and a comparison with such a run says so. CPU runs (eager is their only mode
 here) and GPU runs in compile mode carry no mark."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,11 @@ def _serve(run: Path, platform: str, mode: str | None, argv: list[str] | None = 
     """Give every method of `run` the server facts a start on `platform` records (server.startup.mode)."""
     for path in run.glob("*/summary.json"):
         s = json.loads(path.read_text())
-        s["server"].update(platform=platform, startup={"mode": mode, "compile_cache": None},
-                           argv=argv or ["vllm", "serve", "/models/tiny"])
+        s["server"].update(
+            platform=platform,
+            startup={"mode": mode, "compile_cache": None},
+            argv=argv or ["vllm", "serve", "/models/tiny"],
+        )
         path.write_text(json.dumps(s))
     return run
 
@@ -34,8 +38,9 @@ def test_an_eager_gpu_run_is_marked_in_every_table_above_its_verdicts_and_on_eve
     rep = build.build(run)
     md = render.render_markdown(sections.blocks(rep)).splitlines()
     rows = [line for line in md if line.startswith(("| ngram", "| baseline"))]
-    assert len(rows) >= 8 and all(line.startswith(("| ngram [eager smoke] |", "| baseline [eager smoke] |"))
-                                  for line in rows)
+    assert len(rows) >= 8 and all(
+        line.startswith(("| ngram [eager smoke] |", "| baseline [eager smoke] |")) for line in rows
+    )
     matrix = next(i for i, line in enumerate(md) if line.startswith("| ngram [eager smoke] | baseline |"))
     banner = next(i for i, line in enumerate(md) if EAGER_NOTE[1:] in line)
     assert banner < matrix and md[banner].endswith("baseline, ngram.")
@@ -56,15 +61,18 @@ def test_the_plot_stamp_is_drawn_only_inside_stamped():
     assert texts(None)[1] == []
     png, drawn = texts(EAGER_NOTE)
     assert drawn == [f"⚠ {EAGER_NOTE}"] and png.startswith(b"\x89PNG")
-    assert texts(None)[1] == []   # the stamp ends with its block
+    assert texts(None)[1] == []  # the stamp ends with its block
 
 
-@pytest.mark.parametrize("platform,mode,argv,marked", [
-    ("gpu-native", "compile", None, False),              # the GPU default
-    ("cpu-native", "eager", None, False),                # eager is the CPU platforms' only mode here
-    ("gpu-native", None, ["vllm", "serve", "m", "--enforce-eager"], True),   # no start-up record: the arguments
-    ("gpu-native", None, None, False),
-])
+@pytest.mark.parametrize(
+    "platform,mode,argv,marked",
+    [
+        ("gpu-native", "compile", None, False),  # the GPU default
+        ("cpu-native", "eager", None, False),  # eager is the CPU platforms' only mode here
+        ("gpu-native", None, ["vllm", "serve", "m", "--enforce-eager"], True),  # no start-up record: the arguments
+        ("gpu-native", None, None, False),
+    ],
+)
 def test_what_counts_as_the_eager_smoke_mode(tmp_path, platform, mode, argv, marked):
     run = _serve(make_run(tmp_path, "r"), platform, mode, argv)
     summary = json.loads((run / "ngram" / "summary.json").read_text())

@@ -1,5 +1,6 @@
 """The report's prompt guards (report/guards.py): a doubled BOS and random-token prompts, each on a built bundle
 whose acceptance records carry the prompts as vLLM served them, and what a reader of report.md sees."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,11 @@ pytestmark = pytest.mark.unit
 
 N = 16
 # vllm bench's random dataset: token ids drawn uniformly, decoded with SmolLM2's tokenizer
-RANDOM_TEXT = (" diameterMarc bodieschanged reputborolash Hale disinfectant APA tomorrow departmentwauatorsbg "
-               "scanner bullies cacti authored refugee Johannesburgunesandez unusreader record nameidence "
-               "Isolation axiau")
+RANDOM_TEXT = (
+    " diameterMarc bodieschanged reputborolash Hale disinfectant APA tomorrow departmentwauatorsbg "
+    "scanner bullies cacti authored refugee Johannesburgunesandez unusreader record nameidence "
+    "Isolation axiau"
+)
 
 
 def _bundle(tmp_path, task: str, prompts: list[str], ids: list[list[int]] | None, server: dict | None = None):
@@ -26,8 +29,15 @@ def _bundle(tmp_path, task: str, prompts: list[str], ids: list[list[int]] | None
     run_dir.mkdir(parents=True)
     texts = {task: {f"r{i}": ("an answer", "stop") for i in range(len(prompts))}}
     for name, baseline in (("baseline", None), ("ngram", "baseline")):
-        d = write_method(run_dir, name, baseline=baseline, k=None if baseline is None else 4,
-                         cells={(task, 1): [(10.0, 100.0, {})]}, texts=texts, server=server)
+        d = write_method(
+            run_dir,
+            name,
+            baseline=baseline,
+            k=None if baseline is None else 4,
+            cells={(task, 1): [(10.0, 100.0, {})]},
+            texts=texts,
+            server=server,
+        )
         path = d / "acceptance" / f"{task}.jsonl"
         lines = []
         for i, line in enumerate(path.read_text().splitlines()):
@@ -42,7 +52,7 @@ def _bundle(tmp_path, task: str, prompts: list[str], ids: list[list[int]] | None
 
 def _report(run_dir) -> tuple[build.Report, str]:
     rep = build.build(run_dir, with_plots=False)
-    tables.table_bytes("prompt_guards", rep.guards)   # the tidy table takes the rows as they are
+    tables.table_bytes("prompt_guards", rep.guards)  # the tidy table takes the rows as they are
     return rep, render.render_markdown(sections.blocks(rep))
 
 
@@ -52,21 +62,23 @@ def _chat() -> list[str]:
 
 def test_a_doubled_bos_is_marked_on_the_task_with_its_fix(tmp_path):
     rep, md = _report(_bundle(tmp_path, "chat", _chat(), [[1, 1, 9690, 198, 2683]] * N))
-    assert "⚠ **Doubled BOS.** baseline: 16 of 16 prompts begin with two BOS tokens (id 1, first token repeated); " \
-           "ngram: 16 of 16 prompts" in md
+    assert (
+        "⚠ **Doubled BOS.** baseline: 16 of 16 prompts begin with two BOS tokens (id 1, first token repeated); "
+        "ngram: 16 of 16 prompts" in md
+    )
     assert "costs about 5 % of acceptance" in md and "add_special_tokens" in md
-    assert md.index("## Task: chat") < md.index("Doubled BOS")   # under the task's heading
+    assert md.index("## Task: chat") < md.index("Doubled BOS")  # under the task's heading
     # and named in the Verdict section, before any figure
     assert md.index("**Prompts that bias acceptance**") < md.index("## Task: chat")
     assert "- chat: ⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it)" in md
-    assert "Random-token prompts" not in md   # the chat prompts are English prose
+    assert "Random-token prompts" not in md  # the chat prompts are English prose
     assert {r["doubled_bos"] for r in rep.guards} == {N}
 
 
 def test_a_single_bos_and_an_old_bundle_are_not_marked(tmp_path):
     _, md = _report(_bundle(tmp_path / "single", "chat", _chat(), [[1, 9690, 198, 1, 1]] * N))
     assert "Doubled BOS" not in md
-    rep, md = _report(_bundle(tmp_path / "old", "chat", _chat(), None))   # no prompt ids recorded: not judged
+    rep, md = _report(_bundle(tmp_path / "old", "chat", _chat(), None))  # no prompt ids recorded: not judged
     assert "Doubled BOS" not in md and {r["prompts_with_ids"] for r in rep.guards} == {0}
 
 
@@ -111,8 +123,12 @@ def test_real_prompts_are_not_random(tmp_path):
 
 
 def test_the_pure_guards():
-    assert guards.doubled_bos([[5, 5, 1], [5, 1], None, []], None) == \
-        {"checked": 2, "doubled": 1, "token": 5, "basis": "first token repeated"}
+    assert guards.doubled_bos([[5, 5, 1], [5, 1], None, []], None) == {
+        "checked": 2,
+        "doubled": 1,
+        "token": 5,
+        "basis": "first token repeated",
+    }
     assert guards.doubled_bos([[5, 5, 1]], 2)["doubled"] == 0
     assert guards.bos_in_text(["<s>hi", " <s> hi", "hi <s>", None], "<s>") == 2
     assert guards.bos_in_text(["<s>hi"], None) == 0
@@ -130,8 +146,10 @@ def test_the_console_heading_marks_the_task(tmp_path):
     console = Console(record=True, width=400)
     console_table.print_run(run_dir, console)
     heading = next(line for line in console.export_text().splitlines() if line.startswith("task: chat"))
-    assert heading.endswith("⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it) "
-                            "⚠ random-token prompts (acceptance says nothing about real text)")
+    assert heading.endswith(
+        "⚠ doubled BOS in the prompts (about -5 % acceptance; let one side add it) "
+        "⚠ random-token prompts (acceptance says nothing about real text)"
+    )
     run_dir = _bundle(tmp_path / "fine", "chat", _chat(), [[1, 2]] * N)
     console = Console(record=True, width=400)
     console_table.print_run(run_dir, console)

@@ -1,5 +1,6 @@
 """K per load in the report (figures/k_per_load.py computes it; tests/figures/test_k_per_load.py its rules): the
 report's table on a constructed bundle with a schedule run, and an unrun schedule as a recommendation."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,18 @@ SWEEP = {0: {1: 100, 4: 300}, 2: {1: 140, 4: 320}, 4: {1: 160, 4: 270}}
 
 
 def _schedule_run(run_dir, sched: list, tputs: dict) -> None:
-    d = write_method(run_dir, "ngram-kload", baseline="baseline", k=max(k for *_, k in sched),
-                     cells={("code", c): [(10.0, v, {})] * 3 for c, v in tputs.items()},
-                     texts={"code": {"a": ("t", "stop")}}, base_method="ngram",
-                     spec_override=kpl.spec_override(sched))
+    d = write_method(
+        run_dir,
+        "ngram-kload",
+        baseline="baseline",
+        k=max(k for *_, k in sched),
+        cells={("code", c): [(10.0, v, {})] * 3 for c, v in tputs.items()},
+        texts={"code": {"a": ("t", "stop")}},
+        base_method="ngram",
+        spec_override=kpl.spec_override(sched),
+    )
     s = json.loads((d / "summary.json").read_text())
-    s["speculative_config"].update(kpl.spec_override(sched))   # as a real run records the merged config
+    s["speculative_config"].update(kpl.spec_override(sched))  # as a real run records the merged config
     (d / "summary.json").write_text(json.dumps(s))
 
 
@@ -34,7 +41,7 @@ def test_the_report_shows_k_per_load_with_the_schedule_run_beside_the_best_fixed
     write_k_sweep(run_dir, SWEEP)
     _schedule_run(run_dir, [[1, 3, 4], [4, 4, 2]], {1: 158, 4: 318})
     rep = build.build(run_dir, with_plots=False)
-    assert sorted({r["method"] for r in rep.ksweep}) == ["ngram-k2", "ngram-k4"]   # the schedule is no K of its own
+    assert sorted({r["method"] for r in rep.ksweep}) == ["ngram-k2", "ngram-k4"]  # the schedule is no K of its own
     rows = rep.k_per_load
     assert [(r["concurrency"], r["band"], r["k"]) for r in rows] == [(1, "1–3", 4), (4, "4–4", 2)]
     one, four = rows

@@ -1,6 +1,7 @@
 """Issue 29 point 8: labels that say what the figures are: finish reasons per target model (never pooled across two
 targets), every acceptance rate of a summary a fraction, bench's per-second request count under a name that says
 so, the verdict intro promising intervals only where a cell has them, the README naming the current schema."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,9 +16,16 @@ from tests.bundles import bench_json, step_figures, write_method
 
 pytestmark = pytest.mark.unit
 
-ACC = {"acceptance_rate": 0.5, "mean_acceptance_length": 3.0, "histogram": [2, 1, 1, 0, 4],
-       "per_position": [0.75, 0.625, 0.5, 0.5], "no_accept_share": 0.25, "num_spec_steps": 8,
-       "num_draft_tokens": 32, "num_accepted_draft_tokens": 16}
+ACC = {
+    "acceptance_rate": 0.5,
+    "mean_acceptance_length": 3.0,
+    "histogram": [2, 1, 1, 0, 4],
+    "per_position": [0.75, 0.625, 0.5, 0.5],
+    "no_accept_share": 0.25,
+    "num_spec_steps": 8,
+    "num_draft_tokens": 32,
+    "num_accepted_draft_tokens": 16,
+}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,24 +35,37 @@ def test_finish_reasons_are_counted_per_target_model(tmp_path):
     cells = {("chat", 1): [(1.0, 100.0, {})]}
     spec = {("chat", 1): [(1.0, 100.0, {"acc_len": 2.0})]}
     qwen, mimo = {"target": "/models/tiny-qwen3"}, {"target": "/models/tiny-mimo"}
-    for name, base, server, reasons in (("baseline", None, qwen, ("length", "stop")),
-                                        ("ngram", "baseline", qwen, ("length", "length")),
-                                        ("mtp-baseline", None, mimo, ("stop", "stop")),
-                                        ("mtp", "mtp-baseline", mimo, ("stop", "stop"))):
-        texts = {"chat": {"a": ("t", reasons[0]), "b": ("u", reasons[1])}}   # how each answer ended
-        write_method(run_dir, name, baseline=base, k=None if base is None else 1,
-                     cells=spec if base else cells, texts=texts, server=server,
-                     acceptance={"chat": ACC} if base else None)
+    for name, base, server, reasons in (
+        ("baseline", None, qwen, ("length", "stop")),
+        ("ngram", "baseline", qwen, ("length", "length")),
+        ("mtp-baseline", None, mimo, ("stop", "stop")),
+        ("mtp", "mtp-baseline", mimo, ("stop", "stop")),
+    ):
+        texts = {"chat": {"a": ("t", reasons[0]), "b": ("u", reasons[1])}}  # how each answer ended
+        write_method(
+            run_dir,
+            name,
+            baseline=base,
+            k=None if base is None else 1,
+            cells=spec if base else cells,
+            texts=texts,
+            server=server,
+            acceptance={"chat": ACC} if base else None,
+        )
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
     # each target's count sums its methods' answers, and the heading says so ("3 of 4" is 2 methods × 2)
-    assert ("Acceptance (acceptance phase, greedy; target tiny-qwen3: answers ended by length 3 of 4, stop 1 of 4 "
-            "(2 methods × 2 answers, pooled); target tiny-mimo: every answer ended at EOS (2 methods × 2 answers, "
-            "pooled))") in md
+    assert (
+        "Acceptance (acceptance phase, greedy; target tiny-qwen3: answers ended by length 3 of 4, stop 1 of 4 "
+        "(2 methods × 2 answers, pooled); target tiny-mimo: every answer ended at EOS (2 methods × 2 answers, "
+        "pooled))"
+    ) in md
     out = Console(record=True, width=250)
     console_table.print_run(run_dir, out)
-    assert ("task: chat (acceptance answers ended by: tiny-qwen3: length 3, stop 1 (2 methods × 2 answers, "
-            "pooled); tiny-mimo: stop 4 (2 methods × 2 answers, pooled))") in out.export_text()
+    assert (
+        "task: chat (acceptance answers ended by: tiny-qwen3: length 3, stop 1 (2 methods × 2 answers, "
+        "pooled); tiny-mimo: stop 4 (2 methods × 2 answers, pooled))"
+    ) in out.export_text()
 
 
 def test_a_summary_keeps_every_rate_a_fraction_and_names_bench_s_per_second_count():
@@ -63,12 +84,27 @@ def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):
     """Issue 29 point 7: observed, inferred or asked, from the summary's server.evidence."""
     run_dir = tmp_path / "prov"
     run_dir.mkdir()
-    evidence = {"model_runner": {"basis": "inferred", "line": "KV cache size: 1 tokens"},
-                "async_scheduling": {"basis": "asked", "line": "non-default args: {...}"}}
-    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
-                 texts={"code": {"a": ("t", "stop")}}, server={"evidence": evidence})
-    write_method(run_dir, "old", baseline=None, k=None, cells={("code", 1): [(1.0, 100.0, {})]},
-                 texts={"code": {"a": ("t", "stop")}})           # a bundle from before: no evidence recorded
+    evidence = {
+        "model_runner": {"basis": "inferred", "line": "KV cache size: 1 tokens"},
+        "async_scheduling": {"basis": "asked", "line": "non-default args: {...}"},
+    }
+    write_method(
+        run_dir,
+        "baseline",
+        baseline=None,
+        k=None,
+        cells={("code", 1): [(1.0, 100.0, {})]},
+        texts={"code": {"a": ("t", "stop")}},
+        server={"evidence": evidence},
+    )
+    write_method(
+        run_dir,
+        "old",
+        baseline=None,
+        k=None,
+        cells={("code", 1): [(1.0, 100.0, {})]},
+        texts={"code": {"a": ("t", "stop")}},
+    )  # a bundle from before: no evidence recorded
     rep = build.build(run_dir, with_plots=False)
     md = render.render_markdown(sections.blocks(rep))
     rows = {r["method"]: r for r in rep.methods}
@@ -80,10 +116,22 @@ def test_the_methods_table_says_how_each_server_fact_is_known(tmp_path):
 def _one_target_run(run_dir: Path, repeats: int) -> None:
     run_dir.mkdir()
     texts = {"chat": {"a": ("t", "stop")}}
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
-                 cells={("chat", c): [(2.0, 100.0 + r, {}) for r in range(repeats)] for c in (1, 4)})
-    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": ACC},
-                 cells={("chat", c): [(1.5, 120.0 + r, {"acc_len": 2.0}) for r in range(repeats)] for c in (1, 4)})
+    write_method(
+        run_dir,
+        "baseline",
+        baseline=None,
+        k=None,
+        texts=texts,
+        cells={("chat", c): [(2.0, 100.0 + r, {}) for r in range(repeats)] for c in (1, 4)},
+    )
+    write_method(
+        run_dir,
+        "ngram",
+        baseline="baseline",
+        texts=texts,
+        acceptance={"chat": ACC},
+        cells={("chat", c): [(1.5, 120.0 + r, {"acc_len": 2.0}) for r in range(repeats)] for c in (1, 4)},
+    )
 
 
 def test_a_one_repeat_run_promises_no_interval_bar_no_median_over_repeats_and_no_mark_it_lacks(tmp_path):
@@ -113,10 +161,22 @@ def test_the_crossover_names_the_statistic_each_concurrency_was_judged_on(tmp_pa
     run_dir = tmp_path / "mixed"
     run_dir.mkdir()
     texts = {"chat": {"a": ("t", "stop")}}
-    write_method(run_dir, "baseline", baseline=None, k=None, texts=texts,
-                 cells={("chat", 1): [(2.0, 100.0, {})], ("chat", 4): [(0.001, 300.0, {})]})
-    write_method(run_dir, "ngram", baseline="baseline", texts=texts, acceptance={"chat": ACC},
-                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})], ("chat", 4): [(1.5, 320.0, {"acc_len": 2.0})]})
+    write_method(
+        run_dir,
+        "baseline",
+        baseline=None,
+        k=None,
+        texts=texts,
+        cells={("chat", 1): [(2.0, 100.0, {})], ("chat", 4): [(0.001, 300.0, {})]},
+    )
+    write_method(
+        run_dir,
+        "ngram",
+        baseline="baseline",
+        texts=texts,
+        acceptance={"chat": ACC},
+        cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})], ("chat", 4): [(1.5, 320.0, {"acc_len": 2.0})]},
+    )
     rep = build.build(run_dir, with_plots=False)
     assert [_row(rep.speed, "ngram", c)["latency_basis"] for c in (1, 4)] == ["TPOT", "E2EL"]
     [cross] = [r for r in rep.crossover if r["method"] == "ngram"]
@@ -135,21 +195,40 @@ def test_the_verdict_legend_and_the_position_captions_name_only_what_the_run_sho
     texts = {"chat": {"a": ("t", "stop")}}
     write_method(run_dir, "baseline", baseline=None, k=None, texts=texts, cells={("chat", 1): [(2.0, 100.0, {})]})
     # every position drafted by some step: the conditional panel has a rate at each, so no ×
-    write_method(run_dir, "ngram", baseline="baseline", texts=texts,
-                 acceptance={"chat": step_figures([4, 4, 4, 4, 3, 2, 1, 1], [4, 4, 4, 4, 2, 1, 0, 0])},
-                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
+    write_method(
+        run_dir,
+        "ngram",
+        baseline="baseline",
+        texts=texts,
+        acceptance={"chat": step_figures([4, 4, 4, 4, 3, 2, 1, 1], [4, 4, 4, 4, 2, 1, 0, 0])},
+        cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]},
+    )
     rep = build.build(run_dir, with_plots=True)
     md = render.render_markdown(sections.blocks(rep))
     assert "- point only: fewer than" in md and "- ⚠ single measurement: one repeat on a side" in md
-    for absent in ("- helped:", "- slower:", "- no clear difference:", "- ⚠ stall:", "- ⚠ unstable repeats:",
-                   "- ⚠ not comparable:", "- ⚠ --trust-server:", "- ⚠ busy host:", "- The latency is TPOT;"):
+    for absent in (
+        "- helped:",
+        "- slower:",
+        "- no clear difference:",
+        "- ⚠ stall:",
+        "- ⚠ unstable repeats:",
+        "- ⚠ not comparable:",
+        "- ⚠ --trust-server:",
+        "- ⚠ busy host:",
+        "- The latency is TPOT;",
+    ):
         assert absent not in md, absent
     [caption] = [c for n, c in rep.plot_captions.items() if "acceptance_by_position" in n]
     assert "right: as a share of the steps that drafted at least p+1 tokens" in caption and "×" not in caption
     # a position no step drafted that far: the plot draws its ×, and the caption says what it is
-    write_method(run_dir, "ngram", baseline="baseline", texts=texts,
-                 acceptance={"chat": step_figures([3, 3, 3, 3, 3, 2, 1, 1], [3, 3, 3, 3, 2, 1, 0, 0])},
-                 cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]})
+    write_method(
+        run_dir,
+        "ngram",
+        baseline="baseline",
+        texts=texts,
+        acceptance={"chat": step_figures([3, 3, 3, 3, 3, 2, 1, 1], [3, 3, 3, 3, 2, 1, 0, 0])},
+        cells={("chat", 1): [(1.5, 120.0, {"acc_len": 2.0})]},
+    )
     rep = build.build(run_dir, with_plots=True)
     [caption] = [c for n, c in rep.plot_captions.items() if "acceptance_by_position" in n]
     assert "× = no step drafted that far (no rate, not 0)" in caption

@@ -1,5 +1,6 @@
 """The report's repetition loops (report/loops.py) on a built bundle whose answers are real answers of the trained
 model: counted and named per method and task, acceptance exact with and without them."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ def _spec(steps: int, drafts: int, accepted: int, histogram: list[int]) -> dict:
     """A request's summary-level metrics; the histogram (steps by tokens accepted) sums to `steps` and `accepted`,
     so the reader's recompute (figures/recompute.py) reads the records as vLLM would write them."""
     assert sum(histogram) == steps and sum(i * n for i, n in enumerate(histogram)) == accepted
-    return {"num_spec_steps": steps, "num_draft_tokens": drafts, "num_accepted_draft_tokens": accepted,
-            "acceptance_histogram": histogram}
+    return {
+        "num_spec_steps": steps,
+        "num_draft_tokens": drafts,
+        "num_accepted_draft_tokens": accepted,
+        "acceptance_histogram": histogram,
+    }
 
 
 def _write_answers(path, answers: dict[str, tuple[dict, dict | None]]) -> None:
@@ -42,12 +47,27 @@ def _looping_run(tmp_path):
     run_dir.mkdir()
     texts = {"code": {"r0": ("t", "stop"), "r1": ("t", "stop"), "r2": ("t", "stop")}}
     for name, baseline in (("baseline", None), ("ngram", "baseline")):
-        d = write_method(run_dir, name, baseline=baseline, k=None if baseline is None else 4,
-                         cells={("code", 1): [(10.0, 100.0, {})]}, texts=texts)
-        specs = ([_spec(60, 240, 236, [0, 0, 0, 4, 56]), _spec(50, 100, 30, [25, 20, 5, 0, 0]),
-                  _spec(40, 60, 10, [30, 10, 0, 0, 0])] if baseline else [None] * 3)
-        _write_answers(d / "acceptance" / "code.jsonl",
-                       {"r0": (loop, specs[0]), "r1": (fine[0], specs[1]), "r2": (fine[1], specs[2])})
+        d = write_method(
+            run_dir,
+            name,
+            baseline=baseline,
+            k=None if baseline is None else 4,
+            cells={("code", 1): [(10.0, 100.0, {})]},
+            texts=texts,
+        )
+        specs = (
+            [
+                _spec(60, 240, 236, [0, 0, 0, 4, 56]),
+                _spec(50, 100, 30, [25, 20, 5, 0, 0]),
+                _spec(40, 60, 10, [30, 10, 0, 0, 0]),
+            ]
+            if baseline
+            else [None] * 3
+        )
+        _write_answers(
+            d / "acceptance" / "code.jsonl",
+            {"r0": (loop, specs[0]), "r1": (fine[0], specs[1]), "r2": (fine[1], specs[2])},
+        )
     return run_dir
 
 
@@ -70,8 +90,14 @@ def test_loops_are_counted_named_and_left_out_of_the_acceptance_without_them(tmp
 def test_no_section_when_nothing_looped(tmp_path):
     run_dir = tmp_path / "fine"
     run_dir.mkdir()
-    d = write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})]},
-                     texts={"code": {"r0": ("t", "stop")}})
+    d = write_method(
+        run_dir,
+        "baseline",
+        baseline=None,
+        k=None,
+        cells={("code", 1): [(10.0, 100.0, {})]},
+        texts={"code": {"r0": ("t", "stop")}},
+    )
     _write_answers(d / "acceptance" / "code.jsonl", {"r0": (next(a for a in REAL if not a["loop"]), None)})
     rep = build.build(run_dir, with_plots=False)
     assert rep.loops[0]["loops"] == 0
@@ -89,8 +115,10 @@ def test_looping_answers_are_a_guard_under_the_task_and_in_the_verdict(tmp_path)
     md = render.render_markdown(sections.blocks(rep))
     note = next(line for line in md.splitlines() if line.startswith("⚠ **Repetition loops.**"))
     # the drafting method only: the baseline's answer loops too, but it has no acceptance to bias
-    assert note.startswith("⚠ **Repetition loops.** ngram: 1 of 3 answers loop (acceptance 69.0 % with them, "
-                           "25.0 % without). A looping answer is its own best draft")
+    assert note.startswith(
+        "⚠ **Repetition loops.** ngram: 1 of 3 answers loop (acceptance 69.0 % with them, "
+        "25.0 % without). A looping answer is its own best draft"
+    )
     assert "Fix: read the acceptance without loops" in note and "baseline:" not in note
     assert md.index("## Task: code") < md.index("⚠ **Repetition loops.**") < md.index("### Speed against")
     # named in the Verdict section, before any task's figures

@@ -1,5 +1,6 @@
 """The losslessness test's statistics on samples the test draws itself: calibrated under the null, with power
 against a changed distribution, Holm's adjustment, and the independent split of seed-paired samples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,35 +30,45 @@ def test_holm_adjusts_monotonically_and_caps_at_one():
 
 
 def test_the_same_distribution_is_rarely_flagged():
-    flagged = sum(lossless.compare_samples(_draw(100 + s, _softmax(LOGITS, 1.0)),
-                                           _draw(900 + s, _softmax(LOGITS, 1.0)))["flagged"] > 0 for s in range(20))
-    assert flagged <= 2   # family-wise α = 0.05 over 20 repetitions: 1 expected, more than 2 is miscalibration
+    flagged = sum(
+        lossless.compare_samples(_draw(100 + s, _softmax(LOGITS, 1.0)), _draw(900 + s, _softmax(LOGITS, 1.0)))[
+            "flagged"
+        ]
+        > 0
+        for s in range(20)
+    )
+    assert flagged <= 2  # family-wise α = 0.05 over 20 repetitions: 1 expected, more than 2 is miscalibration
 
 
 def test_another_temperature_is_flagged_and_named():
-    out = lossless.compare_samples(_draw(1, _softmax(LOGITS, 1.0), samples=128),
-                                   _draw(2, _softmax(LOGITS, 0.4), samples=128))
+    out = lossless.compare_samples(
+        _draw(1, _softmax(LOGITS, 1.0), samples=128), _draw(2, _softmax(LOGITS, 0.4), samples=128)
+    )
     assert out["flagged"] > 0 and out["verdict"].startswith("differs: prompt p")
     assert out["detectable_tv"] is not None and 0 < out["detectable_tv"] < 1
 
 
 def test_more_samples_detect_smaller_differences():
-    small = lossless.compare_samples(_draw(1, _softmax(LOGITS, 1.0), samples=32), _draw(2, _softmax(LOGITS, 1.0),
-                                                                                    samples=32))
-    large = lossless.compare_samples(_draw(1, _softmax(LOGITS, 1.0), samples=256), _draw(2, _softmax(LOGITS, 1.0),
-                                                                                     samples=256))
+    small = lossless.compare_samples(
+        _draw(1, _softmax(LOGITS, 1.0), samples=32), _draw(2, _softmax(LOGITS, 1.0), samples=32)
+    )
+    large = lossless.compare_samples(
+        _draw(1, _softmax(LOGITS, 1.0), samples=256), _draw(2, _softmax(LOGITS, 1.0), samples=256)
+    )
     assert large["detectable_tv"] < small["detectable_tv"]
 
 
 def test_too_few_samples_are_not_tested():
-    out = lossless.compare_samples(_draw(1, _softmax(LOGITS, 1.0), samples=8), _draw(2, _softmax(LOGITS, 1.0),
-                                                                                  samples=8))
+    out = lossless.compare_samples(
+        _draw(1, _softmax(LOGITS, 1.0), samples=8), _draw(2, _softmax(LOGITS, 1.0), samples=8)
+    )
     assert out["tests"] == [] and out["verdict"].startswith("not tested (needs ≥ 32 samples per prompt")
 
 
 def test_seed_paired_samples_are_split_into_independent_halves():
     def rec(prompt, k, tokens):
         return {"id": f"{prompt}/s{k}", "error": None, "token_ids": tokens}
+
     a = [rec("q", k, [k, 1, 2, 3, 4]) for k in range(6)]
     b = [rec("q", k, [100 + k]) for k in range(6)] + [{"id": "q/s6", "error": "boom", "token_ids": None}]
     ea, ob = lossless.independent_samples(a, b, positions=2)

@@ -1,5 +1,6 @@
 """The lossless section's engine-sampler label (report/lossless.py): a flagged difference on a platform whose
 engine sampler failed the probe says so next to the method; the rows and the Markdown carry it."""
+
 import pytest
 
 from specstack.report import lossless, output_sections, render
@@ -14,9 +15,16 @@ def _md(tmp_path, probe):
     return MethodData("draft_model", tmp_path, summary)
 
 
-@pytest.mark.parametrize("probe, engine", [({"verdict": "fail"}, "biased"), ({"verdict": "pass"}, "exact"),
-                                           ({"verdict": "not run"}, "not run"), (None, "not run"),
-                                           ({"verdict": "error"}, "error")])
+@pytest.mark.parametrize(
+    "probe, engine",
+    [
+        ({"verdict": "fail"}, "biased"),
+        ({"verdict": "pass"}, "exact"),
+        ({"verdict": "not run"}, "not run"),
+        (None, "not run"),
+        ({"verdict": "error"}, "error"),
+    ],
+)
 def test_engine_sampler_reads_the_summary(tmp_path, probe, engine):
     assert lossless.engine_sampler(_md(tmp_path, probe)) == engine
 
@@ -40,13 +48,19 @@ def test_lossless_rows_label_the_flagged_method_of_a_biased_platform(tmp_path, m
 
     sampled = {"1": {"temperature": 1.0}}
     methods = {}
-    for name, baseline, probe in (("baseline", None, None), ("draft_model", "baseline", {"verdict": "fail"}),
-                                  ("eagle3", "baseline", {"verdict": "not run"})):
-        summary = {"method": name, "baseline_method": baseline, "tasks": {"code": {"sampled": sampled}},
-                   **({"sampler_probe": probe} if probe else {})}
+    for name, baseline, probe in (
+        ("baseline", None, None),
+        ("draft_model", "baseline", {"verdict": "fail"}),
+        ("eagle3", "baseline", {"verdict": "not run"}),
+    ):
+        summary = {
+            "method": name,
+            "baseline_method": baseline,
+            "tasks": {"code": {"sampled": sampled}},
+            **({"sampler_probe": probe} if probe else {}),
+        }
         methods[name] = MethodData(name, tmp_path / name, summary)
-    monkeypatch.setattr(lossless, "sampled_records",
-                        lambda md, task, t: records(1 if md.name == "baseline" else 2))
+    monkeypatch.setattr(lossless, "sampled_records", lambda md, task, t: records(1 if md.name == "baseline" else 2))
     run = RunData(run_dir=tmp_path, manifest={"workload": {"tasks": ["code"]}}, methods=methods, failed=[])
     rows = {r["method"]: r for r in lossless.lossless_rows(run)}
     assert rows["draft_model"]["flagged"] and rows["draft_model"]["engine_sampler"] == "biased"

@@ -2,6 +2,7 @@
 serve argument): the trained set served in float32 on the H200 (docs/gpu.md, fifth run) diverged at gaps of
 1e-5 to 2e-4 nats, which bf16's words ("two bf16 steps") would misname. The rating itself: tests/figures/
 test_equality.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,16 +12,21 @@ from specstack.results.summary import Server
 
 pytestmark = pytest.mark.unit
 
-BF16_NOTE = ("An exact tie (gap 0: the same bf16 logit) or a near tie (gap <= 0.25 nats, two bf16 steps of a logit "
-             "between 16 and 32)")
+BF16_NOTE = (
+    "An exact tie (gap 0: the same bf16 logit) or a near tie (gap <= 0.25 nats, two bf16 steps of a logit "
+    "between 16 and 32)"
+)
 
 
-@pytest.mark.parametrize("argv, dtype", [
-    (["vllm", "serve", "/m", "--dtype", "float32", "--port", "8000"], "float32"),
-    (["vllm", "serve", "/m", "--dtype=half"], "half"),
-    (["vllm", "serve", "/m"], None),                     # vLLM's default (auto): not recorded
-    (None, None),                                         # an attached server: no serve arguments
-])
+@pytest.mark.parametrize(
+    "argv, dtype",
+    [
+        (["vllm", "serve", "/m", "--dtype", "float32", "--port", "8000"], "float32"),
+        (["vllm", "serve", "/m", "--dtype=half"], "half"),
+        (["vllm", "serve", "/m"], None),  # vLLM's default (auto): not recorded
+        (None, None),  # an attached server: no serve arguments
+    ],
+)
 def test_the_served_dtype_is_read_from_the_serve_arguments(argv, dtype):
     assert Server.from_json({"target": "/m", **({"argv": argv} if argv else {})}).dtype == dtype
 

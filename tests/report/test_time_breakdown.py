@@ -1,5 +1,6 @@
 """Issue 42, the breakdown: per method its server start (vLLM's own start-up phases beside it), its windows by
 phase, and the harness's time, which is neither; summed over the run. Read from the summaries alone."""
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,18 @@ def test_each_method_s_time_is_start_windows_and_the_harness_rest(tmp_path):
     run_dir.mkdir()
     cells = {("code", 1): [(10.0, 100.0, {})]}
     write_method(run_dir, "baseline", baseline=None, k=None, cells=cells, texts=TEXTS)
-    write_method(run_dir, "ngram", baseline="baseline", cells={("code", 1): [(8.0, 120.0, {"acc_len": 2.0})]},
-                 texts=TEXTS)
+    write_method(
+        run_dir, "ngram", baseline="baseline", cells={("code", 1): [(8.0, 120.0, {"acc_len": 2.0})]}, texts=TEXTS
+    )
     manifest(run_dir, {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")})
-    _timed(run_dir, "baseline", 224.0, 300.0, {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0},
-           {"mode": "compile", "load": 12.0, "compile": 60.0, "warmup": 136.0, "graph_capture": 8.0})
+    _timed(
+        run_dir,
+        "baseline",
+        224.0,
+        300.0,
+        {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0},
+        {"mode": "compile", "load": 12.0, "compile": 60.0, "warmup": 136.0, "graph_capture": 8.0},
+    )
     _timed(run_dir, "ngram", 102.0, 200.0, {"warmup": 3.0, "acceptance": 30.0, "bench": 61.0}, None)
     rep = build.build(run_dir, with_plots=False)
     rows = {r["method"]: r for r in rep.time_breakdown}

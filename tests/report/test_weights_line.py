@@ -1,5 +1,6 @@
 """Which figures come from trained weights and which from random ones: every model set of methods.toml says what its
 weights are, a run's manifest records it, and the console table and the report print it above the figures."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,12 @@ def test_every_model_set_says_what_its_weights_are():
 
 
 def test_the_line_names_the_set_and_what_its_figures_mean():
-    assert weights_line({"model_set": "smollm2", "model_weights": "trained"}) == \
-        "model set smollm2: trained weights: acceptance and speed are a real model's"
-    assert weights_line({"model_set": "tiny", "model_weights": "random"}) == \
-        "model set tiny: random weights: the accounting only, acceptance and speed mean nothing"
-    assert weights_line({"model_set": "tiny"}) is None   # a bundle from before the field: nothing claimed
+    assert (
+        weights_line({"model_set": "smollm2", "model_weights": "trained"})
+        == "model set smollm2: trained weights: acceptance and speed are a real model's"
+    )
+    assert (
+        weights_line({"model_set": "tiny", "model_weights": "random"})
+        == "model set tiny: random weights: the accounting only, acceptance and speed mean nothing"
+    )
+    assert weights_line({"model_set": "tiny"}) is None  # a bundle from before the field: nothing claimed

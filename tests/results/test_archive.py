@@ -1,5 +1,6 @@
 """pack / verify on a constructed run: the archive carries a checksum list, a moved and unpacked copy verifies
 and reads back in report and compare, and every changed, missing or extra file is named."""
+
 from __future__ import annotations
 
 import hashlib
@@ -45,7 +46,7 @@ def test_pack_lists_every_file_and_prints_its_own_sha256(packed):
     assert names[0] == f"run-a/{SUMS}" and sorted(names[1:]) == [f"run-a/{f}" for f in files]
     listed = {line.split("  ", 1)[1]: line.split("  ", 1)[0] for line in listing.splitlines()}
     assert listed == {f: hashlib.sha256((run / f).read_bytes()).hexdigest() for f in files}
-    assert str(run.parent) not in listing   # relative paths only
+    assert str(run.parent) not in listing  # relative paths only
     # the same bundle packs to the same bytes
     again = pack(run, archive.parent / "again.tar.gz")
     assert again["sha256"] == printed["sha256"]
@@ -56,7 +57,7 @@ def test_moved_and_unpacked_bundle_verifies_and_reads_back(packed, tmp_path, cap
     moved = tmp_path / "receiver" / "incoming.tar.gz"
     moved.parent.mkdir()
     shutil.move(archive, moved)
-    shutil.rmtree(tmp_path / "producer")             # nothing of the producing host's folders is left
+    shutil.rmtree(tmp_path / "producer")  # nothing of the producing host's folders is left
     assert main(["verify", str(moved)]) == 0
     unpacked = _unpack(moved, tmp_path / "receiver" / "x")
     assert main(["verify", str(unpacked)]) == 0
@@ -79,8 +80,9 @@ def test_one_edited_byte_is_named(packed, tmp_path, capsys):
     assert main(["verify", str(run)]) == 1
     out = capsys.readouterr().out
     assert "changed: ngram/summary.json" in out.splitlines()
-    assert [line for line in out.splitlines() if line.startswith(("changed", "missing", "extra"))] == \
-        ["changed: ngram/summary.json"]
+    assert [line for line in out.splitlines() if line.startswith(("changed", "missing", "extra"))] == [
+        "changed: ngram/summary.json"
+    ]
 
 
 def test_missing_and_extra_files_are_named(packed, tmp_path):
@@ -99,16 +101,19 @@ def test_an_edited_archive_is_named_without_unpacking(packed, tmp_path):
     work = _unpack(archive, tmp_path / "u")
     (work / "manifest.json").write_text((work / "manifest.json").read_text().replace("cpu-native", "cpu-nativf"))
     forged = tmp_path / "forged.tar.gz"
-    with tarfile.open(forged, "w:gz") as tar:   # repacked by hand, with the old checksum list
+    with tarfile.open(forged, "w:gz") as tar:  # repacked by hand, with the old checksum list
         tar.add(work, arcname=work.name)
     result = verify(forged)
     assert result.changed == ["manifest.json"] and not result.missing and not result.extra
 
 
-@pytest.mark.parametrize("args,says", [
-    (["verify", "/nonexistent/run.tar.gz"], "no archive or folder"),
-    (["pack", "/nonexistent/run"], "no run folder"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["verify", "/nonexistent/run.tar.gz"], "no archive or folder"),
+        (["pack", "/nonexistent/run"], "no run folder"),
+    ],
+)
 def test_user_errors_name_the_fix(args, says, capsys):
     assert main(args) == 2
     assert says in capsys.readouterr().err
@@ -139,9 +144,9 @@ def test_a_sealed_run_proves_itself_and_a_report_reseals_only_an_intact_one(tmp_
     listed = dict(reversed(line.split("  ", 1)) for line in (run / SUMS).read_text().splitlines())
     assert "tables.txt" in listed and "ngram/summary.json" in listed and SUMS not in listed
     assert verify(run).ok and main(["verify", str(run)]) == 0
-    write_report(run)                                    # intact before: sealed again, report files included
+    write_report(run)  # intact before: sealed again, report files included
     assert verify(run).ok and "report.md" in (run / SUMS).read_text()
     (run / "ngram" / "summary.json").write_text((run / "ngram" / "summary.json").read_text() + " ")
-    write_report(run)                                    # changed before: never blessed
+    write_report(run)  # changed before: never blessed
     result = verify(run)
     assert not result.ok and result.changed == ["ngram/summary.json"]

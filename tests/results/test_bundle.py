@@ -1,4 +1,5 @@
 """Atomic writes and staged publication of a method's results."""
+
 import json
 import os
 
@@ -17,6 +18,7 @@ def test_atomic_write_leaves_old_file_when_write_fails(tmp_path, monkeypatch):
 
     def broken_fsync(fd):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(OSError, match="No space"):
         atomic_write_json(path, {"v": 2})
@@ -71,6 +73,7 @@ def test_unwritable_results_folder(tmp_path):
 
 def test_prometheus_down_leaves_the_direct_view_and_says_which_view_is_missing(tmp_path):
     from specstack.measure.prometheus_view import bundle_view
+
     dead = f"http://127.0.0.1:{free_port()}"  # a port nobody listens on
     window = {"phase": "acceptance", "task": "code", "start": 100.0, "settled_at": 105.0}
     view = bundle_view(dead, [window], {"method": "ngram", "run_id": "r"}, tmp_path, 5.0)
@@ -81,11 +84,12 @@ def test_prometheus_down_leaves_the_direct_view_and_says_which_view_is_missing(t
 
 def test_largest_gap_counts_the_window_edges():
     from specstack.measure.prometheus_view import largest_gap
-    assert largest_gap([101, 102, 103], 100, 104) == (100, 101)        # every stretch 1 s: the first wins
-    assert largest_gap([101, 102, 110, 111], 100, 112) == (102, 110)   # a hole in the middle
-    assert largest_gap([101, 102], 100, 109) == (102, 109)             # no sample at the end
-    assert largest_gap([], 100, 109) == (100, 109)                     # none at all
-    assert largest_gap([90, 101, 120], 100, 110) == (101, 110)         # samples outside do not count
+
+    assert largest_gap([101, 102, 103], 100, 104) == (100, 101)  # every stretch 1 s: the first wins
+    assert largest_gap([101, 102, 110, 111], 100, 112) == (102, 110)  # a hole in the middle
+    assert largest_gap([101, 102], 100, 109) == (102, 109)  # no sample at the end
+    assert largest_gap([], 100, 109) == (100, 109)  # none at all
+    assert largest_gap([90, 101, 120], 100, 110) == (101, 110)  # samples outside do not count
 
 
 def _write_many(run_dir, writer: int, count: int) -> None:
@@ -97,6 +101,7 @@ def test_concurrent_manifest_writers_lose_nothing(tmp_path):
     """Parallel collectors (make sweep GPUS=...) update one manifest at once: every entry of every writer stays,
     and a method's entry is merged key by key (the host's slot beside the collector's status)."""
     import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_write_many, args=(tmp_path, w, 40)) for w in range(4)]
     for p in procs:
@@ -107,7 +112,7 @@ def test_concurrent_manifest_writers_lose_nothing(tmp_path):
     m = json.loads((tmp_path / "manifest.json").read_text())
     assert {name: len(entry) for name, entry in m["methods"].items()} == {f"m{w}": 40 for w in range(4)}
     assert sum(key.startswith("w") for key in m) == 4 * 40
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]   # no lock file, no temp file left
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # no lock file, no temp file left
 
 
 def test_manifest_merges_a_methods_entry_key_by_key(tmp_path):
@@ -128,9 +133,12 @@ time.sleep(120)
 def _staging_process(results, method: str, *force: str):
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-c", STAGE_AND_WAIT, str(results), method, *force],
-                            stdout=subprocess.PIPE, text=True)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STAGE_AND_WAIT, str(results), method, *force], stdout=subprocess.PIPE, text=True
+    )
     from pathlib import Path
+
     return proc, Path(proc.stdout.readline().strip())
 
 
@@ -143,27 +151,28 @@ def test_a_killed_runs_staging_is_kept_as_failed_and_a_live_ones_left_alone(tmp_
     from specstack.results import bundle as bundle_module
     from specstack.results import layout
     from specstack.results.reader import good_result, load_run
+
     killed, dead = _staging_process(tmp_path, "ngram")
     live, alive = _staging_process(tmp_path, "suffix")
     try:
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
         run_dir = tmp_path / "r1"
-        update_manifest(run_dir, methods={"ngram": {"slot": "0"}})   # what a parallel sweep recorded before the kill
+        update_manifest(run_dir, methods={"ngram": {"slot": "0"}})  # what a parallel sweep recorded before the kill
         (kept,) = bundle_module.keep_dead_staging(run_dir)
         assert kept.name.startswith("ngram" + layout.FAILED_MARK) and not dead.exists() and alive.is_dir()
-        assert json.loads((kept / "warmup.jsonl").read_text()) == {"half": "written"}   # what it had is kept
+        assert json.loads((kept / "warmup.jsonl").read_text()) == {"half": "written"}  # what it had is kept
         summary = json.loads((kept / layout.SUMMARY_FILE).read_text())
         assert summary["status"] == "failed" and summary["error"].startswith("the harness was killed (no clean exit)")
         entry = json.loads((run_dir / layout.MANIFEST).read_text())["methods"]["ngram"]
         assert entry == {"slot": "0", "status": "failed", "dir": kept.name, "error": summary["error"]}
-        assert good_result(run_dir, "ngram") is None   # a resumed sweep runs it again
+        assert good_result(run_dir, "ngram") is None  # a resumed sweep runs it again
         assert [f.name for f in load_run(run_dir).failed] == ["ngram"]
-        assert bundle_module.keep_dead_staging(run_dir) == [] and alive.is_dir()   # once, and never a live one
+        assert bundle_module.keep_dead_staging(run_dir) == [] and alive.is_dir()  # once, and never a live one
     finally:
         live.kill()
         live.wait()
-    (kept,) = bundle_module.keep_dead_staging(tmp_path / "r1")   # its harness gone too: now it is kept
+    (kept,) = bundle_module.keep_dead_staging(tmp_path / "r1")  # its harness gone too: now it is kept
     assert kept.name.startswith("suffix" + layout.FAILED_MARK)
 
 
@@ -172,6 +181,7 @@ def test_a_killed_forced_rerun_leaves_the_good_result_the_manifests(tmp_path):
     import signal
 
     from specstack.results import bundle as bundle_module
+
     good = MethodBundle(tmp_path, "r1", "ngram")
     good.write_json("summary.json", {"status": "ok"})
     update_manifest(tmp_path / "r1", methods={"ngram": {"status": "ok", "dir": good.finalize(ok=True).name}})

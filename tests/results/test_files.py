@@ -4,6 +4,7 @@ run folder remounted read-only. Each is one line naming the fix, no traceback, a
 
 The runs attach (url runtime) to a real HTTP server answering vLLM's endpoints whose /metrics page is large (each
 window keeps two snapshots of it), so the disk fills up in the middle of the run."""
+
 from __future__ import annotations
 
 import contextlib
@@ -39,7 +40,7 @@ class BigMetrics(FakeEndpoints):
     def __init__(self):
         super().__init__(None)
         page = vllm_page(None) + "".join(f"# padding line {i:06d} {'x' * 60}\n" for i in range(4000))
-        handler = self.http.RequestHandlerClass   # this server's own class (FakeEndpoints makes one per server)
+        handler = self.http.RequestHandlerClass  # this server's own class (FakeEndpoints makes one per server)
         get = handler.do_GET
 
         def do_get(h):
@@ -48,13 +49,37 @@ class BigMetrics(FakeEndpoints):
             h.send_response(200)
             h.end_headers()
             h.wfile.write(page.encode())
+
         handler.do_GET = do_get
 
 
 def argv(results: Path, url: str) -> list:
-    return ["run", "--method", "baseline", "--results", results, "--run-id", "r", "--url", url, "--model-set", "tiny",
-            "--platform", "cpu-native", "--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8",
-            "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "10"]
+    return [
+        "run",
+        "--method",
+        "baseline",
+        "--results",
+        results,
+        "--run-id",
+        "r",
+        "--url",
+        url,
+        "--model-set",
+        "tiny",
+        "--platform",
+        "cpu-native",
+        "--tasks",
+        "code",
+        "--num-prompts",
+        "2",
+        "--acceptance-max-tokens",
+        "8",
+        "--warmup-requests",
+        "1",
+        "--skip-bench",
+        "--ready-timeout",
+        "10",
+    ]
 
 
 def test_a_disk_that_fills_up_while_the_bundle_is_written(tmp_path, monkeypatch, capsys):
@@ -70,8 +95,10 @@ def test_a_disk_that_fills_up_while_the_bundle_is_written(tmp_path, monkeypatch,
         server.close()
     assert result.code == 1 and "Traceback" not in result.err, result.err
     (line,) = [x for x in result.err.splitlines() if x.startswith("specstack: error:")]
-    assert f"baseline failed writing its bundle: the disk holding {run_dir} is full (No space left on device); " \
-           "free space there, or pass --results DIR on a disk with room, then rerun the same command" in line, line
+    assert (
+        f"baseline failed writing its bundle: the disk holding {run_dir} is full (No space left on device); "
+        "free space there, or pass --results DIR on a disk with room, then rerun the same command" in line
+    ), line
     assert not [n for n in left if layout.STAGING_MARK in n], f"a staging folder was left: {left}"
     assert "baseline" not in left and (manifest.get("methods") or {}).get("baseline", {}).get("status") != "ok"
 
@@ -86,14 +113,22 @@ def test_a_run_folder_made_read_only_is_refused_naming_the_fix(tmp_path, monkeyp
     try:
         with mounted(run_dir, "--bind", str(run_dir)):
             subprocess.run(["mount", "-o", "remount,bind,ro", str(run_dir)], check=True)
-            results = {command: run_main(capsys, argv(tmp_path / "results", server.url) if command == "run" else
-                                         ["sweep", "--methods", *argv(tmp_path / "results", server.url)[2:]])
-                       for command in ("run", "sweep")}
+            results = {
+                command: run_main(
+                    capsys,
+                    argv(tmp_path / "results", server.url)
+                    if command == "run"
+                    else ["sweep", "--methods", *argv(tmp_path / "results", server.url)[2:]],
+                )
+                for command in ("run", "sweep")
+            }
     finally:
         server.close()
     for command, result in results.items():
         assert result.code == 2 and "Traceback" not in result.err, (command, result.err)
-        assert f"specstack: error: results folder {run_dir} is not writable (Read-only file system); pass " \
-               "--results DIR pointing at a writable folder" in " ".join(result.err.split()), (command, result.err)
+        assert (
+            f"specstack: error: results folder {run_dir} is not writable (Read-only file system); pass "
+            "--results DIR pointing at a writable folder" in " ".join(result.err.split())
+        ), (command, result.err)
     assert server.posts == 0
     assert sorted(p.name for p in run_dir.iterdir()) == [layout.MANIFEST]

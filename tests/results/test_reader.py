@@ -1,5 +1,6 @@
 """The one bundle reader (table, report, sweep resume): which folder is a method's result, and the schema version
 of every summary it reads: older versions migrated, unknown ones refused with the fix."""
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,24 @@ pytestmark = pytest.mark.unit
 
 
 def summary(method: str, status: str = "ok", schema: str = SUMMARY_SCHEMA, **extra) -> dict:
-    return {"schema": schema, "method": method, "status": status, "baseline_method": None,
-            "error": None if status == "ok" else "server died", "tasks": {}, **extra}
+    return {
+        "schema": schema,
+        "method": method,
+        "status": status,
+        "baseline_method": None,
+        "error": None if status == "ok" else "server died",
+        "tasks": {},
+        **extra,
+    }
 
 
 def publish(results, s: dict, ok: bool, run_id: str = "r", force: bool = False):
     bundle = MethodBundle(results, run_id, s["method"], force=force)
     bundle.write_json("summary.json", s)
     folder = bundle.finalize(ok)
-    update_manifest(results / run_id, methods={s["method"]: {"status": s["status"], "dir": folder.name,
-                                                             "error": s["error"]}})
+    update_manifest(
+        results / run_id, methods={s["method"]: {"status": s["status"], "dir": folder.name, "error": s["error"]}}
+    )
     return folder
 
 
@@ -46,8 +55,12 @@ def test_a_file_that_is_no_specstack_summary_is_refused(tmp_path):
 
 
 def test_version_1_is_migrated_on_read_and_left_as_it_is_on_disk(tmp_path):
-    v1_with_view = summary("eagle3", schema="specstack.summary/1", prometheus_wait=None,
-                           prometheus_view={"url": "http://p", "tasks": {"code": {"status": "ok"}}})
+    v1_with_view = summary(
+        "eagle3",
+        schema="specstack.summary/1",
+        prometheus_wait=None,
+        prometheus_view={"url": "http://p", "tasks": {"code": {"status": "ok"}}},
+    )
     v1_without = summary("baseline", schema="specstack.summary/1")
     a, b = publish(tmp_path, v1_with_view, ok=True), publish(tmp_path, v1_without, ok=True)
     got = reader.read_summary(a)
@@ -59,7 +72,7 @@ def test_version_1_is_migrated_on_read_and_left_as_it_is_on_disk(tmp_path):
 
 def test_a_resumed_sweep_skips_only_a_published_good_result(tmp_path):
     publish(tmp_path, summary("ngram", status="failed"), ok=False)
-    assert reader.good_result(tmp_path / "r", "ngram") is None            # only ngram.failed-<time>/ exists
+    assert reader.good_result(tmp_path / "r", "ngram") is None  # only ngram.failed-<time>/ exists
     publish(tmp_path, summary("ngram"), ok=True)
     assert reader.good_result(tmp_path / "r", "ngram")["status"] == "ok"
     assert reader.good_result(tmp_path / "r", "suffix") is None
@@ -67,7 +80,7 @@ def test_a_resumed_sweep_skips_only_a_published_good_result(tmp_path):
 
 def test_load_run_lists_failed_attempts_and_ignores_replaced_ones(tmp_path):
     publish(tmp_path, summary("baseline"), ok=True)
-    publish(tmp_path, summary("baseline"), ok=True, force=True)            # keeps baseline.replaced-<time>/
+    publish(tmp_path, summary("baseline"), ok=True, force=True)  # keeps baseline.replaced-<time>/
     publish(tmp_path, summary("ngram", status="failed"), ok=False)
     run = reader.load_run(tmp_path / "r")
     assert list(run.methods) == ["baseline"]
@@ -84,9 +97,16 @@ def test_an_empty_or_missing_run_folder_says_what_to_pass(tmp_path):
 
 
 def test_version_2_is_migrated_to_repeats_in_one_session(tmp_path):
-    v2 = summary("ngram", schema="specstack.summary/2",
-                 tasks={"code": {"bench": [{"concurrency": 1, "repeat": r} for r in range(3)] +
-                                          [{"concurrency": 4, "repeat": r} for r in range(3)]}})
+    v2 = summary(
+        "ngram",
+        schema="specstack.summary/2",
+        tasks={
+            "code": {
+                "bench": [{"concurrency": 1, "repeat": r} for r in range(3)]
+                + [{"concurrency": 4, "repeat": r} for r in range(3)]
+            }
+        },
+    )
     got = reader.read_summary(publish(tmp_path, v2, ok=True))
     assert got["replication"] == {"design": "repeats", "repeats": 3}
 
@@ -96,29 +116,43 @@ def test_server_sessions_of_a_method_are_read_as_one_method(tmp_path):
         for method, baseline in (("baseline", None), ("ngram", "baseline")):
             cell = {"concurrency": 1, "repeat": 0, "status": "ok", "file": "bench/code-c1-r0.json"}
             window = {"name": "bench/code-c1-r0", "phase": "bench", "task": "code", "concurrency": 1, "repeat": 0}
-            publish(tmp_path, summary(f"{method}-s{s}", baseline_method=baseline,
-                                      replication={"design": "sessions", "session": s, "sessions": 3, "of": method,
-                                                   "repeats_per_session": 1},
-                                      tasks={"code": {"bench": [cell], "acceptance_rate": 0.1 * s}},
-                                      windows=[window, {"name": "acceptance/code", "phase": "acceptance"}],
-                                      crosscheck={"ok": s != 2 or method != "ngram", "checks": 5}), ok=True)
+            publish(
+                tmp_path,
+                summary(
+                    f"{method}-s{s}",
+                    baseline_method=baseline,
+                    replication={
+                        "design": "sessions",
+                        "session": s,
+                        "sessions": 3,
+                        "of": method,
+                        "repeats_per_session": 1,
+                    },
+                    tasks={"code": {"bench": [cell], "acceptance_rate": 0.1 * s}},
+                    windows=[window, {"name": "acceptance/code", "phase": "acceptance"}],
+                    crosscheck={"ok": s != 2 or method != "ngram", "checks": 5},
+                ),
+                ok=True,
+            )
     run = reader.load_run(tmp_path / "r")
     assert list(run.methods) == ["baseline", "ngram"] and not run.warnings
     ngram = run.methods["ngram"]
     assert ngram.folders == ["ngram-s1", "ngram-s2", "ngram-s3"] and ngram.path.name == "ngram-s1"
     cells = ngram.tasks["code"]["bench"]
     assert [(c["repeat"], c["session"], c["file"]) for c in cells] == [
-        (i, i + 1, f"../ngram-s{i + 1}/bench/code-c1-r0.json") for i in range(3)]
+        (i, i + 1, f"../ngram-s{i + 1}/bench/code-c1-r0.json") for i in range(3)
+    ]
     assert (ngram.path / cells[2]["file"]).resolve() == (tmp_path / "r" / "ngram-s3" / "bench" / "code-c1-r0.json")
     assert [w["repeat"] for w in ngram.summary["windows"] if w["phase"] == "bench"] == [0, 1, 2]
-    assert ngram.tasks["code"]["acceptance_rate"] == pytest.approx(0.1)      # the first session's
-    assert ngram.summary["crosscheck"] == {"ok": False, "checks": 15}         # session 2 did not reconcile
+    assert ngram.tasks["code"]["acceptance_rate"] == pytest.approx(0.1)  # the first session's
+    assert ngram.summary["crosscheck"] == {"ok": False, "checks": 15}  # session 2 did not reconcile
     assert run.methods["baseline"].summary["crosscheck"]["ok"] is True
 
 
 def test_a_method_with_only_its_slot_has_no_result_yet(tmp_path):
     """A parallel sweep's method whose server is up (its slot recorded) but whose collector has not finished."""
     from tests.bundles import make_run
+
     run = make_run(tmp_path, "r")
     update_manifest(run, methods={"eagle3": {"slot": {"cpuset": "1", "asked": "1"}}})
     (failed,) = reader.load_run(run).failed

@@ -2,6 +2,7 @@
 endpoints (/health, /v1/models, /version, /metrics; pages as tests/server/test_observed.py renders them): a
 contradiction fails the run before any window, the summary keeps observed facts and the plan apart. The same on
 the real engine: tests/integration/test_attach_plain.py, test_attach_k.py."""
+
 from __future__ import annotations
 
 import http.server
@@ -22,9 +23,19 @@ class FakeEndpoints(HttpStandIn):
     """What an attached server answers; any chat request is counted (none must come before the check)."""
 
     def __init__(self, k: int | None):
-        pages = {"/health": "", "/version": json.dumps({"version": "0.32.0"}), "/metrics": vllm_page(k),
-                 "/v1/models": json.dumps({"object": "list", "data": [
-                     {"id": "spec-demo", "object": "model", "root": "/somewhere/tiny-qwen3", "max_model_len": 2048}]})}
+        pages = {
+            "/health": "",
+            "/version": json.dumps({"version": "0.32.0"}),
+            "/metrics": vllm_page(k),
+            "/v1/models": json.dumps(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": "spec-demo", "object": "model", "root": "/somewhere/tiny-qwen3", "max_model_len": 2048}
+                    ],
+                }
+            ),
+        }
         self.posts = 0
         outer = self
 
@@ -51,17 +62,35 @@ def server(request):
 
 
 def options(tmp_path, url: str, method: str, **kw) -> Options:
-    return Options(method=method, run_id="r", results_dir=tmp_path, runtime="url", url=url, model_set="tiny",
-                   platform="cpu-native", models_dir=str(tmp_path / "models"), tasks=("code",), num_prompts=2,
-                   acceptance_max_tokens=8, perf_output_len=8, warmup_requests=1, skip_bench=True,
-                   ready_timeout=10, **kw)
+    return Options(
+        method=method,
+        run_id="r",
+        results_dir=tmp_path,
+        runtime="url",
+        url=url,
+        model_set="tiny",
+        platform="cpu-native",
+        models_dir=str(tmp_path / "models"),
+        tasks=("code",),
+        num_prompts=2,
+        acceptance_max_tokens=8,
+        perf_output_len=8,
+        warmup_requests=1,
+        skip_bench=True,
+        ready_timeout=10,
+        **kw,
+    )
 
 
-@pytest.mark.parametrize("server, method, expect", [
-    (None, "eagle3", "exposes no vllm:spec_decode_* counters"),
-    (2, "ngram", "drafts K=2"),
-    (4, "baseline", "runs speculative decoding with K=4"),
-], indirect=["server"])
+@pytest.mark.parametrize(
+    "server, method, expect",
+    [
+        (None, "eagle3", "exposes no vllm:spec_decode_* counters"),
+        (2, "ngram", "drafts K=2"),
+        (4, "baseline", "runs speculative decoding with K=4"),
+    ],
+    indirect=["server"],
+)
 def test_a_contradicting_server_fails_before_any_window(server, tmp_path, method, expect):
     summary, published = run_method(options(tmp_path, server.url, method))
     assert summary["status"] == "failed" and summary["error_type"] == "ServerContradiction"
@@ -81,6 +110,6 @@ def test_trust_server_goes_on_with_the_servers_k(server, tmp_path, monkeypatch):
     assert summary["server_contradictions"]["trusted"] is True
     assert summary["speculative_config"] == {"num_speculative_tokens": 2}
     assert summary["asked_for"]["speculative_config"]["num_speculative_tokens"] != 2
-    assert server.posts > 0   # it went on to measure (this stand-in answers 500, so the run fails there)
+    assert server.posts > 0  # it went on to measure (this stand-in answers 500, so the run fails there)
     assert "attached server's flags are unknown" in summary["provenance"]["help_all_of"]
     assert summary.get("error_type") != "ServerContradiction" and "contradict" not in (summary["error"] or "")

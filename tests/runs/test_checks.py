@@ -1,5 +1,6 @@
 """What is refused before any server starts (runs/checks.py): the small predicates the checks rest on; the checks
 themselves run in every method run's tests (tests/runs/test_outcome.py, tests/cli/test_bad_input.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.unit
 def test_only_the_synthetic_rejection_sampler_is_synthetic():
     assert checks.synthetic({"speculative_config": {"rejection_sample_method": "synthetic"}})
     assert not checks.synthetic({"speculative_config": {"rejection_sample_method": "strict"}})
-    assert not checks.synthetic({"speculative_config": None})   # plain decoding
+    assert not checks.synthetic({"speculative_config": None})  # plain decoding
 
 
 def test_importable_says_whether_a_module_can_be_found_without_importing_it():

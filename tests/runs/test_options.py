@@ -1,5 +1,6 @@
 """The run's workloads from its Options: built-in tasks and datasets written once into inputs/, the same inputs
 asked for by every method of the run, and dataset options that cannot work refused before anything starts."""
+
 import pytest
 
 from specstack.datasets import fetch, pinned
@@ -22,13 +23,18 @@ def test_a_dataset_task_is_written_into_inputs_beside_the_built_in_ones(tmp_path
     tasks = load_tasks(opts, tmp_path / "inputs")
     assert list(tasks) == ["code", "humaneval"]
     assert sorted(p.name for p in (tmp_path / "inputs").iterdir()) == [
-        "code.acceptance.jsonl", "code.perf.jsonl", "humaneval.acceptance.jsonl", "humaneval.dataset.json",
-        "humaneval.perf.jsonl"]
+        "code.acceptance.jsonl",
+        "code.perf.jsonl",
+        "humaneval.acceptance.jsonl",
+        "humaneval.dataset.json",
+        "humaneval.perf.jsonl",
+    ]
     assert [r["question_id"] for r in tasks["humaneval"].acceptance] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
     assert load_tasks(opts, tmp_path / "inputs")["humaneval"].acceptance == tasks["humaneval"].acceptance
     # another method of the same run asking for other rows of the set is refused
-    more = Options(method="ngram", run_id="r", results_dir=tmp_path, num_prompts=4, tasks=("humaneval",),
-                   datasets=("humaneval",))
+    more = Options(
+        method="ngram", run_id="r", results_dir=tmp_path, num_prompts=4, tasks=("humaneval",), datasets=("humaneval",)
+    )
     with pytest.raises(UserError, match="humaneval.acceptance.jsonl differs"):
         load_tasks(more, tmp_path / "inputs")
 
@@ -45,11 +51,14 @@ def test_workload_files_of_a_dataset_task_win_over_the_dataset(tmp_path, monkeyp
     assert tasks["sharegpt"].acceptance[0]["category"] is None and tasks["sharegpt"].perf_path == perf
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(tasks=("code",), datasets=("mt-bench",)), "--dataset mt-bench is a task the run leaves out"),
-    (dict(tasks=("mt-bench",), datasets=("mt-bench", "mt-bench")), "names a set twice"),
-    (dict(tasks=("x",), datasets=("x",)), "unknown dataset 'x'"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(tasks=("code",), datasets=("mt-bench",)), "--dataset mt-bench is a task the run leaves out"),
+        (dict(tasks=("mt-bench",), datasets=("mt-bench", "mt-bench")), "names a set twice"),
+        (dict(tasks=("x",), datasets=("x",)), "unknown dataset 'x'"),
+    ],
+)
 def test_dataset_options_that_cannot_work_are_refused(tmp_path, fields, message):
     with pytest.raises(UserError, match=message):
         options(tmp_path, **fields).validate()

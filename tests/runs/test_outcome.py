@@ -4,6 +4,7 @@ the manifest says failed, the command ends with one line and exit 1, and a resum
 
 The runs attach (url runtime) to a real HTTP server answering vLLM's endpoints (tests/runs/test_attach.py); the
 issue's own case, `--url` at a server whose /metrics is not Prometheus text, is provoked without any patch."""
+
 from __future__ import annotations
 
 import http.server
@@ -32,7 +33,7 @@ class Boom(Exception):
 @pytest.fixture
 def server(monkeypatch):
     monkeypatch.setattr(HelpHash, "result", lambda self, timeout=120: self.cancel() or {"sha256": None})  # 10 s
-    s = FakeEndpoints(None)   # a plain-decode server: the baseline agrees with it
+    s = FakeEndpoints(None)  # a plain-decode server: the baseline agrees with it
     yield s
     s.close()
 
@@ -40,6 +41,7 @@ def server(monkeypatch):
 def raiser(where: str):
     def boom(*args, **kwargs):
         raise Boom(f"boom at {where}")
+
     return boom
 
 
@@ -75,8 +77,9 @@ def assert_kept_as_failed(run_dir: Path, method: str, cause: str) -> Path:
 
 
 @pytest.mark.parametrize("where, before, step", AFTER_THE_BUNDLE, ids=[b for b, _, _ in AFTER_THE_BUNDLE])
-def test_an_unexpected_exception_at_each_boundary_keeps_the_method_as_failed(server, tmp_path, monkeypatch,
-                                                                                where, before, step):
+def test_an_unexpected_exception_at_each_boundary_keeps_the_method_as_failed(
+    server, tmp_path, monkeypatch, where, before, step
+):
     for name in before:
         monkeypatch.setattr(MethodRun, name, nothing)
     monkeypatch.setattr(MethodRun, step, raiser(where))
@@ -95,9 +98,10 @@ def test_publication_that_breaks_after_the_folder_is_published_demotes_it(server
 
     def manifest_breaks_for_the_method(run_dir, **fields):
         if "methods" in fields and not getattr(manifest_breaks_for_the_method, "done", False):
-            manifest_breaks_for_the_method.done = True   # once: the failed entry that follows is written
+            manifest_breaks_for_the_method.done = True  # once: the failed entry that follows is written
             raise Boom("boom at the manifest")
         return real(run_dir, **fields)
+
     monkeypatch.setattr(method_run, "update_manifest", manifest_breaks_for_the_method)
     with pytest.raises(MethodCrashed):
         run_method(options(tmp_path, server.url, "baseline"))
@@ -120,9 +124,29 @@ def test_before_the_bundle_exists_nothing_is_left(server, tmp_path, monkeypatch,
 
 def test_the_command_says_it_in_one_line_and_a_resumed_sweep_runs_it_again(server, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(MethodRun, "warm_up", raiser("warm-up"))
-    argv = ["--results", tmp_path, "--run-id", "r", "--url", server.url, "--model-set", "tiny", "--platform",
-            "cpu-native", "--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8",
-            "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "10"]
+    argv = [
+        "--results",
+        tmp_path,
+        "--run-id",
+        "r",
+        "--url",
+        server.url,
+        "--model-set",
+        "tiny",
+        "--platform",
+        "cpu-native",
+        "--tasks",
+        "code",
+        "--num-prompts",
+        "2",
+        "--acceptance-max-tokens",
+        "8",
+        "--warmup-requests",
+        "1",
+        "--skip-bench",
+        "--ready-timeout",
+        "10",
+    ]
     result = run_main(capsys, ["run", "--method", "baseline", *argv])
     assert result.code == 1 and "Traceback" not in result.err, result.err
     (line,) = [x for x in result.err.splitlines() if x.startswith("specstack: error:")]
@@ -142,9 +166,18 @@ class NotPrometheus(HttpStandIn):
     text (a line cut off inside its labels)."""
 
     def __init__(self):
-        pages = {"/health": "", "/v1/models": json.dumps({"object": "list", "data": [
-                     {"id": "spec-demo", "object": "model", "root": "/somewhere/tiny-qwen3", "max_model_len": 2048}]}),
-                 "/metrics": 'vllm:generation_tokens{model_name="spec-demo" upstream closed the connection\n'}
+        pages = {
+            "/health": "",
+            "/v1/models": json.dumps(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": "spec-demo", "object": "model", "root": "/somewhere/tiny-qwen3", "max_model_len": 2048}
+                    ],
+                }
+            ),
+            "/metrics": 'vllm:generation_tokens{model_name="spec-demo" upstream closed the connection\n',
+        }
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
@@ -166,9 +199,29 @@ def test_a_url_whose_metrics_are_not_prometheus_text_is_never_published_ok(tmp_p
     monkeypatch.setattr(HelpHash, "result", lambda self, timeout=120: self.cancel() or {"sha256": None})
     server = NotPrometheus()
     try:
-        argv = ["--results", tmp_path, "--run-id", "r", "--url", server.url, "--model-set", "tiny", "--platform",
-                "cpu-native", "--tasks", "code", "--num-prompts", "2", "--acceptance-max-tokens", "8",
-                "--warmup-requests", "1", "--skip-bench", "--ready-timeout", "10"]
+        argv = [
+            "--results",
+            tmp_path,
+            "--run-id",
+            "r",
+            "--url",
+            server.url,
+            "--model-set",
+            "tiny",
+            "--platform",
+            "cpu-native",
+            "--tasks",
+            "code",
+            "--num-prompts",
+            "2",
+            "--acceptance-max-tokens",
+            "8",
+            "--warmup-requests",
+            "1",
+            "--skip-bench",
+            "--ready-timeout",
+            "10",
+        ]
         result = run_main(capsys, ["run", "--method", "baseline", *argv])
         resumed = run_main(capsys, ["sweep", "--methods", "baseline", *argv])
     finally:
@@ -192,9 +245,19 @@ def test_the_next_run_of_the_run_id_keeps_what_a_killed_one_left_as_failed(serve
     import signal
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom specstack.results.bundle import "
-                             "MethodBundle\nprint(MethodBundle(sys.argv[1], 'r', 'ngram').staging, flush=True)\n"
-                             "time.sleep(120)", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom specstack.results.bundle import "
+            "MethodBundle\nprint(MethodBundle(sys.argv[1], 'r', 'ngram').staging, flush=True)\n"
+            "time.sleep(120)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     staging = Path(proc.stdout.readline().strip())
     proc.send_signal(signal.SIGKILL)
@@ -215,9 +278,9 @@ def test_each_cause_goes_into_the_summary_record_first_cause_first():
     expected = ending.record(start, UserError("bad"))
     assert list(expected.to_json()) == ["method", "status", "error", "error_type"]
     assert (expected.error, expected.error_type) == ("bad", "UserError") and not ending.unexpected
-    quiet = ending.record(start, UserError("bad"), window_failed=True)   # the failed windows say why
+    quiet = ending.record(start, UserError("bad"), window_failed=True)  # the failed windows say why
     assert (quiet.error, quiet.error_type) == (None, "UserError")
     then = ending.record(expected, Boom("late"))
     assert then.error == "bad; then, while finishing: unexpected Boom: late" and then.error_type == "UserError"
     stopped = ending.record(start, KeyboardInterrupt())
-    assert stopped.error_type == "Interrupted" and ending.interrupted and start.error is None   # a copy each time
+    assert stopped.error_type == "Interrupted" and ending.interrupted and start.error is None  # a copy each time

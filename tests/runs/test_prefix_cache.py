@@ -1,6 +1,7 @@
 """Prefix caching: the one override in serve_args (every method alike), the option on every run command and in
 the recipe, a run id that keeps one setting, and the hit rate = Δ hits / Δ queries of constructed counter deltas
 in the summary, the report's rows and the console table."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,6 +32,7 @@ ON, OFF = "--enable-prefix-caching", "--no-enable-prefix-caching"
 
 
 # --- serve_args: one override, every method alike -------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", methods.names())
 @pytest.mark.parametrize("platform", ["gpu-native", "gpu-container", "cpu-native"])
@@ -77,14 +79,17 @@ def test_the_container_entry_point_reads_the_env_var(monkeypatch, capsys):
 
 # --- the option: run, sweep, sweep-k, demo; the recipe --------------------------------------------------
 
+
 def parse(module, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     module.register(parser.add_subparsers())
     return parser.parse_args(argv)
 
 
-@pytest.mark.parametrize("module,argv", [(run, ["run", "--method", "ngram"]), (run, ["sweep"]),
-                                         (sweep_k, ["sweep-k", "--method", "ngram", "--k", "1,2"])])
+@pytest.mark.parametrize(
+    "module,argv",
+    [(run, ["run", "--method", "ngram"]), (run, ["sweep"]), (sweep_k, ["sweep-k", "--method", "ngram", "--k", "1,2"])],
+)
 def test_run_commands_take_the_option(module, argv):
     assert options_from_args(parse(module, argv + ["--prefix-caching"]), "ngram").prefix_caching is True
     assert options_from_args(parse(module, argv), "ngram").prefix_caching is False
@@ -106,17 +111,19 @@ def test_the_plan_and_the_recipe_carry_it(tmp_path):
 
 # --- a run id keeps one setting ---------------------------------------------------------------------------
 
+
 def test_resuming_or_extending_a_run_with_the_other_setting_is_refused(tmp_path):
     run_dir = tmp_path / "r"
-    prefix_cache.check_same_setting("r", run_dir, True)             # nothing started yet: any setting
-    update_manifest(run_dir, reproduction_of={"run_id": "x"})       # a reproduction's manifest, before any method
+    prefix_cache.check_same_setting("r", run_dir, True)  # nothing started yet: any setting
+    update_manifest(run_dir, reproduction_of={"run_id": "x"})  # a reproduction's manifest, before any method
     prefix_cache.check_same_setting("r", run_dir, True)
     update_manifest(run_dir, recipe=recipe.record(Options(method="baseline", run_id="r"), run_dir))
     prefix_cache.check_same_setting("r", run_dir, False)
     with pytest.raises(UserError, match="started without --prefix-caching.*Drop --prefix-caching.*new --run-id"):
         prefix_cache.check_same_setting("r", run_dir, True)
-    update_manifest(run_dir, recipe={**recipe.record(Options(method="baseline", run_id="r"), run_dir),
-                                     "prefix_caching": True})
+    update_manifest(
+        run_dir, recipe={**recipe.record(Options(method="baseline", run_id="r"), run_dir), "prefix_caching": True}
+    )
     with pytest.raises(UserError, match="started with --prefix-caching.*Add --prefix-caching"):
         prefix_cache.check_same_setting("r", run_dir, False)
 
@@ -130,11 +137,13 @@ def test_a_recipe_recorded_before_the_option_counts_as_off(tmp_path):
 
 # --- the counters in a window's snapshots (the hit rate itself: tests/figures/test_prefix_cache.py) ------------
 
+
 def _page(queries: float, hits: float, caching: str = "True") -> str:
     """A /metrics page shaped like vLLM's, rendered by prometheus_client (two engines: summed)."""
     reg = CollectorRegistry()
-    Gauge("vllm:cache_config_info", "c", ["engine", "block_size", "enable_prefix_caching"], registry=reg) \
-        .labels("0", "16", caching).set(1)
+    Gauge("vllm:cache_config_info", "c", ["engine", "block_size", "enable_prefix_caching"], registry=reg).labels(
+        "0", "16", caching
+    ).set(1)
     q = Counter(m.PREFIX_CACHE_QUERIES, "q", ["model_name", "engine"], registry=reg)
     h = Counter(m.PREFIX_CACHE_HITS, "h", ["model_name", "engine"], registry=reg)
     for engine, share in (("0", 0.75), ("1", 0.25)):
@@ -152,22 +161,37 @@ def test_snapshots_keep_the_two_counters_and_diff_them():
 
 
 def _window(name, phase, queries, hits, **kw):
-    return {"name": name, "phase": phase, "counters": {"counters": {m.PREFIX_CACHE_QUERIES: float(queries),
-                                                                    m.PREFIX_CACHE_HITS: float(hits)}}, **kw}
+    return {
+        "name": name,
+        "phase": phase,
+        "counters": {"counters": {m.PREFIX_CACHE_QUERIES: float(queries), m.PREFIX_CACHE_HITS: float(hits)}},
+        **kw,
+    }
 
 
 def constructed_summary(caching: bool = True) -> dict:
     q = 1 if caching else 0
-    return {"prefix_caching": {"option": caching, "serve_flag": caching, "observed": None},
-            "windows": [_window("warmup", "warmup", 50 * q, 0),
-                        _window("acceptance/code", "acceptance", 800 * q, 200 * q, task="code"),
-                        _window("sampled/code/t0.6", "sampled", 800 * q, 600 * q, task="code"),
-                        _window("bench/code-c1-r0", "bench", 1000 * q, 900 * q, task="code", concurrency=1, repeat=0),
-                        _window("bench/code-c1-r1", "bench", 1000 * q, 500 * q, task="code", concurrency=1, repeat=1),
-                        {"name": "bench/code-c4-r0", "phase": "bench", "counters": {}, "status": "failed"}],
-            "tasks": {"code": {"bench": [{"concurrency": 1, "repeat": 0}, {"concurrency": 1, "repeat": 1},
-                                         {"concurrency": 4, "repeat": 0}],
-                               "sampled": {"0.6": {"temperature": 0.6}}}}}
+    return {
+        "prefix_caching": {"option": caching, "serve_flag": caching, "observed": None},
+        "windows": [
+            _window("warmup", "warmup", 50 * q, 0),
+            _window("acceptance/code", "acceptance", 800 * q, 200 * q, task="code"),
+            _window("sampled/code/t0.6", "sampled", 800 * q, 600 * q, task="code"),
+            _window("bench/code-c1-r0", "bench", 1000 * q, 900 * q, task="code", concurrency=1, repeat=0),
+            _window("bench/code-c1-r1", "bench", 1000 * q, 500 * q, task="code", concurrency=1, repeat=1),
+            {"name": "bench/code-c4-r0", "phase": "bench", "counters": {}, "status": "failed"},
+        ],
+        "tasks": {
+            "code": {
+                "bench": [
+                    {"concurrency": 1, "repeat": 0},
+                    {"concurrency": 1, "repeat": 1},
+                    {"concurrency": 4, "repeat": 0},
+                ],
+                "sampled": {"0.6": {"temperature": 0.6}},
+            }
+        },
+    }
 
 
 def test_the_summary_has_it_per_window_task_sampled_phase_and_bench_cell(tmp_path):
@@ -196,13 +220,21 @@ def test_caching_off_gives_n_a_never_zero(tmp_path):
 
 # --- the report's rows and the console table ---------------------------------------------------------------
 
+
 def _publish(results, run_id: str, method: str, caching: bool, tmp_path) -> None:
     s = constructed_summary(caching)
     s = prefix_cache.add_to_summary(Summary.of(s), tmp_path / "none").to_json()
-    s.update({"schema": "specstack.summary/1", "method": method, "status": "ok", "error": None,
-              "baseline_method": None if method == "baseline" else "baseline",
-              "speculative_config": None if method == "baseline" else {"num_speculative_tokens": 4},
-              "crosscheck": {"ok": True, "checks": 1, "mismatches": []}})
+    s.update(
+        {
+            "schema": "specstack.summary/1",
+            "method": method,
+            "status": "ok",
+            "error": None,
+            "baseline_method": None if method == "baseline" else "baseline",
+            "speculative_config": None if method == "baseline" else {"num_speculative_tokens": 4},
+            "crosscheck": {"ok": True, "checks": 1, "mismatches": []},
+        }
+    )
     s["tasks"]["code"].update({"acceptance_rate": 0.5, "mean_acceptance_length": 2.0, "histogram": [1, 1]})
     bundle = MethodBundle(results, run_id, method)
     bundle.write_json("summary.json", s)
@@ -216,8 +248,9 @@ def test_rows_and_console_table(tmp_path, caching):
         _publish(tmp_path, "r", method, caching, tmp_path)
     rows = prefix_cache_rows(load_run(tmp_path / "r"))
     bench = [r for r in rows if r["method"] == "eagle3" and r["phase"] == "bench"]
-    assert [(r["concurrency"], r["hit_rate"]) for r in bench] == ([(1, 0.7), (4, None)] if caching
-                                                                    else [(1, None), (4, None)])
+    assert [(r["concurrency"], r["hit_rate"]) for r in bench] == (
+        [(1, 0.7), (4, None)] if caching else [(1, None), (4, None)]
+    )
     console = Console(width=200, record=True)
     console_table.print_run(tmp_path / "r", console)
     text = console.export_text()
@@ -228,6 +261,7 @@ def test_rows_and_console_table(tmp_path, caching):
 
 def test_a_sweep_with_the_other_setting_is_refused_before_it_skips_or_runs_anything(tmp_path):
     from specstack.pipeline.sweep import run_all
+
     opts = Options(method="baseline", run_id="r", results_dir=tmp_path)
     update_manifest(tmp_path / "r", recipe=recipe.record(opts, tmp_path / "r"))
     with pytest.raises(UserError, match="started without --prefix-caching"):
@@ -239,17 +273,20 @@ def test_the_drift_check_replays_the_setting_and_names_a_change(tmp_path):
     without caching against a replay with it is named flag by flag."""
     from specstack.runs import drift
     from specstack.server import model_identity
+
     models = tmp_path / "models"
     (models / "tiny-qwen3").mkdir(parents=True)
     (models / "tiny-qwen3" / "config.json").write_text("{}")
-    opts = Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models),
-                   prefix_caching=True)
+    opts = Options(
+        method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models), prefix_caching=True
+    )
     plan = plan_for(opts)
-    summary = {"asked_for": {"argv": plan["argv"], "env": plan["env"]},
-               "provenance": {"models": model_identity.of_plan(plan)}}
+    summary = {
+        "asked_for": {"argv": plan["argv"], "env": plan["env"]},
+        "provenance": {"models": model_identity.of_plan(plan)},
+    }
     replayed = recipe.options(recipe.record(opts, tmp_path), run_id="y", results_dir=tmp_path, run_dir=tmp_path)
     assert drift.method("ngram", summary, Options(**{**vars(replayed), "method": "ngram"})) == ([], [])
-    off = plan_for(Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native",
-                           models_dir=str(models)))
+    off = plan_for(Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models)))
     (d,), _ = drift.method("ngram", {**summary, "asked_for": {"argv": off["argv"], "env": off["env"]}}, opts)
     assert "--enable-prefix-caching absent → True" in d.now and "--no-enable-prefix-caching True → absent" in d.now

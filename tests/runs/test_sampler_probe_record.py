@@ -1,5 +1,6 @@
 """runs/sampler_probe.py: which runs record the engine sampler probe's verdict, and what they keep (the probe
 itself is tests/probes/; here its report is constructed so that the rules are checked in milliseconds)."""
+
 import json
 
 import pytest
@@ -10,10 +11,15 @@ from specstack.runs import sampler_probe
 
 pytestmark = pytest.mark.unit
 
-REPORT = {"schema": "specstack.sampler-probe/1", "verdict": "fail", "failing_shapes": ["t1.0-k1"],
-          "cause": "the expanded per-token sampling parameters differ from the request's: ...",
-          "platform": {"vllm": "0.32.0", "device": "cpu", "device_type": "cpu", "triton_kernels": False},
-          "statistics": {"min_power": 0.93, "family_alpha": 1e-3}, "shapes": []}
+REPORT = {
+    "schema": "specstack.sampler-probe/1",
+    "verdict": "fail",
+    "failing_shapes": ["t1.0-k1"],
+    "cause": "the expanded per-token sampling parameters differ from the request's: ...",
+    "platform": {"vllm": "0.32.0", "device": "cpu", "device_type": "cpu", "triton_kernels": False},
+    "statistics": {"min_power": 0.93, "family_alpha": 1e-3},
+    "shapes": [],
+}
 
 
 @pytest.fixture

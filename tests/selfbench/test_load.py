@@ -2,6 +2,7 @@
 
 No vLLM server and no timing assertions: the figures themselves live in docs/load.md.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,7 @@ from specstack.measure import chat
 
 pytestmark = pytest.mark.unit
 
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def test_slope_of_a_line_and_of_noise_around_it():
@@ -32,10 +33,10 @@ def test_downsample_keeps_ends_and_spacing():
 
 
 def test_calibrate_rate_and_prompts():
-    assert lb.calibrate(1200, 10.0) == (4.0, 4800)            # capped at max_rate
-    assert lb.calibrate(1200, 3.0) == (1.5, 1800)             # half the capacity
+    assert lb.calibrate(1200, 10.0) == (4.0, 4800)  # capped at max_rate
+    assert lb.calibrate(1200, 3.0) == (1.5, 1800)  # half the capacity
     assert lb.calibrate(120, 3.3, share=0.5, max_rate=8) == (1.65, 198)
-    assert lb.calibrate(1, 0.1) == (0.05, 1)                  # never 0 prompts
+    assert lb.calibrate(1, 0.1) == (0.05, 1)  # never 0 prompts
     with pytest.raises(ValueError):
         lb.calibrate(60, 0.0)
 
@@ -83,8 +84,10 @@ def test_request_memory_flat_second_half_and_time_fallback():
 
 def test_time_memory_ignores_the_first_quarter():
     # +8 MiB jump in the first minute, then 0.5 MiB/min for 19 minutes; sampled every 5 s
-    samples = [(t, None, int((300 + (8 if t >= 30 else 0) + 0.5 * max(0, t - 60) / 60) * MiB), 5000 + 2 * t)
-               for t in range(0, 1201, 5)]
+    samples = [
+        (t, None, int((300 + (8 if t >= 30 else 0) + 0.5 * max(0, t - 60) / 60) * MiB), 5000 + 2 * t)
+        for t in range(0, 1201, 5)
+    ]
     mem = lb.time_memory(samples, rate=4.0)
     assert mem["minutes"] == pytest.approx(20.0)
     assert mem["slope_mib_per_min_last_3_4"] == pytest.approx(0.5, abs=1e-3)
@@ -118,27 +121,57 @@ def test_counting_requests_follows_the_window_progress_events():
 def _fake_report(bench_slope: float, acc_slope: float, parse_s: float, page_mb: float = 5.2) -> dict:
     def acceptance(n, slope, peak=None):
         mem = lb.request_memory(_series(n, 500.0, slope / 100), n)
-        out = {"requests": n, "concurrency": 4, "memory": mem,
-               "window": {"status": "ok", "reason": None, "checks": 5, "checks_ok": True, "seconds": 20.0}}
+        out = {
+            "requests": n,
+            "concurrency": 4,
+            "memory": mem,
+            "window": {"status": "ok", "reason": None, "checks": 5, "checks_ok": True, "seconds": 20.0},
+        }
         if peak is not None:
             out["tracemalloc"] = {"net_growth_mib": 0.1, "peak_above_start_mib": peak, "own_overhead_mib": 1.0}
         return out
+
     long_samples = [(t, None, int((600 + bench_slope * t / 60) * MiB)) for t in range(0, 1201, 5)]
-    report = {"schema": lb.SCHEMA, "date": "2026-11-29T16:00:00+00:00", "quick": False,
-              "plan": vars(lb.Plan.make(False)), "load": {"start": [1.0, 1.0, 1.0], "end": [2.0, 2.0, 2.0]},
-              "machine": {"cpu_model": "x", "logical_cores": 2, "memory_gib": 23.5, "python": "3.11", "vllm": "0.32.0"},
-              "acceptance": {"rss": acceptance(1000, acc_slope), "traced": acceptance(1000, 5.0, 3.0),
-                             "small_traced": acceptance(100, 5.0, 1.5)},
-              "acceptance_peak_ratio": {"requests_ratio": 10.0, "tracemalloc_peak_ratio": 2.0},
-              "bench": {"long": {"completed": 4800, "rate": 4.0, "memory": lb.time_memory(long_samples, 4.0),
-                                 "window": {"status": "ok", "checks_ok": True},
-                                 "client_process": {"samples": 240, "uss_first_mib": 690.0, "uss_peak_mib": 707.5,
-                                                    "growth_mib": 17.5, "alive_after_window": False}}},
-              "metrics_parse": {"engines": 95, "page_bytes": int(page_mb * 1e6), "page_lines": 60000,
-                                "kept_lines": 6000, "parse_seconds": parse_s, "diff_seconds": 2 * parse_s,
-                                "filter_seconds": parse_s / 2,
-                                "parse_peak_mib": 9.0, "real": {"page_bytes": 57000, "page_lines": 650,
-                                                                "parse_seconds": 0.002}}}
+    report = {
+        "schema": lb.SCHEMA,
+        "date": "2026-11-29T16:00:00+00:00",
+        "quick": False,
+        "plan": vars(lb.Plan.make(False)),
+        "load": {"start": [1.0, 1.0, 1.0], "end": [2.0, 2.0, 2.0]},
+        "machine": {"cpu_model": "x", "logical_cores": 2, "memory_gib": 23.5, "python": "3.11", "vllm": "0.32.0"},
+        "acceptance": {
+            "rss": acceptance(1000, acc_slope),
+            "traced": acceptance(1000, 5.0, 3.0),
+            "small_traced": acceptance(100, 5.0, 1.5),
+        },
+        "acceptance_peak_ratio": {"requests_ratio": 10.0, "tracemalloc_peak_ratio": 2.0},
+        "bench": {
+            "long": {
+                "completed": 4800,
+                "rate": 4.0,
+                "memory": lb.time_memory(long_samples, 4.0),
+                "window": {"status": "ok", "checks_ok": True},
+                "client_process": {
+                    "samples": 240,
+                    "uss_first_mib": 690.0,
+                    "uss_peak_mib": 707.5,
+                    "growth_mib": 17.5,
+                    "alive_after_window": False,
+                },
+            }
+        },
+        "metrics_parse": {
+            "engines": 95,
+            "page_bytes": int(page_mb * 1e6),
+            "page_lines": 60000,
+            "kept_lines": 6000,
+            "parse_seconds": parse_s,
+            "diff_seconds": 2 * parse_s,
+            "filter_seconds": parse_s / 2,
+            "parse_peak_mib": 9.0,
+            "real": {"page_bytes": 57000, "page_lines": 650, "parse_seconds": 0.002},
+        },
+    }
     report["verdicts"] = load_report.verdicts(report)
     return report
 

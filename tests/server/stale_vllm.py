@@ -4,6 +4,7 @@ with spec-decode counters, as the left-over draft_model server on the H200 did.
 
     python stale_vllm.py PORT      prints "listening" once the socket is bound, then serves until killed
 """
+
 from __future__ import annotations
 
 import http.server
@@ -15,14 +16,23 @@ METRICS = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding dr
 vllm:spec_decode_num_drafts_total{engine="0",model_name="spec-demo"} 575.0
 # HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.
 # TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter
-""" + "".join(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="spec-demo",position="{p}"}} 9.0\n'
-              for p in range(4))
+""" + "".join(
+    f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="spec-demo",position="{p}"}} 9.0\n'
+    for p in range(4)
+)
 
 ANSWERS = {
     "/health": ("text/plain", ""),
     "/version": ("application/json", json.dumps({"version": "0.32.0"})),
-    "/v1/models": ("application/json", json.dumps({"object": "list", "data": [
-        {"id": "spec-demo", "object": "model", "root": "/models/tiny-qwen3", "max_model_len": 4096}]})),
+    "/v1/models": (
+        "application/json",
+        json.dumps(
+            {
+                "object": "list",
+                "data": [{"id": "spec-demo", "object": "model", "root": "/models/tiny-qwen3", "max_model_len": 4096}],
+            }
+        ),
+    ),
     "/metrics": ("text/plain; version=0.0.4", METRICS),
 }
 

@@ -1,5 +1,6 @@
 """Who answers on a native server's port (server/identity.py, runtime.port_free), with real processes and real
 sockets: a listener of the session a run started is its own, any other is named by pid and command line."""
+
 from __future__ import annotations
 
 import socket
@@ -19,8 +20,9 @@ STALE = Path(__file__).with_name("stale_vllm.py")
 
 
 def stale_server(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(STALE), str(port)], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(STALE), str(port)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert proc.stdout.readline().strip() == "listening"
     return proc
 
@@ -67,7 +69,7 @@ def test_no_listener_visible_falls_back_to_the_servers_own_log(tmp_path):
 def test_port_free_sees_a_listener_by_connecting(stale, monkeypatch):
     """A bind that succeeds beside a listener (a sandboxed stack did) does not make the port free."""
     assert not runtime.port_free("127.0.0.1", stale.port)
-    monkeypatch.setattr(socket.socket, "bind", lambda self, addr: None)   # the permissive bind
+    monkeypatch.setattr(socket.socket, "bind", lambda self, addr: None)  # the permissive bind
     assert not runtime.port_free("127.0.0.1", stale.port)
     stale.kill()
     stale.wait(10)
@@ -77,10 +79,11 @@ def test_port_free_sees_a_listener_by_connecting(stale, monkeypatch):
 
 def test_verify_names_the_holder_when_another_process_answers(stale, tmp_path):
     own = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    server = runtime.Server(f"http://127.0.0.1:{stale.port}", "spec-demo", "native", log_path=tmp_path / "s.log",
-                            process=own)
+    server = runtime.Server(
+        f"http://127.0.0.1:{stale.port}", "spec-demo", "native", log_path=tmp_path / "s.log", process=own
+    )
     try:
-        assert requests.get(f"{server.base_url}/health", timeout=5).ok   # healthy, and not ours
+        assert requests.get(f"{server.base_url}/health", timeout=5).ok  # healthy, and not ours
         with pytest.raises(runtime.ForeignServer, match=f"answered by pid {stale.pid} .*when window acceptance/code"):
             server.verify("when window acceptance/code was to open")
         own.kill()

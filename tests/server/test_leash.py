@@ -1,6 +1,7 @@
 """The leash (server/leash.py) on plain processes: a stand-in harness starts `sleep` through the launcher exactly as
 start_native starts `vllm serve` (own session, leash.command), and is then SIGKILLed. The sleep stands in for the
 mechanism only (a group to kill, an IPC folder to clear); the real engine is tests/integration/test_kill9.py."""
+
 from __future__ import annotations
 
 import os
@@ -41,13 +42,17 @@ def leashed_sleep(tmp_path: Path) -> tuple[subprocess.Popen, int, Path]:
     folder = tmp_path / "ipc"
     folder.mkdir()
     (folder / "socket-file").write_text("")
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(folder)], stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, str(folder)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     try:
         group = int(harness.stdout.readline())
         wait_until(lambda: started(group), 30, "watchdog beside the sleep")
     except BaseException:
-        harness.kill()   # its watchdog, if any, then ends the sleep
+        harness.kill()  # its watchdog, if any, then ends the sleep
         raise
     return harness, group, folder
 
@@ -56,9 +61,12 @@ def started(group: int) -> bool:
     """The launcher has become the sleep, and its watchdog runs beside it (nothing else is in the group)."""
     members = leash.group_members(group)
     try:
-        return (len(members) == 2 and psutil.Process(group).cmdline() == ["sleep", "600"]
-                and all("watch" in psutil.Process(p).cmdline() for p in members if p != group))
-    except psutil.Error:   # the launcher's short-lived first child, gone between the two looks
+        return (
+            len(members) == 2
+            and psutil.Process(group).cmdline() == ["sleep", "600"]
+            and all("watch" in psutil.Process(p).cmdline() for p in members if p != group)
+        )
+    except psutil.Error:  # the launcher's short-lived first child, gone between the two looks
         return False
 
 
@@ -102,7 +110,7 @@ def test_left_over_ipc_folders_of_dead_harnesses_are_cleared(tmp_path):
     dead.wait()
     mine = tmp_path / f"{ipc.PREFIX}{os.getpid()}-abc"
     gone = tmp_path / f"{ipc.PREFIX}{dead.pid}-abc"
-    unknown = tmp_path / f"{ipc.PREFIX}abc"   # an earlier specstack's: no owner in the name
+    unknown = tmp_path / f"{ipc.PREFIX}abc"  # an earlier specstack's: no owner in the name
     for folder in (mine, gone, unknown):
         folder.mkdir()
     assert ipc.clear_left_over(tmp_path) == [gone]

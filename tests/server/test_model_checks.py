@@ -1,4 +1,5 @@
 """Artifact checks read config.json only and name the fix."""
+
 import json
 
 import pytest
@@ -42,8 +43,10 @@ def test_vocab_mismatch(tmp_path):
     folder(tmp_path, "tiny-qwen3", vocab_size=2048)
     folder(tmp_path, "tiny-qwen3-draft", vocab_size=4096)
     problems, _ = model_checks.check(plan("draft_model", tmp_path))
-    assert problems == ["draft vocab_size 4096 != target vocab_size 2048; vLLM needs equal vocabularies: "
-                        "pick a draft of the target's family"]
+    assert problems == [
+        "draft vocab_size 4096 != target vocab_size 2048; vLLM needs equal vocabularies: "
+        "pick a draft of the target's family"
+    ]
 
 
 def test_eagle3_head_for_another_target(tmp_path):
@@ -67,10 +70,14 @@ def test_hub_ids_not_downloaded_are_skipped_not_failed(tmp_path, monkeypatch):
 
 # --- chat template: the acceptance phase talks to /v1/chat/completions ----------------------------------------
 
-@pytest.mark.parametrize("name,text", [
-    ("chat_template.jinja", "{{ messages[0]['content'] }}"),
-    ("chat_template.json", json.dumps({"chat_template": "{{ messages[0]['content'] }}"})),
-])
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("chat_template.jinja", "{{ messages[0]['content'] }}"),
+        ("chat_template.json", json.dumps({"chat_template": "{{ messages[0]['content'] }}"})),
+    ],
+)
 def test_a_template_in_its_own_file_counts(tmp_path, name, text):
     path = folder(tmp_path, "tiny-qwen3", template=None, model_type="qwen3")
     (path / name).write_text(text)
@@ -81,5 +88,6 @@ def test_a_template_in_its_own_file_counts(tmp_path, name, text):
 def test_a_folder_without_tokenizer_files_is_not_checked_but_said(tmp_path):
     folder(tmp_path, "tiny-qwen3", template=False)
     problems, skipped = model_checks.check(plan("baseline", tmp_path))
-    assert problems == [] and skipped == [f"chat template of {tmp_path}/tiny-qwen3: not checked "
-                                          f"(no tokenizer files in {tmp_path}/tiny-qwen3)"]
+    assert problems == [] and skipped == [
+        f"chat template of {tmp_path}/tiny-qwen3: not checked (no tokenizer files in {tmp_path}/tiny-qwen3)"
+    ]

@@ -1,6 +1,7 @@
 """Where a native server's models would come from (server/model_source.py), with huggingface_hub's real cache
 lookup and client: an empty or filled cache folder, HF_HUB_OFFLINE, a hub endpoint that refuses connections and
 one that answers 404 (a local HTTP server). No network is used."""
+
 from __future__ import annotations
 
 import http.server
@@ -47,8 +48,10 @@ def test_offline_without_a_cached_snapshot_names_the_fix(hub_env, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     found = model_source.problems(default_plan())
     plan = default_plan()
-    assert [p.split(" is neither")[0] for p in found] == [f"target {plan['target']}",
-                                                         f"eagle3 model {plan['speculative_config']['model']}"]
+    assert [p.split(" is neither")[0] for p in found] == [
+        f"target {plan['target']}",
+        f"eagle3 model {plan['speculative_config']['model']}",
+    ]
     for problem in found:
         assert "\n" not in problem
         assert f"in the Hugging Face cache ({hub_env})" in problem and "HF_HUB_OFFLINE=1 forbids downloads" in problem
@@ -65,8 +68,8 @@ def test_a_cached_snapshot_with_weights_is_enough_offline(hub_env, monkeypatch):
 def test_a_cached_snapshot_of_another_commit_than_the_pinned_one_is_not(hub_env, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan = default_plan("baseline")
-    assert len(plan["flags"]["revision"]) == 40       # methods.toml pins the default target
-    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"])   # refs/main: another commit
+    assert len(plan["flags"]["revision"]) == 40  # methods.toml pins the default target
+    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"])  # refs/main: another commit
     assert [p.split(" is neither")[0] for p in model_source.problems(plan)] == [f"target {plan['target']}"]
 
 
@@ -100,8 +103,11 @@ class Hub(HttpStandIn):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                self.wfile.write(b'{"id": "Qwen/Qwen3-8B", "sha": "0123456789abcdef0123456789abcdef01234567"}'
-                                 if status == 200 else b'{"error": "nope"}')
+                self.wfile.write(
+                    b'{"id": "Qwen/Qwen3-8B", "sha": "0123456789abcdef0123456789abcdef01234567"}'
+                    if status == 200
+                    else b'{"error": "nope"}'
+                )
 
         super().__init__(Handler)
 

@@ -2,6 +2,7 @@
 vLLM 0.32.0's SpecDecodingProm registers its counters (one child per engine, the per-position counter with a
 child per position 0..K-1 at start-up), answers' metrics.speculative_decoding as RequestSpecDecodeMetrics
 writes them, and a real HTTP server for observe(). The real engine's pages: tests/integration/test_attach*.py."""
+
 from __future__ import annotations
 
 import http.server
@@ -24,8 +25,11 @@ def vllm_page(k: int | None, engines: int = 1) -> str:
     Counter("vllm:generation_tokens", "g", labels, registry=reg).labels("spec-demo", "0").inc(5)
     Gauge("vllm:num_requests_running", "r", labels, registry=reg).labels("spec-demo", "0").set(0)
     if k is not None:
-        for name in ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
-                     "vllm:spec_decode_num_accepted_tokens"):
+        for name in (
+            "vllm:spec_decode_num_drafts",
+            "vllm:spec_decode_num_draft_tokens",
+            "vllm:spec_decode_num_accepted_tokens",
+        ):
             counter = Counter(name, "d", labels, registry=reg)
             for e in range(engines):
                 counter.labels("spec-demo", str(e))
@@ -65,15 +69,26 @@ def response_metrics(k: int, steps: list[tuple[int, int]]) -> dict:
     hist = [0] * (k + 1)
     for _, accepted in steps:
         hist[accepted] += 1
-    return {"num_spec_tokens": k, "acceptance_histogram": hist, "num_spec_steps": len(steps),
-            "num_draft_tokens": sum(d for d, _ in steps), "num_accepted_draft_tokens": sum(a for _, a in steps),
-            "per_step_drafted": [d for d, _ in steps], "per_step_accepted": [a for _, a in steps]}
+    return {
+        "num_spec_tokens": k,
+        "acceptance_histogram": hist,
+        "num_spec_steps": len(steps),
+        "num_draft_tokens": sum(d for d, _ in steps),
+        "num_accepted_draft_tokens": sum(a for _, a in steps),
+        "per_step_drafted": [d for d, _ in steps],
+        "per_step_accepted": [a for _, a in steps],
+    }
 
 
 def test_answers_reveal_k_and_drafts_per_step():
     facts = obs.spec_from_responses([response_metrics(4, [(4, 2), (3, 3)]), response_metrics(4, [(2, 0)]), None])
-    assert facts == {"requests": 3, "with_spec_metrics": 2, "num_speculative_tokens": [4],
-                     "max_drafts_per_step": 4, "drafts_per_step_within_k": True}
+    assert facts == {
+        "requests": 3,
+        "with_spec_metrics": 2,
+        "num_speculative_tokens": [4],
+        "max_drafts_per_step": 4,
+        "drafts_per_step_within_k": True,
+    }
     summary_level = {k: v for k, v in response_metrics(2, [(2, 1)]).items() if not k.startswith("per_step")}
     facts = obs.spec_from_responses([summary_level])
     assert facts["num_speculative_tokens"] == [2] and facts["max_drafts_per_step"] is None
@@ -107,7 +122,7 @@ def test_contradictions_name_both_facts():
 def test_agreement_and_unknown_contradict_nothing():
     assert obs.contradictions("ngram", NGRAM4, observed(4), "u") == []
     assert obs.contradictions("baseline", None, observed(None), "u") == []
-    assert obs.contradictions("ngram", NGRAM4, observed(None, read=False), "u") == []   # /metrics unreadable
+    assert obs.contradictions("ngram", NGRAM4, observed(None, read=False), "u") == []  # /metrics unreadable
 
 
 def test_answers_stand_in_when_metrics_say_nothing():
@@ -139,8 +154,10 @@ class Endpoints(HttpStandIn):
         super().__init__(Handler)
 
 
-MODELS = [{"id": "spec-demo", "object": "model", "root": "/m/tiny-qwen3", "parent": None, "max_model_len": 4096},
-          {"id": "lora-x", "root": "/m/lora", "parent": "spec-demo"}]
+MODELS = [
+    {"id": "spec-demo", "object": "model", "root": "/m/tiny-qwen3", "parent": None, "max_model_len": 4096},
+    {"id": "lora-x", "root": "/m/lora", "parent": "spec-demo"},
+]
 
 
 def test_observe_reads_the_endpoints():
@@ -149,8 +166,13 @@ def test_observe_reads_the_endpoints():
         seen = obs.observe(server.url, "spec-demo", MODELS)
     finally:
         server.close()
-    assert seen["models"] == {"id": "spec-demo", "root": "/m/tiny-qwen3", "max_model_len": 4096, "parent": None,
-                              "other_ids": ["lora-x"]}
+    assert seen["models"] == {
+        "id": "spec-demo",
+        "root": "/m/tiny-qwen3",
+        "max_model_len": 4096,
+        "parent": None,
+        "other_ids": ["lora-x"],
+    }
     assert seen["vllm_version"] == "0.32.0"
     assert seen["metrics"]["read"] and seen["metrics"]["num_speculative_tokens"] == 3
 
@@ -169,13 +191,21 @@ def test_an_unreadable_metrics_page_leaves_spec_decoding_unknown(page):
 
 
 def plan(method: str, spec: dict | None, **flags) -> dict:
-    return {"method": method, "speculative_config": spec,
-            "flags": {"served-model-name": "spec-demo", "max-model-len": 4096, **flags}}
+    return {
+        "method": method,
+        "speculative_config": spec,
+        "flags": {"served-model-name": "spec-demo", "max-model-len": 4096, **flags},
+    }
 
 
 def with_models(seen: dict, *, served: str = "spec-demo", max_model_len: int = 4096) -> dict:
-    seen["models"] = {"id": served if served == "spec-demo" else None, "root": "/m/tiny-qwen3",
-                      "max_model_len": max_model_len, "parent": None, "other_ids": [] if served == "spec-demo" else [served]}
+    seen["models"] = {
+        "id": served if served == "spec-demo" else None,
+        "root": "/m/tiny-qwen3",
+        "max_model_len": max_model_len,
+        "parent": None,
+        "other_ids": [] if served == "spec-demo" else [served],
+    }
     return seen
 
 

@@ -1,5 +1,6 @@
 """`specstack preflight`: vLLM 0.32.0's own parser and config classes accept every method of both model
 sets, and each bad case fails in seconds with the reason and the fix (no weights are loaded)."""
+
 from __future__ import annotations
 
 import copy
@@ -25,8 +26,6 @@ METHODS = methods.names()
 FAST = 5.0  # seconds a rejected plan may take once vLLM is imported
 
 
-
-
 @pytest.fixture(scope="module", autouse=True)
 def vllm_imported():
     """Import vLLM once (about 10 s on 2 cores), so the timings below measure the checks themselves."""
@@ -49,14 +48,16 @@ def _timed(plan: dict) -> preflight.Report:
 
 # --- every method of both model sets is accepted --------------------------------------------------------
 
+
 @pytest.mark.parametrize("platform", ["gpu-container", "gpu-native"])
 @pytest.mark.parametrize("method", METHODS)
 def test_default_model_set_is_accepted_offline(method, platform):
     report = preflight.run_checks(methods.build(method, platform=platform))
     assert report.errors == []
     assert any("argument parser" in c for c in report.checked)
-    assert any(("SpeculativeConfig" if methods.is_speculative(method) else "observability") in c
-               for c in report.checked)
+    assert any(
+        ("SpeculativeConfig" if methods.is_speculative(method) else "observability") in c for c in report.checked
+    )
     # Hub models are not on this machine: the engine-config step says it was skipped, and why.
     assert len(report.skipped) == 1 and "never downloads" in report.skipped[0]
 
@@ -77,6 +78,7 @@ def test_engine_config_is_skipped_for_another_platform(models_dir):
 
 # --- bad cases fail fast, with the reason and the fix ------------------------------------------------
 
+
 def test_unknown_flag():
     plan = copy.deepcopy(methods.build("baseline", platform="gpu-container"))
     plan["argv"] += ["--max-model-length", "2048"]
@@ -86,8 +88,10 @@ def test_unknown_flag():
 
 
 def test_unknown_speculative_config_key():
-    plan = _with_spec(methods.build("ngram", platform="gpu-container"),
-                      '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_minn":2}')
+    plan = _with_spec(
+        methods.build("ngram", platform="gpu-container"),
+        '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_minn":2}',
+    )
     (error,) = _timed(plan).errors
     assert "unknown key 'prompt_lookup_minn'" in error and "forbids unknown keys" in error
     assert "Did you mean 'prompt_lookup_min'" in error
@@ -99,12 +103,15 @@ def test_unknown_key_from_a_k_override_is_caught_too():
     assert "'num_speculative_token'" in error and "'num_speculative_tokens'" in error
 
 
-@pytest.mark.parametrize("spec,expected", [
-    ('{"method":"ngram","num_speculative_tokens":0}', "greater than 0"),
-    ('{"method":"ngrams","num_speculative_tokens":4}', "Input should be 'ngram'"),
-    ('{"method":"ngram","num_speculative_tokens":4,"tensor_parallel_size":2}', "draft_tensor_parallel_size"),
-    ('{"method":"ngram", not json', "is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ('{"method":"ngram","num_speculative_tokens":0}', "greater than 0"),
+        ('{"method":"ngrams","num_speculative_tokens":4}', "Input should be 'ngram'"),
+        ('{"method":"ngram","num_speculative_tokens":4,"tensor_parallel_size":2}', "draft_tensor_parallel_size"),
+        ('{"method":"ngram", not json', "is not valid JSON"),
+    ],
+)
 def test_bad_speculative_values(spec, expected):
     (error,) = _timed(_with_spec(methods.build("ngram", platform="gpu-container"), spec)).errors
     assert expected in error and "services/methods.toml" in error
@@ -128,16 +135,18 @@ def test_per_request_metrics_without_a_speculative_config():
 
 
 def test_per_request_metrics_without_spec_fails_in_the_engine_config_too(models_dir):
-    plan = copy.deepcopy(methods.build("baseline", model_set_name="tiny", platform="cpu-native",
-                                       models_dir=str(models_dir)))
+    plan = copy.deepcopy(
+        methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    )
     plan["argv"] += ["--per-request-spec-decode-metrics", "detailed"]
     (error,) = preflight.run_checks(plan).errors
     assert "requires speculative decoding" in error
 
 
 def test_engine_config_catches_what_the_flags_alone_cannot(models_dir):
-    plan = copy.deepcopy(methods.build("eagle3", model_set_name="tiny", platform="cpu-native",
-                                       models_dir=str(models_dir)))
+    plan = copy.deepcopy(
+        methods.build("eagle3", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    )
     plan["argv"] += ["--max-model-len", "100000"]
     (error,) = preflight.run_checks(plan).errors
     assert "would not start" in error and "max_model_len" in error
@@ -150,6 +159,7 @@ def test_missing_local_model_folder(tmp_path):
 
 
 # --- chat template: the acceptance phase talks to /v1/chat/completions ----------------------------------------
+
 
 @pytest.fixture(scope="module")
 def base_models(models_dir, tmp_path_factory) -> Path:
@@ -173,19 +183,31 @@ def test_a_target_without_chat_template_is_refused_naming_the_fix_for_both_sides
 
 def test_the_fix_the_refusal_names_passes(base_models):
     """vLLM's own template_basic.jinja, by name, as the message says: the whole engine config is built."""
-    plan = methods.build("mtp-baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(base_models),
-                         extra={"chat-template": "template_basic.jinja"})
+    plan = methods.build(
+        "mtp-baseline",
+        model_set_name="tiny",
+        platform="cpu-native",
+        models_dir=str(base_models),
+        extra={"chat-template": "template_basic.jinja"},
+    )
     report = preflight.run_checks(plan)
     assert report.errors == [] and report.skipped == []
     assert any(c.startswith("engine config") for c in report.checked)
 
 
 def test_a_template_vllm_cannot_load_is_refused(base_models):
-    plan = methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(base_models),
-                         extra={"chat-template": "/nowhere/plain.jinja"})
+    plan = methods.build(
+        "baseline",
+        model_set_name="tiny",
+        platform="cpu-native",
+        models_dir=str(base_models),
+        extra={"chat-template": "/nowhere/plain.jinja"},
+    )
     (error,) = preflight.run_checks(plan).errors  # vLLM's own pre-start check says it
-    assert error.startswith("`vllm serve` pre-start check: The supplied chat template string "
-                            "(/nowhere/plain.jinja) appears path-like, but doesn't exist!"), error
+    assert error.startswith(
+        "`vllm serve` pre-start check: The supplied chat template string "
+        "(/nowhere/plain.jinja) appears path-like, but doesn't exist!"
+    ), error
     (problem,), _ = model_checks.check(plan)  # and the native runtime's model checks
     assert "--chat-template '/nowhere/plain.jinja': vLLM 0.32.0 cannot load it" in problem
 
@@ -210,10 +232,17 @@ def test_cli_in_the_container_exits_2_with_the_message(base_models):
 
 # --- command line -------------------------------------------------------------------------------------
 
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "specstack.cli.preflight", *args], capture_output=True, text=True,
-                          env=env, timeout=300, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "specstack.cli.preflight", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=REPO,
+    )
 
 
 def test_cli_all_methods_as_run_in_a_container():
@@ -225,8 +254,12 @@ def test_cli_all_methods_as_run_in_a_container():
 
 
 def test_cli_bad_override_fails_with_exit_2(capsys):
-    assert preflight_command.main(["--method", "ngram", "--platform", "gpu-container",
-                           "--spec-override", '{"prompt_lookup_mim": 2}']) == 2
+    assert (
+        preflight_command.main(
+            ["--method", "ngram", "--platform", "gpu-container", "--spec-override", '{"prompt_lookup_mim": 2}']
+        )
+        == 2
+    )
     printed = capsys.readouterr().out
     assert "preflight ngram (default, gpu-container): FAILED" in printed and "prompt_lookup_mim" in printed
 

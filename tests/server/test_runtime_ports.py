@@ -1,6 +1,7 @@
 """The bounded wait for a port between two servers, with real listening processes (no vLLM needed):
 the next server starts once the port is released, and a holder that never lets go makes the start fail
 clearly, naming the holder, instead of starting a second server."""
+
 from __future__ import annotations
 
 import time
@@ -15,6 +16,7 @@ from tests.support import free_port
 from ..integration.faults import hold_port as hold
 
 pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def port():
@@ -51,8 +53,9 @@ def test_the_wait_is_bounded_and_names_the_holder(port):
 
 def test_start_native_in_a_sweep_fails_before_spawning_anything(port, tmp_path, monkeypatch):
     """start_native with port_wait: the bounded wait runs before any `vllm serve` is spawned."""
-    plan = methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(tmp_path),
-                         extra={"port": port})
+    plan = methods.build(
+        "baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(tmp_path), extra={"port": port}
+    )
     holder = hold(port, 300)
     spawned = []
     monkeypatch.setattr(runtime.subprocess, "Popen", lambda *a, **k: spawned.append(a) or pytest.fail("spawned"))

@@ -1,6 +1,7 @@
 """A tiny base model: a copy of a tiny model (collector/specstack/fixtures/tiny_models.py) whose tokenizer has no
 chat template, as a base checkpoint such as MiMo-7B-Base may ship (no chat_template in tokenizer_config.json,
 no chat_template.jinja or chat_template.json)."""
+
 from __future__ import annotations
 
 import json

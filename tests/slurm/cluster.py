@@ -1,6 +1,7 @@
 """A single-node Slurm for the tests: munged, slurmctld and slurmd from Debian's packages, started in a
 temporary folder with a config of their own (own ports, state, spool, logs, munge key and socket; no systemd,
 nothing under /etc). stop() cancels what is still queued and ends only the daemons started here, by pid."""
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ from tests.support import free_port
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
-FIX = ("install them with `apt-get install slurmctld slurmd munge slurm-client` (.ci/run's apt-get line does)")
+FIX = "install them with `apt-get install slurmctld slurmd munge slurm-client` (.ci/run's apt-get line does)"
 
 
 def require_binaries() -> dict[str, str]:
@@ -84,13 +85,31 @@ class Cluster:
         key, sock = d / "munge" / "munge.key", d / "munge" / "munge.sock"
         subprocess.run([self.bin["mungekey"], "--create", f"--keyfile={key}"], check=True, capture_output=True)
         key.chmod(0o600)
-        self._spawn("munged", [self.bin["munged"], "-F", "--force", f"--key-file={key}", f"--socket={sock}",
-                               f"--pid-file={d}/munge/munged.pid", f"--log-file={d}/munge/munged.log",
-                               f"--seed-file={d}/munge/seed"])
+        self._spawn(
+            "munged",
+            [
+                self.bin["munged"],
+                "-F",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={sock}",
+                f"--pid-file={d}/munge/munged.pid",
+                f"--log-file={d}/munge/munged.log",
+                f"--seed-file={d}/munge/seed",
+            ],
+        )
         self._wait(lambda: sock.exists(), 10, "munged's socket")
-        self.conf.write_text(CONF.format(host=self.host, ctld_port=free_port(), d_port=free_port(),
-                                         user=os.environ.get("USER") or "root", munge_socket=sock, dir=d,
-                                         cpus=os.cpu_count() or 1))
+        self.conf.write_text(
+            CONF.format(
+                host=self.host,
+                ctld_port=free_port(),
+                d_port=free_port(),
+                user=os.environ.get("USER") or "root",
+                munge_socket=sock,
+                dir=d,
+                cpus=os.cpu_count() or 1,
+            )
+        )
         self._spawn("slurmctld", [self.bin["slurmctld"], "-D", "-f", str(self.conf)])
         self._wait(lambda: self.run("scontrol", "ping").returncode == 0, 30, "slurmctld answering scontrol ping")
         self._spawn("slurmd", [self.bin["slurmd"], "-D", "-f", str(self.conf), "-N", self.host])
@@ -99,8 +118,9 @@ class Cluster:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 (the child process writes it past this block)
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                            start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+        )
         log.close()
 
     def _wait(self, condition, seconds: float, what: str) -> None:
@@ -114,8 +134,10 @@ class Cluster:
             time.sleep(0.2)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                         for p in sorted(self.dir.glob("*.out")) + sorted(self.dir.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in sorted(self.dir.glob("*.out")) + sorted(self.dir.glob("*.log"))
+        )
 
     def run(self, tool: str, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([self.bin[tool], *args], capture_output=True, text=True, env=self.env, timeout=60)

@@ -1,5 +1,6 @@
 """The single-node Slurm the tests in this folder submit to (tests/slurm/cluster.py), started once per module
 that asks for it and stopped, daemons by pid, even when a test fails."""
+
 from __future__ import annotations
 
 import pytest

@@ -7,6 +7,7 @@ Each task is made to stall cheaply rather than to run a long measurement: the te
 (results/files.py folder_locked), which the harness takes to record the run in the manifest before it starts a
 server, so the task waits in flock with no vLLM started until Slurm ends it. What ends it is Slurm's own time
 limit and preemption; what is checked is what the harness and gather make of that."""
+
 from __future__ import annotations
 
 import fcntl
@@ -25,8 +26,9 @@ SPECSTACK = Path(sys.executable).with_name("specstack")
 
 
 def specstack(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SPECSTACK), "slurm", *args], capture_output=True, text=True, env=cluster.env,
-                          timeout=300)
+    return subprocess.run(
+        [str(SPECSTACK), "slurm", *args], capture_output=True, text=True, env=cluster.env, timeout=300
+    )
 
 
 class RunFolderLock:
@@ -43,14 +45,27 @@ class RunFolderLock:
 
 def submit_stalled(cluster, results: Path, run_id: str, models_dir: Path, *options: str) -> tuple[str, RunFolderLock]:
     lock = RunFolderLock(results / run_id)
-    proc = specstack(cluster, "submit", "--methods", "baseline", "--run-id", run_id, "--results", str(results),
-                     "--run-args", f"--model-set tiny --platform cpu-native --models-dir {models_dir}", *options)
+    proc = specstack(
+        cluster,
+        "submit",
+        "--methods",
+        "baseline",
+        "--run-id",
+        run_id,
+        "--results",
+        str(results),
+        "--run-args",
+        f"--model-set tiny --platform cpu-native --models-dir {models_dir}",
+        *options,
+    )
     assert proc.returncode == 0, proc.stderr
     job = json.loads(proc.stdout)["arrays"][0]["job_id"]
     task = f"{job}_0"
-    deadline = time.monotonic() + 120   # running, and its harness has reached the lock (its start record is there)
-    while not (cluster.run("squeue", "-h", "-r", "-j", job, "-o", "%T").stdout.strip() == "RUNNING"
-               and list((results / run_id / "host-provenance").glob("baseline.json"))):
+    deadline = time.monotonic() + 120  # running, and its harness has reached the lock (its start record is there)
+    while not (
+        cluster.run("squeue", "-h", "-r", "-j", job, "-o", "%T").stdout.strip() == "RUNNING"
+        and list((results / run_id / "host-provenance").glob("baseline.json"))
+    ):
         assert time.monotonic() < deadline, f"{task} never ran: {cluster.queued()}\n{cluster.logs()}"
         time.sleep(0.5)
     return task, lock
@@ -78,7 +93,7 @@ def test_a_task_past_its_time_limit_is_named_timed_out(slurm_cluster, models_dir
     results, run_id = tmp_path / "shared", "slurm-timeout"
     task, lock = submit_stalled(slurm_cluster, results, run_id, models_dir, "--time", "1")
     try:
-        slurm_cluster.wait_idle(240)   # Slurm checks limits every 30 s; SIGTERM, then KillWait
+        slurm_cluster.wait_idle(240)  # Slurm checks limits every 30 s; SIGTERM, then KillWait
     finally:
         lock.release()
     manifest = assert_named(slurm_cluster, results, run_id, task, "timed out", "TIMEOUT")
@@ -90,8 +105,9 @@ def test_a_preempted_task_is_named_preempted(slurm_cluster, models_dir, tmp_path
     cpus = str(os.cpu_count() or 1)
     task, lock = submit_stalled(slurm_cluster, results, run_id, models_dir, "--cpus-per-task", cpus)
     try:
-        urgent = slurm_cluster.run("sbatch", "--parsable", "-p", "urgent", "-c", cpus, "-o", str(tmp_path / "urgent.out"),
-                                   "--wrap", "sleep 1")
+        urgent = slurm_cluster.run(
+            "sbatch", "--parsable", "-p", "urgent", "-c", cpus, "-o", str(tmp_path / "urgent.out"), "--wrap", "sleep 1"
+        )
         assert urgent.returncode == 0, urgent.stderr
         slurm_cluster.wait_idle(180)
     finally:

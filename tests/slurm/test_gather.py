@@ -1,5 +1,6 @@
 """slurm/gather.py's pure parts: which task is each method's latest attempt, and the status a method without a
 good result gets from Slurm's record and the harness's summary."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,13 @@ from specstack.slurm.gather import latest_attempts, method_status
 pytestmark = pytest.mark.unit
 
 SUBMISSIONS = [
-    {"submission": 1, "arrays": [{"name": "baselines", "job_id": "10", "methods": ["baseline"]},
-                                 {"name": "methods", "job_id": "11", "methods": ["ngram", "suffix"]}]},
+    {
+        "submission": 1,
+        "arrays": [
+            {"name": "baselines", "job_id": "10", "methods": ["baseline"]},
+            {"name": "methods", "job_id": "11", "methods": ["ngram", "suffix"]},
+        ],
+    },
     {"submission": 2, "arrays": [{"name": "methods", "job_id": "15", "methods": ["ngram"]}]},
 ]
 
@@ -23,26 +29,46 @@ def test_the_latest_submission_of_a_method_is_its_attempt():
 
 
 def _record(state: str) -> dict:
-    return {"array_job_id": "11", "array_task_id": 0, "state": state, "node": "gpu01", "elapsed": "00:03:10",
-            "time_limit": "02:00:00", "exit_code": "0:15"}
+    return {
+        "array_job_id": "11",
+        "array_task_id": 0,
+        "state": state,
+        "node": "gpu01",
+        "elapsed": "00:03:10",
+        "time_limit": "02:00:00",
+        "exit_code": "0:15",
+    }
 
 
-@pytest.mark.parametrize("state,status", [("CANCELLED by 0", "cancelled"), ("TIMEOUT", "timed out"),
-                                          ("PREEMPTED", "preempted"), ("FAILED", "failed"),
-                                          ("NODE_FAIL", "node failed"), ("COMPLETED", "failed")])
+@pytest.mark.parametrize(
+    "state,status",
+    [
+        ("CANCELLED by 0", "cancelled"),
+        ("TIMEOUT", "timed out"),
+        ("PREEMPTED", "preempted"),
+        ("FAILED", "failed"),
+        ("NODE_FAIL", "node failed"),
+        ("COMPLETED", "failed"),
+    ],
+)
 def test_an_ended_task_is_named_with_its_task_the_harness_reason_and_the_fix(state, status):
-    got, error = method_status(_record(state), {"error": "interrupted (SIGTERM); rerun the same command"}, "r1",
-                               ".slurm/11_0.out")
+    got, error = method_status(
+        _record(state), {"error": "interrupted (SIGTERM); rerun the same command"}, "r1", ".slurm/11_0.out"
+    )
     assert got == status
-    assert error.startswith(f"Slurm: {state} (task 11_0 on gpu01, elapsed 00:03:10, limit 02:00:00, exit 0:15); "
-                            "the harness said: interrupted (SIGTERM)")
+    assert error.startswith(
+        f"Slurm: {state} (task 11_0 on gpu01, elapsed 00:03:10, limit 02:00:00, exit 0:15); "
+        "the harness said: interrupted (SIGTERM)"
+    )
     assert "; the task's log: .slurm/11_0.out; " in error
     assert error.endswith("`specstack slurm submit --run-id r1` runs it again")
 
 
 def test_a_task_still_queued_says_to_gather_again():
-    assert method_status(_record("PENDING"), None, "r1") == ("pending", "Slurm: PENDING; gather again when it has "
-                                                                       "ended")
+    assert method_status(_record("PENDING"), None, "r1") == (
+        "pending",
+        "Slurm: PENDING; gather again when it has ended",
+    )
     assert method_status(_record("RUNNING"), None, "r1")[0] == "running"
 
 

@@ -1,4 +1,5 @@
 """slurm/submit.py and `specstack slurm submit`'s checks: every user error before anything is submitted."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,10 @@ def test_options_each_task_sets_itself_are_refused(arg):
 
 
 def test_a_bad_run_arg_is_refused_by_the_run_parser_before_sbatch(capsys, tmp_path):
-    got = run_main(capsys, ["slurm", "submit", "--methods", "baseline", "--results", str(tmp_path),
-                            "--run-args", "--concurrency x"])
+    got = run_main(
+        capsys,
+        ["slurm", "submit", "--methods", "baseline", "--results", str(tmp_path), "--run-args", "--concurrency x"],
+    )
     assert got.code == 2 and "is not accepted by `specstack run`" in got.err and "nothing was submitted" in got.err
     assert not any(tmp_path.iterdir())
 
@@ -69,6 +72,7 @@ def test_the_tasks_of_a_submission_share_the_runs_lock_and_another_harness_is_re
 
     from specstack.results import run_lock
     from specstack.slurm.script import SbatchOptions
+
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "sbatch").write_text("#!/bin/sh\necho 42\n")
@@ -80,10 +84,15 @@ def test_the_tasks_of_a_submission_share_the_runs_lock_and_another_harness_is_re
     def process(script: str, token: str | None = None, **kw):
         env = {k: v for k, v in os.environ.items() if k != run_lock.TOKEN_ENV}
         return (subprocess.Popen if kw.pop("background", False) else subprocess.run)(
-            [sys.executable, "-c", script, str(run_dir)], env={**env, **({run_lock.TOKEN_ENV: token} if token else {})},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+            [sys.executable, "-c", script, str(run_dir)],
+            env={**env, **({run_lock.TOKEN_ENV: token} if token else {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kw,
+        )
 
-    native = process(HOLD, background=True)   # `specstack run` of that run id, measuring
+    native = process(HOLD, background=True)  # `specstack run` of that run id, measuring
     try:
         assert native.stdout.readline() == "held\n"
         with pytest.raises(run_lock.RunInUse, match=f"pid {native.pid}"):
@@ -93,7 +102,7 @@ def test_the_tasks_of_a_submission_share_the_runs_lock_and_another_harness_is_re
         native.wait()
     submit.submit(run_dir, ["baseline"], [], SbatchOptions(), specstack=exe, baseline_of=lambda m: None)
     token = json.loads((run_dir / ".slurm" / "submission-1.json").read_text())["lock_token"]
-    first = process(HOLD, token, background=True)   # the first task: holds the run's lock
+    first = process(HOLD, token, background=True)  # the first task: holds the run's lock
     try:
         assert first.stdout.readline() == "held\n"
         assert process(ACQUIRE, token).returncode == 0, "a task of the same submission was refused"

@@ -1,4 +1,5 @@
 """slurm/task.py: the method of an array task, and the errors a task outside Slurm or a stale plan gets."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,23 +40,39 @@ def test_free_port_honours_the_port_range(monkeypatch):
 
 def _stand_in(folder, name: str, output: str) -> None:
     path = folder / name
-    path.write_text(f"#!/bin/sh\necho '{output}'\n")   # echo: a builtin, PATH holds only the stand-ins
+    path.write_text(f"#!/bin/sh\necho '{output}'\n")  # echo: a builtin, PATH holds only the stand-ins
     path.chmod(0o755)
 
 
 def test_the_start_record_of_a_gpu_task(monkeypatch, tmp_path):
     """What a task on a GPU node records, with stand-ins for nvidia-smi (the one GPU its cgroup shows) and
     scontrol (its own job record, GRES index 3): Slurm's index and the UUID, side by side."""
-    _stand_in(tmp_path, "nvidia-smi", "0, GPU-5f3c0d2e-1111-2222-3333-444455556666, NVIDIA H200, 580.65.06, "
-                                      "143771, 0, 00000000:9B:00.0")
-    _stand_in(tmp_path, "scontrol", "JobId=12 ArrayJobId=10 ArrayTaskId=2 JobState=RUNNING ExitCode=0:0 "
-                                    "RunTime=00:00:01 TimeLimit=02:00:00 StartTime=2026-12-02T10:00:00 "
-                                    "EndTime=2026-12-02T12:00:00 NodeList=gpu01 BatchHost=gpu01 JOB_GRES=gpu:1 "
-                                    "Nodes=gpu01 CPU_IDs=0-7 Mem=0 GRES=gpu:1(IDX:3)")
+    _stand_in(
+        tmp_path,
+        "nvidia-smi",
+        "0, GPU-5f3c0d2e-1111-2222-3333-444455556666, NVIDIA H200, 580.65.06, 143771, 0, 00000000:9B:00.0",
+    )
+    _stand_in(
+        tmp_path,
+        "scontrol",
+        "JobId=12 ArrayJobId=10 ArrayTaskId=2 JobState=RUNNING ExitCode=0:0 "
+        "RunTime=00:00:01 TimeLimit=02:00:00 StartTime=2026-12-02T10:00:00 "
+        "EndTime=2026-12-02T12:00:00 NodeList=gpu01 BatchHost=gpu01 JOB_GRES=gpu:1 "
+        "Nodes=gpu01 CPU_IDs=0-7 Mem=0 GRES=gpu:1(IDX:3)",
+    )
     monkeypatch.setenv("PATH", str(tmp_path))
     from specstack.slurm.task import start_record
-    record = start_record({"SLURM_JOB_ID": "12", "SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "2",
-                           "SLURMD_NODENAME": "gpu01", "SLURM_JOB_GPUS": "3", "CUDA_VISIBLE_DEVICES": "0"})
+
+    record = start_record(
+        {
+            "SLURM_JOB_ID": "12",
+            "SLURM_ARRAY_JOB_ID": "10",
+            "SLURM_ARRAY_TASK_ID": "2",
+            "SLURMD_NODENAME": "gpu01",
+            "SLURM_JOB_GPUS": "3",
+            "CUDA_VISIBLE_DEVICES": "0",
+        }
+    )
     slurm = record["slurm"]
     assert (slurm["job_gpus"], slurm["gres_index"], slurm["cuda_visible_devices"]) == ("3", "3", "0")
     assert slurm["time_limit"] == "02:00:00" and slurm["facts_source"] == "environment + scontrol show job"
@@ -64,7 +81,8 @@ def test_the_start_record_of_a_gpu_task(monkeypatch, tmp_path):
 
 
 def test_the_start_record_of_a_cpu_task_outside_scontrol(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))   # neither nvidia-smi nor scontrol
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither nvidia-smi nor scontrol
     from specstack.slurm.task import start_record
+
     record = start_record({"SLURM_JOB_ID": "5"})
     assert record["gpu"] is None and record["slurm"]["facts_source"] == "environment"

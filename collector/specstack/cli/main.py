@@ -1,5 +1,6 @@
 """`specstack COMMAND`: builds the parser from the command modules and dispatches; user errors become one
 line naming the fix and exit code 2; a method run that broke unexpectedly (runs/outcome.py) one line and exit 1."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,22 +33,22 @@ from specstack.runs.outcome import RunBroke
 
 # In the order `specstack --help` lists them.
 COMMANDS = (
-    run,          # run, sweep
-    demo,         # demo, table
-    workloads,    # workloads
-    datasets,     # datasets
+    run,  # run, sweep
+    demo,  # demo, table
+    workloads,  # workloads
+    datasets,  # datasets
     tiny_models,  # tiny-models
-    models,       # models build (smollm2: the trained set; tiny)
-    preflight,    # preflight
+    models,  # models build (smollm2: the trained set; tiny)
+    preflight,  # preflight
     probe_sampler,  # probe-sampler
-    report,       # report
-    compare,      # compare
-    reproduce,    # reproduce
-    archive,      # pack, verify
-    sweep_k,      # sweep-k
-    k8s,          # k8s generate, k8s gather (deploy/helm/specstack)
-    slurm,        # slurm submit, slurm gather (job arrays, docs/slurm.md)
-    host,         # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
+    report,  # report
+    compare,  # compare
+    reproduce,  # reproduce
+    archive,  # pack, verify
+    sweep_k,  # sweep-k
+    k8s,  # k8s generate, k8s gather (deploy/helm/specstack)
+    slurm,  # slurm submit, slurm gather (job arrays, docs/slurm.md)
+    host,  # containers (host-side facts for compose runs; stdlib only, also `python3 -m specstack.host`)
 )
 
 
@@ -62,17 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with interrupts.as_exception():   # SIGTERM and SIGHUP clean up as Ctrl+C does
+        with interrupts.as_exception():  # SIGTERM and SIGHUP clean up as Ctrl+C does
             return args.func(args) or 0
     except KeyboardInterrupt as e:
         name = getattr(e, "name", "SIGINT")
-        print(f"specstack: interrupted ({name}); whatever it started is stopped, a method cut short is kept as "
-              "<method>.failed-*", file=sys.stderr)
+        print(
+            f"specstack: interrupted ({name}); whatever it started is stopped, a method cut short is kept as "
+            "<method>.failed-*",
+            file=sys.stderr,
+        )
         return getattr(e, "exit_code", 130)
     except (UserError, MethodError, WorkloadError) as e:
         print(f"specstack: error: {e}", file=sys.stderr)
         return 2
-    except RunBroke as e:   # a method ended by an unexpected exception or an unwritable bundle, kept as failed
+    except RunBroke as e:  # a method ended by an unexpected exception or an unwritable bundle, kept as failed
         print(f"specstack: error: {e}", file=sys.stderr)
         return e.exit_code
 

@@ -1,5 +1,6 @@
 """Options shared by several commands, and their translation into the engine's Options: the options of a method
 run are built from Options' own fields (their flag(...) metadata, runs/options.py), so each is declared once."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,25 +28,34 @@ def _tokenizer(text: str) -> str:
     """A folder named by --tokenizer must be on this machine: the user asked for tokens, so a typo is refused
     instead of falling back to characters. A hub id is tried when the table is built (its failure is shown)."""
     if text.startswith(("/", ".", "~")) and not Path(text).expanduser().is_dir():
-        raise argparse.ArgumentTypeError(f"no folder {text} on this machine; pass a tokenizer folder that exists "
-                                         "here (one holding tokenizer.json) or a hub id")
+        raise argparse.ArgumentTypeError(
+            f"no folder {text} on this machine; pass a tokenizer folder that exists "
+            "here (one holding tokenizer.json) or a hub id"
+        )
     return text
 
 
 def add_tokenizer_option(p: argparse.ArgumentParser, recorded: str) -> None:
     """--tokenizer of report and compare: what counts the greedy outputs' first diverging token."""
-    p.add_argument("--tokenizer", type=_tokenizer, default=None, metavar="PATH_OR_HUB_ID",
-                   help=f"tokenizer folder or hub id for the greedy-output comparison (default: the target recorded "
-                        f"in {recorded}; characters if it is not on this machine, e.g. a bundle from another host)")
+    p.add_argument(
+        "--tokenizer",
+        type=_tokenizer,
+        default=None,
+        metavar="PATH_OR_HUB_ID",
+        help=f"tokenizer folder or hub id for the greedy-output comparison (default: the target recorded "
+        f"in {recorded}; characters if it is not on this machine, e.g. a bundle from another host)",
+    )
 
 
 def add_methods_option(p: argparse.ArgumentParser) -> None:
     """--methods of the commands that run several methods (sweep, slurm submit). Left out: services/methods.toml's
     [sweep] methods, the one default list, read when the command runs (sweep_methods), so a bad table refuses only
     the commands that need it."""
-    p.add_argument("--methods", default=None,
-                   help=f"comma-separated, in order (default: services/methods.toml's [sweep] methods, "
-                        f"{_sweep_default_text()})")
+    p.add_argument(
+        "--methods",
+        default=None,
+        help=f"comma-separated, in order (default: services/methods.toml's [sweep] methods, {_sweep_default_text()})",
+    )
 
 
 def _sweep_default_text() -> str:
@@ -86,14 +96,14 @@ def add_option(p: argparse.ArgumentParser, name: str) -> None:
     f, spec = FLAGS[name]
     option, dest = spec.option or f"--{name.replace('_', '-')}", spec.dest or name
     default: Any = f.default if spec.cli_default is AS_FIELD else spec.cli_default
-    if spec.env:   # argparse passes a string default through the option's type, as it would a typed value
+    if spec.env:  # argparse passes a string default through the option's type, as it would a typed value
         default = os.environ.get(spec.env, default)
     if isinstance(f.default, bool):
         p.add_argument(option, dest=dest, action="store_true", help=spec.help)
         return
     kw: dict[str, Any] = {"action": "append", "default": list(default)} if spec.repeatable else {"default": default}
     parse = spec.parse or _parser_of(name)
-    if parse is not None:   # none: the string as given
+    if parse is not None:  # none: the string as given
         kw["type"] = parse
     p.add_argument(option, dest=dest, help=spec.help, metavar=spec.metavar, choices=spec.choices, **kw)
 
@@ -104,15 +114,16 @@ def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> Non
     for name, (_, spec) in FLAGS.items():
         if spec.shared:
             add_option(p, name)
-        if name == "spec_override" and single_k:   # not a field: options_from_args merges it into spec_override
+        if name == "spec_override" and single_k:  # not a field: options_from_args merges it into spec_override
             p.add_argument("--k", type=int, default=None, help="shorthand for num_speculative_tokens")
 
 
 def options_from_args(args: argparse.Namespace, method: str) -> Options:
     """The Options of a parsed command line: each field's option as parsed (a field whose option the command does
     not have keeps its default), then the few whose value is worked out from several options."""
-    values = {name: getattr(args, spec.dest or name) for name, (_, spec) in FLAGS.items()
-              if hasattr(args, spec.dest or name)}
+    values = {
+        name: getattr(args, spec.dest or name) for name, (_, spec) in FLAGS.items() if hasattr(args, spec.dest or name)
+    }
     override = dict(args.spec_override or {})
     if getattr(args, "k", None) is not None:  # sweep-k has none: its --k is a list (dest ks)
         override["num_speculative_tokens"] = args.k
@@ -127,7 +138,11 @@ def options_from_args(args: argparse.Namespace, method: str) -> Options:
         run_id=args.run_id or default_run_id(),
         # --url names a server to attach to: alone it means the url runtime (Options.validate refuses it with native)
         runtime=args.runtime or (Runtime.URL if args.url else Runtime.NATIVE),
-        tasks=run_tasks(args.tasks, args.datasets, tuple(workload_files)), datasets=tuple(args.datasets),
-        workload_files=workload_files, spec_override=override or None,
-        rates=() if args.rates == "auto" else args.rates, rates_auto=args.rates == "auto")
+        tasks=run_tasks(args.tasks, args.datasets, tuple(workload_files)),
+        datasets=tuple(args.datasets),
+        workload_files=workload_files,
+        spec_override=override or None,
+        rates=() if args.rates == "auto" else args.rates,
+        rates_auto=args.rates == "auto",
+    )
     return Options(method=method, **values)

@@ -5,6 +5,7 @@ Runs inside the method's own server image too, where specstack is mounted, not i
 before the server starts): `python3 -m specstack.cli.preflight --method suffix --platform gpu-container`.
 Imports nothing beyond the standard library, config/ and server/preflight.py for that reason.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,15 @@ def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]
             caching = serve_args.prefix_caching_value(args.prefix_caching)
             name = resolve_method(cfg, name)
             is_spec = "speculative-config" in cfg["methods"][name]
-            plan = build(name, model_set_name=args.model_set, platform=args.platform,
-                         models_dir=args.models_dir, spec_override=override if is_spec else None, cfg=cfg,
-                         prefix_caching=caching)
+            plan = build(
+                name,
+                model_set_name=args.model_set,
+                platform=args.platform,
+                models_dir=args.models_dir,
+                spec_override=override if is_spec else None,
+                cfg=cfg,
+                prefix_caching=caching,
+            )
             out.append((name, plan, None))
         except MethodError as e:
             out.append((name, None, f"{e}"))
@@ -70,27 +77,47 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", help="a method of services/methods.toml")
     p.add_argument("--all", action="store_true", help="every method")
-    p.add_argument("--model-set", default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
-                   help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or default)")
-    p.add_argument("--platform", default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
-                   help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM or gpu-native)")
+    p.add_argument(
+        "--model-set",
+        default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
+        help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or default)",
+    )
+    p.add_argument(
+        "--platform",
+        default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
+        help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM or gpu-native)",
+    )
     p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
-    p.add_argument("--spec-override", default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
-                   help="JSON merged into the speculative config (as the server would get it)")
-    p.add_argument("--prefix-caching", action="store_const", const="1",
-                   default=os.environ.get(serve_args.PREFIX_CACHING_ENV) or None,
-                   help="check with enable-prefix-caching, as a run's --prefix-caching serves it (default: "
-                        "$SPECSTACK_PREFIX_CACHING, 1 or 0, else methods.toml's [common])")
-    p.add_argument("--deep", choices=("auto", "off", "force"), default="auto",
-                   help="engine config build: auto (when configs are on disk and the platform matches), "
-                        "off, or force (also for another platform)")
+    p.add_argument(
+        "--spec-override",
+        default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,
+        help="JSON merged into the speculative config (as the server would get it)",
+    )
+    p.add_argument(
+        "--prefix-caching",
+        action="store_const",
+        const="1",
+        default=os.environ.get(serve_args.PREFIX_CACHING_ENV) or None,
+        help="check with enable-prefix-caching, as a run's --prefix-caching serves it (default: "
+        "$SPECSTACK_PREFIX_CACHING, 1 or 0, else methods.toml's [common])",
+    )
+    p.add_argument(
+        "--deep",
+        choices=("auto", "off", "force"),
+        default="auto",
+        help="engine config build: auto (when configs are on disk and the platform matches), "
+        "off, or force (also for another platform)",
+    )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="also list what was checked")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("preflight", help="check a method's vLLM arguments before starting a server",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "preflight",
+        help="check a method's vLLM arguments before starting a server",
+        description=__doc__.splitlines()[0],
+    )
     add_arguments(p)
     p.set_defaults(func=_cmd)
 

@@ -7,6 +7,7 @@ Runs inside a vLLM image too, where specstack is mounted rather than installed:
 `python3 -m specstack.cli.probe_sampler --json probe.json` (imports only numpy, torch and vLLM beyond the
 standard library).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,20 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", metavar="PATH", help="also write the full verdict as JSON to PATH ('-': JSON on "
-                                                  "stdout, the summary on stderr)")
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the full verdict as JSON to PATH ('-': JSON on stdout, the summary on stderr)",
+    )
     p.set_defaults(func=_cmd)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("probe-sampler", help="check the installed vLLM's rejection sampler (seconds, no model)",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "probe-sampler",
+        help="check the installed vLLM's rejection sampler (seconds, no model)",
+        description=__doc__.splitlines()[0],
+    )
     _add_arguments(p)
 
 

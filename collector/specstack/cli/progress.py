@@ -1,6 +1,7 @@
 """Live progress of a run on a terminal (rich): which method of how many, the elapsed time while a server
 loads, requests answered / sent in each window, and an estimate of the time left from the methods that
 have run. Off when the output is not a terminal: CI logs keep only the run's own few lines per method."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,7 @@ class Estimate:
     """Time left in a sweep: each method still to run is assumed to take the mean of those that ran; the
     running one is credited with what it has used so far. Unknown until one method has finished."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.durations: list[float] = []
         self.remaining_after_current = 0
         self.current_started: float | None = None
@@ -59,9 +60,15 @@ class LiveProgress:
 
     def __init__(self, console: Console):
         self.estimate = Estimate()
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=30), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), _LeftColumn(self.estimate), console=console,
-                                 refresh_per_second=4)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            _LeftColumn(self.estimate),
+            console=console,
+            refresh_per_second=4,
+        )
         self.sweep = self.progress.add_task("run", total=1, sweep=True)
         self.step = self.progress.add_task("", total=None, sweep=False, visible=False)
         self.method = ""

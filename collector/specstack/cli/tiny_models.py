@@ -1,4 +1,5 @@
 """`specstack tiny-models`: build the tiny local models of model set `tiny` (fixtures/tiny_models.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +19,15 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("tiny-models", help="build the tiny local models (model set `tiny`)",
-                              description="Deterministic tiny local models for tests and the demo: no downloads, "
-                                          "seconds.")
-    p.add_argument("--out", default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
-                   help="models folder (default: $SPECSTACK_MODELS or .specstack/models)")
+    p = subparsers.add_parser(
+        "tiny-models",
+        help="build the tiny local models (model set `tiny`)",
+        description="Deterministic tiny local models for tests and the demo: no downloads, seconds.",
+    )
+    p.add_argument(
+        "--out",
+        default=os.environ.get("SPECSTACK_MODELS", ".specstack/models"),
+        help="models folder (default: $SPECSTACK_MODELS or .specstack/models)",
+    )
     p.add_argument("--force", action="store_true", help="rebuild even if the folder has this recipe's stamp")
     p.set_defaults(func=_cmd)

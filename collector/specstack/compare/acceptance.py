@@ -10,6 +10,7 @@ both sides answered on the same prompt: how far the choice of prompts alone coul
 change (K=2 against K=4: far outside it; two vLLM versions differing on one request: inside it); it does not
 turn a "changed" into noise, and the gate does not use it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,12 @@ def relative(a: float | None, b: float | None) -> float | None:
 
 SAME, CHANGED = "same", "changed"
 # a compared figure -> the summary key it is (figures/recompute.py checks each against its sums and records)
-SUMMARY_KEY = {"acceptance_rate": "acceptance_rate", "acceptance_length": "mean_acceptance_length",
-               "per_position": "per_position", "histogram": "histogram"}
+SUMMARY_KEY = {
+    "acceptance_rate": "acceptance_rate",
+    "acceptance_length": "mean_acceptance_length",
+    "per_position": "per_position",
+    "histogram": "histogram",
+}
 
 
 def decide(counts_a, counts_b, a, b, blocked: str | None = None, missing: str | None = None) -> str:
@@ -53,7 +58,7 @@ def moved(row: dict) -> bool:
 
 
 def _sides(pair: Pair, figure: str, which: str) -> str | None:
-    """"A", "B" or "A and B": the sides whose summary.json disagreed on the figure (which="flagged") or lost it
+    """ "A", "B" or "A and B": the sides whose summary.json disagreed on the figure (which="flagged") or lost it
     beyond recomputing (which="missing"); None: neither."""
     out = []
     for side, md in (("A", pair.a), ("B", pair.b)):
@@ -65,20 +70,24 @@ def _sides(pair: Pair, figure: str, which: str) -> str | None:
 
 def _figures(md, task: str) -> TaskFigures:
     f = md.figures(task)
-    return TaskFigures() if not f.num_draft_tokens else f    # plain decode or no drafts: n/a, never 0
+    return TaskFigures() if not f.num_draft_tokens else f  # plain decode or no drafts: n/a, never 0
 
 
 def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
     """(R, D, C) per request, A's and B's rows aligned on the requests both answered with the same prompt."""
+
     def spec(md):
         return {r["id"]: r for r in acceptance_records(md, pair.task) if r["spec"] and not r["error"]}
+
     ra, rb = spec(pair.a), spec(pair.b)
     ids = [i for i in ra if i in rb and ra[i]["messages"] == rb[i]["messages"]]
     if not ids:
         return None
     keys = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
+
     def rows(r: dict) -> np.ndarray:
         return np.asarray([[float(r[i]["spec"].get(k) or 0) for k in keys] for i in ids])
+
     return rows(ra), rows(rb)
 
 
@@ -89,8 +98,7 @@ def _figure(sums: np.ndarray, figure: str) -> np.ndarray:
         return c / d if figure == "acceptance_rate" else 1 + c / r
 
 
-def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_RESAMPLES,
-                     seed: int = st.SEED) -> dict:
+def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_RESAMPLES, seed: int = st.SEED) -> dict:
     """B/A of the rate or length over the paired requests, and its percentile-bootstrap 95 % interval
     (requests resampled as pairs; none under MIN_REPEATS requests)."""
     out: dict[str, float | None] = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
@@ -118,11 +126,21 @@ def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_
 
 def _row(pair: Pair, figure: str, position: int | None, a, b, counts_a, counts_b, blocked: str | None) -> dict:
     missing = _sides(pair, figure, "missing")
-    return {"method": pair.method, "label": pair.label, "task": pair.task, "figure": figure, "position": position,
-            "a": a, "b": b, "delta": None if a is None or b is None else b - a, "relative": relative(a, b),
-            "verdict": decide(counts_a, counts_b, a, b, blocked, missing),
-            "comparable": blocked is None and missing is None,
-            "flagged": _sides(pair, figure, "flagged"), "missing": missing}
+    return {
+        "method": pair.method,
+        "label": pair.label,
+        "task": pair.task,
+        "figure": figure,
+        "position": position,
+        "a": a,
+        "b": b,
+        "delta": None if a is None or b is None else b - a,
+        "relative": relative(a, b),
+        "verdict": decide(counts_a, counts_b, a, b, blocked, missing),
+        "comparable": blocked is None and missing is None,
+        "flagged": _sides(pair, figure, "flagged"),
+        "missing": missing,
+    }
 
 
 def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dict]]:
@@ -135,11 +153,27 @@ def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dic
         blocked = pair.not_comparable(ACCEPTANCE)
         ca, cb = ((f.num_spec_steps, f.num_draft_tokens, f.num_accepted_draft_tokens) for f in (fa, fb))
         per_request = None if blocked else _per_request(pair)
-        main.append({**_row(pair, "acceptance_rate", None, fa.acceptance_rate, fb.acceptance_rate,
-                            ca, cb, blocked), **request_interval(per_request, "acceptance_rate")})
-        main.append({**_row(pair, "acceptance_length", None, fa.mean_acceptance_length,
-                            fb.mean_acceptance_length, ca, cb, blocked),
-                     **request_interval(per_request, "acceptance_length")})
+        main.append(
+            {
+                **_row(pair, "acceptance_rate", None, fa.acceptance_rate, fb.acceptance_rate, ca, cb, blocked),
+                **request_interval(per_request, "acceptance_rate"),
+            }
+        )
+        main.append(
+            {
+                **_row(
+                    pair,
+                    "acceptance_length",
+                    None,
+                    fa.mean_acceptance_length,
+                    fb.mean_acceptance_length,
+                    ca,
+                    cb,
+                    blocked,
+                ),
+                **request_interval(per_request, "acceptance_length"),
+            }
+        )
         shape_blocked = pair.not_comparable(SHAPE)
         pa, pb = fa.per_position or [], fb.per_position or []
         ra, rb = fa.num_spec_steps or 0, fb.num_spec_steps or 0

@@ -1,4 +1,5 @@
 """Assemble the comparison of two runs and write compare.md, compare.html, compare.json and its plots."""
+
 from __future__ import annotations
 
 import json
@@ -22,19 +23,40 @@ from specstack.results.reader import EAGER_NOTE, load_run
 SCHEMA = "specstack.compare/1"
 
 
-def compare(dir_a: Path, dir_b: Path, *, thresholds: list[gate.Threshold] | None = None,
-            tokenizers: Tokenizers | None = None, tokenizer: str | None = None, with_plots: bool = True) -> Comparison:
+def compare(
+    dir_a: Path,
+    dir_b: Path,
+    *,
+    thresholds: list[gate.Threshold] | None = None,
+    tokenizers: Tokenizers | None = None,
+    tokenizer: str | None = None,
+    with_plots: bool = True,
+) -> Comparison:
     run_a, run_b = load_run(dir_a), load_run(dir_b)
     prs = pairing.pairs(run_a, run_b)
     acc, pos, hist = acceptance_rows(prs)
     speed, speed_notes = speed_rows(prs)
     out_rows, out_summary = output_rows(prs, tokenizers, tokenizer)
     thresholds = thresholds or []
-    cmp = Comparison(run_a, run_b, prs, pairing.unmatched(run_a, run_b) + speed_notes, acc, pos, hist, speed,
-                     out_rows, out_summary, thresholds, gate.evaluate(thresholds, acc, pos, speed),
-                     capacity=capacity_rows(prs))
+    cmp = Comparison(
+        run_a,
+        run_b,
+        prs,
+        pairing.unmatched(run_a, run_b) + speed_notes,
+        acc,
+        pos,
+        hist,
+        speed,
+        out_rows,
+        out_summary,
+        thresholds,
+        gate.evaluate(thresholds, acc, pos, speed),
+        capacity=capacity_rows(prs),
+    )
     if with_plots:
-        eager = [f"{side} {', '.join(run.eager_smoke)}" for side, run in (("A", run_a), ("B", run_b)) if run.eager_smoke]
+        eager = [
+            f"{side} {', '.join(run.eager_smoke)}" for side, run in (("A", run_a), ("B", run_b)) if run.eager_smoke
+        ]
         with stamped(f"{EAGER_NOTE} ({'; '.join(eager)})" if eager else None, cmp.plot_captions):
             _plots(cmp)
     return cmp
@@ -47,14 +69,19 @@ def _plots(cmp: Comparison) -> None:
             if p.method != method or not (p.a.speculative or p.b.speculative):
                 continue
             fa, fb = p.a.figures(p.task), p.b.figures(p.task)
-            per_task[p.task] = (fa.per_position if fa.num_draft_tokens else None,
-                                fb.per_position if fb.num_draft_tokens else None)
+            per_task[p.task] = (
+                fa.per_position if fa.num_draft_tokens else None,
+                fb.per_position if fb.num_draft_tokens else None,
+            )
         if per_task:
             name = f"compare_positions_{safe_name(method)}.png"
-            cmp.plots[name] = plots.positions_a_vs_b(method, per_task, f"A ({run_id(cmp.run_a)})",
-                                                     f"B ({run_id(cmp.run_b)})")
-            cmp.plot_captions[name] = (f"Acceptance by draft position, {method}: A against B (acceptance phase; "
-                                       "steps accepting at least p+1 drafts ÷ drafting steps)")
+            cmp.plots[name] = plots.positions_a_vs_b(
+                method, per_task, f"A ({run_id(cmp.run_a)})", f"B ({run_id(cmp.run_b)})"
+            )
+            cmp.plot_captions[name] = (
+                f"Acceptance by draft position, {method}: A against B (acceptance phase; "
+                "steps accepting at least p+1 drafts ÷ drafting steps)"
+            )
 
 
 def _clean(obj):
@@ -69,17 +96,38 @@ def _clean(obj):
 
 
 def to_json(cmp: Comparison) -> dict:
-    side = lambda run: {"run_id": run_id(run), "folder": run.run_dir.name}   # noqa: E731 - no host paths
-    return _clean({
-        "schema": SCHEMA, "a": side(cmp.run_a), "b": side(cmp.run_b),
-        "pairs": [{"method": p.method, "task": p.task,
-                   "differences": [{"fact": d.fact, "a": d.a, "b": d.b, "rules_out": list(d.rules_out)}
-                                   for d in p.differences], "unknown": p.unknown} for p in cmp.pairs],
-        "unmatched": cmp.unmatched, "acceptance": cmp.acceptance, "positions": cmp.positions,
-        "histogram": cmp.histogram, "speed": cmp.speed, "capacity": cmp.capacity, "outputs": cmp.outputs,
-        "outputs_summary": cmp.outputs_summary,
-        "fail_on": [asdict(t) for t in cmp.thresholds], "gate": cmp.gate, "gate_failed": cmp.failed,
-        "changed": cmp.changed(), "summary_findings": cmp.findings})
+    side = lambda run: {"run_id": run_id(run), "folder": run.run_dir.name}  # noqa: E731 - no host paths
+    return _clean(
+        {
+            "schema": SCHEMA,
+            "a": side(cmp.run_a),
+            "b": side(cmp.run_b),
+            "pairs": [
+                {
+                    "method": p.method,
+                    "task": p.task,
+                    "differences": [
+                        {"fact": d.fact, "a": d.a, "b": d.b, "rules_out": list(d.rules_out)} for d in p.differences
+                    ],
+                    "unknown": p.unknown,
+                }
+                for p in cmp.pairs
+            ],
+            "unmatched": cmp.unmatched,
+            "acceptance": cmp.acceptance,
+            "positions": cmp.positions,
+            "histogram": cmp.histogram,
+            "speed": cmp.speed,
+            "capacity": cmp.capacity,
+            "outputs": cmp.outputs,
+            "outputs_summary": cmp.outputs_summary,
+            "fail_on": [asdict(t) for t in cmp.thresholds],
+            "gate": cmp.gate,
+            "gate_failed": cmp.failed,
+            "changed": cmp.changed(),
+            "summary_findings": cmp.findings,
+        }
+    )
 
 
 def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
@@ -88,9 +136,11 @@ def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
     for name, data in cmp.plots.items():
         atomic_write_bytes(out_dir / name, data)
     bl = sections.blocks(cmp)
-    return {"md": atomic_write_text(out_dir / layout.COMPARE_MD, render_markdown(bl)),
-            "html": atomic_write_text(out_dir / layout.COMPARE_HTML, render_html(bl, cmp.plots, bl[0][1])),
-            "json": atomic_write_json(out_dir / layout.COMPARE_JSON, to_json(cmp))}
+    return {
+        "md": atomic_write_text(out_dir / layout.COMPARE_MD, render_markdown(bl)),
+        "html": atomic_write_text(out_dir / layout.COMPARE_HTML, render_html(bl, cmp.plots, bl[0][1])),
+        "json": atomic_write_json(out_dir / layout.COMPARE_JSON, to_json(cmp)),
+    }
 
 
 def default_out(dir_a: Path, dir_b: Path) -> Path:

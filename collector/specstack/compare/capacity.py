@@ -5,6 +5,7 @@ the passing rates, with the interval both brackets allow ([B pass ÷ A fail, B f
 worse)" when that interval excludes 1.0×, "within the brackets" when it includes it. Other SLO targets or another
 share on the two sides compare different things: not comparable.
 """
+
 from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
@@ -38,14 +39,36 @@ def capacity_rows(pairs: list[Pair]) -> list[dict]:
         if not a and not b:
             continue
         if not a or not b:
-            rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "a": (a or {}).get("text"),
-                         "b": (b or {}).get("text"), "ratio": None, "ratio_low": None, "ratio_high": None,
-                         "verdict": f"capacity searched only in {'A' if a else 'B'}"})
+            rows.append(
+                {
+                    "method": pair.method,
+                    "label": pair.label,
+                    "task": pair.task,
+                    "a": (a or {}).get("text"),
+                    "b": (b or {}).get("text"),
+                    "ratio": None,
+                    "ratio_low": None,
+                    "ratio_high": None,
+                    "verdict": f"capacity searched only in {'A' if a else 'B'}",
+                }
+            )
             continue
         ratio = capacity.ratio(b, a)
-        rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "a": a.get("text"),
-                     "b": b.get("text"), "a_rate": a.get("rate"), "a_bound": a.get("bound"), "b_rate": b.get("rate"),
-                     "b_bound": b.get("bound"), "ratio": (ratio or {}).get("point"),
-                     "ratio_low": (ratio or {}).get("low"), "ratio_high": (ratio or {}).get("high"),
-                     "verdict": _verdict(pair, a, b, ratio)})
+        rows.append(
+            {
+                "method": pair.method,
+                "label": pair.label,
+                "task": pair.task,
+                "a": a.get("text"),
+                "b": b.get("text"),
+                "a_rate": a.get("rate"),
+                "a_bound": a.get("bound"),
+                "b_rate": b.get("rate"),
+                "b_bound": b.get("bound"),
+                "ratio": (ratio or {}).get("point"),
+                "ratio_low": (ratio or {}).get("low"),
+                "ratio_high": (ratio or {}).get("high"),
+                "verdict": _verdict(pair, a, b, ratio),
+            }
+        )
     return rows

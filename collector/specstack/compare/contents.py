@@ -1,5 +1,6 @@
 """What one comparison holds: the pairs and every row of A against B (computed by the row modules), the gate's
 verdicts and the plots. The sections and the JSON read it; build.py fills it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ class Comparison:
     outputs_summary: list[dict]
     thresholds: list[gate.Threshold]
     gate: list[dict]
-    capacity: list[dict] = field(default_factory=list)   # capacity at the SLO, A vs B (compare/capacity.py)
+    capacity: list[dict] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
     plots: dict[str, bytes] = field(default_factory=dict)
     plot_captions: dict[str, str] = field(default_factory=dict)
 
@@ -39,14 +40,26 @@ class Comparison:
 
     def changed(self) -> list[str]:
         """Every comparable figure whose verdict is "changed", in words."""
-        out = [f"{r['method']} {r['task']} {r['figure']}" + (f" {r['position']}" if r["position"] is not None else "")
-               for r in self.acceptance + self.positions + self.histogram if moved(r)]
-        out += [f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
-                for r in self.speed if r["verdict"].startswith("changed")]
-        out += [f"{r['method']} {r['task']} capacity at the SLO ({r['verdict']})" for r in self.capacity
-                if r["verdict"].startswith("changed")]
-        out += [f"{s['method']} {s['task']} greedy outputs ({s['verdict']})" for s in self.outputs_summary
-                if s["verdict"].startswith("changed")]
+        out = [
+            f"{r['method']} {r['task']} {r['figure']}" + (f" {r['position']}" if r["position"] is not None else "")
+            for r in self.acceptance + self.positions + self.histogram
+            if moved(r)
+        ]
+        out += [
+            f"{r['method']} {r['task']} c={r['concurrency']} {r['figure']} ({r['verdict']})"
+            for r in self.speed
+            if r["verdict"].startswith("changed")
+        ]
+        out += [
+            f"{r['method']} {r['task']} capacity at the SLO ({r['verdict']})"
+            for r in self.capacity
+            if r["verdict"].startswith("changed")
+        ]
+        out += [
+            f"{s['method']} {s['task']} greedy outputs ({s['verdict']})"
+            for s in self.outputs_summary
+            if s["verdict"].startswith("changed")
+        ]
         return out
 
 

@@ -11,6 +11,7 @@ metric moved beyond X % (B against A) in the threshold's direction:
   and says "point only".
 - A gate that found no comparable figure of its metric fails too: it checked nothing (e.g. other inputs).
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ _SPEC = re.compile(r"^\s*([a-z0-9_]+)\s*:\s*([+-]?)(\d+(?:\.\d+)?)\s*%\s*$")
 @dataclass(frozen=True)
 class Threshold:
     metric: str
-    percent: float          # signed: < 0 fails on a drop beyond it, > 0 on a rise beyond it
+    percent: float  # signed: < 0 fails on a drop beyond it, > 0 on a rise beyond it
 
     @property
     def text(self) -> str:
@@ -44,15 +45,19 @@ def parse(spec: str | None) -> list[Threshold]:
             continue
         m = _SPEC.match(part)
         if not m:
-            raise UserError(f"--fail-on {part.strip()!r} is not METRIC:±X% (e.g. acceptance_length:-2%); "
-                            f"metrics: {', '.join(METRICS)}")
+            raise UserError(
+                f"--fail-on {part.strip()!r} is not METRIC:±X% (e.g. acceptance_length:-2%); "
+                f"metrics: {', '.join(METRICS)}"
+            )
         name, sign, value = m.group(1), m.group(2), float(m.group(3))
         if name not in METRICS:
             raise UserError(f"--fail-on: unknown metric {name!r}; use one of {', '.join(METRICS)}")
         if value == 0:
-            raise UserError(f"--fail-on {part.strip()!r}: a threshold of 0 % has no direction; give e.g. "
-                            f"{name}:-0.1% (any drop) or {name}:+0.1% (any rise)")
-        if not sign:   # the metric's worse direction
+            raise UserError(
+                f"--fail-on {part.strip()!r}: a threshold of 0 % has no direction; give e.g. "
+                f"{name}:-0.1% (any drop) or {name}:+0.1% (any rise)"
+            )
+        if not sign:  # the metric's worse direction
             sign = "-" if METRICS[name] else "+"
         out.append(Threshold(name, -value if sign == "-" else value))
     return out
@@ -64,26 +69,40 @@ def _beyond(change: float, t: Threshold) -> bool:
 
 
 def _where(r: dict) -> str:
-    return f"{r['method']} {r['task']}" + (f" c={r['concurrency']}" if "concurrency" in r else "") + \
-        (f" position {r['position']}" if r.get("position") is not None else "")
+    return (
+        f"{r['method']} {r['task']}"
+        + (f" c={r['concurrency']}" if "concurrency" in r else "")
+        + (f" position {r['position']}" if r.get("position") is not None else "")
+    )
 
 
-def evaluate(thresholds: list[Threshold], acceptance: list[dict], positions: list[dict],
-             speed: list[dict]) -> list[dict]:
+def evaluate(
+    thresholds: list[Threshold], acceptance: list[dict], positions: list[dict], speed: list[dict]
+) -> list[dict]:
     """One row per threshold × comparable figure of its metric (and one per threshold that found none)."""
     rows = []
     for t in thresholds:
         found = 0
         if t.metric in ACCEPTANCE_METRICS:
-            candidates = [r for r in (positions if t.metric == "per_position" else acceptance)
-                          if r["figure"] == t.metric]
+            candidates = [
+                r for r in (positions if t.metric == "per_position" else acceptance) if r["figure"] == t.metric
+            ]
         else:
             candidates = [r for r in speed if r["figure"] == t.metric]
         for r in candidates:
-            if r.get("missing"):   # a figure no side can be read on checks nothing: the gate cannot pass on it
+            if r.get("missing"):  # a figure no side can be read on checks nothing: the gate cannot pass on it
                 found += 1
-                rows.append({"threshold": t.text, "figure": _where(r), "change": None, "low": None, "high": None,
-                             "basis": r["verdict"], "failed": True})
+                rows.append(
+                    {
+                        "threshold": t.text,
+                        "figure": _where(r),
+                        "change": None,
+                        "low": None,
+                        "high": None,
+                        "basis": r["verdict"],
+                        "failed": True,
+                    }
+                )
                 continue
             if not r["comparable"] or r.get("relative") is None:
                 continue
@@ -92,8 +111,9 @@ def evaluate(thresholds: list[Threshold], acceptance: list[dict], positions: lis
             if t.metric in ACCEPTANCE_METRICS:
                 # the table's own verdict (compare/acceptance.py decide), then the size of the move
                 failed = moved(r) and _beyond(r["relative"], t)
-                basis = "exact sums" + (f"; recomputed ({r['flagged']}'s summary.json disagreed)"
-                                        if r.get("flagged") else "")
+                basis = "exact sums" + (
+                    f"; recomputed ({r['flagged']}'s summary.json disagreed)" if r.get("flagged") else ""
+                )
             elif r.get("ratio_low") is None:
                 failed = _beyond(r["relative"], t)
                 basis = "point only"
@@ -101,11 +121,27 @@ def evaluate(thresholds: list[Threshold], acceptance: list[dict], positions: lis
                 low, high = r["ratio_low"] - 1, r["ratio_high"] - 1
                 failed = _beyond(high, t) if t.percent < 0 else _beyond(low, t)
                 basis = "95 % interval"
-            rows.append({"threshold": t.text, "figure": where, "change": r["relative"],
-                         "low": None if basis != "95 % interval" else r["ratio_low"] - 1,
-                         "high": None if basis != "95 % interval" else r["ratio_high"] - 1,
-                         "basis": basis, "failed": failed})
+            rows.append(
+                {
+                    "threshold": t.text,
+                    "figure": where,
+                    "change": r["relative"],
+                    "low": None if basis != "95 % interval" else r["ratio_low"] - 1,
+                    "high": None if basis != "95 % interval" else r["ratio_high"] - 1,
+                    "basis": basis,
+                    "failed": failed,
+                }
+            )
         if not found:
-            rows.append({"threshold": t.text, "figure": "no comparable figure of this metric", "change": None,
-                         "low": None, "high": None, "basis": "nothing checked", "failed": True})
+            rows.append(
+                {
+                    "threshold": t.text,
+                    "figure": "no comparable figure of this metric",
+                    "change": None,
+                    "low": None,
+                    "high": None,
+                    "basis": "nothing checked",
+                    "failed": True,
+                }
+            )
     return rows

@@ -5,6 +5,7 @@ meets `ngram` of run B). Per pair, the facts each side recorded are set side by 
 named, and each one rules out the figures that depend on it (RULES). A fact one side did not record is
 "unknown", never a difference: older bundles lack some.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,20 +15,20 @@ from pathlib import PurePath
 from specstack.results.reader import EAGER_NOTE, MethodData, RunData
 
 # The figure kinds a difference can rule out.
-ACCEPTANCE = "acceptance"   # acceptance rate, mean acceptance length (acceptance phase)
-SHAPE = "per-position/histogram"   # per-position rates and histogram: their length is K
-SPEED = "speed"             # bench cells: throughput, latency percentiles, bench acceptance length
-OUTPUTS = "outputs"         # greedy outputs request by request
+ACCEPTANCE = "acceptance"  # acceptance rate, mean acceptance length (acceptance phase)
+SHAPE = "per-position/histogram"  # per-position rates and histogram: their length is K
+SPEED = "speed"  # bench cells: throughput, latency percentiles, bench acceptance length
+OUTPUTS = "outputs"  # greedy outputs request by request
 ALL = (ACCEPTANCE, SHAPE, SPEED, OUTPUTS)
 
 # fact -> the figure kinds it rules out when the two sides differ. Facts not listed here (vLLM version, model
 # runner, the rest of the speculative config) are the change a comparison usually asks about: named, not ruled out.
 RULES = {
-    "inputs": ALL,                     # other prompts: every figure measures something else
-    "target": ALL,                     # other model
+    "inputs": ALL,  # other prompts: every figure measures something else
+    "target": ALL,  # other model
     "synthetic": (ACCEPTANCE, SHAPE),  # synthetic rejection sampling: acceptance is made up
-    "K": (SHAPE,),                     # a histogram/position vector of another length and meaning
-    "hardware": (SPEED,),              # tok/s and latencies do not travel between machines; acceptance does
+    "K": (SHAPE,),  # a histogram/position vector of another length and meaning
+    "hardware": (SPEED,),  # tok/s and latencies do not travel between machines; acceptance does
 }
 
 
@@ -53,10 +54,10 @@ class Pair:
     a: MethodData
     b: MethodData
     differences: list[Difference] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)   # facts one side did not record
+    unknown: list[str] = field(default_factory=list)  # facts one side did not record
 
     def not_comparable(self, kind: str) -> str | None:
-        """"not comparable: <why>" for a figure kind, None when it may be compared."""
+        """ "not comparable: <why>" for a figure kind, None when it may be compared."""
         why = [d.text() for d in self.differences if kind in d.rules_out]
         return "not comparable: " + "; ".join(why) if why else None
 
@@ -89,7 +90,7 @@ def task_inputs(manifest: dict, task: str) -> dict | None:
     inputs = manifest.get("inputs") or {}
     if not inputs:
         return None
-    mine = {PurePath(p).name[len(task) + 1:]: h for p, h in inputs.items() if PurePath(p).name.startswith(task + ".")}
+    mine = {PurePath(p).name[len(task) + 1 :]: h for p, h in inputs.items() if PurePath(p).name.startswith(task + ".")}
     return mine or {"all inputs": ",".join(sorted(inputs.values()))}
 
 
@@ -97,12 +98,15 @@ def hardware(run: RunData, md: MethodData) -> dict:
     """What the run recorded about the machine: the manifest's platform and host, the compose host's CPU or GPU
     facts, the core count of the bench windows. Only recorded facts; the comparison uses the keys on both sides."""
     host = run.manifest.get("host") or {}
-    facts = {"platform": run.manifest.get("platform"), "machine": host.get("machine"),
-             "processor": host.get("processor")}
+    facts = {
+        "platform": run.manifest.get("platform"),
+        "machine": host.get("machine"),
+        "processor": host.get("processor"),
+    }
     prov = md.record.provenance_facts.host_facts
     cpu, gpu = prov.get("cpu") or {}, prov.get("gpu")
     facts["cpu model"] = cpu.get("model")
-    gpus = (gpu or {}).get("gpus") if isinstance(gpu, dict) else None   # host/gpu.py parse_nvidia_smi
+    gpus = (gpu or {}).get("gpus") if isinstance(gpu, dict) else None  # host/gpu.py parse_nvidia_smi
     if gpus:
         facts["gpu"] = ", ".join(sorted(str(g.get("name")) for g in gpus if isinstance(g, dict)))
     cores = {c for w in md.record.window_list if (c := (w.host_load or {}).get("cores")) is not None}
@@ -115,31 +119,39 @@ def _spec_rest(md: MethodData) -> dict | None:
     cfg = md.record.speculative_config
     if cfg is None:
         return None
-    return {k: (model_name(v) if k == "model" and isinstance(v, str) else v) for k, v in cfg.items()
-            if k != "num_speculative_tokens"}
+    return {
+        k: (model_name(v) if k == "model" and isinstance(v, str) else v)
+        for k, v in cfg.items()
+        if k != "num_speculative_tokens"
+    }
 
 
 def facts(run: RunData, md: MethodData, task: str) -> dict:
     server = md.record.server_facts
-    return {"inputs": task_inputs(run.manifest, task), "target": model_name(server.target),
-            "K": md.k, "synthetic": not md.comparable, "hardware": hardware(run, md),
-            "vLLM version": server.vllm_version or md.record.provenance_facts.vllm_client,
-            "model runner": server.model_runner,
-            "speculative config": json.dumps(_spec_rest(md), sort_keys=True) if md.speculative else None}
+    return {
+        "inputs": task_inputs(run.manifest, task),
+        "target": model_name(server.target),
+        "K": md.k,
+        "synthetic": not md.comparable,
+        "hardware": hardware(run, md),
+        "vLLM version": server.vllm_version or md.record.provenance_facts.vllm_client,
+        "model runner": server.model_runner,
+        "speculative config": json.dumps(_spec_rest(md), sort_keys=True) if md.speculative else None,
+    }
 
 
 def compare_facts(fa: dict, fb: dict) -> tuple[list[Difference], list[str]]:
     diffs, unknown = [], []
     for fact in fa:
         a, b = fa[fact], fb[fact]
-        if fact == "hardware":   # only what both sides recorded
+        if fact == "hardware":  # only what both sides recorded
             keys = sorted(set(a) & set(b))
             a, b = {k: a[k] for k in keys if a[k] != b[k]}, {k: b[k] for k in keys if a[k] != b[k]}
             if a:
                 diffs.append(Difference(fact, a, b))
             continue
         if a is None or b is None:
-            if a is not b:   # recorded on one side only: unknown, not a difference
+            if a is not b:  # recorded on one side only: unknown, not a difference
                 unknown.append(fact)
             continue
         if a != b:

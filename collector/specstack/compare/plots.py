@@ -1,12 +1,14 @@
 """The comparison's figure: per-position acceptance of A against B, one panel per task, one PNG per method."""
+
 from __future__ import annotations
 
 from specstack.report import plots as rp
 from specstack.report.plots import plt
 
 
-def positions_a_vs_b(method: str, per_task: dict[str, tuple[list | None, list | None]], label_a: str,
-                     label_b: str) -> bytes:
+def positions_a_vs_b(
+    method: str, per_task: dict[str, tuple[list | None, list | None]], label_a: str, label_b: str
+) -> bytes:
     """Bars of A and B per draft position (vLLM's convention: steps accepting at least p+1 drafts ÷ drafting
     steps); a panel says n/a where neither side drafted."""
     tasks = list(per_task)
@@ -21,8 +23,9 @@ def positions_a_vs_b(method: str, per_task: dict[str, tuple[list | None, list | 
         for i, (values, label, color) in enumerate(((a, label_a, rp.BLUE), (b, label_b, rp.ORANGE))):
             if not values:
                 continue
-            bars = ax.bar([p + (i - 0.5) * 0.4 for p in range(len(values))], values, width=0.4, label=label,
-                          color=color)
+            bars = ax.bar(
+                [p + (i - 0.5) * 0.4 for p in range(len(values))], values, width=0.4, label=label, color=color
+            )
             if k <= 8:
                 ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
         ax.set_xticks(range(k), [str(p) for p in range(k)])

@@ -1,4 +1,5 @@
 """The comparison as blocks for report/render.py (Markdown and HTML from one list)."""
+
 from __future__ import annotations
 
 from specstack.compare.acceptance import moved
@@ -44,34 +45,84 @@ def _acceptance_table(rows: list[dict], label: str) -> list[tuple]:
     if not rows:
         return []
     paired = "requests_paired" in rows[0]
-    head = ["method", "task", label, "A", "B", "Δ", "Δ %"] + \
-        (["B/A [95 % interval over requests]"] if paired else []) + ["verdict"]
-    body = [[r["label"], r["task"], r["figure"] if r["position"] is None else r["position"],
-             _side_value(r, "A"), _side_value(r, "B"), _delta(r), _signed_pct(r["relative"])]
-            + ([fmt.times(r["ratio"], 3) + fmt.interval(r["ratio_low"], r["ratio_high"])
-                + f" ({r['requests_paired']} requests)"] if paired else []) + [r["verdict"]] for r in rows]
+    head = (
+        ["method", "task", label, "A", "B", "Δ", "Δ %"]
+        + (["B/A [95 % interval over requests]"] if paired else [])
+        + ["verdict"]
+    )
+    body = [
+        [
+            r["label"],
+            r["task"],
+            r["figure"] if r["position"] is None else r["position"],
+            _side_value(r, "A"),
+            _side_value(r, "B"),
+            _delta(r),
+            _signed_pct(r["relative"]),
+        ]
+        + (
+            [
+                fmt.times(r["ratio"], 3)
+                + fmt.interval(r["ratio_low"], r["ratio_high"])
+                + f" ({r['requests_paired']} requests)"
+            ]
+            if paired
+            else []
+        )
+        + [r["verdict"]]
+        for r in rows
+    ]
     return [("table", head, body)]
 
 
 def _speed_table(rows: list[dict]) -> list[tuple]:
     if not rows:
         return [("p", "No bench cell in both runs.")]
-    head = ["method", "task", "c", "figure", "A (median)", "B (median)", "B/A [95 % interval]", "repeats A/B",
-            "verdict", "note"]
-    body = [[r["label"], r["task"], r["concurrency"], r["figure"], fmt.num(r["a"]), fmt.num(r["b"]),
-             fmt.times(r["ratio"], 3) + fmt.interval(r["ratio_low"], r["ratio_high"]),
-             f"{r['repeats_a']}/{r['repeats_b']}", r["verdict"], r["note"] or ""] for r in rows]
+    head = [
+        "method",
+        "task",
+        "c",
+        "figure",
+        "A (median)",
+        "B (median)",
+        "B/A [95 % interval]",
+        "repeats A/B",
+        "verdict",
+        "note",
+    ]
+    body = [
+        [
+            r["label"],
+            r["task"],
+            r["concurrency"],
+            r["figure"],
+            fmt.num(r["a"]),
+            fmt.num(r["b"]),
+            fmt.times(r["ratio"], 3) + fmt.interval(r["ratio_low"], r["ratio_high"]),
+            f"{r['repeats_a']}/{r['repeats_b']}",
+            r["verdict"],
+            r["note"] or "",
+        ]
+        for r in rows
+    ]
     return [("table", head, body)]
 
 
 def _pairs(cmp: Comparison) -> list[tuple]:
     body = []
     for p in cmp.pairs:
-        diffs = "; ".join(d.text() + (f" — rules out {', '.join(d.rules_out)}" if d.rules_out else "")
-                          for d in p.differences) or "nothing recorded differs"
+        diffs = (
+            "; ".join(
+                d.text() + (f" — rules out {', '.join(d.rules_out)}" if d.rules_out else "") for d in p.differences
+            )
+            or "nothing recorded differs"
+        )
         body.append([p.label, p.task, diffs, ", ".join(p.unknown) or ""])
-    out: list[tuple] = [("table", ["method", "task", "what differs (A → B)", "not recorded on a side"], body)] if body else \
-        [("p", "**No method × task is present in both runs**: nothing to compare.")]
+    out: list[tuple] = (
+        [("table", ["method", "task", "what differs (A → B)", "not recorded on a side"], body)]
+        if body
+        else [("p", "**No method × task is present in both runs**: nothing to compare.")]
+    )
     if cmp.unmatched:
         out.append(("ul", cmp.unmatched))
     return out
@@ -80,20 +131,40 @@ def _pairs(cmp: Comparison) -> list[tuple]:
 def _gate(cmp: Comparison) -> list[tuple]:
     if not cmp.thresholds:
         return [("p", "No --fail-on thresholds given: the exit status is 0 whatever changed.")]
-    body = [[r["threshold"], r["figure"], _signed_pct(r["change"]),
-             "" if r["low"] is None else f"[{100 * r['low']:+.1f} %, {100 * r['high']:+.1f} %]", r["basis"],
-             "FAILED" if r["failed"] else "ok"] for r in cmp.gate]
-    return [("p", f"**{'FAILED' if cmp.failed else 'passed'}** (exit status {1 if cmp.failed else 0})."),
-            ("table", ["threshold", "figure", "change", "95 % interval of the change", "decided by", "result"],
-             body)]
+    body = [
+        [
+            r["threshold"],
+            r["figure"],
+            _signed_pct(r["change"]),
+            "" if r["low"] is None else f"[{100 * r['low']:+.1f} %, {100 * r['high']:+.1f} %]",
+            r["basis"],
+            "FAILED" if r["failed"] else "ok",
+        ]
+        for r in cmp.gate
+    ]
+    return [
+        ("p", f"**{'FAILED' if cmp.failed else 'passed'}** (exit status {1 if cmp.failed else 0})."),
+        ("table", ["threshold", "figure", "change", "95 % interval of the change", "decided by", "result"], body),
+    ]
 
 
 def _outputs(cmp: Comparison) -> list[tuple]:
     if not cmp.outputs_summary:
         return [("p", "No pair to compare.")]
     head = ["method", "task", "requests A/B", "compared", "same", "first divergence (min)", "unit", "verdict"]
-    body = [[s["label"], s["task"], f"{s['requests_a']}/{s['requests_b']}", s["compared"], s["same"],
-             fmt.num(s["first_divergence_min"]), s["unit"], s["verdict"]] for s in cmp.outputs_summary]
+    body = [
+        [
+            s["label"],
+            s["task"],
+            f"{s['requests_a']}/{s['requests_b']}",
+            s["compared"],
+            s["same"],
+            fmt.num(s["first_divergence_min"]),
+            s["unit"],
+            s["verdict"],
+        ]
+        for s in cmp.outputs_summary
+    ]
     out: list[tuple] = [("table", head, body)]
     tok = sorted({s["tokenizer"] for s in cmp.outputs_summary if s["tokenizer"]})
     if tok:
@@ -101,11 +172,24 @@ def _outputs(cmp: Comparison) -> list[tuple]:
     diverging = [r for r in cmp.outputs if r["same"] is False or r["note"]]
     if diverging:
         out.append(("h3", "Requests that differ or were not compared"))
-        out.append(("table", ["method", "task", "id", "first diverging token", "first diverging character",
-                              "finish A/B", "note"],
-                    [[r["method"], r["task"], r["id"], fmt.num(r["first_token_divergence"]),
-                      fmt.num(r["first_char_divergence"]), f"{r['finish_reason_a']}/{r['finish_reason_b']}",
-                      r["note"] or ""] for r in diverging]))
+        out.append(
+            (
+                "table",
+                ["method", "task", "id", "first diverging token", "first diverging character", "finish A/B", "note"],
+                [
+                    [
+                        r["method"],
+                        r["task"],
+                        r["id"],
+                        fmt.num(r["first_token_divergence"]),
+                        fmt.num(r["first_char_divergence"]),
+                        f"{r['finish_reason_a']}/{r['finish_reason_b']}",
+                        r["note"] or "",
+                    ]
+                    for r in diverging
+                ],
+            )
+        )
     return out
 
 
@@ -120,7 +204,8 @@ def _grouped(cmp: Comparison) -> list[str]:
     for r in cmp.speed:
         if r["verdict"].startswith("changed"):
             groups.setdefault((r["label"], r["task"]), []).append(
-                f"c={r['concurrency']} {r['figure']} {_signed_pct(r['relative'])} ({r['verdict'][9:-1]})")
+                f"c={r['concurrency']} {r['figure']} {_signed_pct(r['relative'])} ({r['verdict'][9:-1]})"
+            )
     for s in cmp.outputs_summary:
         if s["verdict"].startswith("changed"):
             groups.setdefault((s["label"], s["task"]), []).append(f"greedy outputs {s['verdict'][8:]}")
@@ -133,7 +218,7 @@ HOW_TO_READ = [
     "are exact sums over the task's requests, not samples: **same** = the counts are identical, **changed** = "
     "any difference in them (its size is in Δ); the --fail-on gate reads the same verdict. Every figure and count "
     "is recomputed from the run's request records (else its summary's own sums): "
-    f"{findings.FLAG} marks one its summary.json stated otherwise, \"missing\" one it lost beyond recomputing. "
+    f'{findings.FLAG} marks one its summary.json stated otherwise, "missing" one it lost beyond recomputing. '
     "Beside the rate and the length, B/A with a paired bootstrap interval over the requests answered on both "
     "sides: how far the choice of prompts alone could move it (it sizes a change; the verdict stays exact).",
     f"Bench cells: the median over repeats; B/A with a 95 % percentile-bootstrap interval over repeats when both "
@@ -160,30 +245,43 @@ def _capacity_ratio(r: dict) -> str:
 def blocks(cmp: Comparison) -> list[tuple]:
     a, b = run_id(cmp.run_a), run_id(cmp.run_b)
     changed = cmp.changed()
-    bl: list[tuple] = [("h1", f"Comparison: {a} (A) → {b} (B)"),
-                       ("p", f"A = {cmp.run_a.run_dir.name}/, B = {cmp.run_b.run_dir.name}/. "
-                             f"{len(cmp.pairs)} method × task pair(s) in both runs.")]
+    bl: list[tuple] = [
+        ("h1", f"Comparison: {a} (A) → {b} (B)"),
+        (
+            "p",
+            f"A = {cmp.run_a.run_dir.name}/, B = {cmp.run_b.run_dir.name}/. "
+            f"{len(cmp.pairs)} method × task pair(s) in both runs.",
+        ),
+    ]
     bl.append(("h2", "Summary"))
     bl.append(("p", f"**{len(changed)} figure(s) changed**" + (":" if changed else " (no change beyond noise).")))
     if changed:
         bl.append(("ul", _grouped(cmp)))
-    bl += findings.table(cmp.findings)   # a side's hand-edited summary.json: named, and its figures recomputed
+    bl += findings.table(cmp.findings)  # a side's hand-edited summary.json: named, and its figures recomputed
     bl += [("h2", "Gate (--fail-on)")] + _gate(cmp)
     bl += [("h2", "Pairs and what differs")] + _pairs(cmp)
     bl += [("h2", "Acceptance (acceptance phase, exact sums)")] + _acceptance_table(cmp.acceptance, "figure")
     if cmp.positions:
-        bl += [("h3", "Per draft position (steps accepting ≥ p+1 drafts ÷ drafting steps)")] + \
-            _acceptance_table(cmp.positions, "position")
+        bl += [("h3", "Per draft position (steps accepting ≥ p+1 drafts ÷ drafting steps)")] + _acceptance_table(
+            cmp.positions, "position"
+        )
     if cmp.histogram:
         bl += [("h3", "Histogram (verify steps accepting exactly j drafts)")] + _acceptance_table(cmp.histogram, "j")
     for name, caption in cmp.plot_captions.items():
         bl.append(("img", name, caption))
     bl += [("h2", "Speed (bench cells)")] + _speed_table(cmp.speed)
     if cmp.capacity:
-        bl += [("h2", "Capacity at the SLO (open loop, --capacity)"),
-               ("table", ["method", "task", "A", "B", "B / A [bracket]", "verdict"],
-                [[r["label"], r["task"], r["a"] or "—", r["b"] or "—", _capacity_ratio(r), r["verdict"]]
-                 for r in cmp.capacity])]
+        bl += [
+            ("h2", "Capacity at the SLO (open loop, --capacity)"),
+            (
+                "table",
+                ["method", "task", "A", "B", "B / A [bracket]", "verdict"],
+                [
+                    [r["label"], r["task"], r["a"] or "—", r["b"] or "—", _capacity_ratio(r), r["verdict"]]
+                    for r in cmp.capacity
+                ],
+            ),
+        ]
     bl += [("h2", "Greedy outputs")] + _outputs(cmp)
     bl += [("h2", "How to read this"), ("ul", HOW_TO_READ)]
     return bl

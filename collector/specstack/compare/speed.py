@@ -5,6 +5,7 @@ B against A is the ratio B/A with a percentile-bootstrap 95 % interval over repe
 bootstrap_ratio, fixed seed) when both sides have at least MIN_REPEATS. Verdict: "within noise" when the
 interval includes 1.0×, "changed (better|worse)" when it excludes it, "point only" without an interval.
 """
+
 from __future__ import annotations
 
 from specstack.compare.pairing import SPEED, Pair
@@ -16,7 +17,7 @@ from specstack.report.cells import bench_cells
 FIGURES = {
     "throughput": ("output_throughput", True),
     **{f"{m}_p{p}": (f"p{p}_{m}_ms", False) for m in ("tpot", "itl") for p in (50, 95, 99)},
-    "e2el_p50": ("p50_e2el_ms", False),   # the latency the report falls back on where TPOT is degenerate
+    "e2el_p50": ("p50_e2el_ms", False),  # the latency the report falls back on where TPOT is degenerate
     "bench_acceptance_length": ("spec_decode_acceptance_length", True),
 }
 
@@ -24,7 +25,7 @@ FIGURES = {
 def _by_concurrency(md, task: str) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for cell in bench_cells(md, task):
-        if cell["status"] == "ok" and cell["load"] == "concurrency":   # open-loop cells: compare/capacity.py
+        if cell["status"] == "ok" and cell["load"] == "concurrency":  # open-loop cells: compare/capacity.py
             out.setdefault(cell["concurrency"], []).append(cell)
     return out
 
@@ -36,7 +37,7 @@ def verdict(iv: st.Interval, higher_is_better: bool) -> str:
         return f"point only ({min(iv.n_num, iv.n_den)} repeats; an interval needs ≥ {st.MIN_REPEATS} a side)"
     if iv.crosses_one:
         return "within noise"
-    assert iv.low is not None   # has_interval
+    assert iv.low is not None  # has_interval
     better = (iv.low > 1.0) == higher_is_better
     return f"changed ({'better' if better else 'worse'})"
 
@@ -55,8 +56,10 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     for pair in pairs:
         ca, cb = _by_concurrency(pair.a, pair.task), _by_concurrency(pair.b, pair.task)
-        notes += [f"{pair.method} {pair.task} c={c}: bench cell only in {'A' if c in ca else 'B'}"
-                  for c in sorted(set(ca) ^ set(cb))]
+        notes += [
+            f"{pair.method} {pair.task} c={c}: bench cell only in {'A' if c in ca else 'B'}"
+            for c in sorted(set(ca) ^ set(cb))
+        ]
         blocked = pair.not_comparable(SPEED)
         for c in sorted(set(ca) & set(cb)):
             degenerate = any(x.get("tpot_degenerate") for x in ca[c] + cb[c])
@@ -67,25 +70,44 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
                 va = [x[key] for x in ca[c] if x.get(key) is not None]
                 vb = [x[key] for x in cb[c] if x.get(key) is not None]
                 if not va and not vb:
-                    continue   # e.g. bench acceptance length of plain decode
+                    continue  # e.g. bench acceptance length of plain decode
                 iv = st.bootstrap_ratio(vb, va)
                 note = [n for n in (_tail_note(figure, ca[c], cb[c]),) if n]
                 if degenerate and figure.startswith("tpot"):
                     note.append("TPOT degenerate (answers arrived in a burst): read e2el_p50")
-                if busy:   # other work shared the cores: the verdict is marked, not dropped (as in the report)
-                    note.append("busy host (other processes " + "/".join(
-                        "n/a" if x is None else f"{x:.0%}" for x in others)
-                        + f" of the core-seconds A/B > {st.MAX_OTHER_CPU_SHARE:.0%})")
-                if bound:   # the client, not the server, set the pace
-                    note.append("client-bound (bench client " + "/".join(
-                        "n/a" if x is None else f"{x:.0%}" for x in clients)
-                        + f" of a core A/B > {st.CLIENT_SATURATED:.0%})")
-                rows.append({"method": pair.method, "label": pair.label, "task": pair.task, "concurrency": c,
-                             "figure": figure, "higher_is_better": higher,
-                             "a": st.median(va), "b": st.median(vb), "repeats_a": len(va), "repeats_b": len(vb),
-                             "ratio": iv.point, "ratio_low": iv.low, "ratio_high": iv.high,
-                             "relative": None if iv.point is None else iv.point - 1,
-                             "verdict": blocked or verdict(iv, higher), "comparable": blocked is None,
-                             "design_a": pair.a.replication.design,
-                             "design_b": pair.b.replication.design, "note": "; ".join(note) or None})
+                if busy:  # other work shared the cores: the verdict is marked, not dropped (as in the report)
+                    note.append(
+                        "busy host (other processes "
+                        + "/".join("n/a" if x is None else f"{x:.0%}" for x in others)
+                        + f" of the core-seconds A/B > {st.MAX_OTHER_CPU_SHARE:.0%})"
+                    )
+                if bound:  # the client, not the server, set the pace
+                    note.append(
+                        "client-bound (bench client "
+                        + "/".join("n/a" if x is None else f"{x:.0%}" for x in clients)
+                        + f" of a core A/B > {st.CLIENT_SATURATED:.0%})"
+                    )
+                rows.append(
+                    {
+                        "method": pair.method,
+                        "label": pair.label,
+                        "task": pair.task,
+                        "concurrency": c,
+                        "figure": figure,
+                        "higher_is_better": higher,
+                        "a": st.median(va),
+                        "b": st.median(vb),
+                        "repeats_a": len(va),
+                        "repeats_b": len(vb),
+                        "ratio": iv.point,
+                        "ratio_low": iv.low,
+                        "ratio_high": iv.high,
+                        "relative": None if iv.point is None else iv.point - 1,
+                        "verdict": blocked or verdict(iv, higher),
+                        "comparable": blocked is None,
+                        "design_a": pair.a.replication.design,
+                        "design_b": pair.b.replication.design,
+                        "note": "; ".join(note) or None,
+                    }
+                )
     return rows, notes

@@ -3,6 +3,7 @@
 The GPU containers execute that file directly; here it is imported so the native runtime starts the
 very same argument list.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,7 +22,7 @@ def _load_serve_args() -> ModuleType:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; set SPECSTACK_SERVICES_DIR to the repo's services/ folder")
     spec = importlib.util.spec_from_file_location("specstack_serve_args", path)
-    assert spec is not None and spec.loader is not None, path   # a .py path always has a spec and a loader
+    assert spec is not None and spec.loader is not None, path  # a .py path always has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,7 +41,7 @@ def check_model_set(method: str, model_set: str) -> None:
 
 
 def weights_of(model_set: str) -> str | None:
-    """"trained" or "random": what the set's weights are ([model_weights] in methods.toml), None if not said."""
+    """ "trained" or "random": what the set's weights are ([model_weights] in methods.toml), None if not said."""
     weights: str | None = load().get("model_weights", {}).get(model_set)
     return weights
 

@@ -8,6 +8,7 @@ per-position plots (measure/prometheus_view.py) evaluate the same expression, so
 Both sums run over vLLM's `engine` label. Value at position p (0-based) = share of drafts (verification steps)
 that accepted at least p+1 draft tokens.
 """
+
 from __future__ import annotations
 
 from typing import Any

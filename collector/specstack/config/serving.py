@@ -2,6 +2,7 @@
 platform (a [platforms] table of services/methods.toml). StrEnums, so a member is its string everywhere: JSON,
 the command line, f-strings, and comparisons with names read back from a recorded run.
 host/ runs under the host's python3 (3.8, no StrEnum) and spells its two container platforms itself."""
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -10,8 +11,8 @@ from specstack.errors import UserError
 
 
 class Runtime(StrEnum):
-    NATIVE = "native"   # `vllm serve` started from the plan (server/runtime.py start_native)
-    URL = "url"         # a server someone else started, at --url (server/runtime.py attach)
+    NATIVE = "native"  # `vllm serve` started from the plan (server/runtime.py start_native)
+    URL = "url"  # a server someone else started, at --url (server/runtime.py attach)
 
     @classmethod
     def of(cls, name: str) -> Runtime:
@@ -24,6 +25,7 @@ class Runtime(StrEnum):
 
 class Platform(StrEnum):
     """services/methods.toml's [platforms], in its order (tests/config/test_serving.py holds them equal)."""
+
     GPU_CONTAINER = "gpu-container"
     GPU_NATIVE = "gpu-native"
     GPU_NATIVE_EAGER = "gpu-native-eager"

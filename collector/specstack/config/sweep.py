@@ -8,6 +8,7 @@ Standard library only and Python 3.8 compatible: make runs the host helper with 
 no tomllib (3.11+); then the table is read by the minimal reader below (method names are TOML bare keys: letters,
 digits, '-' and '_', so a string never holds a quote or a '#').
 """
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ def table_of(text: str) -> object:
     else by the minimal reader."""
     try:
         import tomllib
-    except ImportError:   # Python < 3.11: the host's python3
+    except ImportError:  # Python < 3.11: the host's python3
         return minimal_table(text)
     return tomllib.loads(text).get(TABLE)
 
@@ -44,7 +45,7 @@ def minimal_table(text: str) -> dict[str, Any] | None:
     """[sweep] read without tomllib: its `key = [...]` arrays of strings (on one line or several, comments
     allowed); a key whose value is not an array keeps its text, which check() refuses."""
     table: dict[str, Any] = {}
-    found, key, items = False, "", ""   # the key of an array still open and its text so far
+    found, key, items = False, "", ""  # the key of an array still open and its text so far
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if key:
@@ -78,14 +79,17 @@ def check(table: object, names: list[str], where: str = "services/methods.toml")
         raise SweepError(f"{where}: sweep must be a table, the default methods of a sweep, {FIX}")
     unknown = sorted(k for k in table if k not in KEYS)
     if unknown:
-        raise SweepError(f"{where} [sweep] has {unknown[0]!r}; it holds only methods and mtp_methods (lists of "
-                         f"method names), {FIX}")
+        raise SweepError(
+            f"{where} [sweep] has {unknown[0]!r}; it holds only methods and mtp_methods (lists of method names), {FIX}"
+        )
     out: dict[str, list[str]] = {}
     for key in KEYS:
         value = table.get(key, [] if key == MTP_METHODS else None)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SweepError(f"{where} [sweep] {key} must be a list of method names, like "
-                             f"{key} = [\"baseline\", \"ngram\"], got {value!r}")
+            raise SweepError(
+                f"{where} [sweep] {key} must be a list of method names, like "
+                f'{key} = ["baseline", "ngram"], got {value!r}'
+            )
         out[key] = value
     if not out[METHODS]:
         raise SweepError(f"{where} [sweep] methods is empty: a sweep needs at least one method, {FIX}")
@@ -93,12 +97,16 @@ def check(table: object, names: list[str], where: str = "services/methods.toml")
     for key in KEYS:
         for name in out[key]:
             if name not in names:
-                raise SweepError(f"{where} [sweep] {key} names {name!r}, which is no method of {where} (no "
-                                 f"[methods.{name}] table){_case_hint(name, names)}: fix the name or remove it "
-                                 f"from [sweep]; the methods: {', '.join(names)}")
+                raise SweepError(
+                    f"{where} [sweep] {key} names {name!r}, which is no method of {where} (no "
+                    f"[methods.{name}] table){_case_hint(name, names)}: fix the name or remove it "
+                    f"from [sweep]; the methods: {', '.join(names)}"
+                )
             if name in seen:
-                raise SweepError(f"{where} [sweep] names {name!r} twice (methods and mtp_methods together): a sweep "
-                                 "runs each method once; remove one")
+                raise SweepError(
+                    f"{where} [sweep] names {name!r} twice (methods and mtp_methods together): a sweep "
+                    "runs each method once; remove one"
+                )
             seen.add(name)
     return out
 

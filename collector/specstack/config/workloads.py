@@ -4,6 +4,7 @@ Each task has a perf file (fixed output length, read by `vllm bench serve --data
 acceptance set (natural stops, sent by the collector to /v1/chat/completions). Both are plain JSONL so
 users can bring their own; every file's sha256 goes into the manifest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,16 @@ _TOPICS = (
 # Short edits of a short function: copy-heavy like `code`, but small enough for a 135M instruct model to follow (the
 # trained set's demo and tests, docs/models.md); asked for with --tasks edit,chat.
 EDIT_FUNCTIONS = ("greet", "welcome", "announce", "report", "notify", "remind", "thank", "cheer")
-EDIT_WORDS = (("Hello", "Goodbye"), ("Welcome", "Farewell"), ("Good morning", "Good night"), ("Hi", "Bye"),
-              ("Congratulations", "Condolences"), ("Attention", "Reminder"), ("Thanks", "Sorry"), ("Hooray", "Oops"))
+EDIT_WORDS = (
+    ("Hello", "Goodbye"),
+    ("Welcome", "Farewell"),
+    ("Good morning", "Good night"),
+    ("Hi", "Bye"),
+    ("Congratulations", "Condolences"),
+    ("Attention", "Reminder"),
+    ("Thanks", "Sorry"),
+    ("Hooray", "Oops"),
+)
 BUILT_IN = (*TASKS, "edit")
 
 
@@ -59,22 +68,35 @@ class Task:
 
 def default_prompt(task: str, i: int) -> str:
     if task == "code":
-        return (f"Change only the factor of scale_{i % 12} to {100 + i}; keep every other function unchanged. "
-                "Print the whole Python file, with no explanation and no code fences.\n" + _SOURCE)
+        return (
+            f"Change only the factor of scale_{i % 12} to {100 + i}; keep every other function unchanged. "
+            "Print the whole Python file, with no explanation and no code fences.\n" + _SOURCE
+        )
     if task == "chat":
         return f"Case {i}: Write two full paragraphs on {_TOPICS[i % len(_TOPICS)]}."
     if task == "edit":
-        name, (old, new) = EDIT_FUNCTIONS[i % len(EDIT_FUNCTIONS)], EDIT_WORDS[(i + i // len(EDIT_WORDS)) % len(EDIT_WORDS)]
-        return (f"Here is a Python function:\n\ndef {name}(name):\n    print('{old}, ' + name)\n\n"
-                f"Rewrite it so that it says '{new}' instead of '{old}'.")
-    raise WorkloadError(f"unknown task {task!r}; the built-in tasks are {', '.join(BUILT_IN)} (a named dataset is "
-                        "asked for with --dataset NAME, your own files with --workload TASK=PERF,ACCEPTANCE)")
+        name, (old, new) = (
+            EDIT_FUNCTIONS[i % len(EDIT_FUNCTIONS)],
+            EDIT_WORDS[(i + i // len(EDIT_WORDS)) % len(EDIT_WORDS)],
+        )
+        return (
+            f"Here is a Python function:\n\ndef {name}(name):\n    print('{old}, ' + name)\n\n"
+            f"Rewrite it so that it says '{new}' instead of '{old}'."
+        )
+    raise WorkloadError(
+        f"unknown task {task!r}; the built-in tasks are {', '.join(BUILT_IN)} (a named dataset is "
+        "asked for with --dataset NAME, your own files with --workload TASK=PERF,ACCEPTANCE)"
+    )
 
 
-def write_defaults(out_dir: Path, *, num_prompts: int = DEFAULT_NUM_PROMPTS,
-                   perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN,
-                   acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS,
-                   tasks: tuple[str, ...] = TASKS) -> dict[str, Task]:
+def write_defaults(
+    out_dir: Path,
+    *,
+    num_prompts: int = DEFAULT_NUM_PROMPTS,
+    perf_output_len: int = DEFAULT_PERF_OUTPUT_LEN,
+    acceptance_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS,
+    tasks: tuple[str, ...] = TASKS,
+) -> dict[str, Task]:
     """Write the built-in workloads (same prompts in both files of a task) and load them back."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {}
@@ -83,14 +105,20 @@ def write_defaults(out_dir: Path, *, num_prompts: int = DEFAULT_NUM_PROMPTS,
         perf = out_dir / layout.perf_input(task)
         acc = out_dir / layout.acceptance_input(task)
         _write_jsonl(perf, [{"prompt": p, "output_tokens": perf_output_len} for p in prompts])
-        _write_jsonl(acc, [{"id": f"{task}-{i:03d}", "prompt": p, "max_tokens": acceptance_max_tokens}
-                           for i, p in enumerate(prompts)])
+        _write_jsonl(
+            acc,
+            [
+                {"id": f"{task}-{i:03d}", "prompt": p, "max_tokens": acceptance_max_tokens}
+                for i, p in enumerate(prompts)
+            ],
+        )
         result[task] = load_task(task, perf, acc, default_max_tokens=acceptance_max_tokens)
     return result
 
 
-def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
-              default_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS) -> Task:
+def load_task(
+    task: str, perf_path: Path, acceptance_path: Path, *, default_max_tokens: int = DEFAULT_ACCEPTANCE_MAX_TOKENS
+) -> Task:
     perf_path, acceptance_path = Path(perf_path), Path(acceptance_path)
     if perf_path.suffix != ".jsonl":
         # vllm bench serve's custom dataset refuses any other suffix (datasets.py:2453).
@@ -103,11 +131,19 @@ def load_task(task: str, perf_path: Path, acceptance_path: Path, *,
             raise WorkloadError(f"{acceptance_path}:{n}: max_tokens must be a positive integer, got {max_tokens!r}")
         turn2 = row.get("turn2")
         if turn2 is not None and (not isinstance(turn2, str) or not turn2.strip()):
-            raise WorkloadError(f"{acceptance_path}:{n}: turn2 (the user's second turn) must be a non-empty "
-                                f"string, got {turn2!r}; drop it for a row with one turn")
-        rows.append({"id": str(row.get("id", f"{task}-{n - 1:03d}")), "prompt": row["prompt"],
-                     "max_tokens": max_tokens, **{k: row[k] for k in KEPT_FIELDS if k in row},
-                     **({"turn2": turn2} if turn2 is not None else {})})
+            raise WorkloadError(
+                f"{acceptance_path}:{n}: turn2 (the user's second turn) must be a non-empty "
+                f"string, got {turn2!r}; drop it for a row with one turn"
+            )
+        rows.append(
+            {
+                "id": str(row.get("id", f"{task}-{n - 1:03d}")),
+                "prompt": row["prompt"],
+                "max_tokens": max_tokens,
+                **{k: row[k] for k in KEPT_FIELDS if k in row},
+                **({"turn2": turn2} if turn2 is not None else {}),
+            }
+        )
     return Task(task, perf_path, acceptance_path, rows)
 
 
@@ -142,7 +178,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
     for n, row in jsonl_objects(path.read_bytes(), str(path)):
         if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
-            raise WorkloadError(f"{path}:{n}: missing a non-empty string field \"prompt\"")
+            raise WorkloadError(f'{path}:{n}: missing a non-empty string field "prompt"')
         rows.append(row)
     if not rows:
         raise WorkloadError(f"{path}: the file has no prompts; add one JSON object per line")

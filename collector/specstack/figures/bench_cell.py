@@ -5,14 +5,23 @@ what specstack derives from bench's per-request data (stalls and burst reads; go
 runs/method_summary.py builds each summary's bench cells with `cell_figures`; figures/recompute.py reads the file
 again and holds the figures `copied` gives against it, so a hand-edited throughput or latency is found like an
 edited acceptance rate."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from specstack.measure import goodput, per_request
 
-BENCH_FIELDS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
-                "request_throughput", "output_throughput", "total_token_throughput")
+BENCH_FIELDS = (
+    "completed",
+    "failed",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+)
 # bench's "max_concurrent_requests" counts the requests active at any time within a one-second bucket, not
 # requests in flight at once (a sub-second cell counts every request): kept under a name that says so
 ACTIVE_IN_ONE_SECOND = "max_requests_active_in_one_second"
@@ -27,8 +36,13 @@ def copied(bench: dict[str, Any]) -> dict[str, Any]:
     cell = {k: bench.get(k) for k in BENCH_FIELDS}
     cell[ACTIVE_IN_ONE_SECOND] = bench.get(FORMER_NAMES[ACTIVE_IN_ONE_SECOND])
     # bench writes its acceptance rate in percent; the summary keeps every rate as a fraction (acceptance_rate)
-    cell.update({k: v for k, v in bench.items() if k.endswith("_ms") or k.startswith("spec_decode_")
-                 and k != "spec_decode_acceptance_rate"})
+    cell.update(
+        {
+            k: v
+            for k, v in bench.items()
+            if k.endswith("_ms") or k.startswith("spec_decode_") and k != "spec_decode_acceptance_rate"
+        }
+    )
     rate = bench.get("spec_decode_acceptance_rate")
     cell["acceptance_rate"] = None if rate is None else rate / 100
     return cell
@@ -39,6 +53,6 @@ def cell_figures(bench: dict[str, Any], slo: dict[str, float] | None, concurrenc
     cell = copied(bench)
     # stalls and burst reads, from bench's per-request data (None: bench kept none)
     cell["per_request"] = per_request.cell_figures(bench, concurrency)
-    if slo:   # --slo: the requests meeting every target, from bench's per-request results
+    if slo:  # --slo: the requests meeting every target, from bench's per-request results
         cell["goodput"] = goodput.figures(bench, slo)
     return cell

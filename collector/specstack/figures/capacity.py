@@ -8,6 +8,7 @@ geometrically (at √(pass × fail)) with at most `max_probes` more rates, until
 With no failing rate it doubles upward; with no passing rate it halves downward; both within the same budget.
 The answer is a bracket, never a point pretending to be exact: capacity ≥ `rate` (passed), < `bound` (failed).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from statistics import median
 from typing import Any, cast
 
-SIGNIFICANT = 3   # probe rates are rounded to 3 significant digits: readable cell names, no false precision
+SIGNIFICANT = 3  # probe rates are rounded to 3 significant digits: readable cell names, no false precision
 
 
 def passes(shares: list[float | None], share: float) -> bool:
@@ -38,18 +39,19 @@ def bracket(tested: dict[float, bool]) -> tuple[float | None, float | None]:
 
 def _next_rate(low: float | None, high: float | None) -> float:
     if low is None:
-        return rounded(cast(float, high) / 2)   # the search asks only with a rate on one side at least
+        return rounded(cast(float, high) / 2)  # the search asks only with a rate on one side at least
     if high is None:
         return rounded(low * 2)
-    return rounded(math.sqrt(low * high))   # geometric: rates span orders of magnitude, the resolution is relative
+    return rounded(math.sqrt(low * high))  # geometric: rates span orders of magnitude, the resolution is relative
 
 
 def resolved(low: float | None, high: float | None, resolution: float) -> bool:
     return low is not None and high is not None and high <= low * (1 + resolution)
 
 
-def search(probe: Callable[[float], bool], tested: dict[float, bool], *, max_probes: int,
-           resolution: float) -> dict[str, Any]:
+def search(
+    probe: Callable[[float], bool], tested: dict[float, bool], *, max_probes: int, resolution: float
+) -> dict[str, Any]:
     """Bisect the capacity bracket with `probe(rate) -> passed`, starting from `tested` (rate -> passed).
 
     Returns {"kind": "found" (resolved bracket) | "unresolved" (probes ran out) | "at least" (no rate failed) |
@@ -61,12 +63,18 @@ def search(probe: Callable[[float], bool], tested: dict[float, bool], *, max_pro
     while len(probes) < max_probes and not resolved(low, high, resolution) and (low or high):
         rate = _next_rate(low, high)
         if rate in tested or rate <= 0 or (low is not None and high is not None and not low < rate < high):
-            break   # the bracket is narrower than the rounding: nothing new to learn
+            break  # the bracket is narrower than the rounding: nothing new to learn
         tested[rate] = passed = probe(rate)
         probes.append({"rate": rate, "passed": passed})
         low, high = bracket(tested)
-    return {"kind": _kind(low, high, resolution), "rate": low, "bound": high, "resolution": resolution,
-            "probes": probes, "text": describe(low, high, resolution)}
+    return {
+        "kind": _kind(low, high, resolution),
+        "rate": low,
+        "bound": high,
+        "resolution": resolution,
+        "probes": probes,
+        "text": describe(low, high, resolution),
+    }
 
 
 def _kind(low: float | None, high: float | None, resolution: float) -> str:
@@ -79,12 +87,14 @@ def _kind(low: float | None, high: float | None, resolution: float) -> str:
 
 def describe(low: float | None, high: float | None, resolution: float) -> str:
     if low is None:
-        return f"never meets the SLO: even {high:g} req/s, the lowest rate tested, fails it" if high else \
-            "no rate was tested"
+        return (
+            f"never meets the SLO: even {high:g} req/s, the lowest rate tested, fails it"
+            if high
+            else "no rate was tested"
+        )
     if high is None:
         return f"meets the SLO at every rate tested: capacity at least {low:g} req/s (no rate failed)"
-    within = "" if resolved(low, high, resolution) else \
-        f"; not resolved to {resolution:.0%}: the probes ran out"
+    within = "" if resolved(low, high, resolution) else f"; not resolved to {resolution:.0%}: the probes ran out"
     return f"{low:g} req/s (meets the SLO; {high:g} req/s fails it){within}"
 
 

@@ -5,6 +5,7 @@ tokens into a chunk too), so ITL is a time per chunk; ÷ tokens per chunk it is 
 From bench's per-request lists (`--save-detailed`: `itls`, `output_lens`, `errors`), over the requests that
 succeeded: tokens per chunk = Σ output tokens ÷ Σ chunks, a request's chunks = its gaps + 1 (the first chunk has
 no gap before it). None without those lists: unknown, never 0 or 1."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -6,6 +6,7 @@ baseline's TPOT, a method whose drafting were free and whose verify pass cost on
 baseline TPOT ÷ B: the free-drafting TPOT. Its measured TPOT × B is what one of its target passes really took
 (drafting, the verify pass over K + 1 positions, the bookkeeping); that minus the baseline's TPOT is the cost of
 speculating per target pass. Zero: speculation was free; the method's TPOT speedup then equals B."""
+
 from __future__ import annotations
 
 
@@ -23,8 +24,9 @@ def free_drafting_tpot_ms(baseline_tpot_ms: float | None, tokens_per_pass: float
     return baseline_tpot_ms / tokens_per_pass
 
 
-def cost_per_pass_ms(tpot_ms: float | None, baseline_tpot_ms: float | None,
-                     tokens_per_pass: float | None) -> float | None:
+def cost_per_pass_ms(
+    tpot_ms: float | None, baseline_tpot_ms: float | None, tokens_per_pass: float | None
+) -> float | None:
     """Drafting cost per target pass (ms): the method's pass time minus a plain decode step (the baseline's TPOT).
     Equivalently the baseline's TPOT × (1 ÷ efficiency − 1), where efficiency = TPOT speedup ÷ B."""
     took = pass_ms(tpot_ms, tokens_per_pass)

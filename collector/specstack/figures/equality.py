@@ -2,6 +2,7 @@
 tokenizer) and in characters; why a pair of records is not compared at all; and, where a greedy answer differs
 from the baseline's, whether the baseline's own choice there was a near tie. The report (report/equality.py,
 against the baseline) and compare (compare/outputs.py, run A against run B) both judge with these."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,7 @@ from specstack.figures import stats as st
 
 class Encoder(Protocol):
     """What a tokenizer must do here (transformers' tokenizers do)."""
+
     def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
 
 
@@ -35,8 +37,9 @@ def compare_texts(a: str, b: str, tokenizer: Encoder | None = None) -> dict[str,
         return {"equal": True, "first_token_divergence": None, "first_char_divergence": None}
     out = {"equal": False, "first_char_divergence": st.first_divergence(a, b), "first_token_divergence": None}
     if tokenizer is not None:
-        out["first_token_divergence"] = st.first_divergence(tokenizer.encode(a, add_special_tokens=False),
-                                                            tokenizer.encode(b, add_special_tokens=False))
+        out["first_token_divergence"] = st.first_divergence(
+            tokenizer.encode(a, add_special_tokens=False), tokenizer.encode(b, add_special_tokens=False)
+        )
     return out
 
 
@@ -55,9 +58,11 @@ NEAR_TIE_NATS = 0.25
 # the format's: 1e-3 nats, an order above the largest logit change measured between plain decode and a verify pass
 # in fp32 (3e-5, the trained model in transformers, docs/greedy-divergence.md), which the H200 engine's fp32 run
 # bears out (its two divergences at 1.3e-5 and 1.8e-4 nats, docs/gpu.md).
-NUMERICS = {"bfloat16": ("bf16", NEAR_TIE_NATS, "within two bf16 steps"),
-            "float16": ("fp16", 2 ** -5, "within two fp16 steps"),
-            "float32": ("fp32", 1e-3, "within 0.001 nats (a pass of another shape rounds through every layer)")}
+NUMERICS = {
+    "bfloat16": ("bf16", NEAR_TIE_NATS, "within two bf16 steps"),
+    "float16": ("fp16", 2**-5, "within two fp16 steps"),
+    "float32": ("fp32", 1e-3, "within 0.001 nats (a pass of another shape rounds through every layer)"),
+}
 DTYPE_NAMES = {"bf16": "bfloat16", "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32"}
 
 
@@ -75,17 +80,22 @@ def causes(dtype: str | None = None) -> dict[str, str]:
     """What each kind of divergence is consistent with (the report's words), for a server of this dtype."""
     name, _, words = numerics(dtype)
     short = name.split(" ")[0]
-    return {"exact tie": f"{name} numerics: the two logits are equal in {short}, the verify pass rounds the other way",
-            "near tie": f"{name} numerics: {words}, the verify pass rounds the other way",
-            "not a tie": f"not {short} rounding: a change the method made"}
+    return {
+        "exact tie": f"{name} numerics: the two logits are equal in {short}, the verify pass rounds the other way",
+        "near tie": f"{name} numerics: {words}, the verify pass rounds the other way",
+        "not a tie": f"not {short} rounding: a change the method made",
+    }
 
 
 CAUSES = causes("bfloat16")
 
 
-def divergence_at_baseline(mine: Sequence[int] | None, theirs: Sequence[int] | None,
-                           their_top: Sequence[Sequence[Sequence[float]]] | None,
-                           dtype: str | None = None) -> dict[str, Any]:
+def divergence_at_baseline(
+    mine: Sequence[int] | None,
+    theirs: Sequence[int] | None,
+    their_top: Sequence[Sequence[Sequence[float]]] | None,
+    dtype: str | None = None,
+) -> dict[str, Any]:
     """Where two greedy answers' token ids first differ, how the baseline rated the method's token there
     (`their_top`: the baseline's top log-probabilities per position, [[token_id, logprob], ...]):
     `gap_nats` (the baseline's token's log-probability minus the method's token's), `kind` and `cause` (CAUSES):
@@ -103,8 +113,8 @@ def divergence_at_baseline(mine: Sequence[int] | None, theirs: Sequence[int] | N
     if i is None or i >= len(mine) or i >= len(theirs) or their_top is None or i >= len(their_top):
         return out
     top = {int(token): float(logprob) for token, logprob in their_top[i]}
-    if theirs[i] not in top:   # the baseline's own choice is always among its top: a record that says otherwise
-        return out             # is not this server's answer
+    if theirs[i] not in top:  # the baseline's own choice is always among its top: a record that says otherwise
+        return out  # is not this server's answer
     if mine[i] not in top:
         # the method's token is at least as far behind as the last token listed
         if top[theirs[i]] - min(top.values()) > bound:

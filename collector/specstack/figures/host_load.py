@@ -3,6 +3,7 @@ in its windows (measure/cpu_share.py records it; the report's and compare's busy
 it here, figures/stats.py `host_busy` and `client_bound` judge it). `host_load_per_core`: the 1-minute load average
 per core at the windows' open and close, kept as data only (on a CPU server the measured system alone keeps it
 near 1 per core, so it cannot tell one cell from another)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ class CellCpu:
     other processes' CPU seconds and their share of the window's core-seconds, and the bench client's CPU as a
     share of one core. None: not recorded (a bundle before issue 41) or not measured (a server with no local
     process), never 0."""
+
     other_s: float | None = None
     other_share: float | None = None
     bench_share: float | None = None
@@ -46,6 +48,8 @@ def cell_cpu(windows: Iterable[Window], cells: Iterable[Mapping[str, Any]]) -> C
     others = [c for c in cpus if c.get("other_share") is not None]
     worst = max(others, key=lambda c: float(c["other_share"]), default=None)
     shares = [float(c["bench_share_of_core"]) for c in cpus if c.get("bench_share_of_core") is not None]
-    return CellCpu(other_s=None if worst is None else float(worst["other"]),
-                   other_share=None if worst is None else float(worst["other_share"]),
-                   bench_share=max(shares, default=None))
+    return CellCpu(
+        other_s=None if worst is None else float(worst["other"]),
+        other_share=None if worst is None else float(worst["other_share"]),
+        bench_share=max(shares, default=None),
+    )

@@ -8,6 +8,7 @@ stability gate rejects a cell whose relative MAD exceeds 10 % (or with fewer tha
 the conservative figure is median − 1.4826 × MAD; per band, every stable K within 1 % of the best conservative
 figure ties and the smallest of them wins, so K=0 wins where speculation does not pay by more than 1 %.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,20 +16,21 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-MIN_RUNS = 3                 # vLLM's --min-runs default
-MAX_RELATIVE_MAD = 0.10      # --max-objective-relative-mad
-RELATIVE_TOLERANCE = 0.01    # --relative-tolerance: within 1 % of the best is a tie
-UNCERTAINTY_PENALTY = 1.0    # --uncertainty-penalty
-MAD_TO_SD = 1.4826           # MAD → standard deviation for a normal distribution
+MIN_RUNS = 3  # vLLM's --min-runs default
+MAX_RELATIVE_MAD = 0.10  # --max-objective-relative-mad
+RELATIVE_TOLERANCE = 0.01  # --relative-tolerance: within 1 % of the best is a tie
+UNCERTAINTY_PENALTY = 1.0  # --uncertainty-penalty
+MAD_TO_SD = 1.4826  # MAD → standard deviation for a normal distribution
 
 
 @dataclass(frozen=True)
 class Candidate:
     """One (K, concurrency) cell of the sweep: its repeats and the gate's verdict."""
+
     k: int
     concurrency: int
-    values: tuple[float, ...]     # output tok/s per ok repeat
-    failed: int = 0               # repeats that did not finish whole
+    values: tuple[float, ...]  # output tok/s per ok repeat
+    failed: int = 0  # repeats that did not finish whole
 
     @property
     def median(self) -> float | None:
@@ -42,7 +44,7 @@ class Candidate:
     @property
     def relative_mad(self) -> float | None:
         m, mad = self.median, self.mad
-        if m is None or mad is None:   # both or neither
+        if m is None or mad is None:  # both or neither
             return None
         return mad / abs(m) if m else (0.0 if mad == 0 else math.inf)
 
@@ -58,7 +60,7 @@ class Candidate:
             return f"{self.failed} repeat(s) failed"
         if len(self.values) < MIN_RUNS:
             return f"{len(self.values)} repeat(s) < {MIN_RUNS}"
-        spread = self.relative_mad   # known: the cell has repeats
+        spread = self.relative_mad  # known: the cell has repeats
         if spread is not None and spread > MAX_RELATIVE_MAD:
             return f"unstable: relative MAD {spread:.3f} > {MAX_RELATIVE_MAD:.2f}"
         return None
@@ -86,7 +88,7 @@ def pick(by_k: dict[int, Candidate]) -> dict[str, Any]:
         return {"k": None, "why": "no baseline (K=0) cells", "ties": []}
     if base.rejected:
         return {"k": None, "why": f"baseline rejected by the gate ({base.rejected})", "ties": []}
-    figure = {k: c.conservative for k, c in stable.items() if c.conservative is not None}   # every stable one
+    figure = {k: c.conservative for k, c in stable.items() if c.conservative is not None}  # every stable one
     best = max(figure.values())
     if best <= 0:
         return {"k": None, "why": "no positive throughput", "ties": []}
@@ -105,15 +107,30 @@ def bands(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         base = by_k.get(0)
         k = chosen["k"]
         cell = by_k.get(k) if k is not None else None
-        rows.append({
-            "concurrency": c, "band": [c, concurrencies[i + 1] - 1 if i + 1 < len(concurrencies) else c],
-            "k": k, "why_none": chosen["why"], "ties": chosen["ties"],
-            "median_tok_s": cell.median if cell else None,
-            "speedup": _ratio(cell, base) if cell else None,
-            "relative_mad": cell.relative_mad if cell else None,
-            "candidates": [{"k": x.k, "repeats": len(x.values), "median_tok_s": x.median,
-                            "conservative_tok_s": x.conservative, "relative_mad": x.relative_mad,
-                            "speedup": _ratio(x, base), "gate": x.rejected or "ok"} for x in by_k.values()]})
+        rows.append(
+            {
+                "concurrency": c,
+                "band": [c, concurrencies[i + 1] - 1 if i + 1 < len(concurrencies) else c],
+                "k": k,
+                "why_none": chosen["why"],
+                "ties": chosen["ties"],
+                "median_tok_s": cell.median if cell else None,
+                "speedup": _ratio(cell, base) if cell else None,
+                "relative_mad": cell.relative_mad if cell else None,
+                "candidates": [
+                    {
+                        "k": x.k,
+                        "repeats": len(x.values),
+                        "median_tok_s": x.median,
+                        "conservative_tok_s": x.conservative,
+                        "relative_mad": x.relative_mad,
+                        "speedup": _ratio(x, base),
+                        "gate": x.rejected or "ok",
+                    }
+                    for x in by_k.values()
+                ],
+            }
+        )
     return rows
 
 
@@ -135,8 +152,9 @@ def schedule(rows: list[dict[str, Any]]) -> tuple[list[list[int]] | None, str | 
     ks = [sorted(x["k"] for x in r["candidates"]) for r in rows]
     if any(k != ks[0] for k in ks):
         return None, "the concurrencies were not all measured at the same K values"
-    rejected = [f"K={x['k']} c={r['concurrency']} ({x['gate']})" for r in rows for x in r["candidates"]
-                if x["gate"] != "ok"]
+    rejected = [
+        f"K={x['k']} c={r['concurrency']} ({x['gate']})" for r in rows for x in r["candidates"] if x["gate"] != "ok"
+    ]
     if rejected:
         return None, "the stability gate rejected " + ", ".join(rejected)
     out: list[list[int]] = []
@@ -161,7 +179,7 @@ def best_fixed_k(rows: list[dict[str, Any]]) -> int | None:
     scores = {}
     for k, v in by_k.items():
         passed = [s for s in v if s]
-        if len(v) == len(rows) and len(passed) == len(v):   # every band measured, every cell passed the gate
+        if len(v) == len(rows) and len(passed) == len(v):  # every band measured, every cell passed the gate
             scores[k] = math.exp(statistics.fmean(math.log(s) for s in passed))
     if not scores:
         return None

@@ -9,13 +9,14 @@ inflates their acceptance and says nothing about the task. The rule is on the an
 
 Exact repetition only: an answer that counts on ("def scale_25 … def scale_26 …") is not a loop, and neither is an
 answer that repeated itself and then stopped on its own (EOS)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-MAX_PERIOD = 64   # tokens: the longest repeated unit looked for (seen: 2 for "1.", 52-62 for a sentence pair)
-MIN_RUN = 32      # tokens: a shorter periodic tail ("1. 1. 1.") may be a list the answer was writing
+MAX_PERIOD = 64  # tokens: the longest repeated unit looked for (seen: 2 for "1.", 52-62 for a sentence pair)
+MIN_RUN = 32  # tokens: a shorter periodic tail ("1. 1. 1.") may be a list the answer was writing
 
 
 def periodic_tail(tokens: Sequence[int], max_period: int = MAX_PERIOD) -> tuple[int, int | None]:
@@ -62,12 +63,16 @@ def acceptance_without(records: Sequence[Mapping[str, Any]], left_out: set[str])
         if r.get("error") or r["id"] in left_out:
             continue
         requests += 1
-        if not spec:   # plain decode: nothing drafted
+        if not spec:  # plain decode: nothing drafted
             continue
         steps += int(spec.get("num_spec_steps") or 0)
         drafts += int(spec.get("num_draft_tokens") or 0)
         accepted += int(spec.get("num_accepted_draft_tokens") or 0)
-    return {"requests": requests, "num_spec_steps": steps, "num_draft_tokens": drafts,
-            "num_accepted_draft_tokens": accepted,
-            "acceptance_rate": accepted / drafts if drafts else None,
-            "mean_acceptance_length": 1 + accepted / steps if steps else None}
+    return {
+        "requests": requests,
+        "num_spec_steps": steps,
+        "num_draft_tokens": drafts,
+        "num_accepted_draft_tokens": accepted,
+        "acceptance_rate": accepted / drafts if drafts else None,
+        "mean_acceptance_length": 1 + accepted / steps if steps else None,
+    }

@@ -6,6 +6,7 @@ hit rate = Δ vllm:prefix_cache_hits / Δ vllm:prefix_cache_queries over the win
 (docs/figures.md, "Prefix cache hit rate"); None (shown n/a) when the window queried nothing: caching off, or
 no request admitted.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -15,6 +15,7 @@ versions, so a difference there would read as an edit where none was made (goodp
 The checks are the rows of CHECKS (a name, and a test of the stated value against the recomputed one): what a
 cell can physically be (#41) is another row, not another special case.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,47 +40,73 @@ class _Marker:
         return self.name
 
 
-UNKNOWN: Any = _Marker("UNKNOWN")   # neither the records nor the summary's sums can give the figure back
-ABSENT: Any = _Marker("ABSENT")     # the key is not in summary.json
+UNKNOWN: Any = _Marker("UNKNOWN")  # neither the records nor the summary's sums can give the figure back
+ABSENT: Any = _Marker("ABSENT")  # the key is not in summary.json
 _A = TypeVar("_A", bound=Acceptance)
 
 # summary key -> accounting.Acceptance.to_dict() name (runs/method_summary.py `_acceptance`; a test holds them equal)
 ACCEPTANCE_NAMES = {
-    "acceptance_rate": "acceptance_rate", "mean_acceptance_length": "mean_acceptance_length",
-    "histogram": "histogram", "per_position": "per_position_rates",
-    "per_position_conditional": "per_position_conditional_rates", "drafted_per_position": "drafted_per_position",
-    "no_accept_share": "no_accept_share", "num_spec_steps": "steps", "num_draft_tokens": "draft_tokens",
-    "num_accepted_draft_tokens": "accepted"}
+    "acceptance_rate": "acceptance_rate",
+    "mean_acceptance_length": "mean_acceptance_length",
+    "histogram": "histogram",
+    "per_position": "per_position_rates",
+    "per_position_conditional": "per_position_conditional_rates",
+    "drafted_per_position": "drafted_per_position",
+    "no_accept_share": "no_accept_share",
+    "num_spec_steps": "steps",
+    "num_draft_tokens": "draft_tokens",
+    "num_accepted_draft_tokens": "accepted",
+}
 SUMS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "histogram", "drafted_per_position")
 # a figure derived from the sums -> the sums it rests on
-DERIVED = {"acceptance_rate": ("num_accepted_draft_tokens", "num_draft_tokens"),
-           "mean_acceptance_length": ("num_accepted_draft_tokens", "num_spec_steps"),
-           "per_position": ("histogram", "num_spec_steps"),
-           "no_accept_share": ("histogram", "num_spec_steps"),
-           "per_position_conditional": ("histogram", "num_spec_steps", "drafted_per_position")}
+DERIVED = {
+    "acceptance_rate": ("num_accepted_draft_tokens", "num_draft_tokens"),
+    "mean_acceptance_length": ("num_accepted_draft_tokens", "num_spec_steps"),
+    "per_position": ("histogram", "num_spec_steps"),
+    "no_accept_share": ("histogram", "num_spec_steps"),
+    "per_position_conditional": ("histogram", "num_spec_steps", "drafted_per_position"),
+}
 ANSWERS = ("requests", "completion_tokens", "finish_reasons")
 
 # how a figure is written: a share (%), a number, a count, or a list/map of them
-KIND = {"acceptance_rate": "share", "no_accept_share": "share", "per_position": "shares",
-        "per_position_conditional": "shares", "mean_acceptance_length": "number", "histogram": "counts",
-        "drafted_per_position": "counts", "finish_reasons": "counts", "num_spec_steps": "count",
-        "num_draft_tokens": "count", "num_accepted_draft_tokens": "count", "requests": "count",
-        "completion_tokens": "count", "completed": "count", "failed": "count", "total_input_tokens": "count",
-        "total_output_tokens": "count", bench_cell.ACTIVE_IN_ONE_SECOND: "count", "duration": "number",
-        "request_throughput": "number", "output_throughput": "number", "total_token_throughput": "number"}
+KIND = {
+    "acceptance_rate": "share",
+    "no_accept_share": "share",
+    "per_position": "shares",
+    "per_position_conditional": "shares",
+    "mean_acceptance_length": "number",
+    "histogram": "counts",
+    "drafted_per_position": "counts",
+    "finish_reasons": "counts",
+    "num_spec_steps": "count",
+    "num_draft_tokens": "count",
+    "num_accepted_draft_tokens": "count",
+    "requests": "count",
+    "completion_tokens": "count",
+    "completed": "count",
+    "failed": "count",
+    "total_input_tokens": "count",
+    "total_output_tokens": "count",
+    bench_cell.ACTIVE_IN_ONE_SECOND: "count",
+    "duration": "number",
+    "request_throughput": "number",
+    "output_throughput": "number",
+    "total_token_throughput": "number",
+}
 
 
 @dataclass(frozen=True)
 class Finding:
     """One figure of one phase that summary.json states otherwise than what it rests on (or not at all)."""
+
     method: str
     task: str
-    phase: str          # "greedy", "t0.6" (a sampled phase), "turn2"; a category: "greedy · writing"
-    figure: str         # the summary key
-    stated: Any         # as summary.json has it (ABSENT: the key is not there)
-    recomputed: Any     # what is shown instead (None: n/a, no drafts; UNKNOWN: cannot be recomputed)
-    source: str         # "records" (the phase's request records) or "sums" (the summary's own sums)
-    check: str          # the CHECKS row that found it
+    phase: str  # "greedy", "t0.6" (a sampled phase), "turn2"; a category: "greedy · writing"
+    figure: str  # the summary key
+    stated: Any  # as summary.json has it (ABSENT: the key is not there)
+    recomputed: Any  # what is shown instead (None: n/a, no drafts; UNKNOWN: cannot be recomputed)
+    source: str  # "records" (the phase's request records) or "sums" (the summary's own sums)
+    check: str  # the CHECKS row that found it
 
     @property
     def unknown(self) -> bool:
@@ -103,6 +130,7 @@ def _same(a: Any, b: Any) -> bool:
 @dataclass(frozen=True)
 class Check:
     """A row of CHECKS: `finds(stated, recomputed)` says whether the stated value is a finding."""
+
     name: str
     finds: Callable[[Any, Any], bool]
 
@@ -114,13 +142,12 @@ def _missing(stated: Any, recomputed: Any) -> bool:
 
 
 def _differs(stated: Any, recomputed: Any) -> bool:
-    return stated is not ABSENT and stated is not None and recomputed is not UNKNOWN \
-        and not _same(stated, recomputed)
+    return stated is not ABSENT and stated is not None and recomputed is not UNKNOWN and not _same(stated, recomputed)
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("missing", _missing),     # deleted, or null where the sums or records say there were drafts
-    Check("differs", _differs),     # a value other than what its sums / records give
+    Check("missing", _missing),  # deleted, or null where the sums or records say there were drafts
+    Check("differs", _differs),  # a value other than what its sums / records give
 )
 
 
@@ -136,9 +163,11 @@ def answers(records: list[dict[str, Any]]) -> dict[str, Any]:
     reasons: dict[str, int] = {}
     for r in records:
         reasons[str(r["finish_reason"])] = reasons.get(str(r["finish_reason"]), 0) + 1
-    return {"requests": len(records),
-            "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in records),
-            "finish_reasons": reasons}
+    return {
+        "requests": len(records),
+        "completion_tokens": sum(((r.get("usage") or {}).get("completion_tokens") or 0) for r in records),
+        "finish_reasons": reasons,
+    }
 
 
 def from_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -149,8 +178,14 @@ def from_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[st
     for r in records:
         total = accounting.add_request(total, r["spec"])
         categories.add(r.get("category"), r["spec"])
-    split = {name: {"requests": n, **acceptance_figures(categories.acceptance[name])}
-             for name, n in categories.requests.items()} if categories.any_category else {}
+    split = (
+        {
+            name: {"requests": n, **acceptance_figures(categories.acceptance[name])}
+            for name, n in categories.requests.items()
+        }
+        if categories.any_category
+        else {}
+    )
     return {**acceptance_figures(total), **answers(records)}, split
 
 
@@ -172,29 +207,40 @@ def from_sums(f: Acceptance) -> dict[str, Any]:
         lost = value is ABSENT or value is None
         sums[key] = (UNKNOWN if drafted and key != "drafted_per_position" else None) if lost else value
     hist = f.histogram or []
-    acc = accounting.Acceptance(steps=f.num_spec_steps or 0, draft_tokens=f.num_draft_tokens or 0,
-                                accepted=f.num_accepted_draft_tokens or 0, histogram=f.histogram,
-                                per_position=accounting.positions_from_histogram(hist) if hist else [],
-                                drafted_per_position=f.drafted_per_position)
-    figures = acceptance_figures(acc) if drafted else {}   # nothing drafted: every ratio n/a, never 0 %
-    derived = {key: UNKNOWN if any(sums[i] is UNKNOWN for i in inputs) else figures.get(key)
-               for key, inputs in DERIVED.items()}
+    acc = accounting.Acceptance(
+        steps=f.num_spec_steps or 0,
+        draft_tokens=f.num_draft_tokens or 0,
+        accepted=f.num_accepted_draft_tokens or 0,
+        histogram=f.histogram,
+        per_position=accounting.positions_from_histogram(hist) if hist else [],
+        drafted_per_position=f.drafted_per_position,
+    )
+    figures = acceptance_figures(acc) if drafted else {}  # nothing drafted: every ratio n/a, never 0 %
+    derived = {
+        key: UNKNOWN if any(sums[i] is UNKNOWN for i in inputs) else figures.get(key) for key, inputs in DERIVED.items()
+    }
     return {**sums, **derived}
 
 
-def _compared(method: str, task: str, phase: str, f: _A, expected: dict[str, Any],
-              source: str) -> tuple[_A, list[Finding]]:
+def _compared(
+    method: str, task: str, phase: str, f: _A, expected: dict[str, Any], source: str
+) -> tuple[_A, list[Finding]]:
     """The record with each expected figure that differs put in (UNKNOWN ones left as stated), and the findings."""
-    found = [Finding(method, task, phase, key, _stated(f, key), value, source, check.name)
-             for key, value in expected.items() for check in CHECKS if check.finds(_stated(f, key), value)]
+    found = [
+        Finding(method, task, phase, key, _stated(f, key), value, source, check.name)
+        for key, value in expected.items()
+        for check in CHECKS
+        if check.finds(_stated(f, key), value)
+    ]
     if not found:
         return f, []
     flagged = {x.figure for x in found}
     return f.but(**{k: v for k, v in expected.items() if k in flagged and v is not UNKNOWN}), found
 
 
-def _phase(method: str, task: str, phase: str, f: _A, records: list[dict[str, Any]] | None,
-           with_answers: bool = False) -> tuple[_A, list[Finding]]:
+def _phase(
+    method: str, task: str, phase: str, f: _A, records: list[dict[str, Any]] | None, with_answers: bool = False
+) -> tuple[_A, list[Finding]]:
     """One phase and its categories: from its records where the bundle has them, else from its own sums.
     with_answers: the summary keeps the phase's answers' counts (greedy, turn 2; a sampled phase does not)."""
     if records is not None:
@@ -203,26 +249,31 @@ def _phase(method: str, task: str, phase: str, f: _A, records: list[dict[str, An
             expected = {k: v for k, v in expected.items() if k not in ANSWERS}
         record, found = _compared(method, task, phase, f, expected, "records")
     elif ACCEPTANCE_NAMES.keys() <= f.absent:
-        return f, []   # no acceptance phase stated at all (a task only a later server session benched)
+        return f, []  # no acceptance phase stated at all (a task only a later server session benched)
     else:
         split = {}
         record, found = _compared(method, task, phase, f, from_sums(f), "sums")
     categories = {}
     for name, c in f.category_figures.items():
         where = f"{phase} · {name}"
-        categories[name], more = _compared(method, task, where, c, split[name], "records") if name in split \
+        categories[name], more = (
+            _compared(method, task, where, c, split[name], "records")
+            if name in split
             else _compared(method, task, where, c, from_sums(c), "sums")
+        )
         found += more
     if any(c is not f.category_figures[n] for n, c in categories.items()):
         record = record.but(categories=categories)
     return record, found
 
 
-Records = Callable[[str], "list[dict[str, Any]] | None"]   # a bundle path (results/layout.py) -> its records, None: no file
-BenchFile = Callable[[str], "dict[str, Any] | None"]        # a cell's `file` -> bench's result JSON, None: no file
+Records = Callable[
+    [str], "list[dict[str, Any]] | None"
+]  # a bundle path (results/layout.py) -> its records, None: no file
+BenchFile = Callable[[str], "dict[str, Any] | None"]  # a cell's `file` -> bench's result JSON, None: no file
 
 
-BENCH_FIELDS = frozenset(BenchCell.keys())   # the typed record's own figures; the rest are its `extra`
+BENCH_FIELDS = frozenset(BenchCell.keys())  # the typed record's own figures; the rest are its `extra`
 
 
 def _bench_stated(cell: BenchCell, key: str) -> Any:
@@ -242,24 +293,31 @@ def _bench(method: str, task: str, cells: list[BenchCell], bench: BenchFile) -> 
             continue
         phase = f"bench {cell.load_text} r{cell.repeat}" + (f" session {cell.session}" if cell.session else "")
         expected = bench_cell.copied(data)
-        for key, former in bench_cell.FORMER_NAMES.items():   # an older summary: held against bench's own key
+        for key, former in bench_cell.FORMER_NAMES.items():  # an older summary: held against bench's own key
             if _bench_stated(cell, key) is ABSENT and former in cell.extra:
                 expected[former] = data.get(former)
                 del expected[key]
         stated = {key: _bench_stated(cell, key) for key in expected}
-        here = [Finding(method, task, phase, key, stated[key], value, "bench file", check.name)
-                for key, value in expected.items() for check in CHECKS if check.finds(stated[key], value)]
+        here = [
+            Finding(method, task, phase, key, stated[key], value, "bench file", check.name)
+            for key, value in expected.items()
+            for check in CHECKS
+            if check.finds(stated[key], value)
+        ]
         if here:
             fixed = {x.figure: x.recomputed for x in here}
-            cell = cell.but(**{k: v for k, v in fixed.items() if k in BENCH_FIELDS},
-                            extra={**cell.extra, **{k: v for k, v in fixed.items() if k not in BENCH_FIELDS}})
+            cell = cell.but(
+                **{k: v for k, v in fixed.items() if k in BENCH_FIELDS},
+                extra={**cell.extra, **{k: v for k, v in fixed.items() if k not in BENCH_FIELDS}},
+            )
         out.append(cell)
         found += here
     return out, found
 
 
-def check_summary(method: str, summary: Summary, records: Records,
-                  bench: BenchFile | None = None) -> tuple[Summary, list[Finding]]:
+def check_summary(
+    method: str, summary: Summary, records: Records, bench: BenchFile | None = None
+) -> tuple[Summary, list[Finding]]:
     """The summary with every acceptance figure recomputed (greedy, each sampled phase, turn 2, their categories)
     and, with `bench`, every bench cell's copied figures read again from its file; the findings. The summary itself
     (unchanged) where there are none."""
@@ -275,7 +333,7 @@ def check_summary(method: str, summary: Summary, records: Records,
                 found += more
         sampled = {}
         for key, s in (f.sampled or {}).items():
-            ok = s.status in (None, "ok")   # a failed phase summed nothing: its records are not its figures
+            ok = s.status in (None, "ok")  # a failed phase summed nothing: its records are not its figures
             rows = records(layout.sampled_records(task, s.temperature)) if ok and s.temperature is not None else None
             sampled[key], more = _phase(method, task, f"t{key}", s, rows)
             found += more
@@ -291,4 +349,3 @@ def check_summary(method: str, summary: Summary, records: Records,
     if not found:
         return summary, []
     return summary.but(tasks=tasks), found
-

@@ -18,6 +18,7 @@
   i.e. p95 needs >= 200 samples and p99 >= 1000.
 - None means "not measured / no drafts", never 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-SEED = 20251018          # fixed: the report of one bundle is reproducible byte for byte
+SEED = 20251018  # fixed: the report of one bundle is reproducible byte for byte
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
-BOUND_TOLERANCE = 1.02     # a throughput ratio 2 % above tokens per target pass is beyond what drafting can give
+BOUND_TOLERANCE = 1.02  # a throughput ratio 2 % above tokens per target pass is beyond what drafting can give
 BATCHING_GAIN_MIN = 1.10  # a c > 1 cell serving under this × its own c=1 throughput gained nothing from c
-MIN_TAIL = 10            # samples that must lie beyond a percentile for it to count as stable
-GAIN_TOLERANCE = 0.02    # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
-MIN_REPEATS = 3          # fewer repeats (or sessions) on either side: no interval, the point estimate only
+MIN_TAIL = 10  # samples that must lie beyond a percentile for it to count as stable
+GAIN_TOLERANCE = 0.02  # K sweep: a K within 2 % of the best TPOT counts as "as good as the best"
+MIN_REPEATS = 3  # fewer repeats (or sessions) on either side: no interval, the point estimate only
 MAX_RELATIVE_MAD = 0.10  # a cell whose repeats spread more than this (MAD / median) is unstable
 # Other processes' CPU time in a bench window as a share of its core-seconds (cores × seconds). A CPU server's
 # OpenMP threads fill its cores, and a GPU server's scheduler loop is one busy core; time another process takes on
@@ -61,10 +62,10 @@ def ratio(num: float | None, den: float | None) -> float | None:
 
 @dataclass
 class Interval:
-    point: float | None      # ratio of medians
-    low: float | None        # 2.5th percentile of the bootstrap distribution (None: fewer than 2 repeats)
+    point: float | None  # ratio of medians
+    low: float | None  # 2.5th percentile of the bootstrap distribution (None: fewer than 2 repeats)
     high: float | None
-    n_num: int               # repeats on each side
+    n_num: int  # repeats on each side
     n_den: int
 
     @property
@@ -104,8 +105,14 @@ def _percentiles(r: np.ndarray, confidence: float) -> tuple[float, float] | None
     return float(low), float(high)
 
 
-def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                    seed: int = SEED, confidence: float = CONFIDENCE) -> Interval:
+def bootstrap_ratio(
+    num: Sequence[float],
+    den: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Interval:
     """Median(num) / median(den) and its percentile-bootstrap interval (independent resampling of each side)."""
     a, b = _clean(num), _clean(den)
     if a.size == 0 or b.size == 0:
@@ -123,8 +130,13 @@ def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, resamples: in
     return Interval(point, *bounds, int(a.size), int(b.size))
 
 
-def paired_bootstrap_ratio(pairs: Sequence[tuple[float, float]], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                           seed: int = SEED, confidence: float = CONFIDENCE) -> Interval:
+def paired_bootstrap_ratio(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Interval:
     """Median(num) / median(den) over (num, den) pairs, one pair per session pair, and its percentile-bootstrap
     interval resampling whole pairs: the sessions are the unit of replication, and a drift that moved both
     sides of a pair stays inside the pair."""
@@ -154,7 +166,7 @@ def relative_mad(values: Sequence[float]) -> float | None:
 
 
 def stability(*sides: Sequence[float]) -> str:
-    """"single" (a side has one measurement), "unstable" (a side spreads more than MAX_RELATIVE_MAD) or "stable"."""
+    """ "single" (a side has one measurement), "unstable" (a side spreads more than MAX_RELATIVE_MAD) or "stable"."""
     if any(len(_clean(v)) < 2 for v in sides):
         return "single"
     spreads = [relative_mad(v) for v in sides]
@@ -228,8 +240,13 @@ def kv_loss(method_tokens: int | None, baseline_tokens: int | None) -> float | N
     return 1 - method_tokens / baseline_tokens
 
 
-def crossover(points: dict[float, float | None], lows: dict[float, float | None] | None = None, *,
-              unit: str = "concurrency", suffix: str = "") -> dict[str, Any]:
+def crossover(
+    points: dict[float, float | None],
+    lows: dict[float, float | None] | None = None,
+    *,
+    unit: str = "concurrency",
+    suffix: str = "",
+) -> dict[str, Any]:
     """Where a method stops beating the baseline as concurrency grows.
 
     `points`: concurrency -> speedup (> 1.0 = method better); `lows`: the lower ends of their 95 % intervals,
@@ -240,6 +257,7 @@ def crossover(points: dict[float, float | None], lows: dict[float, float | None]
     concurrency before it, "by": "interval"|"point", "text": one plain sentence}. `unit` and `suffix` name the
     load in the text (the open-loop rows: unit "rate", suffix " req/s"); the keys stay "concurrency".
     """
+
     def at(c: float) -> str:
         return f"{c:g}{suffix}"
 
@@ -249,30 +267,49 @@ def crossover(points: dict[float, float | None], lows: dict[float, float | None]
     lows = lows or {}
     cs = sorted(c for c, v in points.items() if v is not None)
     if not cs:
-        return {"kind": "n/a", "concurrency": None, "last_win": None, "by": None,
-                "text": "n/a (no comparable cells)"}
+        return {"kind": "n/a", "concurrency": None, "last_win": None, "by": None, "text": "n/a (no comparable cells)"}
     by_interval = all(lows.get(c) is not None for c in cs)
-    judged = [lows[c] if by_interval else points[c] for c in cs]   # each known: by_interval, cs say so
+    judged = [lows[c] if by_interval else points[c] for c in cs]  # each known: by_interval, cs say so
     wins = [v is not None and v > 1.0 for v in judged]
     clearly = "clearly " if by_interval else ""
     said = "" if by_interval else f" (by point estimates: fewer than {MIN_REPEATS} repeats, no interval)"
     out: dict[str, Any] = {"by": "interval" if by_interval else "point"}
     if all(wins):
-        return {**out, "kind": "always", "concurrency": None, "last_win": cs[-1],
-                "text": f"{clearly}beats the baseline at every tested {unit} ({listed(cs)}){said}"}
+        return {
+            **out,
+            "kind": "always",
+            "concurrency": None,
+            "last_win": cs[-1],
+            "text": f"{clearly}beats the baseline at every tested {unit} ({listed(cs)}){said}",
+        }
     if not any(wins):
-        return {**out, "kind": "never", "concurrency": None, "last_win": None,
-                "text": f"never {clearly}beats the baseline (tested {listed(cs)}){said}"}
+        return {
+            **out,
+            "kind": "never",
+            "concurrency": None,
+            "last_win": None,
+            "text": f"never {clearly}beats the baseline (tested {listed(cs)}){said}",
+        }
     if wins[0]:
         i = wins.index(False)
         rest = wins[i:]
         tail = "" if not any(rest) else f"; wins again at {listed([c for c, w in zip(cs[i:], rest) if w])}"
-        return {**out, "kind": "crossover", "concurrency": cs[i], "last_win": cs[i - 1],
-                "text": f"stops {clearly}beating the baseline at {unit} {at(cs[i])} (last win at {at(cs[i - 1])})"
-                        f"{tail}{said}"}
+        return {
+            **out,
+            "kind": "crossover",
+            "concurrency": cs[i],
+            "last_win": cs[i - 1],
+            "text": f"stops {clearly}beating the baseline at {unit} {at(cs[i])} (last win at {at(cs[i - 1])})"
+            f"{tail}{said}",
+        }
     won = [c for c, w in zip(cs, wins) if w]
-    return {**out, "kind": "mixed", "concurrency": None, "last_win": None,
-            "text": f"does not {clearly}beat the baseline at {unit} {at(cs[0])}, wins at {listed(won)}{said}"}
+    return {
+        **out,
+        "kind": "mixed",
+        "concurrency": None,
+        "last_win": None,
+        "text": f"does not {clearly}beat the baseline at {unit} {at(cs[0])}, wins at {listed(won)}{said}",
+    }
 
 
 def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:

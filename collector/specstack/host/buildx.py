@@ -14,6 +14,7 @@ plain `docker build`, which needs no buildx at all.
 Standard library only and Python 3.8 compatible: make runs it with the host's python3
 (`python3 -m specstack.host check-buildx`), before any image is built.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,19 +55,23 @@ def problem(version_text: str | None, env: Mapping[str, str] | None = None) -> s
         return None  # no plugin: Compose builds with its own builder; BuildKit off: the classic builder
     version = parse_version(version_text)
     if version is None:
-        return (f"`docker buildx version` printed {version_text.strip()[:200]!r}, which names no version; "
-                "Docker Compose 2.40.2+ refuses to build with a buildx older than 0.17. Check the plugin "
-                "(`docker buildx version`) or build without it: DOCKER_BUILDKIT=0 make ...")
+        return (
+            f"`docker buildx version` printed {version_text.strip()[:200]!r}, which names no version; "
+            "Docker Compose 2.40.2+ refuses to build with a buildx older than 0.17. Check the plugin "
+            "(`docker buildx version`) or build without it: DOCKER_BUILDKIT=0 make ..."
+        )
     if version >= MIN_VERSION:
         return None
     have = ".".join(str(v) for v in version)
-    return (f"docker buildx {have} is older than 0.17: Docker Compose 2.40.2 and later refuse to build with it "
-            "(\"compose build requires buildx 0.17 or later\", docker/compose#13295), so the collector and "
-            "suffix images cannot be built. Fix one of: upgrade the buildx plugin to 0.17 or newer "
-            "(Docker's apt repository: docker-buildx-plugin); or build with the classic builder, "
-            "DOCKER_BUILDKIT=0 make ...; or remove the old plugin (Compose then builds with its own builder). "
-            "Without buildx everything works: Compose builds the GPU stack's two images itself, and "
-            "`make images PLATFORM=cpu` uses plain `docker build`.")
+    return (
+        f"docker buildx {have} is older than 0.17: Docker Compose 2.40.2 and later refuse to build with it "
+        '("compose build requires buildx 0.17 or later", docker/compose#13295), so the collector and '
+        "suffix images cannot be built. Fix one of: upgrade the buildx plugin to 0.17 or newer "
+        "(Docker's apt repository: docker-buildx-plugin); or build with the classic builder, "
+        "DOCKER_BUILDKIT=0 make ...; or remove the old plugin (Compose then builds with its own builder). "
+        "Without buildx everything works: Compose builds the GPU stack's two images itself, and "
+        "`make images PLATFORM=cpu` uses plain `docker build`."
+    )
 
 
 def version_text(docker: str) -> str | None:

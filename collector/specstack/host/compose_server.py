@@ -8,6 +8,7 @@ the same shape; this one only knows compose.
 A server that did not become healthy is killed, not stopped: vLLM 0.32.0 hangs on SIGTERM in the middle of its
 start (its engine core waits minutes for a handshake), which held a stop for the whole 60 s grace; so is a server
 still loading when the flow is interrupted (a healthy one is stopped)."""
+
 from __future__ import annotations
 
 import os
@@ -35,31 +36,65 @@ class ComposeServer:
     """The server of `method` for one result (`result`: its bundle name, the method's own outside a parallel
     sweep) at `place`; k: a reproduced method's own K (None: make's K)."""
 
-    def __init__(self, stack: Stack, method: str, *, run_id: str, place: Place, result: str,
-                 k: str | None = None):
+    def __init__(self, stack: Stack, method: str, *, run_id: str, place: Place, result: str, k: str | None = None):
         self.stack, self.method, self.run_id, self.place, self.result, self.k = stack, method, run_id, place, result, k
         self.svc = f"vllm-{method}"
         self.env = stack.env(place, method, k)
         # a slot's server has a target file of its own: Prometheus scrapes every slot's at once
         self.targets = TARGETS_DIR / f"vllm-{result}.json" if place.slot is not None else TARGETS
-        self.started = False   # up was asked: from then on its log is saved whatever happens
+        self.started = False  # up was asked: from then on its log is saved whatever happens
 
     def prepare(self) -> int:
         """Its models into the cache (a one-off container of the method's own image, before the server: the health
         window is for loading, not downloading), then pre-flight in that image: 0, or 2."""
         s, sh, method, svc = self.stack.s, self.stack.sh, self.method, self.svc
         sh.say(f"--- {method}: models into the cache (services/fetch_models.py, in the server image)")
-        if self.stack.compose("--profile", method, "run", "--rm", "--no-deps", "--entrypoint", "python3", svc,
-                              "/services/fetch_models.py", "--method", method, "--platform", s.serve_platform,
-                              "--model-set", s.model_set, env=self.env):
+        if self.stack.compose(
+            "--profile",
+            method,
+            "run",
+            "--rm",
+            "--no-deps",
+            "--entrypoint",
+            "python3",
+            svc,
+            "/services/fetch_models.py",
+            "--method",
+            method,
+            "--platform",
+            s.serve_platform,
+            "--model-set",
+            s.model_set,
+            env=self.env,
+        ):
             return 2
         interrupts.check()
         sh.say(f"--- {method}: pre-flight (vLLM's own parser and config classes, in the server image)")
-        if self.stack.compose("--profile", method, "run", "--rm", "--no-deps",
-                              "-v", f"{os.getcwd()}/collector/specstack:/opt/specstack/specstack:ro",
-                              "-e", "PYTHONPATH=/opt/specstack", "-e", "SPECSTACK_SERVICES_DIR=/services",
-                              "--entrypoint", "python3", svc, "-m", "specstack.cli.preflight", "--method", method,
-                              "--platform", s.serve_platform, "--model-set", s.model_set, env=self.env):
+        if self.stack.compose(
+            "--profile",
+            method,
+            "run",
+            "--rm",
+            "--no-deps",
+            "-v",
+            f"{os.getcwd()}/collector/specstack:/opt/specstack/specstack:ro",
+            "-e",
+            "PYTHONPATH=/opt/specstack",
+            "-e",
+            "SPECSTACK_SERVICES_DIR=/services",
+            "--entrypoint",
+            "python3",
+            svc,
+            "-m",
+            "specstack.cli.preflight",
+            "--method",
+            method,
+            "--platform",
+            s.serve_platform,
+            "--model-set",
+            s.model_set,
+            env=self.env,
+        ):
             return 2
         return 0
 
@@ -74,8 +109,9 @@ class ComposeServer:
                 return 1
         sh.say(f"--- {self.method}: starting {svc} (models in the cache; waiting up to {s.wait} s for it to load)")
         self.started, deadline = True, time.monotonic() + int(s.wait)
-        up = self.stack.compose("--profile", self.method, "up", "-d", "--wait", "--wait-timeout", s.wait,
-                                "--no-build", svc, env=self.env)
+        up = self.stack.compose(
+            "--profile", self.method, "up", "-d", "--wait", "--wait-timeout", s.wait, "--no-build", svc, env=self.env
+        )
         if sh.dry_run:
             return 0
         if up != 0 or not self.healthy(deadline):
@@ -90,8 +126,14 @@ class ComposeServer:
         if sh.dry_run:
             return
         try:
-            save_server_log(DockerCLI(self.stack.s.docker), run_id=self.run_id, method=self.method, name=self.result,
-                            results=RESULTS, project=PROJECT)
+            save_server_log(
+                DockerCLI(self.stack.s.docker),
+                run_id=self.run_id,
+                method=self.method,
+                name=self.result,
+                results=RESULTS,
+                project=PROJECT,
+            )
         except Exception as e:  # noqa: BLE001 - a missing log is said, the method goes on
             sh.say(f"specstack containers: {e}", err=True)
             sh.say(f"warning: the server log of {self.method} not saved", err=True)
@@ -103,10 +145,17 @@ class ComposeServer:
         if sh.dry_run:
             return
         try:
-            path = record(DockerCLI(s.docker), run_id=self.run_id, method=self.method, name=self.result,
-                          results=RESULTS, project=PROJECT, platform=s.serve_platform,
-                          slot=(place.gpu if s.gpu_platform else place.cpuset) if place.slot is not None
-                          else None, images=read_lock(Path(s.lock)))
+            path = record(
+                DockerCLI(s.docker),
+                run_id=self.run_id,
+                method=self.method,
+                name=self.result,
+                results=RESULTS,
+                project=PROJECT,
+                platform=s.serve_platform,
+                slot=(place.gpu if s.gpu_platform else place.cpuset) if place.slot is not None else None,
+                images=read_lock(Path(s.lock)),
+            )
             sh.say(f"host provenance: {path}")
         except Exception as e:  # noqa: BLE001 - provenance missing is said, the method goes on
             sh.say(f"specstack containers: {e}", err=True)

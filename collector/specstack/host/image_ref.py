@@ -1,4 +1,5 @@
 """Image references (Docker's rules): their parts, and whether one is pinned (an exact version tag or a digest)."""
+
 from __future__ import annotations
 
 import re

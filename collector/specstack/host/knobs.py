@@ -5,6 +5,7 @@ first step, K=abc in vLLM's speculative config, a GPU_FREE_TIMEOUT that is no nu
 Whether a model set has every model a method serves is services/serve_args.py's check_models (the one rule, also
 the native CLI's); it needs tomllib, so on a host python3 older than 3.11 that one check is left to the collector
 (it refuses the method there, after the stack started); every other check runs on any python3 (3.8 up)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,11 +23,16 @@ _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 def problems(s: Settings, methods: list[str]) -> list[str]:
     """Every knob of `s` that cannot work for these methods, each a line naming the fix (empty: all fine)."""
     names, sets = s.methods.names, s.methods.model_sets
-    found = [f"unknown method '{m}' (METHOD or SWEEP_METHODS); choose from: {' '.join(names)}"
-             for m in methods if m not in names]
+    found = [
+        f"unknown method '{m}' (METHOD or SWEEP_METHODS); choose from: {' '.join(names)}"
+        for m in methods
+        if m not in names
+    ]
     if s.model_set not in sets:
-        found.append(f"unknown MODEL_SET '{s.model_set}'; choose one of: {' '.join(sets)} (services/methods.toml's "
-                     "[model_sets.*])")
+        found.append(
+            f"unknown MODEL_SET '{s.model_set}'; choose one of: {' '.join(sets)} (services/methods.toml's "
+            "[model_sets.*])"
+        )
     elif not found:
         found += _coverage(s.methods.path, methods, s.model_set)
     if s.k and (not _WHOLE.match(s.k) or int(s.k) == 0):

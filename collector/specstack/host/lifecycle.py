@@ -9,6 +9,7 @@ start's lines) is saved into results/<run-id>/host-provenance/ before it stops, 
 Interrupted (specstack/interrupts.py, the native run's too): the method's cleanup stops its server, the collector
 stops on the signal and keeps its method as <method>.failed-* ("interrupted"), then everything the stack started is
 stopped and removed as `make down` does; the exit status is 128 + the signal's number."""
+
 from __future__ import annotations
 
 import functools
@@ -47,13 +48,23 @@ def _interrupted(stack: Stack, e: interrupts.Interrupted) -> int:
     return e.exit_code
 
 
-def one_method(stack: Stack, method: str, *, run_id: str, place: Place | None = None, result: str = "",
-               baseline_result: str = "", k: str | None = None, reproduce_of: str = "",
-               allow_drift: bool = False) -> int:
+def one_method(
+    stack: Stack,
+    method: str,
+    *,
+    run_id: str,
+    place: Place | None = None,
+    result: str = "",
+    baseline_result: str = "",
+    k: str | None = None,
+    reproduce_of: str = "",
+    allow_drift: bool = False,
+) -> int:
     """One method end to end on an up stack (the module's docstring): 0, or the failing step's status."""
     s = stack.s
-    server = ComposeServer(stack, method, run_id=run_id, place=place or Place(s.gpu, s.cpuset),
-                           result=result or method, k=k)
+    server = ComposeServer(
+        stack, method, run_id=run_id, place=place or Place(s.gpu, s.cpuset), result=result or method, k=k
+    )
     try:
         rc = server.prepare()
         if rc:
@@ -66,8 +77,9 @@ def one_method(stack: Stack, method: str, *, run_id: str, place: Place | None = 
         server.server_log()
         server.host_facts()
         interrupts.check()
-        return stack.collect(server, baseline_result=baseline_result, reproduce_of=reproduce_of,
-                             allow_drift=allow_drift)
+        return stack.collect(
+            server, baseline_result=baseline_result, reproduce_of=reproduce_of, allow_drift=allow_drift
+        )
     finally:
         server.stop()
 
@@ -103,12 +115,14 @@ def sweep(stack: Stack) -> int:
     CPUSETS), one method per slot at once and a queue for the rest, still one RUN_ID."""
     s = stack.s
     if not s.sweep:
-        return stack.refuse("make sweep: no methods (SWEEP_METHODS is empty); give some, e.g. "
-                             "SWEEP_METHODS=\"baseline ngram\", or leave it unset for methods.toml's [sweep]")
+        return stack.refuse(
+            "make sweep: no methods (SWEEP_METHODS is empty); give some, e.g. "
+            'SWEEP_METHODS="baseline ngram", or leave it unset for methods.toml\'s [sweep]'
+        )
     rc = stack.check_knobs(s.sweep) or stack.prepare() or stack.check_slots()
     if rc:
         return rc
-    for gpu in (s.gpus.split(",") if s.gpu_platform and s.gpus else [s.gpu]):
+    for gpu in s.gpus.split(",") if s.gpu_platform and s.gpus else [s.gpu]:
         if stack.check("baseline", gpu=gpu):
             return 2
     grafana = stack.grafana_here()
@@ -124,8 +138,12 @@ def sweep(stack: Stack) -> int:
                 if parallel_sweep(stack):
                     failed = " (see the methods above)"
             else:
-                failed = stack.serially([(m, f"=== sweep {s.run_id}: {m} ===",
-                                          functools.partial(one_method, stack, m, run_id=s.run_id)) for m in s.sweep])
+                failed = stack.serially(
+                    [
+                        (m, f"=== sweep {s.run_id}: {m} ===", functools.partial(one_method, stack, m, run_id=s.run_id))
+                        for m in s.sweep
+                    ]
+                )
             if stack.report() != 0:
                 failed += " report"
             stack.sh.say(stack.where(s.run_id, grafana))
@@ -147,19 +165,30 @@ def parallel_sweep(stack: Stack) -> list[str]:
     def one(job: dict) -> int:
         slot_stack = stack.with_shell(Shell(prefix=job["name"]))
         index = int(job["index"])
-        place = Place(gpu=job["slot"], cpuset=s.cpuset, slot=index, gpu_cpuset=job["cpuset"]) if s.gpu_platform \
+        place = (
+            Place(gpu=job["slot"], cpuset=s.cpuset, slot=index, gpu_cpuset=job["cpuset"])
+            if s.gpu_platform
             else Place(gpu=s.gpu, cpuset=job["slot"], slot=index)
-        rc = one_method(slot_stack, job["method"], run_id=s.run_id, place=place, result=job["name"],
-                        baseline_result=job["baseline"])
+        )
+        rc = one_method(
+            slot_stack, job["method"], run_id=s.run_id, place=place, result=job["name"], baseline_result=job["baseline"]
+        )
         if s.gpu_platform and not slot_stack.gpu_free(place.gpu):
             rc = rc or 1
         return rc
 
     try:
-        failed = parallel(platform=s.serve_platform, slots_text=s.parallel_slots, cores=os.cpu_count() or 1,
-                          methods=s.sweep, command=one, run_dir=RESULTS / s.run_id,
-                          cpusets=s.cpusets if s.gpu_platform else "", baselines=s.methods.baselines,
-                          calibrate=s.calibrate == "1")
+        failed = parallel(
+            platform=s.serve_platform,
+            slots_text=s.parallel_slots,
+            cores=os.cpu_count() or 1,
+            methods=s.sweep,
+            command=one,
+            run_dir=RESULTS / s.run_id,
+            cpusets=s.cpusets if s.gpu_platform else "",
+            baselines=s.methods.baselines,
+            calibrate=s.calibrate == "1",
+        )
     except HostError as e:
         stack.sh.say(f"specstack containers: {e}", err=True)
         return ["(no method started)"]
@@ -168,8 +197,16 @@ def parallel_sweep(stack: Stack) -> list[str]:
     return failed
 
 
-def plan_reproduction(run: Path, run_id: str, *, methods: str | None, allow_drift: bool, say,
-                      results: Path = RESULTS, out: Path = Path(".specstack/reproduce")):
+def plan_reproduction(
+    run: Path,
+    run_id: str,
+    *,
+    methods: str | None,
+    allow_drift: bool,
+    say,
+    results: Path = RESULTS,
+    out: Path = Path(".specstack/reproduce"),
+):
     """The plan of reproducing a compose run and its lock file (the images by digest), or None for a native run.
     HostError when it cannot be reproduced here."""
     folder = results.resolve()
@@ -179,25 +216,33 @@ def plan_reproduction(run: Path, run_id: str, *, methods: str | None, allow_drif
     if not reproduction.is_compose_run(run):
         return None
     if run.resolve().parent != folder:
-        raise HostError(f"{run} is not a folder of {results}/: the collector container sees only that folder; "
-                        f"copy or unpack the bundle there (e.g. {results}/{run.name})")
+        raise HostError(
+            f"{run} is not a folder of {results}/: the collector container sees only that folder; "
+            f"copy or unpack the bundle there (e.g. {results}/{run.name})"
+        )
     wanted = [m for m in (methods or "").replace(",", " ").split() if m] or None
     p = reproduction.plan(run, here_cpu=cpu_host(), here_gpu=nvidia_smi_host(), methods=wanted)
     for note in p.skipped:
         say(f"not reproduced: {note}")
     if p.drift and not allow_drift:
-        raise HostError(f"this machine differs from the one {p.original} ran on: " + "; ".join(p.drift)
-                        + "; use a machine like it, or ALLOW_DRIFT=1 to run anyway (recorded in the reproduction)")
+        raise HostError(
+            f"this machine differs from the one {p.original} ran on: "
+            + "; ".join(p.drift)
+            + "; use a machine like it, or ALLOW_DRIFT=1 to run anyway (recorded in the reproduction)"
+        )
     for d in p.drift:
         say(f"ran despite drift: {d}")
     lock, _ = reproduction.write(p, out, run_id)
-    say(f"reproduce {p.original} as {run_id}: {', '.join(m for m, _ in p.methods)} on PLATFORM={p.platform} "
-        f"MODEL_SET={p.model_set}, images by digest in {lock}")
+    say(
+        f"reproduce {p.original} as {run_id}: {', '.join(m for m, _ in p.methods)} on PLATFORM={p.platform} "
+        f"MODEL_SET={p.model_set}, images by digest in {lock}"
+    )
     return p, lock
 
 
-def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allow_drift: bool,
-              speed_tolerance: str) -> int:
+def reproduce(
+    stack: Stack, *, run: Path, run_id: str, methods: str | None, allow_drift: bool, speed_tolerance: str
+) -> int:
     """make reproduce RUN=results/<run> of a compose run: the images pulled by their recorded digests, each
     recorded method served and measured again on this platform's stack, then compared with the original.
     reproduction.NATIVE (3) for a native run (make runs the venv's `specstack reproduce`)."""
@@ -206,8 +251,14 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
         return reproduction.NATIVE
     p, lock = planned
     # The recorded run's platform, model set, prefix caching and images; WAIT_TIMEOUT the platform's unless given.
-    s = replace(stack.s, platform=p.platform, model_set=p.model_set, prefix_caching="1" if p.prefix_caching else "",
-                images_lock=str(lock), run_id=run_id)
+    s = replace(
+        stack.s,
+        platform=p.platform,
+        model_set=p.model_set,
+        prefix_caching="1" if p.prefix_caching else "",
+        images_lock=str(lock),
+        run_id=run_id,
+    )
     stack = Stack(s, stack.sh)
     rc = stack.prepare() or stack.check("baseline")
     if rc:
@@ -216,8 +267,10 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
     for ref in (v for v in read_lock(lock).values() if "@sha256:" in v):
         stack.sh.say(f"pull {ref}")
         if stack.sh.run([s.docker, "pull", "-q", ref], quiet=True) != 0:
-            stack.sh.say(f"cannot pull {ref}: the registry that held it at run time must be reachable "
-                         "(docs/reproduce.md)", err=True)
+            stack.sh.say(
+                f"cannot pull {ref}: the registry that held it at run time must be reachable (docs/reproduce.md)",
+                err=True,
+            )
             return 2
     rc = stack.stack_up() or stack.models()
     if rc:
@@ -226,14 +279,32 @@ def reproduce(stack: Stack, *, run: Path, run_id: str, methods: str | None, allo
         return 2
     with interrupts.as_exception():
         try:
-            failed = stack.serially([(m, f"=== reproduce {p.original} as {run_id}: {m} ===",
-                                      functools.partial(one_method, stack, m, run_id=run_id, k=k,
-                                                        reproduce_of=p.original, allow_drift=allow_drift))
-                                     for m, k in p.methods])
+            failed = stack.serially(
+                [
+                    (
+                        m,
+                        f"=== reproduce {p.original} as {run_id}: {m} ===",
+                        functools.partial(
+                            one_method, stack, m, run_id=run_id, k=k, reproduce_of=p.original, allow_drift=allow_drift
+                        ),
+                    )
+                    for m, k in p.methods
+                ]
+            )
             if stack.report() != 0:
                 failed += " report"
-            compare = ["run", "--rm", "collector", "reproduce", f"/results/{p.original}", "--measured", run_id,
-                       "--results", "/results", *(["--speed-tolerance", speed_tolerance] if speed_tolerance else [])]
+            compare = [
+                "run",
+                "--rm",
+                "collector",
+                "reproduce",
+                f"/results/{p.original}",
+                "--measured",
+                run_id,
+                "--results",
+                "/results",
+                *(["--speed-tolerance", speed_tolerance] if speed_tolerance else []),
+            ]
             rc = stack.compose(*compare)
             stack.sh.say(f"results: results/{run_id}/   compare: results/{layout.compare_dir(p.original, run_id)}/")
             if failed:
@@ -258,5 +329,6 @@ def status(stack: Stack) -> int:
     if shutil.which("nvidia-smi") is None:
         stack.sh.say("nvidia-smi not found on this host")
         return 0
-    return stack.sh.run(["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
-                         "--format=csv"])
+    return stack.sh.run(
+        ["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu", "--format=csv"]
+    )

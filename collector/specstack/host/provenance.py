@@ -1,6 +1,7 @@
 """`record`: what ran for one method, written while its server runs to results/<run-id>/host-provenance/<method>.json:
 image digests and labels (versions) of every running container of the compose project, the GPU (nvidia-smi,
 driver, CUDA) or the CPUs (model, the server's cpuset), and what the server loaded (snapshot.py)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,11 @@ def container_record(inspect: dict, image: dict | None) -> dict:
         # A locally built image (suffix, collector) has no repo digest; its image id is its identity.
         "pinned_by": "repo_digest" if repo_digests else "image_id",
         "image_created": image.get("Created"),
-        "image_labels": {k: v for k, v in ((image.get("Config") or {}).get("Labels") or {}).items()
-                         if k.startswith(("org.specstack.", "org.opencontainers."))},
+        "image_labels": {
+            k: v
+            for k, v in ((image.get("Config") or {}).get("Labels") or {}).items()
+            if k.startswith(("org.specstack.", "org.opencontainers."))
+        },
         "entrypoint": cfg.get("Entrypoint"),
         "command": cfg.get("Cmd"),
         "cpuset": (inspect.get("HostConfig") or {}).get("CpusetCpus") or None,
@@ -80,8 +84,13 @@ def slot_of(gpu: dict | None, cpu: dict | None, slot: str, server_cpuset: str | 
         return {"asked": slot, "error": f"nvidia-smi lists no GPU {slot}", "cpuset": server_cpuset}
     # The container's own index is 0 whatever the host's is: then the host index is the one asked for, if any.
     index = (slot if slot.isdigit() else None) if inside else found.get("index")
-    return {"asked": slot, "gpu_index": index, "gpu_uuid": found.get("uuid"), "gpu_name": found.get("name"),
-            "cpuset": server_cpuset}
+    return {
+        "asked": slot,
+        "gpu_index": index,
+        "gpu_uuid": found.get("uuid"),
+        "gpu_name": found.get("name"),
+        "cpuset": server_cpuset,
+    }
 
 
 def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
@@ -98,9 +107,19 @@ def lock_images(client, lock: dict[str, str]) -> dict[str, dict]:
     return out
 
 
-def record(client, *, run_id: str, method: str, results: Path, project: str = PROJECT,
-           services: str = "/services", platform: str = "gpu-container", images: dict[str, str] | None = None,
-           slot: str | None = None, name: str | None = None) -> Path:
+def record(
+    client,
+    *,
+    run_id: str,
+    method: str,
+    results: Path,
+    project: str = PROJECT,
+    services: str = "/services",
+    platform: str = "gpu-container",
+    images: dict[str, str] | None = None,
+    slot: str | None = None,
+    name: str | None = None,
+) -> Path:
     """Write results/<run-id>/host-provenance/<name>.json (name: the result's folder, default the method) while
     the method's server is running; in a parallel sweep (`slot`), the slot also goes into the run's manifest
     beside the result's status."""
@@ -117,8 +136,14 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
             image = None
         records.append(container_record(c, image))
     service = f"vllm-{method}"
-    vllm = next((c for c in containers
-                 if ((c.get("Config") or {}).get("Labels") or {}).get("com.docker.compose.service") == service), None)
+    vllm = next(
+        (
+            c
+            for c in containers
+            if ((c.get("Config") or {}).get("Labels") or {}).get("com.docker.compose.service") == service
+        ),
+        None,
+    )
     if vllm is None:
         raise HostError(f"service {service} is not running in project {project!r}; nothing to record for {method}")
     vllm_name = (vllm.get("Name") or "").lstrip("/")
@@ -126,8 +151,11 @@ def record(client, *, run_id: str, method: str, results: Path, project: str = PR
         gpu = None
         cpu = {**cpu_host(), "server_cpuset": (vllm.get("HostConfig") or {}).get("CpusetCpus") or None}
     else:
-        gpu = nvidia_smi_host() or nvidia_smi_container(client, vllm_name) or {
-            "error": "nvidia-smi not found on the host or in the container"}
+        gpu = (
+            nvidia_smi_host()
+            or nvidia_smi_container(client, vllm_name)
+            or {"error": "nvidia-smi not found on the host or in the container"}
+        )
         cpu = None
     server_version = client.version() or {}
     doc = {

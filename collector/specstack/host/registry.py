@@ -1,5 +1,6 @@
 """The digest an image tag points to now, asked of its registry (the distribution API, with the anonymous
 bearer token Docker Hub and others hand out), or of `docker buildx imagetools` when the registry says no."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,12 +14,14 @@ import urllib.request
 from specstack.host import HostError
 from specstack.host.image_ref import parse_reference
 
-_ACCEPT = ", ".join((
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-))
+_ACCEPT = ", ".join(
+    (
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+)
 
 
 def _registry_host(registry: str) -> tuple[str, str]:
@@ -70,8 +73,12 @@ def resolve_digest(ref: str, timeout: float = 30) -> str:
 
 
 def resolve_with_buildx(ref: str) -> str:
-    out = subprocess.run(["docker", "buildx", "imagetools", "inspect", ref, "--format", "{{json .Manifest}}"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["docker", "buildx", "imagetools", "inspect", ref, "--format", "{{json .Manifest}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if out.returncode != 0:
         raise HostError(f"{ref}: docker buildx imagetools inspect failed: {out.stderr.strip()}")
     return json.loads(out.stdout)["digest"]

@@ -10,6 +10,7 @@ Writes <out>/<run-id>.lock (the images, as an IMAGES_LOCK file) and <out>/<run-i
 sources). A native run (no host provenance) is not this module's: exit code NATIVE tells make to reproduce it
 with the venv's `specstack reproduce`.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,24 +22,26 @@ from specstack.host.image_ref import parse_reference
 from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
-NATIVE = 3   # exit code: a native run, reproduced by `specstack reproduce`
+NATIVE = 3  # exit code: a native run, reproduced by `specstack reproduce`
 # The images compose takes from the lock (compose.yaml / compose.cpu.yaml). On GPU compose builds the collector
 # (and suffix) images from the checkout, so they are not pulled; Grafana is optional on CPU (no image of it can
 # be built there): its line is carried over as recorded, pinned or not.
-STACK_KEYS = {"cpu-container": ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE"),
-              "gpu-container": ("VLLM_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE")}
+STACK_KEYS = {
+    "cpu-container": ("VLLM_IMAGE", "COLLECTOR_IMAGE", "PROMETHEUS_IMAGE"),
+    "gpu-container": ("VLLM_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE"),
+}
 OPTIONAL_KEYS = {"cpu-container": ("GRAFANA_IMAGE",), "gpu-container": ()}
 PLATFORMS = {"cpu-container": "cpu", "gpu-container": "gpu"}
 
 
 @dataclass
 class Plan:
-    original: str                          # the run folder's name under ./results
-    platform: str                          # make's PLATFORM
+    original: str  # the run folder's name under ./results
+    platform: str  # make's PLATFORM
     model_set: str
     prefix_caching: bool
-    methods: list[tuple[str, str]]         # (method, K override or "")
-    images: dict[str, str]                 # lock key -> repo@sha256:…
+    methods: list[tuple[str, str]]  # (method, K override or "")
+    images: dict[str, str]  # lock key -> repo@sha256:…
     skipped: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
 
@@ -47,8 +50,9 @@ def _json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise HostError(f"{path} cannot be read ({e}); the bundle is incomplete (`specstack verify` names what "
-                        "changed)") from None
+        raise HostError(
+            f"{path} cannot be read ({e}); the bundle is incomplete (`specstack verify` names what changed)"
+        ) from None
 
 
 def is_compose_run(run_dir: Path) -> bool:
@@ -60,8 +64,10 @@ def _k(name: str, summary: dict) -> str:
     override = summary.get("spec_override") or {}
     extra = sorted(set(override) - {"num_speculative_tokens"})
     if extra:
-        raise HostError(f"{name} ran with speculative-config overrides {', '.join(extra)}, which `make run` cannot "
-                        "set; reproduce it natively (specstack reproduce) or re-run it by hand")
+        raise HostError(
+            f"{name} ran with speculative-config overrides {', '.join(extra)}, which `make run` cannot "
+            "set; reproduce it natively (specstack reproduce) or re-run it by hand"
+        )
     return str(override.get("num_speculative_tokens", ""))
 
 
@@ -75,9 +81,11 @@ def pinned(key: str, image: dict) -> str:
     same = [d for d in digests if d.split("@", 1)[0] == name]
     if same or digests:
         return (same or digests)[0]
-    raise HostError(f"{key} {ref} was built on the machine that ran the sweep and never pushed, so no registry "
-                    "holds it: push the images and pin them (`make lock IMAGES_LOCK=…`, docs/reproduce.md) before "
-                    "a run another team can reproduce")
+    raise HostError(
+        f"{key} {ref} was built on the machine that ran the sweep and never pushed, so no registry "
+        "holds it: push the images and pin them (`make lock IMAGES_LOCK=…`, docs/reproduce.md) before "
+        "a run another team can reproduce"
+    )
 
 
 def _images(run_dir: Path, records: dict[str, dict], platform: str) -> dict[str, str]:
@@ -85,8 +93,10 @@ def _images(run_dir: Path, records: dict[str, dict], platform: str) -> dict[str,
     for method, rec in records.items():
         seen = rec.get("images")
         if not seen:
-            raise HostError(f"host-provenance/{method}.json records no image set (a run made before `make "
-                            "reproduce` existed): compare a new run with it instead (`specstack compare`)")
+            raise HostError(
+                f"host-provenance/{method}.json records no image set (a run made before `make "
+                "reproduce` existed): compare a new run with it instead (`specstack compare`)"
+            )
         for key in STACK_KEYS[platform] + OPTIONAL_KEYS[platform]:
             if key not in seen:
                 if key in OPTIONAL_KEYS[platform]:
@@ -95,8 +105,10 @@ def _images(run_dir: Path, records: dict[str, dict], platform: str) -> dict[str,
             optional = key in OPTIONAL_KEYS[platform] and not seen[key].get("repo_digests")
             ref = seen[key]["ref"] if optional else pinned(key, seen[key])
             if images.setdefault(key, ref) != ref:
-                raise HostError(f"the run used two {key}s ({images[key]} and {ref}); reproduce its methods "
-                                "separately (make reproduce … METHODS=…)")
+                raise HostError(
+                    f"the run used two {key}s ({images[key]} and {ref}); reproduce its methods "
+                    "separately (make reproduce … METHODS=…)"
+                )
     return images
 
 
@@ -115,8 +127,9 @@ def _host_drift(records: dict[str, dict], here_cpu: dict | None, here_gpu: dict 
     return drift
 
 
-def plan(run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None = None,
-         methods: list[str] | None = None) -> Plan:
+def plan(
+    run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None = None, methods: list[str] | None = None
+) -> Plan:
     run_dir = Path(run_dir)
     manifest = _json(run_dir / layout.MANIFEST)
     recipe = manifest.get("recipe") or {}
@@ -144,20 +157,34 @@ def plan(run_dir: Path, *, here_cpu: dict | None = None, here_gpu: dict | None =
         raise HostError(f"METHODS names {', '.join(unknown)}, not in {run_dir.name}")
     if not chosen:
         raise HostError(f"{run_dir.name} has no successful method to reproduce")
-    return Plan(original=run_dir.name, platform=PLATFORMS[platform], model_set=recipe.get("model_set") or
-                manifest.get("model_set") or "default", prefix_caching=bool(recipe.get("prefix_caching")),
-                methods=chosen, images=_images(run_dir, records, platform), skipped=skipped,
-                drift=_host_drift(records, here_cpu, here_gpu))
+    return Plan(
+        original=run_dir.name,
+        platform=PLATFORMS[platform],
+        model_set=recipe.get("model_set") or manifest.get("model_set") or "default",
+        prefix_caching=bool(recipe.get("prefix_caching")),
+        methods=chosen,
+        images=_images(run_dir, records, platform),
+        skipped=skipped,
+        drift=_host_drift(records, here_cpu, here_gpu),
+    )
 
 
 def write(p: Plan, out: Path, run_id: str) -> tuple[Path, Path]:
     """The images as an IMAGES_LOCK file, and the plan as shell assignments (values are single-quoted words)."""
     lock = Path(out) / f"{run_id}.lock"
-    atomic_write_text(lock, f"# make reproduce: the images of {p.original}, by digest\n"
-                      + "".join(f"{k}={v}\n" for k, v in p.images.items()))
-    assignments = {"original": p.original, "platform": p.platform, "model_set": p.model_set,
-                   "prefix_caching": "1" if p.prefix_caching else "",
-                   "methods": " ".join(f"{m}:{k}" for m, k in p.methods), "images_lock": str(lock)}
+    atomic_write_text(
+        lock,
+        f"# make reproduce: the images of {p.original}, by digest\n"
+        + "".join(f"{k}={v}\n" for k, v in p.images.items()),
+    )
+    assignments = {
+        "original": p.original,
+        "platform": p.platform,
+        "model_set": p.model_set,
+        "prefix_caching": "1" if p.prefix_caching else "",
+        "methods": " ".join(f"{m}:{k}" for m, k in p.methods),
+        "images_lock": str(lock),
+    }
     for value in assignments.values():
         if "'" in value:
             raise HostError(f"{value!r} cannot be passed to make (a quote in a name)")

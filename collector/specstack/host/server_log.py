@@ -1,5 +1,6 @@
 """`save-log`: this start's lines of the method's server container, kept in the bundle (the collector reads the
 engine facts, model runner ..., from them)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,19 +10,26 @@ from specstack.host.engine import PROJECT
 from specstack.results import layout
 from specstack.results.files import atomic_write_text
 
-NEVER = "1970-01-01T00:00:00Z"   # --since for the whole log
-START_LINE = "vllm serve "        # services/serve_args.py prints it, then execs the server: one per start
+NEVER = "1970-01-01T00:00:00Z"  # --since for the whole log
+START_LINE = "vllm serve "  # services/serve_args.py prints it, then execs the server: one per start
 
 
 def this_start(log: str) -> str | None:
     """The lines from the last start line on, or None for a log without one (an entrypoint of the user's own)."""
     lines = log.splitlines(keepends=True)
     starts = [i for i, line in enumerate(lines) if line.startswith(START_LINE)]
-    return "".join(lines[starts[-1]:]) if starts else None
+    return "".join(lines[starts[-1] :]) if starts else None
 
 
-def save_server_log(client, *, run_id: str, method: str, results: Path | str = "results",
-                    project: str = PROJECT, name: str | None = None) -> Path:
+def save_server_log(
+    client,
+    *,
+    run_id: str,
+    method: str,
+    results: Path | str = "results",
+    project: str = PROJECT,
+    name: str | None = None,
+) -> Path:
     """results/<run-id>/host-provenance/<name>.server.log (name: the result's folder, default the method): this
     start's lines of the method's server container. Compose starts a stopped container again with its old log; the
     collector reads the engine facts (model runner ...) from this start's lines only."""

@@ -14,6 +14,7 @@ method is compared with the baseline measured on its own slot (`--baseline-resul
 slot-to-slot spread beside each speedup (report/placement.py). Two runs of one method are never up at once: they
 are one compose service, so a slot whose calibration run waits for that service takes other methods meanwhile.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,10 @@ _CORES = re.compile(r"^(\d+)(?:-(\d+))?$")
 def cores_of(cpuset: str) -> set[int]:
     m = _CORES.match(cpuset)
     if not m:
-        raise HostError(f"CPUSETS: {cpuset!r} is not a core (3) or a range of cores (2-3); give one per server, "
-                        "separated by commas: CPUSETS=0,1 or CPUSETS=0-3,4-7")
+        raise HostError(
+            f"CPUSETS: {cpuset!r} is not a core (3) or a range of cores (2-3); give one per server, "
+            "separated by commas: CPUSETS=0,1 or CPUSETS=0-3,4-7"
+        )
     first, last = int(m.group(1)), int(m.group(2) or m.group(1))
     if last < first:
         raise HostError(f"CPUSETS: the range {cpuset!r} runs backwards; write it low-high ({last}-{first})")
@@ -47,8 +50,10 @@ def _split(knob: str, text: str, what: str) -> list[str]:
     if not text.strip() or "" in items:
         raise HostError(f"{knob}={text!r}: give one {what} per server, separated by commas (e.g. {knob}=0,1)")
     if len(set(items)) != len(items):
-        raise HostError(f"{knob}={text}: a slot appears twice; two servers on one "
-                        f"{'GPU' if knob == 'GPUS' else 'core'} would measure each other")
+        raise HostError(
+            f"{knob}={text}: a slot appears twice; two servers on one "
+            f"{'GPU' if knob == 'GPUS' else 'core'} would measure each other"
+        )
     return items
 
 
@@ -59,11 +64,14 @@ def parse_cpusets(text: str, cores: int) -> list[str]:
     for s in slots:
         own = cores_of(s)
         if max(own) >= cores:
-            raise HostError(f"CPUSETS: {s!r} names core {max(own)}, but this host has {cores} (0-{cores - 1}); "
-                            f"give at most {cores} single-core slots")
+            raise HostError(
+                f"CPUSETS: {s!r} names core {max(own)}, but this host has {cores} (0-{cores - 1}); "
+                f"give at most {cores} single-core slots"
+            )
         if own & seen:
-            raise HostError(f"CPUSETS={text}: the CPU sets overlap (core {min(own & seen)}); each server needs "
-                            "cores of its own")
+            raise HostError(
+                f"CPUSETS={text}: the CPU sets overlap (core {min(own & seen)}); each server needs cores of its own"
+            )
         seen |= own
     return slots
 
@@ -91,10 +99,10 @@ def _pump(stream, prefix: str) -> None:
 
 @dataclass
 class Job:
-    method: str                # the methods.toml method: its server is the compose service vllm-<method>
-    name: str                  # its result folder in the run (a calibration run on slot i > 0: <method>-slot<i>)
-    slot: int | None = None    # pinned to this slot (calibration), or the next free one
-    baseline: str = ""         # the method's baseline (methods.toml) when calibrating: compared on its own slot
+    method: str  # the methods.toml method: its server is the compose service vllm-<method>
+    name: str  # its result folder in the run (a calibration run on slot i > 0: <method>-slot<i>)
+    slot: int | None = None  # pinned to this slot (calibration), or the next free one
+    baseline: str = ""  # the method's baseline (methods.toml) when calibrating: compared on its own slot
 
 
 def calibration_name(baseline: str, slot: int) -> str:
@@ -110,8 +118,10 @@ def plan_jobs(methods: list[str], baselines: dict[str, str], slots: int, calibra
     own = [m for m in methods if not baselines.get(m)]
     missing = sorted({baselines[m] for m in methods if baselines.get(m) and baselines[m] not in methods})
     if missing:
-        raise HostError(f"CALIBRATE=1 runs each baseline on every slot, but the sweep's methods lack "
-                        f"{' '.join(missing)}: add it to SWEEP_METHODS (or SWEEP_MTP_METHODS)")
+        raise HostError(
+            f"CALIBRATE=1 runs each baseline on every slot, but the sweep's methods lack "
+            f"{' '.join(missing)}: add it to SWEEP_METHODS (or SWEEP_MTP_METHODS)"
+        )
     pinned = [Job(b, calibration_name(b, i), slot=i) for i in range(slots) for b in own]
     return pinned + [Job(m, m, baseline=baselines[m]) for m in methods if m not in own]
 
@@ -122,7 +132,7 @@ class _Queue:
 
     def __init__(self, jobs: list[Job]):
         self.jobs, self.cond, self.closed = list(jobs), threading.Condition(), False
-        self.running: set[str] = set()   # the methods of the jobs running
+        self.running: set[str] = set()  # the methods of the jobs running
 
     def take(self, slot: int) -> Job | None:
         with self.cond:
@@ -130,8 +140,9 @@ class _Queue:
                 mine = [j for j in self.jobs if j.slot in (slot, None)]
                 if not mine or self.closed:
                     return None
-                job = next((j for j in mine if j.slot == slot and j.method not in self.running), None) \
-                    or next((j for j in mine if j.slot is None and j.method not in self.running), None)
+                job = next((j for j in mine if j.slot == slot and j.method not in self.running), None) or next(
+                    (j for j in mine if j.slot is None and j.method not in self.running), None
+                )
                 if job:
                     self.jobs.remove(job)
                     self.running.add(job.method)
@@ -158,8 +169,9 @@ def _run_argv(argv: list[str], name: str) -> int:
 Command = Union[List[str], Callable[[Dict[str, str]], int]]
 
 
-def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command: Command,
-              stop: Callable[[], None] | None = None) -> list[str]:
+def run_queue(
+    slots: list[dict[str, str]], jobs: list[Job] | list[str], command: Command, stop: Callable[[], None] | None = None
+) -> list[str]:
     """Run `command` for every job, one per slot at a time, and return the results whose command failed, in queue
     order. The job's fields: {method}, {name} (result folder), {baseline} (the result to compare with, "" for the
     method's own), {index} and the slot's {slot} and {cpuset}. `command` is a callable given those fields (run
@@ -184,8 +196,11 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
                 fields = dict(method=job.method, name=job.name, baseline=base, index=str(index), **slot)
                 print(f"=== slot {index} ({slot['slot']}): {job.name} ===", flush=True)
                 try:
-                    rc = command(fields) if callable(command) else _run_argv([a.format(**fields) for a in command],
-                                                                             job.name)
+                    rc = (
+                        command(fields)
+                        if callable(command)
+                        else _run_argv([a.format(**fields) for a in command], job.name)
+                    )
                     if rc != 0:
                         failed.add(job.name)
                 except BaseException as e:  # noqa: BLE001 - one job's failure (or its interruption) is its own
@@ -210,7 +225,7 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
         todo.close()
         if stop is not None:
             stop()
-        for done in ended:   # the signal handler ignores any later signal: these waits are not cut short
+        for done in ended:  # the signal handler ignores any later signal: these waits are not cut short
             done.wait()
         raise
     for t in threads:
@@ -218,16 +233,29 @@ def run_queue(slots: list[dict[str, str]], jobs: list[Job] | list[str], command:
     return [n for n in order if n in failed]
 
 
-def parallel(*, platform: str, slots_text: str, cores: int, methods: list[str], command: Command,
-             run_dir: Path, cpusets: str = "", baselines: dict[str, str] | None = None,
-             calibrate: bool = False, stop: Callable[[], None] | None = None) -> list[str]:
+def parallel(
+    *,
+    platform: str,
+    slots_text: str,
+    cores: int,
+    methods: list[str],
+    command: Command,
+    run_dir: Path,
+    cpusets: str = "",
+    baselines: dict[str, str] | None = None,
+    calibrate: bool = False,
+    stop: Callable[[], None] | None = None,
+) -> list[str]:
     """Check the slots, mark the run parallel in its manifest, run the queue; the failed results."""
     slots = parse_slots(platform, slots_text, cores, cpusets)
     if not methods:
         raise HostError("no methods to run: set SWEEP_METHODS (and SWEEP_MTP_METHODS)")
     jobs = plan_jobs(methods, baselines or {}, len(slots), calibrate)
     gpu = platform.startswith("gpu")
-    update_manifest(run_dir, mode="parallel", calibration=calibrate,
-                    slots=[{"gpu": s["slot"], "cpuset": s["cpuset"] or None} if gpu else {"cpuset": s["cpuset"]}
-                           for s in slots])
+    update_manifest(
+        run_dir,
+        mode="parallel",
+        calibration=calibrate,
+        slots=[{"gpu": s["slot"], "cpuset": s["cpuset"] or None} if gpu else {"cpuset": s["cpuset"]} for s in slots],
+    )
     return run_queue(slots, jobs, command, stop)

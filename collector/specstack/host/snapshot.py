@@ -1,11 +1,12 @@
 """What the method's server loaded: a script run INSIDE its container rebuilds the plan with the container's own
 services/serve_args.py and environment, then finds each model's Hugging Face snapshot (commit hash) there."""
+
 from __future__ import annotations
 
 import json
 
 # Runs INSIDE the method's vLLM container (python3 of the vLLM image, HF_HOME=/hf-cache).
-SNAPSHOT_SCRIPT = r'''
+SNAPSHOT_SCRIPT = r"""
 import hashlib, importlib.util, json, os, sys
 from pathlib import Path
 
@@ -72,11 +73,12 @@ except Exception:
 print(json.dumps({"plan": {"method": plan["method"], "target": plan["target"], "model_set": plan["model_set"],
                            "argv": plan["argv"], "speculative_config": plan["speculative_config"]},
                   "models": models, "runtime": runtime}))
-'''
+"""
 
 
-def models_in_container(client, container: str, method: str, services: str = "/services",
-                        platform: str = "gpu-container") -> dict:
+def models_in_container(
+    client, container: str, method: str, services: str = "/services", platform: str = "gpu-container"
+) -> dict:
     rc, out = client.exec(container, ["python3", "-c", SNAPSHOT_SCRIPT, services, method, platform])
     if rc != 0:
         return {"error": f"snapshot lookup in {container} failed (exit {rc}): {out.strip()[-400:]}"}

@@ -4,6 +4,7 @@ of its output prefixed with the method's result name; `make -n` prints them inst
 
 services/methods.toml is read with regular expressions, as make read it with sed and awk: the host's python3 may
 be older than 3.11 (no tomllib)."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,10 @@ from specstack.host import HostError
 from specstack.interrupts import Interrupted
 
 # PLATFORM -> (serve platform of methods.toml, compose files, default lock file, default WAIT_TIMEOUT in seconds)
-PLATFORMS = {"gpu": ("gpu-container", ("compose.yaml",), "images.lock", 3600),
-             "cpu": ("cpu-container", ("compose.yaml", "compose.cpu.yaml"), "images.cpu.lock", 600)}
+PLATFORMS = {
+    "gpu": ("gpu-container", ("compose.yaml",), "images.lock", 3600),
+    "cpu": ("cpu-container", ("compose.yaml", "compose.cpu.yaml"), "images.cpu.lock", 600),
+}
 METHODS_TOML = Path("services/methods.toml")
 TARGETS_DIR = Path(".specstack/prometheus-targets")
 TARGETS = TARGETS_DIR / "vllm.json"
@@ -30,14 +33,17 @@ RESULTS = Path("results")
 # The host ports compose publishes (compose.yaml's defaults), each overridable by make's variable of that name.
 PORTS = {"VLLM_PORT": "8000", "PROMETHEUS_PORT": "9090", "GRAFANA_PORT": "3000"}
 # Said when a container does not start: the usual user-caused reason is a port another program holds.
-PORT_HINT = ("if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, "
-             "GRAFANA_PORT= (now {vllm}, {prometheus}, {grafana})")
+PORT_HINT = (
+    "if a port it publishes is in use (see the error above), choose free ones: VLLM_PORT=, PROMETHEUS_PORT=, "
+    "GRAFANA_PORT= (now {vllm}, {prometheus}, {grafana})"
+)
 
 
 @dataclass
 class MethodsToml:
     """What the stack needs from services/methods.toml: the methods, those with a speculative config (K applies
     to them only), each method's baseline, the dtype."""
+
     names: list[str]
     spec: list[str]
     baselines: dict[str, str]
@@ -52,7 +58,7 @@ class MethodsToml:
             m = re.match(r"^\[methods\.([^\]]*)\]\s*$", line)
             if m:
                 names.append(m.group(1))
-            m = re.match(r"^\[model_sets\.([A-Za-z0-9_-]+)\]\s*$", line)   # not its .revisions / .unpinned
+            m = re.match(r"^\[model_sets\.([A-Za-z0-9_-]+)\]\s*$", line)  # not its .revisions / .unpinned
             if m:
                 sets.append(m.group(1))
             if line.startswith("["):
@@ -81,6 +87,7 @@ def sweep_methods(path: Path = METHODS_TOML) -> dict:
 @dataclass
 class Settings:
     """make's knobs, as services/compose.mk passes them (empty = not set)."""
+
     platform: str = "gpu"
     model_set: str = "default"
     gpu: str = "0"
@@ -95,10 +102,10 @@ class Settings:
     gpu_free_timeout: str = "300"
     gpu_free_poll: str = "2"
     images_lock: str = ""
-    wait_timeout: str | None = None       # None: the platform's default
+    wait_timeout: str | None = None  # None: the platform's default
     sweep_methods: str = ""
     run_id: str = ""
-    report_args: str = ""                 # empty: RUN_ID --results /results --seal
+    report_args: str = ""  # empty: RUN_ID --results /results --seal
     docker: str = "docker"
     make: str = "make"
     methods: MethodsToml = field(default_factory=MethodsToml.read)
@@ -147,7 +154,7 @@ class Settings:
                 text = Path(f).read_text()
             except OSError:
                 continue
-            found += [line[len(key) + 1:] for line in text.splitlines() if line.startswith(key + "=")]
+            found += [line[len(key) + 1 :] for line in text.splitlines() if line.startswith(key + "=")]
         words = " ".join(found).split()
         return words[-1] if words else ""
 
@@ -160,6 +167,7 @@ class Settings:
 class Place:
     """Where one method's server runs: the make variables of a method (GPU, CPUSET) and, in a parallel sweep,
     its slot (index, GPU_CPUSET), its result name and the baseline result it is compared with."""
+
     gpu: str
     cpuset: str
     slot: int | None = None
@@ -207,8 +215,14 @@ class Shell:
         pairs = [f"{k}={quote(v)}" if k != "HF_TOKEN" else 'HF_TOKEN="${HF_TOKEN:-}"' for k, v in (env or {}).items()]
         self.say(" ".join(pairs + [shlex.quote(a) for a in argv]))
 
-    def run(self, argv: list[str], env: dict[str, str] | None = None, quiet: bool = False,
-            to_stderr: bool = False, echo: bool = False) -> int:
+    def run(
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        quiet: bool = False,
+        to_stderr: bool = False,
+        echo: bool = False,
+    ) -> int:
         """The command's exit status; quiet: its output discarded; to_stderr: its stdout onto stderr; echo: the
         command line said first (as make echoes a recipe line)."""
         if self.dry_run:
@@ -217,14 +231,21 @@ class Shell:
         if echo:
             self.show(argv)
         full = {**os.environ, **(env or {})}
-        proc: subprocess.Popen   # of bytes, or of text where its lines are prefixed
+        proc: subprocess.Popen  # of bytes, or of text where its lines are prefixed
         try:
             if quiet:
                 proc = subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             elif self.prefix is not None:
-                proc = piped = subprocess.Popen(argv, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                                text=True, errors="replace", bufsize=1)
-                assert piped.stdout is not None   # stdout=PIPE
+                proc = piped = subprocess.Popen(
+                    argv,
+                    env=full,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    errors="replace",
+                    bufsize=1,
+                )
+                assert piped.stdout is not None  # stdout=PIPE
                 for line in piped.stdout:
                     self.say(line.rstrip("\n"))
             else:
@@ -240,9 +261,14 @@ class Shell:
         if self.dry_run:
             return 0, ""
         try:
-            proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT if merge else subprocess.DEVNULL, text=True,
-                                    errors="replace")
+            proc = subprocess.Popen(
+                argv,
+                env={**os.environ, **(env or {})},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge else subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+            )
         except FileNotFoundError:
             return 127, ""
         try:

@@ -1,4 +1,5 @@
 """`targets`: the file Prometheus's file_sd reads to find the method's server (labels method and run_id)."""
+
 from __future__ import annotations
 
 import json

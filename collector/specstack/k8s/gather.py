@@ -9,6 +9,7 @@ container's log and what the pod ran, and merges the trees: method folders as th
 results.bundle.update_manifest. A method already in the bundle is left as it is, so gather can run again as
 Jobs finish. An emptyDir collector is told it may end (`.gathered`) only after its tree is safely here.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,17 +31,19 @@ METHOD_LABEL = "specstack.io/method"
 COMPONENT_LABEL = "specstack.io/component"
 RELEASE_LABEL = "app.kubernetes.io/instance"
 JOB_COMPONENT, ACCESS_COMPONENT = "method-job", "results-access"
-JOB_RESULTS = "/results/jobs"          # the chart's `specstack.jobResults`: --results of each Job's collector
+JOB_RESULTS = "/results/jobs"  # the chart's `specstack.jobResults`: --results of each Job's collector
 COLLECTOR, ACCESS_CONTAINER = "collector", "results"
-GATHERED = ".gathered"                 # the chart's collector waits for this file before it ends
+GATHERED = ".gathered"  # the chart's collector waits for this file before it ends
 TIMEOUT = 600
 
 
 def kubectl_binary() -> str:
     exe = os.environ.get("KUBECTL") or shutil.which("kubectl")
     if not exe:
-        raise UserError("kubectl not found: install it (or set KUBECTL=/path/to/kubectl) with access to the "
-                        "cluster the run's Jobs ran on")
+        raise UserError(
+            "kubectl not found: install it (or set KUBECTL=/path/to/kubectl) with access to the "
+            "cluster the run's Jobs ran on"
+        )
     return exe
 
 
@@ -56,8 +59,10 @@ class Kubectl:
         except subprocess.TimeoutExpired:
             raise UserError(f"`{' '.join(argv)}` did not answer in {TIMEOUT} s; check the cluster connection") from None
         if check and proc.returncode != 0:
-            raise UserError(f"`{' '.join(argv)}` failed: {(proc.stderr or proc.stdout).strip()[:400]}; check the "
-                            "kubectl context and namespace (--namespace)")
+            raise UserError(
+                f"`{' '.join(argv)}` failed: {(proc.stderr or proc.stdout).strip()[:400]}; check the "
+                "kubectl context and namespace (--namespace)"
+            )
         return proc
 
 
@@ -65,7 +70,7 @@ class Kubectl:
 class Gathered:
     run_dir: Path
     copied: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)       # already in the bundle, left as they were
+    kept: list[str] = field(default_factory=list)  # already in the bundle, left as they were
     missing: dict[str, str] = field(default_factory=dict)
 
 
@@ -74,8 +79,10 @@ def _pods(kubectl: Kubectl, run_id: str, release: str | None) -> list[dict]:
     items = json.loads(kubectl("get", "pods", "-l", selector, "-o", "json").stdout).get("items") or []
     if not items:
         where = f"namespace {kubectl.namespace}" if kubectl.namespace else "the current namespace"
-        raise UserError(f"no pod of run {run_id!r} in {where}{f' (release {release})' if release else ''}; "
-                        "pass the run id the chart was installed with (--set runId) and --namespace")
+        raise UserError(
+            f"no pod of run {run_id!r} in {where}{f' (release {release})' if release else ''}; "
+            "pass the run id the chart was installed with (--set runId) and --namespace"
+        )
     return items
 
 
@@ -100,17 +107,33 @@ def _running(pod: dict) -> bool:
 def pod_record(pod: dict) -> dict:
     """What ran, from the pod's status: images and the digests the node pulled, node, phase. Never the env."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    statuses = {s.get("name"): s for s in (status.get("initContainerStatuses") or [])
-                + (status.get("containerStatuses") or [])}
+    statuses = {
+        s.get("name"): s for s in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    }
     containers = []
     for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
         s = statuses.get(c.get("name")) or {}
-        containers.append({"name": c.get("name"), "image": c.get("image"), "image_id": s.get("imageID"),
-                           "resources": c.get("resources") or {}, "state": s.get("state"),
-                           "restart_count": s.get("restartCount")})
-    return {"schema": "specstack.k8s_pod/1", "pod": meta.get("name"), "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"), "labels": meta.get("labels") or {}, "node": spec.get("nodeName"),
-            "phase": status.get("phase"), "start_time": status.get("startTime"), "containers": containers}
+        containers.append(
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "image_id": s.get("imageID"),
+                "resources": c.get("resources") or {},
+                "state": s.get("state"),
+                "restart_count": s.get("restartCount"),
+            }
+        )
+    return {
+        "schema": "specstack.k8s_pod/1",
+        "pod": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "uid": meta.get("uid"),
+        "labels": meta.get("labels") or {},
+        "node": spec.get("nodeName"),
+        "phase": status.get("phase"),
+        "start_time": status.get("startTime"),
+        "containers": containers,
+    }
 
 
 def _copy_tree(kubectl: Kubectl, source: tuple[str, str], method: str, run_id: str, dest: Path) -> str | None:
@@ -131,7 +154,7 @@ def _merge_tree(tree: Path, run_dir: Path, method: str, k8s_jobs: dict) -> None:
         if entry.name in (layout.MANIFEST, GATHERED) or entry.name.startswith("."):
             continue
         if entry.is_dir() and entry.name in (layout.INPUTS_DIR, layout.HOST_DIR):
-            shutil.copytree(entry, run_dir / entry.name, dirs_exist_ok=True)   # same inputs in every Job
+            shutil.copytree(entry, run_dir / entry.name, dirs_exist_ok=True)  # same inputs in every Job
         elif entry.name == method or entry.name.startswith(method + layout.FAILED_MARK):
             shutil.copytree(entry, run_dir / ".gather-staging" / entry.name)
             os.replace(run_dir / ".gather-staging" / entry.name, run_dir / entry.name)
@@ -152,8 +175,13 @@ def _keep_logs(kubectl: Kubectl, pod: dict, method: str, run_dir: Path) -> dict:
         if proc.returncode == 0:
             logs[c["name"]] = layout.host_container_log(method, c["name"])
             atomic_write_text(run_dir / logs[c["name"]], proc.stdout)
-    return {"pod": name, "node": record["node"], "phase": record["phase"], "logs": logs,
-            "images": {c["name"]: c["image_id"] or c["image"] for c in record["containers"]}}
+    return {
+        "pod": name,
+        "node": record["node"],
+        "phase": record["phase"],
+        "logs": logs,
+        "images": {c["name"]: c["image_id"] or c["image"] for c in record["containers"]},
+    }
 
 
 def _release(kubectl: Kubectl, pod: str, method: str, run_id: str) -> None:
@@ -161,8 +189,14 @@ def _release(kubectl: Kubectl, pod: str, method: str, run_id: str) -> None:
     kubectl("exec", pod, "-c", COLLECTOR, "--", "touch", f"{JOB_RESULTS}/{method}/{run_id}/{GATHERED}", check=False)
 
 
-def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, release: str | None = None,
-           kubectl: Kubectl | None = None) -> Gathered:
+def gather(
+    run_id: str,
+    results_dir: Path,
+    *,
+    namespace: str | None = None,
+    release: str | None = None,
+    kubectl: Kubectl | None = None,
+) -> Gathered:
     kubectl = kubectl or Kubectl(kubectl_binary(), namespace)
     pods = _pods(kubectl, run_id, release)
     jobs = _job_pods(pods)
@@ -177,13 +211,15 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
             name = pod["metadata"]["name"]
             if (run_dir / method).exists():
                 result.kept.append(method)
-                if access is None and _running(pod):   # gathered before: the held collector may end
+                if access is None and _running(pod):  # gathered before: the held collector may end
                     _release(kubectl, name, method, run_id)
                 continue
             if access is None and not _running(pod):
-                result.missing[method] = (f"pod {name} is {(pod.get('status') or {}).get('phase')}: its emptyDir is "
-                                          "gone (gather while it waits, results.holdSeconds, or use "
-                                          "results.existingClaim)")
+                result.missing[method] = (
+                    f"pod {name} is {(pod.get('status') or {}).get('phase')}: its emptyDir is "
+                    "gone (gather while it waits, results.holdSeconds, or use "
+                    "results.existingClaim)"
+                )
                 continue
             source = (access["metadata"]["name"], ACCESS_CONTAINER) if access else (name, COLLECTOR)
             why = _copy_tree(kubectl, source, method, run_id, Path(tmp) / method)
@@ -193,7 +229,7 @@ def gather(run_id: str, results_dir: Path, *, namespace: str | None = None, rele
             _merge_tree(Path(tmp) / method, run_dir, method, jobs_seen)
             jobs_seen.setdefault(method, {}).update(_keep_logs(kubectl, pod, method, run_dir))
             result.copied.append(method)
-            if access is None:   # safely here: the held collector may end
+            if access is None:  # safely here: the held collector may end
                 _release(kubectl, name, method, run_id)
     if result.copied:
         update_manifest(run_dir, k8s=k8s)

@@ -1,5 +1,6 @@
 """The performance phase: `vllm bench serve` at a fixed output length, run through its own entry point in a
 forked child of the collector; its progress is read from its own progress bar."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,9 @@ from specstack.results.files import atomic_write_text
 from specstack.server.runtime import Server, vllm_executable
 
 
-def cell_name(task: str, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
-              probe: bool = False) -> str:
+def cell_name(
+    task: str, repeat: int, *, concurrency: int | None = None, rate: float | None = None, probe: bool = False
+) -> str:
     """A bench cell's name (its window is `bench/<name>`, its files `bench/<name>.json|.log|.cmd`): closed loop
     `code-c4-r0` (concurrency 4, repeat 0), open loop `code-rate0.5-r0` (0.5 requests/s), a capacity-search
     probe `code-probe0.75-r0`. The words keep the kinds apart: no name of one kind parses as another."""
@@ -33,27 +35,73 @@ def cell_name(task: str, repeat: int, *, concurrency: int | None = None, rate: f
     return f"{task}-{'probe' if probe else 'rate'}{rate:g}-r{repeat}"
 
 
-def bench_command(server: Server, task: Task, *, concurrency: int | None, num_prompts: int, output_len: int,
-                  request_rate: float | None, tokenizer: str, result_dir: Path, result_name: str,
-                  slo: dict[str, float] | None = None, burstiness: float = 1.0) -> list[str]:
+def bench_command(
+    server: Server,
+    task: Task,
+    *,
+    concurrency: int | None,
+    num_prompts: int,
+    output_len: int,
+    request_rate: float | None,
+    tokenizer: str,
+    result_dir: Path,
+    result_name: str,
+    slo: dict[str, float] | None = None,
+    burstiness: float = 1.0,
+) -> list[str]:
     """Closed loop: `concurrency` requests in flight (at `request_rate` when finite). Open loop (concurrency
     None): arrivals at `request_rate` (Poisson, or Gamma with `burstiness` != 1), no cap on in-flight requests."""
     cap = [] if concurrency is None else ["--max-concurrency", str(concurrency)]
     shape = [] if burstiness == 1.0 else ["--burstiness", str(burstiness)]
     return [
-        vllm_executable(), "bench", "serve",
-        "--backend", "openai", "--base-url", server.base_url, "--endpoint", "/v1/completions",
-        "--model", server.served_model_name, "--tokenizer", tokenizer,
-        "--dataset-name", "custom", "--dataset-path", str(task.perf_path),
-        "--chat-template-kwargs", json.dumps(CHAT_TEMPLATE_KWARGS),
-        "--custom-output-len", str(output_len), "--num-prompts", str(num_prompts),
-        "--num-warmups", "0",  # the collector's own warm-up ran already, outside every window
-        *cap, "--request-rate", "inf" if request_rate is None else str(request_rate), *shape,
-        "--temperature", "0", "--top-p", "1", "--ignore-eos", "--seed", str(SEED),
-        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,95,99",
+        vllm_executable(),
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        server.base_url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        server.served_model_name,
+        "--tokenizer",
+        tokenizer,
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(task.perf_path),
+        "--chat-template-kwargs",
+        json.dumps(CHAT_TEMPLATE_KWARGS),
+        "--custom-output-len",
+        str(output_len),
+        "--num-prompts",
+        str(num_prompts),
+        "--num-warmups",
+        "0",  # the collector's own warm-up ran already, outside every window
+        *cap,
+        "--request-rate",
+        "inf" if request_rate is None else str(request_rate),
+        *shape,
+        "--temperature",
+        "0",
+        "--top-p",
+        "1",
+        "--ignore-eos",
+        "--seed",
+        str(SEED),
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,95,99",
         # --save-detailed keeps every request's start time, TTFT, chunk gaps and E2EL: the bundle alone then
         # recomputes every percentile, and stalls and burst reads are seen per request (measure/per_request.py)
-        "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", result_name,
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        result_name,
         *goodput.bench_args(slo),
     ]
 
@@ -70,11 +118,10 @@ def run_bench(argv: list[str], result_path: Path, log_path: Path, slo: dict[str,
 
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
-    args = parser.parse_args(argv[argv.index("serve") + 1:])
+    args = parser.parse_args(argv[argv.index("serve") + 1 :])
     fork = multiprocessing.get_context("fork")
-    cpu = fork.Value("d", -1.0, lock=False)   # the client's CPU seconds, written by it as it exits (cpu_share.py)
-    child = fork.Process(target=_bench_child, args=(main, args, log_path, cpu), name="vllm-bench-serve",
-                         daemon=True)
+    cpu = fork.Value("d", -1.0, lock=False)  # the client's CPU seconds, written by it as it exits (cpu_share.py)
+    child = fork.Process(target=_bench_child, args=(main, args, log_path, cpu), name="vllm-bench-serve", daemon=True)
     gc.freeze()  # the child's GC then leaves the inherited objects alone, so their pages stay shared (no copy)
     try:
         child.start()

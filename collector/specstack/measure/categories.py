@@ -6,6 +6,7 @@ the split needs no extra server state, the prompts run in the order they run wit
 categories' sums are the task's sums by construction; those equal the counter deltas (the window's own
 checks), and the checks below state it in the bundle. Rates are taken after summing within a category.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,12 +14,13 @@ from dataclasses import dataclass, field
 from specstack.measure import accounting
 from specstack.measure.accounting import Acceptance, Check
 
-NO_CATEGORY = "(no category)"   # rows of a mixed file without one
+NO_CATEGORY = "(no category)"  # rows of a mixed file without one
 
 
 @dataclass
 class CategorySums:
     """Running per-category sums over a window's requests, in the order categories first appear."""
+
     requests: dict[str, int] = field(default_factory=dict)
     acceptance: dict[str, Acceptance | None] = field(default_factory=dict)
     any_category: bool = False
@@ -34,8 +36,9 @@ class CategorySums:
         None when no request had a category (the built-in tasks)."""
         if not self.any_category:
             return None
-        return {k: {"requests": n, **(a.to_dict() if (a := self.acceptance[k]) else {})}
-                for k, n in self.requests.items()}
+        return {
+            k: {"requests": n, **(a.to_dict() if (a := self.acceptance[k]) else {})} for k, n in self.requests.items()
+        }
 
 
 def _total(parts: list[Acceptance]) -> tuple[int, int, int, list[int]]:
@@ -56,12 +59,22 @@ def crosscheck(sums: CategorySums, counters: Acceptance | None) -> list[Check]:
     k = max(len(positions), len(counters.per_position))
     positions = positions + [0] * (k - len(positions))
     counted = counters.per_position + [0] * (k - len(counters.per_position))
-    checks = [Check("Σ_category num_spec_steps = Δ num_drafts", steps, counters.steps, steps == counters.steps),
-              Check("Σ_category num_draft_tokens = Δ num_draft_tokens", drafts, counters.draft_tokens,
-                    drafts == counters.draft_tokens),
-              Check("Σ_category num_accepted_draft_tokens = Δ num_accepted_tokens", accepted, counters.accepted,
-                    accepted == counters.accepted),
-              Check("Σ_category accepted_per_pos = Δ accepted_per_pos", positions, counted, positions == counted)]
+    checks = [
+        Check("Σ_category num_spec_steps = Δ num_drafts", steps, counters.steps, steps == counters.steps),
+        Check(
+            "Σ_category num_draft_tokens = Δ num_draft_tokens",
+            drafts,
+            counters.draft_tokens,
+            drafts == counters.draft_tokens,
+        ),
+        Check(
+            "Σ_category num_accepted_draft_tokens = Δ num_accepted_tokens",
+            accepted,
+            counters.accepted,
+            accepted == counters.accepted,
+        ),
+        Check("Σ_category accepted_per_pos = Δ accepted_per_pos", positions, counted, positions == counted),
+    ]
     for c in checks:
         if not c.ok:
             c.hint = "a request counted in no category or in two: a bug in the split, not in the server"

@@ -14,6 +14,7 @@ that is a named root (server, bench, collector), else to "other". What is not co
 A process that started inside the window is counted whole (its CPU before the window is nil); one started while
 the open snapshot was being read is counted whole too (a few milliseconds at most).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,16 +24,16 @@ from dataclasses import dataclass
 
 import psutil
 
-GROUPS = ("server", "bench", "collector")   # a root nearer a process wins: bench and server run under the collector
-TOP = 3                                      # the heaviest "other" processes kept by name
+GROUPS = ("server", "bench", "collector")  # a root nearer a process wins: bench and server run under the collector
+TOP = 3  # the heaviest "other" processes kept by name
 
 
 @dataclass(frozen=True)
 class Proc:
     pid: int
     ppid: int
-    started: float        # create_time: with the pid, a process's identity (pids are reused)
-    cpu: float            # own user + system seconds so far
+    started: float  # create_time: with the pid, a process's identity (pids are reused)
+    cpu: float  # own user + system seconds so far
     name: str = ""
 
 
@@ -41,7 +42,7 @@ class Table:
     taken_at: float
     procs: Mapping[tuple[int, float], Proc]
     unreadable: int = 0
-    host_cpu: float | None = None   # the host's non-idle CPU seconds since boot (all cores)
+    host_cpu: float | None = None  # the host's non-idle CPU seconds since boot (all cores)
 
 
 def snapshot() -> Table:
@@ -51,11 +52,12 @@ def snapshot() -> Table:
     for p in psutil.process_iter(["pid", "ppid", "create_time", "cpu_times", "name"]):
         info = p.info
         times, started = info.get("cpu_times"), info.get("create_time")
-        if times is None or started is None:   # psutil leaves a field None when access was denied
+        if times is None or started is None:  # psutil leaves a field None when access was denied
             unreadable += 1
             continue
-        procs[(info["pid"], started)] = Proc(info["pid"], info.get("ppid") or 0, started,
-                                             times.user + times.system, info.get("name") or "")
+        procs[(info["pid"], started)] = Proc(
+            info["pid"], info.get("ppid") or 0, started, times.user + times.system, info.get("name") or ""
+        )
     return Table(time.time(), procs, unreadable, _host_cpu())
 
 
@@ -78,8 +80,15 @@ def _group(pid: int, parents: Mapping[int, int], roots: Mapping[int, str]) -> st
     return "other"
 
 
-def attribute(before: Table, after: Table, roots: Mapping[str, int | None], *, cores: int | None,
-              reported: Mapping[str, float] | None = None, unknown: Mapping[str, str] | None = None) -> dict:
+def attribute(
+    before: Table,
+    after: Table,
+    roots: Mapping[str, int | None],
+    *,
+    cores: int | None,
+    reported: Mapping[str, float] | None = None,
+    unknown: Mapping[str, str] | None = None,
+) -> dict:
     """The window's CPU seconds per group, from the snapshots at its open and close.
     `roots`: group -> the pid at the top of its tree (None: no such tree in this window; the group reads None).
     `reported`: group -> CPU seconds a tree that exited inside the window reported itself (the bench client).
@@ -104,18 +113,17 @@ def attribute(before: Table, after: Table, roots: Mapping[str, int | None], *, c
     core_seconds = seconds * cores if cores else None
     out: dict = {"seconds": round(seconds, 3), "cores": cores}
     for g in (*GROUPS, "other"):
-        measured = (g in ("other", "collector") or roots.get(g) is not None or g in (reported or {}))
+        measured = g in ("other", "collector") or roots.get(g) is not None or g in (reported or {})
         out[g] = None if g in unknown or not measured else round(sums[g], 3)
     if unknown:
         out["other"] = None
         # what the process table shows beside the collector and the bench client: the unknown tree's and others'
         out["other_or_" + "_or_".join(unknown)] = round(sums["other"], 3)
-    out["other_share"] = (None if out["other"] is None or not core_seconds
-                          else round(out["other"] / core_seconds, 4))
-    out["bench_share_of_core"] = (None if out["bench"] is None or not seconds
-                                  else round(out["bench"] / seconds, 4))
-    out["other_top"] = [{"pid": pid, "name": name, "cpu_s": round(used, 3)}
-                        for used, pid, name in sorted(per_other, reverse=True)[:TOP]]
+    out["other_share"] = None if out["other"] is None or not core_seconds else round(out["other"] / core_seconds, 4)
+    out["bench_share_of_core"] = None if out["bench"] is None or not seconds else round(out["bench"] / seconds, 4)
+    out["other_top"] = [
+        {"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in sorted(per_other, reverse=True)[:TOP]
+    ]
     if before.host_cpu is not None and after.host_cpu is not None:
         out["host_cpu"] = round(after.host_cpu - before.host_cpu, 3)
     out["ended"] = ended

@@ -21,6 +21,7 @@ its `active` = 1 (no annotation region on the dashboards), but stores its exact 
 Prometheus must keep these labels as they are: the `specstack` scrape job must not attach target labels named
 `method` or `run_id` (or it must set `honor_labels: true`), otherwise Prometheus renames ours to exported_*.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -70,18 +71,22 @@ class WindowExporter:
         self._labels: dict[str, str] | None = None
         self._server = None
         self._thread = None
-        self._changed_at_scrape = 0   # scrape count when the state last changed
+        self._changed_at_scrape = 0  # scrape count when the state last changed
         if port is None:
             return
         self.registry = CollectorRegistry()
         self._scrapes = _ScrapeCounter()
         self.registry.register(self._scrapes)
-        self._active = Gauge(WINDOW_ACTIVE, "1 while the measured window is open, 0 after it closed.",
-                             WINDOW_LABELS, registry=self.registry)
-        self._start = Gauge(WINDOW_START, "Unix time the measured window opened.",
-                            WINDOW_LABELS, registry=self.registry)
-        self._end = Gauge(WINDOW_END, "Unix time the measured window closed.",
-                          WINDOW_LABELS, registry=self.registry)
+        self._active = Gauge(
+            WINDOW_ACTIVE,
+            "1 while the measured window is open, 0 after it closed.",
+            WINDOW_LABELS,
+            registry=self.registry,
+        )
+        self._start = Gauge(
+            WINDOW_START, "Unix time the measured window opened.", WINDOW_LABELS, registry=self.registry
+        )
+        self._end = Gauge(WINDOW_END, "Unix time the measured window closed.", WINDOW_LABELS, registry=self.registry)
         self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
         self.port = self._server.server_port
         log.info("window exporter serving on http://%s:%d/metrics", host, self.port)
@@ -101,19 +106,24 @@ class WindowExporter:
             raise ValueError("a window needs a phase")
         with self._lock:
             if self._current is not None:
-                log.warning("window %s opened while %s was still open; closing that one first",
-                            phase, self._current["phase"])
+                log.warning(
+                    "window %s opened while %s was still open; closing that one first", phase, self._current["phase"]
+                )
                 self._close_locked()
             now = time.time()
             record = {"phase": phase, "task": task, "concurrency": concurrency, "start": now, "end": None}
             self.windows.append(record)
             self._current = record
             if self.serving:
-                labels = {"run_id": str(run_id), "method": str(method), "phase": str(phase),
-                          "task": "" if task is None else str(task),
-                          "concurrency": "" if concurrency is None else str(concurrency)}
+                labels = {
+                    "run_id": str(run_id),
+                    "method": str(method),
+                    "phase": str(phase),
+                    "task": "" if task is None else str(task),
+                    "concurrency": "" if concurrency is None else str(concurrency),
+                }
                 self._labels = labels
-                with contextlib.suppress(KeyError):   # a reopened label set: drop the old end time, it is open again
+                with contextlib.suppress(KeyError):  # a reopened label set: drop the old end time, it is open again
                     self._end.remove(*(labels[k] for k in WINDOW_LABELS))
                 self._start.labels(**labels).set(now)
                 self._active.labels(**labels).set(1)
@@ -156,7 +166,7 @@ class WindowExporter:
         the last change, so Prometheus stores the final 0 and end time of the last window. Idempotent.
         """
         self.close()
-        if self._server is None:   # not serving
+        if self._server is None:  # not serving
             return
         if self._scrapes.count > 0:
             deadline = time.monotonic() + max_wait

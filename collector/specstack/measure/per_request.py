@@ -14,17 +14,18 @@ in a burst. Used by the summary (measure time) and by the report (from the raw b
   whose leading burst holds more than SWALLOWED_MAX of its decode chunks has a TPOT off by more than that.
   Bursts later in the stream leave TPOT whole (E2EL - TTFT is unchanged) but make its ITL gaps meaningless.
 """
+
 from __future__ import annotations
 
 import statistics
 from typing import TypeGuard
 
-SEND_PAUSE_SHARE = 0.25     # of the median E2EL: a pause that long shifts a closed loop's figures visibly
+SEND_PAUSE_SHARE = 0.25  # of the median E2EL: a pause that long shifts a closed loop's figures visibly
 SEND_PAUSE_FLOOR_MS = 10.0
 OUTLIER_FACTOR = 3.0
 OUTLIER_FLOOR_MS = 50.0
-BURST_GAP_MS = 0.1          # no engine step is this short: such a gap is a read of chunks buffered already
-SWALLOWED_MAX = 0.10        # a request's TPOT is off by more than 10 % when its leading burst holds this share
+BURST_GAP_MS = 0.1  # no engine step is this short: such a gap is a read of chunks buffered already
+SWALLOWED_MAX = 0.10  # a request's TPOT is off by more than 10 % when its leading burst holds this share
 
 
 def _ok_indices(bench: dict) -> list[int]:
@@ -36,8 +37,7 @@ def has_requests(bench: dict | None) -> TypeGuard[dict]:
     """True when the bench JSON carries the per-request lists (`--save-detailed`)."""
     if not bench:
         return False
-    return all(isinstance(bench.get(k), list) and bench.get(k)
-                               for k in ("start_times", "ttfts", "itls", "latencies"))
+    return all(isinstance(bench.get(k), list) and bench.get(k) for k in ("start_times", "ttfts", "itls", "latencies"))
 
 
 def send_pauses_ms(starts: list[float], ends: list[float], concurrency: int) -> list[float]:
@@ -80,20 +80,30 @@ def cell_figures(bench: dict | None, concurrency: int | None) -> dict | None:
     itls = [[g * 1000 for g in (bench["itls"][i] or [])] for i in ok]
     starts = [bench["start_times"][i] for i in ok]
     closed = concurrency is not None and str(bench.get("request_rate", "inf")) == "inf"
-    pauses = (send_pauses_ms(starts, [s + e / 1000 for s, e in zip(starts, e2el)], concurrency)
-              if closed and concurrency is not None else [])   # closed implies a concurrency
+    pauses = (
+        send_pauses_ms(starts, [s + e / 1000 for s, e in zip(starts, e2el)], concurrency)
+        if closed and concurrency is not None
+        else []
+    )  # closed implies a concurrency
     pause_limit = max(SEND_PAUSE_FLOOR_MS, SEND_PAUSE_SHARE * statistics.median(e2el))
     chunks = sum(len(x) for x in itls)
     bursts = sum(1 for x in itls for g in x if g < BURST_GAP_MS)
     swallowed = [leading_burst(x) / len(x) for x in itls if x]
-    fig = {"requests": len(ok), "median_e2el_ms": statistics.median(e2el), "median_ttft_ms": statistics.median(ttft),
-           "max_send_pause_ms": max(pauses) if closed else None,
-           "send_pause_limit_ms": pause_limit if closed else None,
-           "send_pauses": sum(p > pause_limit for p in pauses),
-           "ttft_outliers": len(_outliers(ttft)), "e2el_outliers": len(_outliers(e2el)),
-           "max_ttft_ms": max(ttft), "max_e2el_ms": max(e2el),
-           "chunks": chunks, "burst_chunks": bursts,
-           "burst_requests": sum(s > SWALLOWED_MAX for s in swallowed)}
+    fig = {
+        "requests": len(ok),
+        "median_e2el_ms": statistics.median(e2el),
+        "median_ttft_ms": statistics.median(ttft),
+        "max_send_pause_ms": max(pauses) if closed else None,
+        "send_pause_limit_ms": pause_limit if closed else None,
+        "send_pauses": sum(p > pause_limit for p in pauses),
+        "ttft_outliers": len(_outliers(ttft)),
+        "e2el_outliers": len(_outliers(e2el)),
+        "max_ttft_ms": max(ttft),
+        "max_e2el_ms": max(e2el),
+        "chunks": chunks,
+        "burst_chunks": bursts,
+        "burst_requests": sum(s > SWALLOWED_MAX for s in swallowed),
+    }
     fig["stall"] = stall_text(fig)
     return fig
 
@@ -105,8 +115,10 @@ def stall_text(fig: dict) -> str | None:
         parts.append(f"{fig['send_pauses']} request(s) sent late, by up to {fig['max_send_pause_ms']:.0f} ms")
     for m in ("ttft", "e2el"):
         if fig.get(f"{m}_outliers"):
-            parts.append(f"{fig[f'{m}_outliers']} {m.upper()} outlier(s) up to {fig[f'max_{m}_ms']:.0f} ms "
-                         f"(median {fig[f'median_{m}_ms']:.0f})")
+            parts.append(
+                f"{fig[f'{m}_outliers']} {m.upper()} outlier(s) up to {fig[f'max_{m}_ms']:.0f} ms "
+                f"(median {fig[f'median_{m}_ms']:.0f})"
+            )
     return ", ".join(parts) or None
 
 
@@ -121,8 +133,9 @@ def itl_degenerate(fig: dict) -> bool:
     return bool(fig.get("chunks")) and fig["burst_chunks"] > SWALLOWED_MAX * fig["chunks"]
 
 
-def slower_than_serial(mean_e2el_ms: float | None, concurrency: int | None, serial_e2el_ms: float | None,
-                       tolerance: float = 0.10) -> bool:
+def slower_than_serial(
+    mean_e2el_ms: float | None, concurrency: int | None, serial_e2el_ms: float | None, tolerance: float = 0.10
+) -> bool:
     """A closed-loop cell at concurrency c whose mean E2EL exceeds c x the c=1 cell's (beyond `tolerance`): its
     requests took longer than running them one after another would have, which batching never causes."""
     if not mean_e2el_ms or not serial_e2el_ms or not concurrency or concurrency <= 1:

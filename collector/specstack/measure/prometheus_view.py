@@ -6,6 +6,7 @@ second opinion, checked after the method's measurements are published (runs/moni
 factor (the series share scrape timestamps), so the ratio matches the counter deltas within one scrape's
 rounding; a counter that was ~0 at the window start can be extrapolated less far than the others.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,15 +19,17 @@ from specstack.config import metric_names as m
 from specstack.config.promql import DRAFTS_TOTAL, acceptance_by_position_expr, selector
 
 
-def query_acceptance_by_position(prom_url: str, start: float, end: float, labels: dict,
-                                 timeout: float = 30.0) -> list[float] | None:
+def query_acceptance_by_position(
+    prom_url: str, start: float, end: float, labels: dict, timeout: float = 30.0
+) -> list[float] | None:
     """Per-position acceptance over [start, end] (Unix seconds); None when there were no drafts/no data."""
     if end <= start:
         raise ValueError(f"empty window: start={start} end={end}")
     window = f"{max(1, round((end - start) * 1000))}ms"
     expr = acceptance_by_position_expr(selector(labels), window)
-    resp = requests.get(f"{prom_url.rstrip('/')}/api/v1/query", params={"query": expr, "time": f"{end:.3f}"},
-                        timeout=timeout)
+    resp = requests.get(
+        f"{prom_url.rstrip('/')}/api/v1/query", params={"query": expr, "time": f"{end:.3f}"}, timeout=timeout
+    )
     resp.raise_for_status()
     body = resp.json()
     if body.get("status") != "success":
@@ -42,8 +45,9 @@ def query_acceptance_by_position(prom_url: str, start: float, end: float, labels
     return [values.get(p, float("nan")) for p in range(max(values) + 1)]
 
 
-def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels: dict, out_png: Path,
-                                title: str | None = None) -> list[float] | None:
+def plot_acceptance_by_position(
+    prom_url: str, start: float, end: float, labels: dict, out_png: Path, title: str | None = None
+) -> list[float] | None:
     """Query the per-position acceptance over [start, end] and write a bar chart PNG to `out_png`.
 
     Returns the plotted values (index = 0-based draft position), or None when there were no drafts in the
@@ -51,6 +55,7 @@ def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels:
     """
     values = query_acceptance_by_position(prom_url, start, end, labels)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -68,13 +73,19 @@ def plot_acceptance_by_position(prom_url: str, start: float, end: float, labels:
             positions = list(range(len(values)))
             bars = ax.bar(positions, values, color="#3274d9")
             ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=8)
-            ax.set_xticks(positions, [str(p) for p in positions])   # vLLM's `position` label, as in Grafana
+            ax.set_xticks(positions, [str(p) for p in positions])  # vLLM's `position` label, as in Grafana
             ax.set_xlabel("draft position (0 = first draft token)")
             ax.set_ylabel("accepted / drafts")
             ax.set_ylim(0, 1.05)
-        fig.text(0.99, 0.01,
-                 f"window {end - start:.0f} s, from Prometheus ({m.SPEC_ACCEPTED_PER_POS}, {m.SPEC_NUM_DRAFTS})",
-                 ha="right", va="bottom", fontsize=6, color="gray")
+        fig.text(
+            0.99,
+            0.01,
+            f"window {end - start:.0f} s, from Prometheus ({m.SPEC_ACCEPTED_PER_POS}, {m.SPEC_NUM_DRAFTS})",
+            ha="right",
+            va="bottom",
+            fontsize=6,
+            color="gray",
+        )
         fig.tight_layout(rect=(0, 0.03, 1, 1))
         fig.savefig(out_png)
     finally:
@@ -91,8 +102,11 @@ def largest_gap(timestamps: list[float], start: float, end: float) -> tuple[floa
 def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout: float = 30.0) -> list[float]:
     """When Prometheus stored a sample of the drafts counter of this run in [start, end] (any engine)."""
     window = f"{max(1, math.ceil((end - start) * 1000))}ms"
-    resp = requests.get(f"{prom_url.rstrip('/')}/api/v1/query", timeout=timeout,
-                        params={"query": f"{DRAFTS_TOTAL}{{{selector(labels)}}}[{window}]", "time": f"{end:.3f}"})
+    resp = requests.get(
+        f"{prom_url.rstrip('/')}/api/v1/query",
+        timeout=timeout,
+        params={"query": f"{DRAFTS_TOTAL}{{{selector(labels)}}}[{window}]", "time": f"{end:.3f}"},
+    )
     resp.raise_for_status()
     return sorted({float(t) for series in resp.json()["data"]["result"] for t, _ in series["values"]})
 
@@ -105,8 +119,10 @@ def _last_sample_before(prom_url: str, window: dict, labels: dict, scrape_second
     interval."""
     before = sample_times(prom_url, window["start"] - 3 * scrape_seconds, window["start"], labels)
     if not before:
-        raise LookupError("Prometheus had no sample of this server when the window opened (its first scrape "
-                          "after the server was ready came later)")
+        raise LookupError(
+            "Prometheus had no sample of this server when the window opened (its first scrape "
+            "after the server was ready came later)"
+        )
     return before[-1]
 
 
@@ -118,18 +134,29 @@ def view_of_window(prom_url: str, w: dict, labels: dict, out_dir: Path, scrape_s
         start = min(w["start"], end - 2 * scrape_seconds)
         hole = largest_gap(sample_times(prom_url, start, end, labels), start, end)
         if hole[1] - hole[0] > 3 * scrape_seconds:
-            raise LookupError(f"Prometheus stored no sample for {hole[1] - hole[0]:.0f} s of this window "
-                              f"({_clock(hole[0])}-{_clock(hole[1])}; down or restarting?)")
+            raise LookupError(
+                f"Prometheus stored no sample for {hole[1] - hole[0]:.0f} s of this window "
+                f"({_clock(hole[0])}-{_clock(hole[1])}; down or restarting?)"
+            )
         start = min(start, _last_sample_before(prom_url, w, labels, scrape_seconds))
-        values = plot_acceptance_by_position(prom_url, start, end, labels,
-                                             Path(out_dir) / f"acceptance-by-position-{w['task']}.png",
-                                             title=f"{labels.get('method')} · {w['task']} (Prometheus)")
+        values = plot_acceptance_by_position(
+            prom_url,
+            start,
+            end,
+            labels,
+            Path(out_dir) / f"acceptance-by-position-{w['task']}.png",
+            title=f"{labels.get('method')} · {w['task']} (Prometheus)",
+        )
     except requests.ConnectionError:
         return {"status": "missing", "reason": f"ConnectionError: Prometheus at {prom_url} did not answer"}
     except (requests.RequestException, RuntimeError, ValueError, LookupError) as e:
         return {"status": "missing", "reason": f"{type(e).__name__}: {e}"}
-    return {"status": "ok", "per_position": values, "range": [start, end],
-            "png": f"acceptance-by-position-{w['task']}.png"}
+    return {
+        "status": "ok",
+        "per_position": values,
+        "range": [start, end],
+        "png": f"acceptance-by-position-{w['task']}.png",
+    }
 
 
 def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path, scrape_seconds: float) -> dict:

@@ -4,6 +4,7 @@ A snapshot keeps the raw page (for the bundle) and the few families the accounti
 over `engine` (and any other label that does not split a measurement). Only the needed lines are
 handed to prometheus_client's parser: parsing the whole page costs ~40x more.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,11 +44,11 @@ def filter_exposition(text: str) -> str:
 class Snapshot:
     taken_at: float
     raw: str = field(repr=False)
-    counters: dict[str, float]                 # family -> sum over engines
-    split: dict[str, dict[str, float]]         # family -> {label value -> sum}, e.g. per position
-    cache_config: dict[str, str]               # labels of vllm:cache_config_info (engine 0)
+    counters: dict[str, float]  # family -> sum over engines
+    split: dict[str, dict[str, float]]  # family -> {label value -> sum}, e.g. per position
+    cache_config: dict[str, str]  # labels of vllm:cache_config_info (engine 0)
     process_start: float | None
-    fetches: int = field(default=1, compare=False)   # /metrics reads it took to settle (harness benchmark)
+    fetches: int = field(default=1, compare=False)  # /metrics reads it took to settle (harness benchmark)
 
     @property
     def has_spec(self) -> bool:
@@ -74,8 +75,7 @@ def parse(text: str, taken_at: float | None = None) -> Snapshot:
                 bucket[key] = bucket.get(key, 0.0) + sample.value
             else:
                 counters[family.name] = counters.get(family.name, 0.0) + sample.value
-    return Snapshot(time.time() if taken_at is None else taken_at, text, counters, split, cache_config,
-                    process_start)
+    return Snapshot(time.time() if taken_at is None else taken_at, text, counters, split, cache_config, process_start)
 
 
 def fetch(base_url: str, session: requests.Session | None = None, timeout: float = 10.0) -> Snapshot:
@@ -85,8 +85,9 @@ def fetch(base_url: str, session: requests.Session | None = None, timeout: float
     return parse(response.text, time.time())
 
 
-def settled(base_url: str, session: requests.Session | None = None, *, interval: float = 0.05,
-            max_wait: float = 2.0) -> Snapshot:
+def settled(
+    base_url: str, session: requests.Session | None = None, *, interval: float = 0.05, max_wait: float = 2.0
+) -> Snapshot:
     """Fetch until two consecutive spec/engine readings agree (bounded): vLLM updates counters in its
     output loop, right around the time the last response is released."""
     previous = fetch(base_url, session)
@@ -117,15 +118,20 @@ class Delta:
 
 def diff(before: Snapshot, after: Snapshot) -> Delta:
     """after - before; raises ServerRestarted instead of ever returning a negative count."""
-    if before.process_start is not None and after.process_start is not None \
-            and after.process_start != before.process_start:
+    if (
+        before.process_start is not None
+        and after.process_start is not None
+        and after.process_start != before.process_start
+    ):
         raise ServerRestarted("the vLLM server restarted between the two snapshots (process start time changed)")
     counters = {}
     for name in set(before.counters) | set(after.counters):
         d = after.counters.get(name, 0.0) - before.counters.get(name, 0.0)
         if d < 0:
-            raise ServerRestarted(f"{name} went down ({before.counters.get(name)} -> {after.counters.get(name)}): "
-                                  "the server restarted inside the window")
+            raise ServerRestarted(
+                f"{name} went down ({before.counters.get(name)} -> {after.counters.get(name)}): "
+                "the server restarted inside the window"
+            )
         counters[name] = d
     split: dict[str, dict[str, float]] = {}
     for name in set(before.split) | set(after.split):

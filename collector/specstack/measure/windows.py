@@ -4,6 +4,7 @@ deltas are reconciled with what the responses or bench reported (the direct diff
 Order in a method run: warm-up (its own window, never a measured figure) -> acceptance (no stop strings,
 per-request metrics kept) -> performance (`vllm bench serve`, fixed output length).
 """
+
 from __future__ import annotations
 
 import os
@@ -30,19 +31,19 @@ class Window:
     task: str | None = None
     concurrency: int | None = None
     repeat: int | None = None
-    request_rate: float | None = None   # bench open loop: arrivals per second (concurrency None: no cap)
-    load: str | None = None             # bench: "concurrency" (closed loop), "rate" (open loop) or "probe" (capacity)
+    request_rate: float | None = None  # bench open loop: arrivals per second (concurrency None: no cap)
+    load: str | None = None  # bench: "concurrency" (closed loop), "rate" (open loop) or "probe" (capacity)
     start: float | None = None
     end: float | None = None
-    status: str = "ok"              # ok | failed (the phase broke) | invalid (counters unusable)
+    status: str = "ok"  # ok | failed (the phase broke) | invalid (counters unusable)
     reason: str | None = None
-    counters: dict = field(default_factory=dict)     # raw deltas of the snapshot families
-    counters_before: dict | None = None              # cumulative values at the two snapshots
+    counters: dict = field(default_factory=dict)  # raw deltas of the snapshot families
+    counters_before: dict | None = None  # cumulative values at the two snapshots
     counters_after: dict | None = None
-    settled_at: float | None = None                  # when the after-snapshot was read
-    from_counters: dict | None = None                # acceptance seen by the counters
-    from_responses: dict | None = None               # acceptance summed over responses
-    by_category: dict | None = None                  # the same sums split by a dataset's category
+    settled_at: float | None = None  # when the after-snapshot was read
+    from_counters: dict | None = None  # acceptance seen by the counters
+    from_responses: dict | None = None  # acceptance summed over responses
+    by_category: dict | None = None  # the same sums split by a dataset's category
     checks: list[dict] = field(default_factory=list)
     # the host's 1-minute load average at open and close, and its cores: other work on the machine shows here
     host_load: dict | None = None
@@ -63,23 +64,25 @@ class Window:
 @dataclass
 class Outcome:
     """What a phase body hands back to its window."""
-    reported: accounting.Acceptance | None = None   # request phases: Σ per-request metrics.speculative_decoding
-    summed_requests: bool = False                   # request phases: `reported` is complete and can be checked
-    bench: dict | None = None                       # vllm bench serve result JSON
+
+    reported: accounting.Acceptance | None = None  # request phases: Σ per-request metrics.speculative_decoding
+    summed_requests: bool = False  # request phases: `reported` is complete and can be checked
+    bench: dict | None = None  # vllm bench serve result JSON
     error: str | None = None
-    requests_sent: int | None = None                # request phases: how many the window sent
-    output_len: int | None = None                   # bench: the fixed length of every answer (--ignore-eos)
-    by_category: categories.CategorySums | None = None   # request phases: `reported` split by category
-    slo: dict[str, float] | None = None             # bench: the goodput targets (--slo), checked against bench's
-    bench_pid: int | None = None                    # bench: the client's process (forked, gone by the close)
-    bench_cpu: float | None = None                  # bench: the CPU seconds the client reported as it exited
+    requests_sent: int | None = None  # request phases: how many the window sent
+    output_len: int | None = None  # bench: the fixed length of every answer (--ignore-eos)
+    by_category: categories.CategorySums | None = None  # request phases: `reported` split by category
+    slo: dict[str, float] | None = None  # bench: the goodput targets (--slo), checked against bench's
+    bench_pid: int | None = None  # bench: the client's process (forked, gone by the close)
+    bench_cpu: float | None = None  # bench: the CPU seconds the client reported as it exited
 
 
 class Windows:
     """Runs phase bodies inside snapshot brackets and keeps every window's record."""
 
-    def __init__(self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None,
-                 quiet_gap: float = 0.0):
+    def __init__(
+        self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None, quiet_gap: float = 0.0
+    ):
         self.server, self.bundle, self.exporter = server, bundle, exporter
         self.labels = labels or {}
         # Idle seconds before each window and after the last: with a gap longer than Prometheus's scrape interval a
@@ -92,8 +95,14 @@ class Windows:
         wall, cpu = time.perf_counter(), time.process_time()
         snap = snapshots.settled(self.server.base_url, self.http)
         atomic_write_text(self.bundle.path(layout.snapshot(name, when)), snap.raw)
-        events.emit("window.snapshot", name=name, when=when, seconds=time.perf_counter() - wall,
-                    cpu=time.process_time() - cpu, fetches=snap.fetches)
+        events.emit(
+            "window.snapshot",
+            name=name,
+            when=when,
+            seconds=time.perf_counter() - wall,
+            cpu=time.process_time() - cpu,
+            fetches=snap.fetches,
+        )
         return snap
 
     def finish(self) -> None:
@@ -116,7 +125,7 @@ class Windows:
         events.emit("window.start", name=window.name, phase=window.phase, total=total)
         try:
             return self._run(window, body)
-        except KeyboardInterrupt as e:   # a signal (interrupts.py): the window says so, not "ok" with no end
+        except KeyboardInterrupt as e:  # a signal (interrupts.py): the window says so, not "ok" with no end
             window.status, window.reason = "failed", interrupts.reason(e).split(";")[0]
             raise
         finally:
@@ -128,14 +137,22 @@ class Windows:
         if before is None or after is None:
             return None
         process = self.server.process
-        unknown = {} if process is not None else {
-            "server": f"the server has no local process here (runtime {self.server.runtime}): its CPU, if it runs "
-                      "on this host, cannot be told from other processes'"}
-        roots = {"server": process.pid if process is not None else None, "collector": os.getpid(),
-                 "bench": outcome.bench_pid if window.phase == "bench" else None}
+        unknown = (
+            {}
+            if process is not None
+            else {
+                "server": f"the server has no local process here (runtime {self.server.runtime}): its CPU, if it runs "
+                "on this host, cannot be told from other processes'"
+            }
+        )
+        roots = {
+            "server": process.pid if process is not None else None,
+            "collector": os.getpid(),
+            "bench": outcome.bench_pid if window.phase == "bench" else None,
+        }
         reported = {"bench": outcome.bench_cpu} if window.phase == "bench" and outcome.bench_cpu is not None else {}
         out = cpu_share.attribute(before, after, roots, cores=os.cpu_count(), reported=reported, unknown=unknown)
-        if roots["bench"] is not None and not reported:   # the client died without reporting: not 0, unknown
+        if roots["bench"] is not None and not reported:  # the client died without reporting: not 0, unknown
             out["bench"] = out["bench_share_of_core"] = None
         return out
 
@@ -159,8 +176,9 @@ class Windows:
             window.status, window.reason = "failed", f"could not read /metrics before the window: {e}"
             return window, outcome
         if self.exporter is not None:
-            self.exporter.open(window.phase, task=window.task or "", concurrency=str(window.concurrency or ""),
-                               **self.labels)
+            self.exporter.open(
+                window.phase, task=window.task or "", concurrency=str(window.concurrency or ""), **self.labels
+            )
         window.start = time.time()
         window.host_load = {"cores": os.cpu_count(), "open": _load1()}
         cpu_before = _cpu_snapshot()
@@ -186,8 +204,9 @@ class Windows:
             unreachable = f"/metrics unreachable after: {e}"
             # The server may die between the last answer and this snapshot: name the death, not just the symptom.
             window.status = "failed"
-            window.reason = (window.reason + "; " + unreachable if window.reason
-                             else self._with_exit(unreachable, grace=2.0))
+            window.reason = (
+                window.reason + "; " + unreachable if window.reason else self._with_exit(unreachable, grace=2.0)
+            )
             return window, outcome
         except snapshots.ServerRestarted as e:
             window.status, window.reason = "invalid", str(e)
@@ -199,10 +218,12 @@ class Windows:
         if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:
             # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
             # finished nor aborted: the frontend drops it without a finish reason.)
-            assert window.reason is not None   # a failed window says why
-            window.reason += (f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
-                              "window (a request a client or gateway gave up on leaves drafts in the counters "
-                              "and no answer), so no cross-check")
+            assert window.reason is not None  # a failed window says why
+            window.reason += (
+                f"; vLLM finished {finished} of the {outcome.requests_sent} requests sent in this "
+                "window (a request a client or gateway gave up on leaves drafts in the counters "
+                "and no answer), so no cross-check"
+            )
         counted = accounting.from_delta(delta)
         window.from_counters = counted.to_dict() if counted else None
         checks: list[accounting.Check] = []
@@ -213,8 +234,9 @@ class Windows:
                 window.by_category = outcome.by_category.to_dict()
                 checks += categories.crosscheck(outcome.by_category, counted)
         if outcome.bench is not None and window.status == "ok":
-            checks += accounting.crosscheck_bench_answers(outcome.bench, finished, delta.get(m.GENERATION_TOKENS),
-                                                          outcome.output_len)
+            checks += accounting.crosscheck_bench_answers(
+                outcome.bench, finished, delta.get(m.GENERATION_TOKENS), outcome.output_len
+            )
             checks += accounting.crosscheck_bench(outcome.bench, counted)
             checks += goodput.crosscheck(outcome.bench, outcome.slo)
         window.checks = [c.to_dict() for c in checks]
@@ -231,5 +253,5 @@ def _cpu_snapshot() -> cpu_share.Table | None:
 def _load1() -> float | None:
     try:
         return os.getloadavg()[0]
-    except OSError:   # not every platform has it
+    except OSError:  # not every platform has it
         return None

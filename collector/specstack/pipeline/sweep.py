@@ -3,6 +3,7 @@ and `specstack sweep-k` (one method at several num_speculative_tokens, each K in
 `<method>-k<K>`, its baseline first). Finished results are kept and skipped unless --force; the run's report
 is written at the end.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,13 +27,14 @@ console = Console(stderr=True)
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool = True,
-            port_may_be_held: bool = False) -> list[dict]:
+def run_all(
+    opts: Options, entries: list[tuple[str, Options]], *, report: bool = True, port_may_be_held: bool = False
+) -> list[dict]:
     """The sweep loop: each (result folder, options) in order, sharing one Monitoring (one window exporter;
     each method's Prometheus check overlaps the next server's start). Returns the summaries in order.
     `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
     run_dir = Path(opts.results_dir) / opts.run_id
-    for _, one in entries:   # eagle3 or mtp on a set without their models fails before any server starts
+    for _, one in entries:  # eagle3 or mtp on a set without their models fails before any server starts
         methods.check_model_set(one.method, one.model_set)
     prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
     results = []
@@ -48,18 +50,21 @@ def run_all(opts: Options, entries: list[tuple[str, Options]], *, report: bool =
                     events.emit("method.skip", method=name, reason="already done in this run")
                     results.append(done)
                     continue
-                one = dataclasses.replace(one, port_wait=opts.port_release_timeout
-                                          if started and opts.runtime == Runtime.NATIVE else 0.0)
+                one = dataclasses.replace(
+                    one, port_wait=opts.port_release_timeout if started and opts.runtime == Runtime.NATIVE else 0.0
+                )
                 summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
                 results.append(summary)
                 started = True
-                stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1:]])
+                stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1 :]])
         events.emit("sweep.end")
         if report:
             from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
+
             console.print(f"report: {write_report(run_dir)}")
-        if run_dir.is_dir():   # the tables saved and every file of the run under SHA256SUMS (`specstack verify RUN`)
+        if run_dir.is_dir():  # the tables saved and every file of the run under SHA256SUMS (`specstack verify RUN`)
             from specstack.report.console_table import seal_run
+
             seal_run(run_dir)
     return results
 
@@ -75,10 +80,15 @@ def sweep(opts: Options, method_names: list[str], *, report: bool = True) -> lis
     """Methods one after another under one run id, then the comparison report of the whole run."""
     cfg = methods.load()
     method_names = [methods.resolve_method(cfg, n) for n in method_names]  # a typo fails before any server starts
-    entries = [(name, dataclasses.replace(
-        opts, method=name,
-        spec_override=opts.spec_override if methods.is_speculative(name) else None))  # K means nothing to plain decode
-        for name in method_names]
+    entries = [
+        (
+            name,
+            dataclasses.replace(
+                opts, method=name, spec_override=opts.spec_override if methods.is_speculative(name) else None
+            ),
+        )  # K means nothing to plain decode
+        for name in method_names
+    ]
     if opts.replicate == "sessions":
         entries = session_entries(entries, opts.repeats)
     elif opts.turns > 1 or opts.rates_auto:
@@ -97,13 +107,19 @@ def session_entries(entries: list[tuple[str, Options]], sessions: int) -> list[t
     so on. A drift of the machine over the sweep then hits a method and its baseline alike, and neither side
     always runs first (a steady drift favours the side that runs first in B M B M). The manifest's `methods`
     lists the sessions in the order they ran. Each session runs one bench repeat per cell."""
-    ordered = sorted(entries, key=lambda e: methods.baseline_of(e[0]) is not None)   # stable: baselines first
-    return [(session_name(name, s), dataclasses.replace(one, bundle_name=session_name(name, s), repeats=1,
-                                                         session=s, sessions=sessions))
-            for s in range(1, sessions + 1) for name, one in (ordered if s % 2 else ordered[::-1])]
+    ordered = sorted(entries, key=lambda e: methods.baseline_of(e[0]) is not None)  # stable: baselines first
+    return [
+        (
+            session_name(name, s),
+            dataclasses.replace(one, bundle_name=session_name(name, s), repeats=1, session=s, sessions=sessions),
+        )
+        for s in range(1, sessions + 1)
+        for name, one in (ordered if s % 2 else ordered[::-1])
+    ]
 
 
 # --- sweep-k -----------------------------------------------------------------------------------------
+
 
 def bundle_name(method: str, k: int) -> str:
     return f"{method}-k{k}"
@@ -126,8 +142,9 @@ def plan_runs(opts: Options, ks: list[int]) -> list[tuple[str, dict]]:
     return [(bundle_name(opts.method, k), {**(opts.spec_override or {}), "num_speculative_tokens": k}) for k in ks]
 
 
-def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report: bool = True,
-            per_load: bool = False) -> list[dict]:
+def sweep_k(
+    opts: Options, ks: list[int], *, with_baseline: bool = True, report: bool = True, per_load: bool = False
+) -> list[dict]:
     """The method's baseline (unless present or disabled), then every K variant; the report's "K sweep"
     section plots TPOT and mean acceptance length against K and marks where the gain stops. `per_load`
     (--k-per-load): then the best K per concurrency band, derived from these cells (figures/k_per_load.py), run
@@ -144,8 +161,10 @@ def sweep_k(opts: Options, ks: list[int], *, with_baseline: bool = True, report:
     base = methods.baseline_of(opts.method)
     if with_baseline and base:
         entries.append((base, dataclasses.replace(opts, method=base, spec_override=None)))
-    entries += [(name, dataclasses.replace(opts, spec_override=override, bundle_name=name))
-                for name, override in plan_runs(opts, ks)]
+    entries += [
+        (name, dataclasses.replace(opts, spec_override=override, bundle_name=name))
+        for name, override in plan_runs(opts, ks)
+    ]
     results = run_all(opts, entries, report=report and not per_load)
     return results + (run_schedule(opts, report=report) if per_load else [])
 
@@ -156,12 +175,17 @@ def schedule_name(method: str) -> str:
 
 def check_per_load(opts: Options) -> None:
     from specstack.figures.k_per_load import MIN_RUNS
+
     if opts.repeats < MIN_RUNS:
-        raise UserError(f"--k-per-load needs --repeats {MIN_RUNS} or more: its stability gate reads the spread "
-                        f"of the repeats (vLLM tune_speculative_k's --min-runs), got --repeats {opts.repeats}")
+        raise UserError(
+            f"--k-per-load needs --repeats {MIN_RUNS} or more: its stability gate reads the spread "
+            f"of the repeats (vLLM tune_speculative_k's --min-runs), got --repeats {opts.repeats}"
+        )
     if 1 not in opts.concurrencies or len(set(opts.concurrencies)) < 2:
-        raise UserError("--k-per-load needs --concurrency 1 and at least one more (e.g. --concurrency 1,4): a "
-                        f"schedule starts at batch size 1 and picks a K per load, got {list(opts.concurrencies)}")
+        raise UserError(
+            "--k-per-load needs --concurrency 1 and at least one more (e.g. --concurrency 1,4): a "
+            f"schedule starts at batch size 1 and picks a K per load, got {list(opts.concurrencies)}"
+        )
 
 
 def run_schedule(opts: Options, *, report: bool) -> list[dict]:
@@ -169,6 +193,7 @@ def run_schedule(opts: Options, *, report: bool) -> list[dict]:
     `num_speculative_tokens_per_batch_size`) unless it is one K at every load; then the report."""
     from specstack.figures import k_per_load as kpl
     from specstack.report.ksweep import schedule_for
+
     run_dir = Path(opts.results_dir) / opts.run_id
     sched, verdict = schedule_for(run_dir, opts.method)
     events.emit("k_per_load.schedule", method=opts.method, schedule=sched, verdict=verdict)

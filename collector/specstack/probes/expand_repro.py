@@ -9,6 +9,7 @@ top-p) or int32 (top-k) output that is a fresh int64 copy: the op fills the copy
 `expand_batch_to_tokens` returns its `new_empty` buffer as it was: uninitialised memory. (The op also reads
 its input through `_ensure_int64`, so a temperature of 0.7 would have been expanded as 0 anyway.)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,10 +26,13 @@ def correct_expand(output, input_val, cu_num_tokens, replace_from, replace_to, M
     import torch
 
     counts = torch.diff(cu_num_tokens.to(torch.int64), prepend=cu_num_tokens.new_zeros(1).to(torch.int64))
-    values = torch.where(input_val == replace_from, torch.as_tensor(replace_to, dtype=input_val.dtype,
-                                                                    device=input_val.device), input_val)
+    values = torch.where(
+        input_val == replace_from,
+        torch.as_tensor(replace_to, dtype=input_val.dtype, device=input_val.device),
+        input_val,
+    )
     expanded = torch.repeat_interleave(values, counts)
-    output[:expanded.numel()].copy_(expanded.to(output.dtype))
+    output[: expanded.numel()].copy_(expanded.to(output.dtype))
 
 
 @contextlib.contextmanager
@@ -63,8 +67,12 @@ def reproduce() -> dict:
     poison_allocator(6, torch.float32, device)
     got = expand_batch_to_tokens(temperature, cu_num_draft_tokens, 6, replace_from=0, replace_to=1)
     expected = torch.tensor([0.7, 0.7, 0.5, 0.5, 0.5, 1.3], dtype=torch.float32, device=device)
-    return {"device": current_platform.device_type, "expected": expected.tolist(), "got": got.cpu().tolist(),
-            "bug": not torch.equal(got.cpu(), expected.cpu())}
+    return {
+        "device": current_platform.device_type,
+        "expected": expected.tolist(),
+        "got": got.cpu().tolist(),
+        "bug": not torch.equal(got.cpu(), expected.cpu()),
+    }
 
 
 def main() -> int:

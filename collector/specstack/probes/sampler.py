@@ -21,6 +21,7 @@ All p-values share one Bonferroni family at ALPHA; each test states its power at
 TV_ALTERNATIVE (distribution) or ACCEPTANCE_ALTERNATIVE (rate). Exit status 0 = the sampler agrees, 1 = it
 does not (the verdict names the first failures and the cause if found).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,12 +33,12 @@ import numpy as np
 
 from specstack.probes.stats import chi2_goodness_of_fit, rate_z_test
 
-ALPHA = 1e-3                   # family-wise false-alarm rate of one probe run (Bonferroni over every test)
-TV_ALTERNATIVE = 0.1           # each distribution test's power is stated against any alternative this far in TV
+ALPHA = 1e-3  # family-wise false-alarm rate of one probe run (Bonferroni over every test)
+TV_ALTERNATIVE = 0.1  # each distribution test's power is stated against any alternative this far in TV
 ACCEPTANCE_ALTERNATIVE = 0.05  # ... and each rate test's against a true rate this far (absolute)
-MIN_POWER = 0.9                # a test with less power (too few trials reach its position) is listed, not run
+MIN_POWER = 0.9  # a test with less power (too few trials reach its position) is listed, not run
 VOCAB = 12
-TARGET_REACH = 4000            # trials per shape: enough that the deepest position expects this many
+TARGET_REACH = 4000  # trials per shape: enough that the deepest position expects this many
 MAX_TRIALS = 40000
 SCHEMA = "specstack.sampler-probe/1"
 _SEED = 20261201
@@ -47,13 +48,13 @@ _SEED = 20261201
 class Shape:
     name: str
     k: int
-    temperature: float            # 0: greedy
-    draft_probs: bool = False     # the drafter's probabilities passed (draft_sample_method="probabilistic")
+    temperature: float  # 0: greedy
+    draft_probs: bool = False  # the drafter's probabilities passed (draft_sample_method="probabilistic")
     top_k: int | None = None
     top_p: float | None = None
     seeded: bool = False
-    ragged: bool = False          # 0..k drafts per request (suffix, V1 ngram)
-    mixed: bool = False           # every other request greedy, in the same batch
+    ragged: bool = False  # 0..k drafts per request (suffix, V1 ngram)
+    mixed: bool = False  # every other request greedy, in the same batch
     used_by: str = ""
 
 
@@ -70,14 +71,27 @@ SHAPES = (
     Shape("t0.8-k4-seeded", 4, 0.8, seeded=True, used_by="seeded requests (the lossless test's sampled phases)"),
     Shape("t0.7-k4-mixed", 4, 0.7, mixed=True, used_by="greedy and sampled requests in one batch"),
     Shape("t0.7-k4-draftprobs", 4, 0.7, draft_probs=True, used_by="draft_sample_method=probabilistic"),
-    Shape("t1.0-k16-draftprobs-seeded", 16, 1.0, draft_probs=True, seeded=True,
-          used_by="draft_sample_method=probabilistic, seeded"),
-    Shape("t1.2-k3-draftprobs-topp0.9", 3, 1.2, draft_probs=True, top_p=0.9,
-          used_by="draft_sample_method=probabilistic with top_p"),
+    Shape(
+        "t1.0-k16-draftprobs-seeded",
+        16,
+        1.0,
+        draft_probs=True,
+        seeded=True,
+        used_by="draft_sample_method=probabilistic, seeded",
+    ),
+    Shape(
+        "t1.2-k3-draftprobs-topp0.9",
+        3,
+        1.2,
+        draft_probs=True,
+        top_p=0.9,
+        used_by="draft_sample_method=probabilistic with top_p",
+    ),
 )
 
 
 # ---- the exact answer -----------------------------------------------------------------------------------
+
 
 def processed_distribution(weights: np.ndarray, top_k: int | None, top_p: float | None) -> np.ndarray:
     """vLLM's order (apply_top_k_top_p_pytorch): top-k, then top-p on the renormalised top-k distribution,
@@ -108,10 +122,10 @@ def _top_p_margin(weights: np.ndarray, top_k: int | None, top_p: float | None) -
 
 @dataclass
 class Position:
-    weights: np.ndarray       # softmax(logits / T) before top-k / top-p
-    target: np.ndarray        # the exact distribution at this position after top-k / top-p
-    draft: np.ndarray         # the drafter's distribution (q with draft probs, r without)
-    acceptance: float         # the exact acceptance rate
+    weights: np.ndarray  # softmax(logits / T) before top-k / top-p
+    target: np.ndarray  # the exact distribution at this position after top-k / top-p
+    draft: np.ndarray  # the drafter's distribution (q with draft probs, r without)
+    acceptance: float  # the exact acceptance rate
 
 
 def _position(rng: np.random.Generator, shape: Shape, peak: float) -> Position:
@@ -133,23 +147,23 @@ def _position(rng: np.random.Generator, shape: Shape, peak: float) -> Position:
 
 @dataclass
 class Batch:
-    num_draft: np.ndarray      # [N] drafts per request
-    greedy: np.ndarray         # [N] bool
-    logits: np.ndarray         # [Σ num_draft, V] float32 target logits at the draft positions
-    draft_ids: np.ndarray      # [Σ num_draft] int32
+    num_draft: np.ndarray  # [N] drafts per request
+    greedy: np.ndarray  # [N] bool
+    logits: np.ndarray  # [Σ num_draft, V] float32 target logits at the draft positions
+    draft_ids: np.ndarray  # [Σ num_draft] int32
     draft_probs: np.ndarray | None
-    bonus: np.ndarray          # [N] int32
+    bonus: np.ndarray  # [N] int32
     positions: list[Position]
 
 
 def build_batch(shape: Shape, index: int) -> Batch:
     rng = np.random.default_rng(_SEED + index)
-    peak = 0.9 if shape.k > 4 else 0.7    # long drafts need high acceptance for the deep positions to be reached
-    if shape.top_p is not None:           # ... but top-p must keep several tokens
+    peak = 0.9 if shape.k > 4 else 0.7  # long drafts need high acceptance for the deep positions to be reached
+    if shape.top_p is not None:  # ... but top-p must keep several tokens
         peak = min(peak, shape.top_p - 0.2)
     positions = [_position(rng, shape, peak) for _ in range(shape.k)]
     reach = float(np.prod([p.acceptance for p in positions[:-1]])) if shape.k > 1 else 1.0
-    if shape.ragged:      # half the requests draft all k, the others fewer (0..k-1)
+    if shape.ragged:  # half the requests draft all k, the others fewer (0..k-1)
         reach /= 2
     if shape.mixed:
         reach /= 2
@@ -170,8 +184,9 @@ def build_batch(shape: Shape, index: int) -> Batch:
     logits = (t * np.log(weights))[position].astype(np.float32)
     sampled_ids = _inverse_cdf(drafts[position], rng.random(len(position)))
     # a greedy drafter proposes the target's argmax most of the time
-    greedy_ids = np.where(rng.random(len(position)) < 0.8, np.argmax(weights, 1)[position],
-                          rng.integers(0, VOCAB, len(position)))
+    greedy_ids = np.where(
+        rng.random(len(position)) < 0.8, np.argmax(weights, 1)[position], rng.integers(0, VOCAB, len(position))
+    )
     ids = np.where(greedy[request], greedy_ids, sampled_ids).astype(np.int32)
     draft_probs = drafts[position].astype(np.float32) if shape.draft_probs else None
     bonus = rng.integers(0, VOCAB, n).astype(np.int32)
@@ -230,9 +245,14 @@ class Engine:
         name = current_platform.device_type
         if name == "cuda":
             name = f"cuda ({torch.cuda.get_device_name(0)})"
-        self.platform = {"vllm": vllm.__version__, "device_type": current_platform.device_type, "device": name,
-                         "triton_kernels": bool(HAS_TRITON), "torch": torch.__version__,
-                         "sampler": "vllm.v1.sample.rejection_sampler (V1 model runner)"}
+        self.platform = {
+            "vllm": vllm.__version__,
+            "device_type": current_platform.device_type,
+            "device": name,
+            "triton_kernels": bool(HAS_TRITON),
+            "torch": torch.__version__,
+            "sampler": "vllm.v1.sample.rejection_sampler (V1 model runner)",
+        }
 
     def _tensor(self, array, dtype):
         """A copy: the engine updates its inputs in place (apply_sampling_constraints divides the logits)."""
@@ -241,8 +261,9 @@ class Engine:
     def metadata(self, shape: Shape, batch: Batch, seed_base: int):
         torch, n = self.torch, len(batch.num_draft)
         all_greedy = bool(batch.greedy.all())
-        temperature = None if all_greedy else self._tensor(
-            np.where(batch.greedy, 0.0, shape.temperature), torch.float32)
+        temperature = (
+            None if all_greedy else self._tensor(np.where(batch.greedy, 0.0, shape.temperature), torch.float32)
+        )
         top_k = None if shape.top_k is None else self._tensor(np.full(n, shape.top_k), torch.int32)
         top_p = None if shape.top_p is None else self._tensor(np.full(n, shape.top_p), torch.float32)
         generators = {}
@@ -252,11 +273,23 @@ class Engine:
                 generators[i].manual_seed(seed_base + i)
         empty = torch.zeros(n, device=self.device)
         return self._metadata_cls(
-            temperature=temperature, all_greedy=all_greedy, all_random=not bool(batch.greedy.any()),
-            top_p=top_p, top_k=top_k, generators=generators, max_num_logprobs=None, no_penalties=True,
-            prompt_token_ids=None, frequency_penalties=empty, presence_penalties=empty,
-            repetition_penalties=empty, output_token_ids=[], allowed_token_ids_mask=None, bad_words_token_ids={},
-            logitsprocs=self._logitsprocs())
+            temperature=temperature,
+            all_greedy=all_greedy,
+            all_random=not bool(batch.greedy.any()),
+            top_p=top_p,
+            top_k=top_k,
+            generators=generators,
+            max_num_logprobs=None,
+            no_penalties=True,
+            prompt_token_ids=None,
+            frequency_penalties=empty,
+            presence_penalties=empty,
+            repetition_penalties=empty,
+            output_token_ids=[],
+            allowed_token_ids_mask=None,
+            bad_words_token_ids={},
+            logitsprocs=self._logitsprocs(),
+        )
 
     def sample(self, shape: Shape, batch: Batch, seed_base: int = _SEED) -> np.ndarray:
         """[N, K+1] output token ids, -1 where nothing was emitted: RejectionSampler.forward's two calls."""
@@ -267,15 +300,22 @@ class Engine:
         target = self.rs.apply_sampling_constraints(logits, cu, metadata)
         draft_probs = None if batch.draft_probs is None else self._tensor(batch.draft_probs, torch.float32)
         out = self.rs.rejection_sample(
-            self._tensor(batch.draft_ids, torch.int32), [int(x) for x in batch.num_draft], int(shape.k), cu,
-            draft_probs, target, self._tensor(batch.bonus.reshape(-1, 1), torch.int32), metadata)
+            self._tensor(batch.draft_ids, torch.int32),
+            [int(x) for x in batch.num_draft],
+            int(shape.k),
+            cu,
+            draft_probs,
+            target,
+            self._tensor(batch.bonus.reshape(-1, 1), torch.int32),
+            metadata,
+        )
         return out.cpu().numpy()
 
     def expand_check(self, shape: Shape, batch: Batch) -> list[dict]:
         """The cause on vLLM 0.32.0 CPU: the per-token copies of the request's sampling parameters."""
         torch = self.torch
         if batch.greedy.all():
-            return []     # all greedy: apply_sampling_constraints returns the logits untouched, no expansion
+            return []  # all greedy: apply_sampling_constraints returns the logits untouched, no expansion
         metadata = self.metadata(shape, batch, _SEED)
         cu = self._tensor(np.cumsum(batch.num_draft), torch.int32)
         tokens = int(batch.num_draft.sum())
@@ -288,15 +328,21 @@ class Engine:
         for name, values, replace in checks:
             poison_allocator(tokens, values.dtype, self.device)
             got = self.rs.expand_batch_to_tokens(values, cu, tokens, **replace).cpu().numpy()
-            with np.errstate(invalid="ignore"):    # garbage memory holds NaNs
+            with np.errstate(invalid="ignore"):  # garbage memory holds NaNs
                 got = got.astype(np.float64)
             want = np.repeat(values.cpu().numpy().astype(np.float64), batch.num_draft)
             if replace:
                 want = np.where(want == replace["replace_from"], replace["replace_to"], want)
             bad = ~np.isclose(got, want, rtol=1e-6, atol=0)
-            out.append({"parameter": name, "tokens": tokens, "mismatched": int(bad.sum()),
-                        "expected": sorted({float(v) for v in want})[:4],
-                        "got_examples": [_json_number(v) for v in got[bad][:3]]})
+            out.append(
+                {
+                    "parameter": name,
+                    "tokens": tokens,
+                    "mismatched": int(bad.sum()),
+                    "expected": sorted({float(v) for v in want})[:4],
+                    "got_examples": [_json_number(v) for v in got[bad][:3]],
+                }
+            )
         return out
 
 
@@ -307,6 +353,7 @@ def _json_number(v) -> float | str:
 
 
 # ---- the verdict ----------------------------------------------------------------------------------------
+
 
 def _accepted(out: np.ndarray) -> np.ndarray:
     """Accepted drafts per row: tokens emitted − 1 (the last is the recovered or the bonus token)."""
@@ -339,9 +386,11 @@ def exact_checks(shape: Shape, batch: Batch, out: np.ndarray) -> list[str]:
     last = out[rows, accepted]
     wrong_token = (accepted < batch.num_draft) & (last != argmax[np.minimum(accepted, k - 1)])
     greedy_bad = int((batch.greedy & ((accepted != want) | wrong_token)).sum())
-    for count, what in ((prefix_bad, "accepted tokens that are not the drafts"),
-                        (bonus_bad, "fully accepted rows without their bonus token"),
-                        (greedy_bad, "greedy rows that do not follow the target's argmax")):
+    for count, what in (
+        (prefix_bad, "accepted tokens that are not the drafts"),
+        (bonus_bad, "fully accepted rows without their bonus token"),
+        (greedy_bad, "greedy rows that do not follow the target's argmax"),
+    ):
         if count:
             problems.append(f"{count} of {len(out)} rows: {what}")
     return problems
@@ -357,18 +406,37 @@ def statistical_tests(shape: Shape, batch: Batch, out: np.ndarray) -> list[dict]
         n = int(reach.sum())
         pos = batch.positions[j]
         counts = np.bincount(out[reach, j], minlength=VOCAB).tolist() if n else [0] * VOCAB
-        tests.append({"kind": "distribution", "position": j, "n": n, "counts": counts,
-                      "expected": [round(float(x), 6) for x in pos.target]})
-        tests.append({"kind": "acceptance", "position": j, "n": n, "accepted": int((accepted[reach] > j).sum()),
-                      "expected_rate": pos.acceptance})
+        tests.append(
+            {
+                "kind": "distribution",
+                "position": j,
+                "n": n,
+                "counts": counts,
+                "expected": [round(float(x), 6) for x in pos.target],
+            }
+        )
+        tests.append(
+            {
+                "kind": "acceptance",
+                "position": j,
+                "n": n,
+                "accepted": int((accepted[reach] > j).sum()),
+                "expected_rate": pos.acceptance,
+            }
+        )
     return tests
 
 
 def _evaluate(test: dict, level: float) -> dict:
     if test["kind"] == "distribution":
         r = chi2_goodness_of_fit(test["counts"], test["expected"], alpha=level, tv=TV_ALTERNATIVE)
-        return {**test, "p": r["p"], "power": r["power"], "statistic": _json_number(r["statistic"]),
-                "impossible_tokens": r["impossible"]}
+        return {
+            **test,
+            "p": r["p"],
+            "power": r["power"],
+            "statistic": _json_number(r["statistic"]),
+            "impossible_tokens": r["impossible"],
+        }
     r = rate_z_test(test["accepted"], test["n"], test["expected_rate"], alpha=level, delta=ACCEPTANCE_ALTERNATIVE)
     return {**test, "observed_rate": r["observed"], "p": r["p"], "power": r["power"]}
 
@@ -379,8 +447,10 @@ def _describe(test: dict) -> str:
         tv = 0.5 * float(np.abs(observed - np.asarray(test["expected"])).sum())
         extra = f", {test['impossible_tokens']} tokens outside the support" if test["impossible_tokens"] else ""
         return f"position {test['position']}: token distribution off (TV {tv:.3f}, p {test['p']:.2g}{extra})"
-    return (f"position {test['position']}: acceptance {test['observed_rate']:.3f}, exact "
-            f"{test['expected_rate']:.3f} (p {test['p']:.2g})")
+    return (
+        f"position {test['position']}: acceptance {test['observed_rate']:.3f}, exact "
+        f"{test['expected_rate']:.3f} (p {test['p']:.2g})"
+    )
 
 
 def _error(e: Exception) -> str:
@@ -393,15 +463,20 @@ def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) 
     # the unseeded shapes draw from torch's global generator: fixed, so a platform gets the same verdict every
     # run (the false-alarm rate ALPHA is then a property of the design, not a coin tossed per run)
     engine.torch.manual_seed(_SEED)
-    results: list[dict[str, Any]] = []   # one JSON entry per shape
+    results: list[dict[str, Any]] = []  # one JSON entry per shape
     for index, shape in enumerate(shapes):
         batch = build_batch(shape, index)
-        entry: dict[str, Any] = {"shape": asdict(shape), "trials": len(batch.num_draft), "problems": [], "tests": [],
-                                 "expand": []}
+        entry: dict[str, Any] = {
+            "shape": asdict(shape),
+            "trials": len(batch.num_draft),
+            "problems": [],
+            "tests": [],
+            "expand": [],
+        }
         # the engine failing on a shape is a finding, not a crash of the probe
         try:
             entry["expand"] = engine.expand_check(shape, batch)
-        except Exception as err:   # not `e`: the loops below name a shape's entry so
+        except Exception as err:  # not `e`: the loops below name a shape's entry so
             entry["problems"].append(f"expand_batch_to_tokens raised {_error(err)}")
         try:
             out = engine.sample(shape, batch)
@@ -417,34 +492,60 @@ def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) 
     level = ALPHA / max(1, len(candidates))
     for e in results:
         evaluated = [_evaluate(t, level) for t in e["tests"]]
-        e["tests"] = [t if t["power"] >= MIN_POWER else {**t, "p": None, "skipped": f"power {t['power']:.2f} < "
-                      f"{MIN_POWER} with {t['n']} trials reaching position {t['position']}"} for t in evaluated]
+        e["tests"] = [
+            t
+            if t["power"] >= MIN_POWER
+            else {
+                **t,
+                "p": None,
+                "skipped": f"power {t['power']:.2f} < "
+                f"{MIN_POWER} with {t['n']} trials reaching position {t['position']}",
+            }
+            for t in evaluated
+        ]
         failed = [t for t in e["tests"] if t["p"] is not None and t["p"] < level]
         bad_expand = [x for x in e["expand"] if x["mismatched"]]
         e["failures"] = e["problems"] + [_describe(t) for t in failed]
-        e["cause"] = [f"expand_batch_to_tokens({x['parameter']}) returned {x['mismatched']} of {x['tokens']} "
-                      f"per-token values that differ from the request's (expected {x['expected']}, got e.g. "
-                      f"{x['got_examples']})" for x in bad_expand]
+        e["cause"] = [
+            f"expand_batch_to_tokens({x['parameter']}) returned {x['mismatched']} of {x['tokens']} "
+            f"per-token values that differ from the request's (expected {x['expected']}, got e.g. "
+            f"{x['got_examples']})"
+            for x in bad_expand
+        ]
         e["verdict"] = "fail" if e["failures"] or e["cause"] else "pass"
     failing = [e for e in results if e["verdict"] == "fail"]
     run = [t for e in results for t in e["tests"] if t["p"] is not None]
     powers = [t["power"] for t in run]
     causes = sorted({c.split(" returned")[0] for e in results for c in e["cause"]})
     report = {
-        "schema": SCHEMA, "platform": engine.platform,
-        "statistics": {"family_alpha": ALPHA, "correction": "Bonferroni", "tests": len(run),
-                       "untested": sum(1 for e in results for t in e["tests"] if t["p"] is None), "level": level,
-                       "distribution_test": "chi-square goodness of fit against the exact target distribution",
-                       "acceptance_test": "two-sided z-test against the exact acceptance rate",
-                       "power_against_tv": TV_ALTERNATIVE, "power_against_acceptance_shift": ACCEPTANCE_ALTERNATIVE,
-                       "min_power": min(powers) if powers else None, "power_floor": MIN_POWER},
+        "schema": SCHEMA,
+        "platform": engine.platform,
+        "statistics": {
+            "family_alpha": ALPHA,
+            "correction": "Bonferroni",
+            "tests": len(run),
+            "untested": sum(1 for e in results for t in e["tests"] if t["p"] is None),
+            "level": level,
+            "distribution_test": "chi-square goodness of fit against the exact target distribution",
+            "acceptance_test": "two-sided z-test against the exact acceptance rate",
+            "power_against_tv": TV_ALTERNATIVE,
+            "power_against_acceptance_shift": ACCEPTANCE_ALTERNATIVE,
+            "min_power": min(powers) if powers else None,
+            "power_floor": MIN_POWER,
+        },
         "shapes": results,
         "verdict": "fail" if failing else "pass",
         "failing_shapes": [e["shape"]["name"] for e in failing],
-        "cause": (("the expanded per-token sampling parameters differ from the request's: "
-                   + ", ".join(causes) + " (vllm/v1/sample/rejection_sampler.py expand_batch_to_tokens; on CPU "
-                   "vllm/utils/cpu_triton_utils.py _expand_kernel_impl fills an int64 copy of its output)")
-                  if causes else ("unexplained: see the failing shapes" if failing else None)),
+        "cause": (
+            (
+                "the expanded per-token sampling parameters differ from the request's: "
+                + ", ".join(causes)
+                + " (vllm/v1/sample/rejection_sampler.py expand_batch_to_tokens; on CPU "
+                "vllm/utils/cpu_triton_utils.py _expand_kernel_impl fills an int64 copy of its output)"
+            )
+            if causes
+            else ("unexplained: see the failing shapes" if failing else None)
+        ),
         "seconds": round(time.monotonic() - started, 2),
     }
     return report
@@ -453,22 +554,29 @@ def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) 
 def summary(report: dict) -> str:
     """A few lines for a person: the verdict, what failed and why, the statistics it rests on."""
     p, s = report["platform"], report["statistics"]
-    lines = [f"sampler probe: {report['verdict'].upper()} on vLLM {p['vllm']} {p['device']} "
-             f"({'Triton kernels' if p['triton_kernels'] else 'no Triton: platform kernel overrides'}), "
-             f"{len(report['shapes'])} shapes, {report['seconds']} s"]
+    lines = [
+        f"sampler probe: {report['verdict'].upper()} on vLLM {p['vllm']} {p['device']} "
+        f"({'Triton kernels' if p['triton_kernels'] else 'no Triton: platform kernel overrides'}), "
+        f"{len(report['shapes'])} shapes, {report['seconds']} s"
+    ]
     for e in report["shapes"]:
         mark = "ok  " if e["verdict"] == "pass" else "FAIL"
-        causes = [c.split(" returned")[0].replace("expand_batch_to_tokens(", "expanded ").rstrip(")")
-                  + " ≠ the request's" for c in e["cause"]]
+        causes = [
+            c.split(" returned")[0].replace("expand_batch_to_tokens(", "expanded ").rstrip(")") + " ≠ the request's"
+            for c in e["cause"]
+        ]
         first = causes[:1] + e["failures"][:1]
-        lines.append(f"  {mark} {e['shape']['name']:28} {e['trials']:6} trials" + (
-            "" if not first else "  " + "; ".join(first)))
+        lines.append(
+            f"  {mark} {e['shape']['name']:28} {e['trials']:6} trials" + ("" if not first else "  " + "; ".join(first))
+        )
     if report["cause"]:
         lines.append(f"cause: {report['cause']}")
     power = "n/a" if s["min_power"] is None else f"{s['min_power']:.3f}"
-    lines.append(f"statistics: {s['tests']} tests ({s['untested']} deep positions too rarely reached, not run), "
-                 f"Bonferroni at family α={s['family_alpha']:g} (each at {s['level']:.2g}); chi-square of each "
-                 f"position's tokens against the exact distribution, z-test of its acceptance rate; power ≥ {power} "
-                 f"against any TV ≥ {s['power_against_tv']:g} / an acceptance shift ≥ "
-                 f"{s['power_against_acceptance_shift']:g}")
+    lines.append(
+        f"statistics: {s['tests']} tests ({s['untested']} deep positions too rarely reached, not run), "
+        f"Bonferroni at family α={s['family_alpha']:g} (each at {s['level']:.2g}); chi-square of each "
+        f"position's tokens against the exact distribution, z-test of its acceptance rate; power ≥ {power} "
+        f"against any TV ≥ {s['power_against_tv']:g} / an acceptance shift ≥ "
+        f"{s['power_against_acceptance_shift']:g}"
+    )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ tests apply, and its samples are large (thousands per test), where the chi-squar
 Power against TV δ is worst case over every alternative: by Cauchy-Schwarz, (Σ|p'−p|)² ≤ Σ(p'−p)²/p, so an
 alternative at TV δ has chi-square divergence ≥ 4δ² and the statistic's noncentrality is ≥ 4nδ².
 """
+
 from __future__ import annotations
 
 import math
@@ -107,7 +108,7 @@ def normal_isf(p: float) -> float:
     return 0.5 * (lo + hi)
 
 
-MIN_EXPECTED = 10.0   # cells expected fewer times are pooled: the chi-square tail is trusted far out only then
+MIN_EXPECTED = 10.0  # cells expected fewer times are pooled: the chi-square tail is trusted far out only then
 
 
 def pool_small_cells(counts: list[int], probs: list[float], n: int) -> tuple[list[int], list[float]]:
@@ -153,7 +154,7 @@ def rate_z_test(successes: int, n: int, rate: float, *, alpha: float, delta: flo
     if n == 0:
         return {"n": 0, "observed": None, "z": 0.0, "p": 1.0, "power": 0.0}
     observed = successes / n
-    if rate <= 0.0 or rate >= 1.0:     # a sure event: any exception is a failure
+    if rate <= 0.0 or rate >= 1.0:  # a sure event: any exception is a failure
         ok = observed == rate
         return {"n": n, "observed": observed, "z": 0.0 if ok else math.inf, "p": 1.0 if ok else 0.0, "power": 1.0}
     sd = math.sqrt(rate * (1.0 - rate) / n)

@@ -1,6 +1,7 @@
 """Acceptance from the acceptance phase (greedy, n=1): per method x task, per draft position and per
 histogram bucket. Plain decode says n/a, never 0 %. Per position two rates: vLLM's (share of all drafting steps)
 and the conditional one (accepted at p / drafted at least p+1; needs the `detailed` per-request metrics)."""
+
 from __future__ import annotations
 
 import json
@@ -49,13 +50,13 @@ def answers_by_target(items: list[tuple[str, dict[str, int] | None]]) -> dict[st
     made of: "50 of 80" is five methods' 16 answers, not 80 prompts)."""
     out: dict[str, list[int]] = {}
     for target, reasons in items:
-        if n := sum((reasons or {}).values()):   # a method that answered nothing of the task adds nothing
+        if n := sum((reasons or {}).values()):  # a method that answered nothing of the task adds nothing
             out.setdefault(target, []).append(n)
     return out
 
 
 def pooled(per_method: list[int]) -> str:
-    """"2 methods × 8 answers, pooled" (nothing for one method): the heading's counts sum every method's answers."""
+    """ "2 methods × 8 answers, pooled" (nothing for one method): the heading's counts sum every method's answers."""
     if len(per_method) < 2:
         return ""
     if len(set(per_method)) == 1:
@@ -98,31 +99,51 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
             conditional = f.per_position_conditional if not no_drafts else None
             drafted = f.drafted_per_position or []
             records = acceptance_records(md, task)
-            rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                         "target": target_name(md.record), "k": md.k, "comparable": md.comparable,
-                         "server_contradicted": bool(md.server_contradictions),
-                         "acceptance_rate": None if no_drafts else f.acceptance_rate,
-                         "mean_acceptance_length": None if no_drafts else f.mean_acceptance_length,
-                         "no_accept_share": None if no_drafts else f.no_accept_share,
-                         "num_spec_steps": f.num_spec_steps, "num_draft_tokens": drafts,
-                         "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
-                         "histogram": None if hist is None else json.dumps(hist),
-                         "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
-                         "per_position_conditional": None if conditional is None else json.dumps(
-                             [None if x is None else round(x, 6) for x in conditional]),
-                         "requests": f.requests, "distinct_outputs": distinct_outputs(records),
-                         "completion_tokens": f.completion_tokens,
-                         "failed_requests": sum(1 for r in records if r["error"]),
-                         "accepted_past_end": None if no_drafts else accepted_past_end(records),
-                         "finish_reasons": json.dumps(f.finish_reasons or {}, sort_keys=True)})
+            rows.append(
+                {
+                    "method": md.name,
+                    "label": md.display_name,
+                    "baseline": md.baseline,
+                    "task": task,
+                    "target": target_name(md.record),
+                    "k": md.k,
+                    "comparable": md.comparable,
+                    "server_contradicted": bool(md.server_contradictions),
+                    "acceptance_rate": None if no_drafts else f.acceptance_rate,
+                    "mean_acceptance_length": None if no_drafts else f.mean_acceptance_length,
+                    "no_accept_share": None if no_drafts else f.no_accept_share,
+                    "num_spec_steps": f.num_spec_steps,
+                    "num_draft_tokens": drafts,
+                    "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
+                    "histogram": None if hist is None else json.dumps(hist),
+                    "per_position": None if per_pos is None else json.dumps([round(x, 6) for x in per_pos]),
+                    "per_position_conditional": None
+                    if conditional is None
+                    else json.dumps([None if x is None else round(x, 6) for x in conditional]),
+                    "requests": f.requests,
+                    "distinct_outputs": distinct_outputs(records),
+                    "completion_tokens": f.completion_tokens,
+                    "failed_requests": sum(1 for r in records if r["error"]),
+                    "accepted_past_end": None if no_drafts else accepted_past_end(records),
+                    "finish_reasons": json.dumps(f.finish_reasons or {}, sort_keys=True),
+                }
+            )
             for p, rate in enumerate(per_pos or []):
-                positions.append({"method": md.name, "task": task, "position": p, "rate": rate,
-                                  "conditional_rate": conditional[p] if conditional and p < len(conditional) else None,
-                                  "drafted_steps": (drafted[p] if p < len(drafted) else 0) if conditional else None})
+                positions.append(
+                    {
+                        "method": md.name,
+                        "task": task,
+                        "position": p,
+                        "rate": rate,
+                        "conditional_rate": conditional[p] if conditional and p < len(conditional) else None,
+                        "drafted_steps": (drafted[p] if p < len(drafted) else 0) if conditional else None,
+                    }
+                )
             total = sum(hist or [])
             for j, n in enumerate(hist or []):
-                hist_rows.append({"method": md.name, "task": task, "accepted": j, "steps": n,
-                                  "share": n / total if total else None})
+                hist_rows.append(
+                    {"method": md.name, "task": task, "accepted": j, "steps": n, "share": n / total if total else None}
+                )
     return rows, positions, hist_rows
 
 
@@ -135,39 +156,62 @@ def sampled_rows(run: RunData) -> list[dict]:
             f = md.figures(task)
             for s in f.sampled_phases:
                 drafts = s.num_draft_tokens
-                rows.append({"method": md.name, "label": md.display_name, "task": task,
-                             "temperature": s.temperature, "status": s.status, "k": md.k,
-                             "acceptance_rate": s.acceptance_rate if drafts else None,
-                             "mean_acceptance_length": s.mean_acceptance_length if drafts else None,
-                             "greedy_acceptance_rate": f.acceptance_rate if f.drafted else None,
-                             "greedy_mean_acceptance_length": f.mean_acceptance_length if f.drafted else None,
-                             "no_accept_share": s.no_accept_share if drafts else None,
-                             "num_spec_steps": s.num_spec_steps, "num_draft_tokens": drafts,
-                             "num_accepted_draft_tokens": s.num_accepted_draft_tokens,
-                             "histogram": json.dumps(s.histogram) if drafts and s.histogram else None})
+                rows.append(
+                    {
+                        "method": md.name,
+                        "label": md.display_name,
+                        "task": task,
+                        "temperature": s.temperature,
+                        "status": s.status,
+                        "k": md.k,
+                        "acceptance_rate": s.acceptance_rate if drafts else None,
+                        "mean_acceptance_length": s.mean_acceptance_length if drafts else None,
+                        "greedy_acceptance_rate": f.acceptance_rate if f.drafted else None,
+                        "greedy_mean_acceptance_length": f.mean_acceptance_length if f.drafted else None,
+                        "no_accept_share": s.no_accept_share if drafts else None,
+                        "num_spec_steps": s.num_spec_steps,
+                        "num_draft_tokens": drafts,
+                        "num_accepted_draft_tokens": s.num_accepted_draft_tokens,
+                        "histogram": json.dumps(s.histogram) if drafts and s.histogram else None,
+                    }
+                )
     return rows
 
 
 def _window_figures(f: Acceptance) -> dict:
     """A window's acceptance as the tidy tables keep it; ratios only where something was drafted (n/a, not 0 %)."""
     drafts = f.num_draft_tokens
-    return {"acceptance_rate": f.acceptance_rate if drafts else None,
-            "mean_acceptance_length": f.mean_acceptance_length if drafts else None,
-            "no_accept_share": f.no_accept_share if drafts else None,
-            "num_spec_steps": f.num_spec_steps, "num_draft_tokens": drafts,
-            "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
-            "histogram": json.dumps(f.histogram) if drafts and f.histogram else None}
+    return {
+        "acceptance_rate": f.acceptance_rate if drafts else None,
+        "mean_acceptance_length": f.mean_acceptance_length if drafts else None,
+        "no_accept_share": f.no_accept_share if drafts else None,
+        "num_spec_steps": f.num_spec_steps,
+        "num_draft_tokens": drafts,
+        "num_accepted_draft_tokens": f.num_accepted_draft_tokens,
+        "histogram": json.dumps(f.histogram) if drafts and f.histogram else None,
+    }
 
 
-def _category_row(md: MethodData, task: str, phase: str, temperature: float | None, category: str,
-                  c: Acceptance) -> dict:
+def _category_row(
+    md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: Acceptance
+) -> dict:
     drafts = c.num_draft_tokens
     per_pos, conditional = c.per_position, c.per_position_conditional
-    return {"method": md.name, "label": md.display_name, "task": task, "phase": phase, "temperature": temperature,
-            "category": category, "k": md.k, "requests": c.requests, **_window_figures(c),
-            "per_position": json.dumps([round(x, 6) for x in per_pos]) if drafts and per_pos else None,
-            "per_position_conditional": json.dumps([None if x is None else round(x, 6) for x in conditional])
-            if drafts and conditional else None}
+    return {
+        "method": md.name,
+        "label": md.display_name,
+        "task": task,
+        "phase": phase,
+        "temperature": temperature,
+        "category": category,
+        "k": md.k,
+        "requests": c.requests,
+        **_window_figures(c),
+        "per_position": json.dumps([round(x, 6) for x in per_pos]) if drafts and per_pos else None,
+        "per_position_conditional": json.dumps([None if x is None else round(x, 6) for x in conditional])
+        if drafts and conditional
+        else None,
+    }
 
 
 def category_rows(run: RunData) -> list[dict]:
@@ -190,11 +234,20 @@ def category_rows(run: RunData) -> list[dict]:
 def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict:
     """Turn 1 is the task's greedy window (no status, nothing left out, no input of its own); turn 2 a phase."""
     phase = f if isinstance(f, PhaseFigures) else PhaseFigures(status="ok", left_out=0)
-    return {"method": md.name, "label": md.display_name, "task": task, "turn": turn, "k": md.k,
-            "status": phase.status if "status" not in phase.absent else "ok", "requests": f.requests,
-            "left_out": phase.left_out if "left_out" not in phase.absent else 0,
-            **_window_figures(f), "completion_tokens": f.completion_tokens,
-            "answers_from": phase.answers_from, "input_sha256": phase.sha256}
+    return {
+        "method": md.name,
+        "label": md.display_name,
+        "task": task,
+        "turn": turn,
+        "k": md.k,
+        "status": phase.status if "status" not in phase.absent else "ok",
+        "requests": f.requests,
+        "left_out": phase.left_out if "left_out" not in phase.absent else 0,
+        **_window_figures(f),
+        "completion_tokens": f.completion_tokens,
+        "answers_from": phase.answers_from,
+        "input_sha256": phase.sha256,
+    }
 
 
 def turn_rows(run: RunData) -> list[dict]:

@@ -1,5 +1,6 @@
 """The report's acceptance blocks of one task: greedy acceptance, then split by category and by turn, and when
 sampling; each cell marked where the method's summary.json disagreed on it (report/findings.py)."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,7 @@ def _ended(counts: dict[str, int], per_method: list[int]) -> str:
         return "every answer ended at EOS" + how
     if counts.get("length") == total:
         return "every answer hit max_tokens, none stopped on its own" + how
-    return ("answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items()))
-            + how)
+    return "answers ended by " + ", ".join(f"{reason} {n} of {total}" for reason, n in sorted(counts.items())) + how
 
 
 def _rates(text: str | None, missing: str) -> str:
@@ -50,17 +50,30 @@ def _rates(text: str | None, missing: str) -> str:
 def _acceptance_cells(mark, r: dict, positions: bool = True) -> list[str]:
     """rate, length, no-accept share, histogram, both per-position rates (positions=True), steps, drafts,
     accepted; each marked where summary.json disagreed on it (_marker)."""
-    per_position = [mark("per_position", _rates(r["per_position"], "n/a")),
-                    mark("per_position_conditional", _rates(
-                        r["per_position_conditional"],
-                        "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)"))
-                    ] if positions else []
-    return [mark("acceptance_rate", pct(r["acceptance_rate"])),
-            mark("mean_acceptance_length", num(r["mean_acceptance_length"])),
-            mark("no_accept_share", pct(r["no_accept_share"])), mark("histogram", r["histogram"] or "n/a"),
-            *per_position,
-            mark("num_spec_steps", num(r["num_spec_steps"])), mark("num_draft_tokens", num(r["num_draft_tokens"])),
-            mark("num_accepted_draft_tokens", num(r["num_accepted_draft_tokens"]))]
+    per_position = (
+        [
+            mark("per_position", _rates(r["per_position"], "n/a")),
+            mark(
+                "per_position_conditional",
+                _rates(
+                    r["per_position_conditional"],
+                    "n/a" if r["per_position"] is None else "n/a (summary-level metrics: no per-step arrays)",
+                ),
+            ),
+        ]
+        if positions
+        else []
+    )
+    return [
+        mark("acceptance_rate", pct(r["acceptance_rate"])),
+        mark("mean_acceptance_length", num(r["mean_acceptance_length"])),
+        mark("no_accept_share", pct(r["no_accept_share"])),
+        mark("histogram", r["histogram"] or "n/a"),
+        *per_position,
+        mark("num_spec_steps", num(r["num_spec_steps"])),
+        mark("num_draft_tokens", num(r["num_draft_tokens"])),
+        mark("num_accepted_draft_tokens", num(r["num_accepted_draft_tokens"])),
+    ]
 
 
 def _marker(rep: Report, r: dict, phase: str):
@@ -70,6 +83,7 @@ def _marker(rep: Report, r: dict, phase: str):
 
     def mark(figure: str, text: str) -> str:
         return findings.cell(text, md.finding(r["task"], figure, phase) if md else None)
+
     return mark
 
 
@@ -77,25 +91,58 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     acc = [r for r in rep.acceptance if r["task"] == task]
     out.append(("h3", f"Acceptance (acceptance phase, greedy; {_finish_label(acc)})"))
-    out.append(("table", ["method", "K", "acceptance rate", "mean acc. length", "no-accept steps",
-                          "histogram (steps accepting j=0..K)",
-                          "per position, share of all drafting steps (≥ p+1 accepted / steps)",
-                          "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
-                          "steps", "drafts", "accepted", "requests (distinct answers)", "failed req.",
-                          "finish reasons"],
-                [[_label(r), num(r["k"]), *_acceptance_cells(_marker(rep, r, "greedy"), r),
-                  _distinct(r["requests"], r.get("distinct_outputs")), num(r["failed_requests"]),
-                  r["finish_reasons"]] for r in acc]))
-    out.append(("p", "Distinct answers: how many different greedy answers the task's requests produced, the "
-                     "effective sample behind each acceptance figure (requests that repeat one answer repeat its "
-                     "drafting steps too)."))
+    out.append(
+        (
+            "table",
+            [
+                "method",
+                "K",
+                "acceptance rate",
+                "mean acc. length",
+                "no-accept steps",
+                "histogram (steps accepting j=0..K)",
+                "per position, share of all drafting steps (≥ p+1 accepted / steps)",
+                "per position, conditional (≥ p+1 accepted / steps drafting ≥ p+1)",
+                "steps",
+                "drafts",
+                "accepted",
+                "requests (distinct answers)",
+                "failed req.",
+                "finish reasons",
+            ],
+            [
+                [
+                    _label(r),
+                    num(r["k"]),
+                    *_acceptance_cells(_marker(rep, r, "greedy"), r),
+                    _distinct(r["requests"], r.get("distinct_outputs")),
+                    num(r["failed_requests"]),
+                    r["finish_reasons"],
+                ]
+                for r in acc
+            ],
+        )
+    )
+    out.append(
+        (
+            "p",
+            "Distinct answers: how many different greedy answers the task's requests produced, the "
+            "effective sample behind each acceptance figure (requests that repeat one answer repeat its "
+            "drafting steps too).",
+        )
+    )
     past = [r for r in acc if r.get("accepted_past_end")]
     if past:
-        out.append(("p", "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
-                         "where the answer ended inside it (max_tokens, EOS), though those tokens were never "
-                         "emitted; the figures above include them, as vLLM's counters do. At least "
-                         + ", ".join(f"{r['method']} {r['accepted_past_end']}" for r in past)
-                         + " (per request: 1 + steps + accepted − completion tokens, where positive)."))
+        out.append(
+            (
+                "p",
+                "Drafts accepted past the end: vLLM counts every draft of the last step as accepted even "
+                "where the answer ended inside it (max_tokens, EOS), though those tokens were never "
+                "emitted; the figures above include them, as vLLM's counters do. At least "
+                + ", ".join(f"{r['method']} {r['accepted_past_end']}" for r in past)
+                + " (per request: 1 + steps + accepted − completion tokens, where positive).",
+            )
+        )
     return out
 
 
@@ -104,18 +151,45 @@ def category_table(rep: Report, task: str) -> list[tuple]:
     rows = [r for r in rep.categories if r["task"] == task and r["phase"] == "greedy"]
     if not rows:
         return []
-    return [("h3", "Acceptance by category (acceptance phase, greedy)"),
-            ("table", ["method", "K", "category", "requests", "acceptance rate", "mean acc. length",
-                       "no-accept steps", "histogram (steps accepting j=0..K)",
-                       "per position, share of all drafting steps", "per position, conditional",
-                       "steps", "drafts", "accepted"],
-             [[_label(r), num(r["k"]), r["category"], num(r["requests"]),
-               *_acceptance_cells(_marker(rep, r, f"greedy · {r['category']}"), r)] for r in rows]),
-            ("p", "One acceptance window, split by request: each request's own metrics go to its category, so the "
-                  "categories' steps, drafts, accepted tokens and per-position counts sum to the task's, which "
-                  "equal the window's counter deltas (the checks named \"Σ_category …\" in the summary). Ratios "
-                  "are taken after summing within a category; n/a = no drafts, not 0 %. Sampled phases are split "
-                  "the same way in tables/acceptance_by_category.csv.")]
+    return [
+        ("h3", "Acceptance by category (acceptance phase, greedy)"),
+        (
+            "table",
+            [
+                "method",
+                "K",
+                "category",
+                "requests",
+                "acceptance rate",
+                "mean acc. length",
+                "no-accept steps",
+                "histogram (steps accepting j=0..K)",
+                "per position, share of all drafting steps",
+                "per position, conditional",
+                "steps",
+                "drafts",
+                "accepted",
+            ],
+            [
+                [
+                    _label(r),
+                    num(r["k"]),
+                    r["category"],
+                    num(r["requests"]),
+                    *_acceptance_cells(_marker(rep, r, f"greedy · {r['category']}"), r),
+                ]
+                for r in rows
+            ],
+        ),
+        (
+            "p",
+            "One acceptance window, split by request: each request's own metrics go to its category, so the "
+            "categories' steps, drafts, accepted tokens and per-position counts sum to the task's, which "
+            'equal the window\'s counter deltas (the checks named "Σ_category …" in the summary). Ratios '
+            "are taken after summing within a category; n/a = no drafts, not 0 %. Sampled phases are split "
+            "the same way in tables/acceptance_by_category.csv.",
+        ),
+    ]
 
 
 def turn_table(rep: Report, task: str) -> list[tuple]:
@@ -124,29 +198,73 @@ def turn_table(rep: Report, task: str) -> list[tuple]:
     if not rows:
         return []
     left_out = max(r["left_out"] or 0 for r in rows if r["turn"] == 2)
-    return [("h3", "Acceptance per turn (acceptance phase, greedy)"),
-            ("table", ["method", "K", "turn", "requests", "acceptance rate", "mean acc. length", "no-accept steps",
-                       "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted", "window"],
-             [[_label(r), num(r["k"]), r["turn"], num(r["requests"]),
-               *_window_cells(_marker(rep, r, "turn2" if r["turn"] == 2 else "greedy"), r), r["status"]]
-              for r in rows]),
-            ("p", f"Turn 2 is the chat [turn 1, the baseline's greedy answer, turn 2], byte-identical for every method "
-                  f"(inputs/{task}.turn2.<baseline>.jsonl, sha256 in the manifest); {left_out} row(s) without a second "
-                  "turn are left out of it. Its own window, checked against the counters like turn 1; per category "
-                  "in tables/acceptance_by_category.csv (phase turn2).")]
+    return [
+        ("h3", "Acceptance per turn (acceptance phase, greedy)"),
+        (
+            "table",
+            [
+                "method",
+                "K",
+                "turn",
+                "requests",
+                "acceptance rate",
+                "mean acc. length",
+                "no-accept steps",
+                "histogram (steps accepting j=0..K)",
+                "steps",
+                "drafts",
+                "accepted",
+                "window",
+            ],
+            [
+                [
+                    _label(r),
+                    num(r["k"]),
+                    r["turn"],
+                    num(r["requests"]),
+                    *_window_cells(_marker(rep, r, "turn2" if r["turn"] == 2 else "greedy"), r),
+                    r["status"],
+                ]
+                for r in rows
+            ],
+        ),
+        (
+            "p",
+            f"Turn 2 is the chat [turn 1, the baseline's greedy answer, turn 2], byte-identical for every method "
+            f"(inputs/{task}.turn2.<baseline>.jsonl, sha256 in the manifest); {left_out} row(s) without a second "
+            "turn are left out of it. Its own window, checked against the counters like turn 1; per category "
+            "in tables/acceptance_by_category.csv (phase turn2).",
+        ),
+    ]
 
 
 def sampled_table(rep: Report, task: str) -> list[tuple]:
     """Acceptance when sampling (--temperatures): the same prompts, request i seeded 42+i for every method."""
-    rows = [r for r in rep.sampled if r["task"] == task and r["k"] is not None]   # methods that draft
+    rows = [r for r in rep.sampled if r["task"] == task and r["k"] is not None]  # methods that draft
     if not rows:
         return []
-    return [("h3", "Acceptance when sampling (same prompts; request i seeded 42+i for every method)"),
-            ("table", ["method", "K", "temperature", "acceptance rate", "greedy", "mean acc. length", "greedy",
-                       "no-accept steps", "histogram (steps accepting j=0..K)", "steps", "drafts", "accepted",
-                       "window"],
-             [[_label(r), num(r["k"]), f"{r['temperature']:g}", *_sampled_cells(rep, r), r["status"]]
-              for r in rows])]
+    return [
+        ("h3", "Acceptance when sampling (same prompts; request i seeded 42+i for every method)"),
+        (
+            "table",
+            [
+                "method",
+                "K",
+                "temperature",
+                "acceptance rate",
+                "greedy",
+                "mean acc. length",
+                "greedy",
+                "no-accept steps",
+                "histogram (steps accepting j=0..K)",
+                "steps",
+                "drafts",
+                "accepted",
+                "window",
+            ],
+            [[_label(r), num(r["k"]), f"{r['temperature']:g}", *_sampled_cells(rep, r), r["status"]] for r in rows],
+        ),
+    ]
 
 
 def _window_cells(mark, r: dict) -> list[str]:
@@ -158,5 +276,10 @@ def _sampled_cells(rep: Report, r: dict) -> list[str]:
     """The sampled phase's figures, each beside the greedy one where the table has it."""
     mark, greedy = _marker(rep, r, f"t{r['temperature']:g}"), _marker(rep, r, "greedy")
     rate, length, *rest = _window_cells(mark, r)
-    return [rate, greedy("acceptance_rate", pct(r["greedy_acceptance_rate"])), length,
-            greedy("mean_acceptance_length", num(r["greedy_mean_acceptance_length"])), *rest]
+    return [
+        rate,
+        greedy("acceptance_rate", pct(r["greedy_acceptance_rate"])),
+        length,
+        greedy("mean_acceptance_length", num(r["greedy_mean_acceptance_length"])),
+        *rest,
+    ]

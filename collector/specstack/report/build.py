@@ -13,6 +13,7 @@ its summary). Definitions (also printed at the end of the report):
 - 95 % interval: percentile bootstrap over repeats (figures.stats.bootstrap_ratio, fixed seed).
 - Output equality uses only the acceptance phase (greedy, no stop strings), never the fixed-length perf outputs.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,33 +47,63 @@ def method_rows(run: RunData) -> list[dict]:
         server = md.record.server_facts
         base = run.methods.get(md.baseline or "")
         base_kv = base.record.server_facts.kv_cache_tokens if base else None
-        rows.append({"method": md.name, "label": md.display_name, "status": "ok", "baseline": md.baseline,
-                     "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
-                     "server_contradictions": "; ".join(md.server_contradictions) or None,
-                     "k": md.k, "speculative_config": json.dumps(md.record.speculative_config, sort_keys=True)
-                     if md.speculative else None,
-                     "spec_override": json.dumps(md.record.spec_override, sort_keys=True)
-                     if md.record.spec_override else None,
-                     "target": server.target, "model_runner": server.model_runner,
-                     "model_runner_basis": _basis(server, "model_runner"),
-                     "async_scheduling": server.async_scheduling,
-                     "async_scheduling_basis": _basis(server, "async_scheduling"),
-                     "kv_cache_tokens": server.kv_cache_tokens,
-                     "kv_cache_loss": st.kv_loss(server.kv_cache_tokens, base_kv) if md.baseline else None,
-                     "crosscheck_ok": md.record.crosscheck.ok if md.record.crosscheck else None,
-                     "crosscheck_kinds": crosscheck.label(md.record),
-                     "prometheus_view": _prometheus_view(md.record),
-                     "error": None, "folder": md.path.name})
+        rows.append(
+            {
+                "method": md.name,
+                "label": md.display_name,
+                "status": "ok",
+                "baseline": md.baseline,
+                "comparable": md.comparable,
+                "server_contradicted": bool(md.server_contradictions),
+                "server_contradictions": "; ".join(md.server_contradictions) or None,
+                "k": md.k,
+                "speculative_config": json.dumps(md.record.speculative_config, sort_keys=True)
+                if md.speculative
+                else None,
+                "spec_override": json.dumps(md.record.spec_override, sort_keys=True)
+                if md.record.spec_override
+                else None,
+                "target": server.target,
+                "model_runner": server.model_runner,
+                "model_runner_basis": _basis(server, "model_runner"),
+                "async_scheduling": server.async_scheduling,
+                "async_scheduling_basis": _basis(server, "async_scheduling"),
+                "kv_cache_tokens": server.kv_cache_tokens,
+                "kv_cache_loss": st.kv_loss(server.kv_cache_tokens, base_kv) if md.baseline else None,
+                "crosscheck_ok": md.record.crosscheck.ok if md.record.crosscheck else None,
+                "crosscheck_kinds": crosscheck.label(md.record),
+                "prometheus_view": _prometheus_view(md.record),
+                "error": None,
+                "folder": md.path.name,
+            }
+        )
     for f in run.failed:
-        rows.append({"method": f.name, "label": f.name,
-                     "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
-                     "baseline": None, "comparable": None, "server_contradicted": None,
-                     "server_contradictions": None, "k": None, "speculative_config": None,
-                     "spec_override": None, "target": None, "model_runner": None, "model_runner_basis": None,
-                     "async_scheduling": None, "async_scheduling_basis": None,
-                     "kv_cache_tokens": None, "kv_cache_loss": None, "crosscheck_ok": None, "crosscheck_kinds": None,
-                     "prometheus_view": None, "error": f.error,
-                     "folder": f.path.name if f.path else None})
+        rows.append(
+            {
+                "method": f.name,
+                "label": f.name,
+                "status": "failed (superseded by a later ok run)" if f.superseded else "failed",
+                "baseline": None,
+                "comparable": None,
+                "server_contradicted": None,
+                "server_contradictions": None,
+                "k": None,
+                "speculative_config": None,
+                "spec_override": None,
+                "target": None,
+                "model_runner": None,
+                "model_runner_basis": None,
+                "async_scheduling": None,
+                "async_scheduling_basis": None,
+                "kv_cache_tokens": None,
+                "kv_cache_loss": None,
+                "crosscheck_ok": None,
+                "crosscheck_kinds": None,
+                "prometheus_view": None,
+                "error": f.error,
+                "folder": f.path.name if f.path else None,
+            }
+        )
     return rows
 
 
@@ -83,21 +114,36 @@ def _basis(server: Server, fact: str) -> str | None:
     return server.basis(fact)
 
 
-def build(run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True,
-          tokenizer: str | None = None) -> Report:
+def build(
+    run_dir: Path, tokenizers: Tokenizers | None = None, with_plots: bool = True, tokenizer: str | None = None
+) -> Report:
     """Every table and plot of the report. `tokenizer` (folder or hub id) replaces the target recorded in the
     summaries for output equality."""
     run = load_run(run_dir)
     cells = [c for md in run.methods.values() for t in run.tasks for c in bench_cells(md, t)]
     speed = speed_rows(run)
     acc, positions, hist = acceptance_rows(run)
-    tokenizers = tokenizers or Tokenizers()   # one for equality and the guards: each target loaded once
+    tokenizers = tokenizers or Tokenizers()  # one for equality and the guards: each target loaded once
     eq, eq_summary = equality_rows(run, tokenizers, tokenizer)
-    report = Report(run=run, methods=method_rows(run), cells=cells, speed=speed, crossover=crossover_rows(speed),
-                    acceptance=acc, positions=positions, histogram=hist, equality=eq, equality_summary=eq_summary,
-                    ksweep=ksweep_rows(run, speed), sampled=sampled_rows(run), lossless=lossless_rows(run),
-                    categories=category_rows(run), prefix_cache=prefix_cache_rows(run), turns=turn_rows(run),
-                    k_per_load=k_per_load_rows(run))
+    report = Report(
+        run=run,
+        methods=method_rows(run),
+        cells=cells,
+        speed=speed,
+        crossover=crossover_rows(speed),
+        acceptance=acc,
+        positions=positions,
+        histogram=hist,
+        equality=eq,
+        equality_summary=eq_summary,
+        ksweep=ksweep_rows(run, speed),
+        sampled=sampled_rows(run),
+        lossless=lossless_rows(run),
+        categories=category_rows(run),
+        prefix_cache=prefix_cache_rows(run),
+        turns=turn_rows(run),
+        k_per_load=k_per_load_rows(run),
+    )
     report.rates = load.rate_rows(run)
     report.rate_crossover = load.rate_crossover_rows(report.rates)
     report.frontier = load.frontier_rows(speed, report.rates)
@@ -158,6 +204,12 @@ def gain_summary(run_dir: Path) -> list[dict]:
         key = (r["family"], r["task"], r["concurrency"])
         if key not in seen:
             seen.add(key)
-            out.append({"method": r["family"], "task": r["task"], "concurrency": r["concurrency"],
-                        "gain_stops_at_k": r["gain_stops_at_k"]})
+            out.append(
+                {
+                    "method": r["family"],
+                    "task": r["task"],
+                    "concurrency": r["concurrency"],
+                    "gain_stops_at_k": r["gain_stops_at_k"],
+                }
+            )
     return out

@@ -1,5 +1,6 @@
 """One console table per task for a run: acceptance, cross-check and throughput against the baseline
 of the same target. Ratios are computed from the bundle's summaries, nothing else."""
+
 from __future__ import annotations
 
 import io
@@ -32,8 +33,8 @@ def summaries_of(run) -> tuple[dict[str, Summary], list]:
     return {name: md.record for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
 
 
-Summaries = Mapping[str, Summary | dict]   # the tables take records, or summaries as JSON (Summary.of)
-Findings = Mapping[str, list[Finding]]     # method -> what its summary.json stated otherwise (results/reader.py)
+Summaries = Mapping[str, Summary | dict]  # the tables take records, or summaries as JSON (Summary.of)
+Findings = Mapping[str, list[Finding]]  # method -> what its summary.json stated otherwise (results/reader.py)
 
 
 def _marked(found: Findings | None, name: str, task: str, phase: str = "greedy"):
@@ -43,6 +44,7 @@ def _marked(found: Findings | None, name: str, task: str, phase: str = "greedy")
     def mark(text: str, *figures: str) -> str:
         hit = [f for f in mine if f.figure in figures]
         return shown.cell(text, next((f for f in hit if f.unknown), hit[0]) if hit else None)
+
     return mark
 
 
@@ -75,12 +77,18 @@ def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
     by_c = _cells_by_concurrency(_figures(Summary.of(summary), task))
     serial = [c_.figure("mean_e2el_ms") for c_ in by_c.get(1, []) if c_.figure("mean_e2el_ms")]
     serial_mean = sorted(serial)[len(serial) // 2] if serial else None
-    stalled = {c for c, cells in by_c.items()
-               if c is not None   # a closed-loop cell always has its concurrency
-               and any((c_.per_request or {}).get("stall")
-                       or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean) for c_ in cells)}
+    stalled = {
+        c
+        for c, cells in by_c.items()
+        if c is not None  # a closed-loop cell always has its concurrency
+        and any(
+            (c_.per_request or {}).get("stall")
+            or per_request.slower_than_serial(c_.figure("mean_e2el_ms"), c, serial_mean)
+            for c_ in cells
+        )
+    }
     higher = {c: _median_of(cells, "mean_e2el_ms") for c, cells in by_c.items() if c is not None and c > 1}
-    slow = marks.slow_c1(_median_of(by_c.get(1, []), "mean_e2el_ms"), higher)   # as report/speed.py's medians
+    slow = marks.slow_c1(_median_of(by_c.get(1, []), "mean_e2el_ms"), higher)  # as report/speed.py's medians
     return stalled | ({1} if slow is not None else set())
 
 
@@ -94,8 +102,9 @@ def tokens_per_pass(summary: Summary | dict, task: str) -> dict[int, float]:
             f = c_.to_json()
             out_tokens, n = f.get("total_output_tokens"), f.get("completed")
             decode = None if out_tokens is None or n is None else out_tokens - n
-            passes.append(st.tokens_per_pass(decode, f.get("spec_decode_num_drafts"),
-                                             f.get("spec_decode_accepted_tokens")))
+            passes.append(
+                st.tokens_per_pass(decode, f.get("spec_decode_num_drafts"), f.get("spec_decode_accepted_tokens"))
+            )
         bound = st.median([p for p in passes if p is not None])
         if c is not None and bound is not None:
             out[c] = bound
@@ -130,9 +139,11 @@ def ended(summaries: Summaries, task: str) -> str:
     by_target, answers = finish_by_target(items), answers_by_target(items)
 
     def text(target: str, counts: dict[str, int]) -> str:
-        how = pooled(answers.get(target, []))   # "2 methods × 8 answers, pooled": the counts sum every method's answers
-        return (", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none") + \
-            (f" ({how})" if how else "")
+        how = pooled(answers.get(target, []))  # "2 methods × 8 answers, pooled": the counts sum every method's answers
+        return (", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())) or "none") + (
+            f" ({how})" if how else ""
+        )
+
     if len(by_target) > 1:
         return "; ".join(f"{t}: {text(t, c)}" for t, c in by_target.items())
     return next((text(t, c) for t, c in by_target.items()), "none")
@@ -143,7 +154,7 @@ def task_heading(summaries: Summaries, task: str) -> str:
     return f"task: {task} (acceptance answers ended by: {ended(summaries, task)})"
 
 
-BEYOND = "‼"   # a ratio past what free drafting allows: distinct from ⚠, it is impossible, not only unsteady
+BEYOND = "‼"  # a ratio past what free drafting allows: distinct from ⚠, it is impossible, not only unsteady
 
 
 def beyond_bound_cells(summaries: Summaries, task: str) -> bool:
@@ -183,22 +194,34 @@ def task_table(summaries: Summaries, task: str, found: Findings | None = None) -
         for c in concurrencies:
             tp = mine.get(c)
             ratio = tp / base_tp[c] if tp and base_tp.get(c) else None
-            cells.append("n/a" if tp is None else f"{tp:.1f}" + ("" if ratio is None else f" ({ratio:.2f}×)")
-                         + (f" {BEYOND}" if marks.beyond_bound(ratio, bounds.get(c)) else "")
-                         + (" ⚠" if c in stalled else ""))
+            cells.append(
+                "n/a"
+                if tp is None
+                else f"{tp:.1f}"
+                + ("" if ratio is None else f" ({ratio:.2f}×)")
+                + (f" {BEYOND}" if marks.beyond_bound(ratio, bounds.get(c)) else "")
+                + (" ⚠" if c in stalled else "")
+            )
         status = "" if s.status == "ok" else " [red](failed)[/]"
         mark = _marked(found, name, task)
-        table.add_row(display_name(name, s) + status, s.baseline_method or "-",
-                      mark(pct(figures.acceptance_rate), "acceptance_rate"),
-                      mark(num(figures.mean_acceptance_length), "mean_acceptance_length"),
-                      crosscheck_mark(s), *cells)
+        table.add_row(
+            display_name(name, s) + status,
+            s.baseline_method or "-",
+            mark(pct(figures.acceptance_rate), "acceptance_rate"),
+            mark(num(figures.mean_acceptance_length), "mean_acceptance_length"),
+            crosscheck_mark(s),
+            *cells,
+        )
     return table
 
 
 def _rate_and_length(figures: Acceptance | None, mark=None) -> str:
-    """"55.6 % · 2.67"; flagged where `mark` (_marked, the method's findings on that phase) says so."""
-    text = "n/a" if figures is None or not figures.drafted else \
-        f"{pct(figures.acceptance_rate)} · {num(figures.mean_acceptance_length)}"
+    """ "55.6 % · 2.67"; flagged where `mark` (_marked, the method's findings on that phase) says so."""
+    text = (
+        "n/a"
+        if figures is None or not figures.drafted
+        else f"{pct(figures.acceptance_rate)} · {num(figures.mean_acceptance_length)}"
+    )
     return mark(text, "acceptance_rate", "mean_acceptance_length") if mark else text
 
 
@@ -225,11 +248,19 @@ def category_table(summaries: Summaries, task: str, found: Findings | None = Non
     first = next(f for f in per_method.values() if f.categories)
     for c in categories:
         mine = first.category_figures.get(c)
-        table.add_row(c, str("n/a" if mine is None else given(mine, "requests", "n/a")),
-                      *[_rate_and_length(f.category_figures.get(c), _marked(found, n, task, f"greedy · {c}"))
-                        for n, f in per_method.items()])
-    table.add_row("[bold]all (the task)[/]", str(first.requests),
-                  *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()])
+        table.add_row(
+            c,
+            str("n/a" if mine is None else given(mine, "requests", "n/a")),
+            *[
+                _rate_and_length(f.category_figures.get(c), _marked(found, n, task, f"greedy · {c}"))
+                for n, f in per_method.items()
+            ],
+        )
+    table.add_row(
+        "[bold]all (the task)[/]",
+        str(first.requests),
+        *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()],
+    )
     return table
 
 
@@ -243,15 +274,28 @@ def turn_table(summaries: Summaries, task: str, found: Findings | None = None) -
     if first is None:
         return None
     table = _per_method_table(f"{task} per turn: acceptance rate · mean length", "turn", records)
-    table.add_row("turn 1 (the task)", str(next(iter(per_method.values())).requests),
-                  *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()])
+    table.add_row(
+        "turn 1 (the task)",
+        str(next(iter(per_method.values())).requests),
+        *[_rate_and_length(f, _marked(found, n, task)) for n, f in per_method.items()],
+    )
     # rows with no second turn are not in turn 2: say how many
-    table.add_row(f"turn 2 ({given(first, 'left_out', 0)} left out)", str(first.requests),
-                  *[_rate_and_length(t, _marked(found, n, task, "turn2")) for n, t in seconds.items()])
+    table.add_row(
+        f"turn 2 ({given(first, 'left_out', 0)} left out)",
+        str(first.requests),
+        *[_rate_and_length(t, _marked(found, n, task, "turn2")) for n, t in seconds.items()],
+    )
     for c, figures in first.category_figures.items():
-        table.add_row(f"turn 2 · {c}", str(figures.requests),
-                      *[_rate_and_length(None if t is None else t.category_figures.get(c),
-                                         _marked(found, n, task, f"turn2 · {c}")) for n, t in seconds.items()])
+        table.add_row(
+            f"turn 2 · {c}",
+            str(figures.requests),
+            *[
+                _rate_and_length(
+                    None if t is None else t.category_figures.get(c), _marked(found, n, task, f"turn2 · {c}")
+                )
+                for n, t in seconds.items()
+            ],
+        )
     return table
 
 
@@ -270,19 +314,25 @@ def seal_run(run_dir: Path) -> None:
 
 def print_run(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console(width=max(120, Console().width))
-    run = load_run(run_dir)   # read once: the tables and the prefix-cache rows come from the same reading
+    run = load_run(run_dir)  # read once: the tables and the prefix-cache rows come from the same reading
     summaries, failed = summaries_of(run)
     weights = weights_line(run.manifest)
     if weights:
         console.print(f"[bold]{weights}[/]")
-    marks = guards.guard_rows(run, guards.NoTokenizers())   # a doubled BOS, random prompts (report.md: the fix)
-    loops = loop_rows(run)   # acceptance answers that loop (report.md: both figures and the fix)
+    marks = guards.guard_rows(run, guards.NoTokenizers())  # a doubled BOS, random prompts (report.md: the fix)
+    loops = loop_rows(run)  # acceptance answers that loop (report.md: both figures and the fix)
     # the copy-heavy task first
-    tasks = sorted({t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t not in ("code", "edit"), t))
+    tasks = sorted(
+        {t for s in summaries.values() for t in s.task_figures}, key=lambda t: (t not in ("code", "edit"), t)
+    )
     for task in tasks:
         found = {name: md.findings for name, md in run.methods.items()}
-        console.print(escape(task_heading(summaries, task) + guards.guard_marks(marks, task)
-                             + loop_guard.loop_marks(loops, task)), soft_wrap=True)
+        console.print(
+            escape(
+                task_heading(summaries, task) + guards.guard_marks(marks, task) + loop_guard.loop_marks(loops, task)
+            ),
+            soft_wrap=True,
+        )
         console.print(task_table(summaries, task, found))
         by_category = category_table(summaries, task, found)
         if by_category is not None:
@@ -290,29 +340,44 @@ def print_run(run_dir: Path, console: Console | None = None) -> None:
         by_turn = turn_table(summaries, task, found)
         if by_turn is not None:
             console.print(by_turn)
-        caching = prefix_cache.console_table(run, task)   # only when a method cached prefixes (--prefix-caching)
+        caching = prefix_cache.console_table(run, task)  # only when a method cached prefixes (--prefix-caching)
         if caching is not None:
             console.print(caching)
-    console.print("acceptance = Σ accepted / Σ drafted over the task's greedy acceptance answers (n/a = no drafts, "
-                  "not 0 %); acc. length = mean tokens per verify step. check: the cross-checks, ✔ = every one of the "
-                  "method exact, ✘ N = N mismatches, n/a = nothing to check. c=N: output tokens/s at concurrency N "
-                  "(× the baseline's), from vllm bench serve at fixed output length. The histograms, tokens per "
-                  "target pass, distinct answers and what each cross-check compared: report.md.")
+    console.print(
+        "acceptance = Σ accepted / Σ drafted over the task's greedy acceptance answers (n/a = no drafts, "
+        "not 0 %); acc. length = mean tokens per verify step. check: the cross-checks, ✔ = every one of the "
+        "method exact, ✘ N = N mismatches, n/a = nothing to check. c=N: output tokens/s at concurrency N "
+        "(× the baseline's), from vllm bench serve at fixed output length. The histograms, tokens per "
+        "target pass, distinct answers and what each cross-check compared: report.md."
+    )
     if any(beyond_bound_cells(summaries, t) for t in tasks):
-        console.print(f"{BEYOND} = the ratio exceeds the method's tokens per target pass (by more than "
-                      f"{st.BOUND_TOLERANCE - 1:.0%}): more than a drafter that cost nothing could give, so the "
-                      "baseline's cell was slow, not the method fast (report.md: ⚠ beyond bound).")
+        console.print(
+            f"{BEYOND} = the ratio exceeds the method's tokens per target pass (by more than "
+            f"{st.BOUND_TOLERANCE - 1:.0%}): more than a drafter that cost nothing could give, so the "
+            "baseline's cell was slow, not the method fast (report.md: ⚠ beyond bound)."
+        )
     if any(stalled_concurrencies(s, t) for s in summaries.values() for t in s.task_figures):
-        console.print("⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
-                      "sending, a TTFT/E2EL outlier, or slower than c=1 one after another), or a c=1 cell of either "
-                      "was slower per request than the same server at a higher concurrency (a stall or a warm-up): "
-                      "the figure and its ratio rest on it (report.md: the speed table's note names it).")
-    repeats = max((len(v) for s in summaries.values() for t in s.task_figures.values()
-                   for v in _cells_by_concurrency(t).values()), default=0)
-    if 0 < repeats < MIN_REPEATS:   # no bench cell (--skip-bench): no ratio to qualify
-        console.print(f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
-                      "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
-                      "--repeats 3 --replicate sessions for intervals that count).")
+        console.print(
+            "⚠ = a repeat of this cell or of its baseline's stalled (bench's per-request data: a pause in "
+            "sending, a TTFT/E2EL outlier, or slower than c=1 one after another), or a c=1 cell of either "
+            "was slower per request than the same server at a higher concurrency (a stall or a warm-up): "
+            "the figure and its ratio rest on it (report.md: the speed table's note names it)."
+        )
+    repeats = max(
+        (
+            len(v)
+            for s in summaries.values()
+            for t in s.task_figures.values()
+            for v in _cells_by_concurrency(t).values()
+        ),
+        default=0,
+    )
+    if 0 < repeats < MIN_REPEATS:  # no bench cell (--skip-bench): no ratio to qualify
+        console.print(
+            f"(× base) are point estimates from {repeats} repeat(s), with no interval under {MIN_REPEATS}: "
+            "they say nothing about how much a ratio moves from run to run (report.md: verdicts, "
+            "--repeats 3 --replicate sessions for intervals that count)."
+        )
     if run.findings:
         console.print(f"[bold red]{shown.FLAG} {shown.HEADING}[/] ({len(run.findings)} figure(s)):")
         for finding in run.findings:

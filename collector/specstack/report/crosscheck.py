@@ -2,6 +2,7 @@
 spec_decode_* fields are bench's own /metrics deltas (the same counters read twice), many per-position identities
 are 0 = 0, the warm-up window's checks are about no measured request, and a baseline's checks are bench
 completeness only. Each check is put in one kind, read from the summary as it is (any bundle)."""
+
 from __future__ import annotations
 
 from specstack.results.summary import Summary, Window
@@ -10,11 +11,11 @@ from specstack.results.summary import Summary, Window
 # engine's own bookkeeping (what it attaches to each response, what it counts), so they agree when the engine is
 # consistent with itself; no outside measurement of what was drafted or accepted exists to check them against.
 PER_REQUEST = "per-request vs counters"
-COMPLETENESS = "completeness"   # bench's own count of answers / tokens against the server's counters
+COMPLETENESS = "completeness"  # bench's own count of answers / tokens against the server's counters
 SAME_COUNTERS = "same counters"  # bench's spec_decode_* fields: bench read the same /metrics counters itself
 INTERNAL = "/metrics internal"  # one /metrics delta against another (the counters agree among themselves)
-TRIVIAL = "trivial (0 = 0)"     # both sides 0: holds whatever the engine did
-WARMUP = "warm-up"              # the warm-up window: no measured request in it
+TRIVIAL = "trivial (0 = 0)"  # both sides 0: holds whatever the engine did
+WARMUP = "warm-up"  # the warm-up window: no measured request in it
 
 KINDS = (PER_REQUEST, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
 
@@ -46,7 +47,7 @@ def counts(summary: Summary | dict) -> dict[str, int]:
 
 
 def label(summary: Summary | dict) -> str:
-    """"40 per-request vs counters (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)";
+    """ "40 per-request vs counters (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)";
     the per-request identities first, the rest apart. A baseline says "completeness only"."""
     by = counts(summary)
     rest = ", ".join(f"{n} {k}" for k, n in by.items() if n and k != PER_REQUEST)

@@ -1,6 +1,7 @@
 """Output equality against the baseline (acceptance phase only): per request, equal or the first diverging
 index in target-tokenizer tokens (characters when the tokenizer cannot be loaded); the comparison of two
 outputs itself is figures/equality.py."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,6 +27,7 @@ class Tokenizers:
         if path not in self._cache:
             try:
                 from transformers import AutoTokenizer
+
                 self._cache[path] = (AutoTokenizer.from_pretrained(path), None)
             except Exception as e:  # noqa: BLE001 - any failure means: fall back to characters, and say so
                 self._cache[path] = (None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
@@ -35,7 +37,7 @@ class Tokenizers:
 def load_tokenizer(tokenizers: Tokenizers, path: str | None) -> tuple[Encoder | None, str, str]:
     """(tokenizer or None, the unit divergence indices count in, how a table names what was used)."""
     tok, why = tokenizers.get(path)
-    if tok is None or not path:   # no path: never a tokenizer
+    if tok is None or not path:  # no path: never a tokenizer
         return None, "character", f"not loaded ({why}); character index"
     return tok, "token", path
 
@@ -45,8 +47,9 @@ def tokenizer_path(md: MethodData) -> str | None:
     return server.root_model or server.target
 
 
-def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
-                  tokenizer: str | None = None) -> tuple[list[dict], list[dict]]:
+def equality_rows(
+    run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
+) -> tuple[list[dict], list[dict]]:
     """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
     moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()
@@ -58,12 +61,28 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
         for task in run.tasks:
             if task not in md.task_figures:
                 continue
-            s: dict[str, Any] = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                                 "comparable": md.comparable, "server_contradicted": bool(md.server_contradictions),
-                                 "requests": 0, "distinct_outputs": None, "baseline_distinct_outputs": None,
-                                 "compared": 0, "equal": 0, "equal_rate": None, "finish_reason_differs": 0,
-                                 "first_divergence_min": None, "first_divergence_median": None, "near_ties": None,
-                                 "unit": None, "tokenizer": None, "dtype": None, "note": None}
+            s: dict[str, Any] = {
+                "method": md.name,
+                "label": md.display_name,
+                "baseline": md.baseline,
+                "task": task,
+                "comparable": md.comparable,
+                "server_contradicted": bool(md.server_contradictions),
+                "requests": 0,
+                "distinct_outputs": None,
+                "baseline_distinct_outputs": None,
+                "compared": 0,
+                "equal": 0,
+                "equal_rate": None,
+                "finish_reason_differs": 0,
+                "first_divergence_min": None,
+                "first_divergence_median": None,
+                "near_ties": None,
+                "unit": None,
+                "tokenizer": None,
+                "dtype": None,
+                "note": None,
+            }
             if base is None:
                 s["note"] = f"baseline {md.baseline!r} missing or failed"
                 summary.append(s)
@@ -75,21 +94,33 @@ def equality_rows(run: RunData, tokenizers: Tokenizers | None = None,
             theirs = {r["id"]: r for r in acceptance_records(base, task)}
             mine = acceptance_records(md, task)
             # how many different answers the verdict rests on, on each side (16 equal answers of 3 kinds are 3)
-            s["distinct_outputs"], s["baseline_distinct_outputs"] = distinct_outputs(mine), \
-                distinct_outputs(list(theirs.values()))
+            s["distinct_outputs"], s["baseline_distinct_outputs"] = (
+                distinct_outputs(mine),
+                distinct_outputs(list(theirs.values())),
+            )
             divergences, kinds = [], []
             for a in mine:
                 b = theirs.get(a["id"])
                 s["requests"] += 1
-                row = {"method": md.name, "baseline": md.baseline, "task": task, "id": a["id"],
-                       "equal": None, "first_token_divergence": None, "first_char_divergence": None,
-                       "unit": s["unit"], "finish_reason": a["finish_reason"],
-                       "baseline_finish_reason": b["finish_reason"] if b else None,
-                       "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
-                       "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
-                       "divergence_gap_nats": None, "divergence_kind": None, "divergence_cause": None,
-                       "note": not_compared(a, b, "no baseline response with this id")}
-                if row["note"] is None and b is not None:   # a missing baseline response has a note
+                row = {
+                    "method": md.name,
+                    "baseline": md.baseline,
+                    "task": task,
+                    "id": a["id"],
+                    "equal": None,
+                    "first_token_divergence": None,
+                    "first_char_divergence": None,
+                    "unit": s["unit"],
+                    "finish_reason": a["finish_reason"],
+                    "baseline_finish_reason": b["finish_reason"] if b else None,
+                    "completion_tokens": (a["usage"] or {}).get("completion_tokens"),
+                    "baseline_completion_tokens": ((b or {}).get("usage") or {}).get("completion_tokens"),
+                    "divergence_gap_nats": None,
+                    "divergence_kind": None,
+                    "divergence_cause": None,
+                    "note": not_compared(a, b, "no baseline response with this id"),
+                }
+                if row["note"] is None and b is not None:  # a missing baseline response has a note
                     row.update(compare_texts(a["text"], b["text"], tok))
                     s["compared"] += 1
                     s["equal"] += row["equal"]

@@ -2,6 +2,7 @@
 figure is shown as recomputed and marked FLAG; one it cannot recompute reads MISSING, never "n/a" (which means no
 drafts); and a list names each finding: method, task, phase, figure, the value in summary.json, the recomputed one.
 The report, the console table and compare all write them with these."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,12 @@ FLAG = "⚑"
 MISSING = "missing"
 HEADING = "summary.json disagrees with its sums, request records or bench files"
 SOURCES = {"records": "its request records", "sums": "its own sums", "bench file": "its bench file"}
-NOTE = (f"{FLAG} = the figure summary.json states differs from, or lacks, what its sums, request records or bench "
-        "files give: "
-        f"the figure shown is the recomputed one; \"{MISSING}\" = it is gone and cannot be recomputed "
-        "(n/a means no drafts, never missing). `specstack verify RUN` names the edited file.")
+NOTE = (
+    f"{FLAG} = the figure summary.json states differs from, or lacks, what its sums, request records or bench "
+    "files give: "
+    f'the figure shown is the recomputed one; "{MISSING}" = it is gone and cannot be recomputed '
+    "(n/a means no drafts, never missing). `specstack verify RUN` names the edited file."
+)
 
 
 def value_text(figure: str, value: Any) -> str:
@@ -34,7 +37,7 @@ def value_text(figure: str, value: Any) -> str:
         return pct(value)
     if kind == "shares":
         return "[" + ", ".join("—" if x is None else pct(x) for x in value) + "]"
-    if kind == "number" or (kind is None and isinstance(value, float)):   # bench's latencies: `*_ms`
+    if kind == "number" or (kind is None and isinstance(value, float)):  # bench's latencies: `*_ms`
         return num(value, 4)
     return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else str(value)
 
@@ -46,11 +49,13 @@ def _recomputed(f: Finding) -> str:
 
 
 def line(f: Finding, side: str = "") -> str:
-    """"ngram · code · greedy: acceptance_rate: summary.json says 95.6 %, its records give 55.6 % (shown)"."""
+    """ "ngram · code · greedy: acceptance_rate: summary.json says 95.6 %, its records give 55.6 % (shown)"."""
     where = f"{side}{f.method} · {f.task} · {f.phase}: {f.figure}"
     source = SOURCES.get(f.source, f.source)
     if f.unknown:
-        return f"{where}: {MISSING} from summary.json and cannot be recomputed (no records, no sums): shown as {MISSING}"
+        return (
+            f"{where}: {MISSING} from summary.json and cannot be recomputed (no records, no sums): shown as {MISSING}"
+        )
     said = "lacks it" if f.stated is ABSENT else f"says {value_text(f.figure, f.stated)}"
     return f"{where}: summary.json {said}, {source} give {_recomputed(f)} (shown)"
 
@@ -62,11 +67,21 @@ def _raw(value: Any) -> Any:
 def rows(findings: list[Finding], side: str | None = None, raw: bool = False) -> list[dict]:
     """One row per finding, for a table: every value as text, in the report's units; `raw` (compare.json) adds
     both values as the JSON holds them (`summary_json_value`, `recomputed_value`; null where absent or unknown)."""
-    return [{**({"side": side} if side is not None else {}), "method": f.method, "task": f.task, "phase": f.phase,
-             "figure": f.figure, "summary_json": value_text(f.figure, f.stated), "recomputed": _recomputed(f),
-             "from": f.source, "check": f.check,
-             **({"summary_json_value": _raw(f.stated), "recomputed_value": _raw(f.recomputed)} if raw else {})}
-            for f in findings]
+    return [
+        {
+            **({"side": side} if side is not None else {}),
+            "method": f.method,
+            "task": f.task,
+            "phase": f.phase,
+            "figure": f.figure,
+            "summary_json": value_text(f.figure, f.stated),
+            "recomputed": _recomputed(f),
+            "from": f.source,
+            "check": f.check,
+            **({"summary_json_value": _raw(f.stated), "recomputed_value": _raw(f.recomputed)} if raw else {}),
+        }
+        for f in findings
+    ]
 
 
 def cell(text: str, finding: Finding | None) -> str:
@@ -81,8 +96,18 @@ def table(found: list[dict]) -> list[tuple]:
     line, the table and what the mark means."""
     if not found:
         return []
-    keys = (["side"] if "side" in found[0] else []) + ["method", "task", "phase", "figure", "summary_json",
-                                                       "recomputed", "from"]
+    keys = (["side"] if "side" in found[0] else []) + [
+        "method",
+        "task",
+        "phase",
+        "figure",
+        "summary_json",
+        "recomputed",
+        "from",
+    ]
     head = [{"summary_json": SUMMARY_FILE}.get(k, k) for k in keys]
-    return [("p", f"**{FLAG} {HEADING}** ({len(found)} figure(s)); every table shows the recomputed figure:"),
-            ("table", head, [[r[k] for k in keys] for r in found]), ("p", NOTE)]
+    return [
+        ("p", f"**{FLAG} {HEADING}** ({len(found)} figure(s)); every table shows the recomputed figure:"),
+        ("table", head, [[r[k] for k in keys] for r in found]),
+        ("p", NOTE),
+    ]

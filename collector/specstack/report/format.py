@@ -1,5 +1,6 @@
 """How figures are written in every human-readable output (the report, the console table, the harness
 benchmarks): None is "n/a" (not measured, or no drafts), never 0."""
+
 from __future__ import annotations
 
 import math
@@ -47,11 +48,13 @@ def over_repeats(repeats: int) -> str:
 
 
 # What a run's weights make of its figures (the manifest's model_weights, from [model_weights] in methods.toml).
-WEIGHTS_NOTE = {"trained": "trained weights: acceptance and speed are a real model's",
-                "random": "random weights: the accounting only, acceptance and speed mean nothing"}
+WEIGHTS_NOTE = {
+    "trained": "trained weights: acceptance and speed are a real model's",
+    "random": "random weights: the accounting only, acceptance and speed mean nothing",
+}
 
 
 def weights_line(manifest: dict) -> str | None:
-    """"model set tiny: random weights: ..." for a run whose manifest says its weights, else None."""
+    """ "model set tiny: random weights: ..." for a run whose manifest says its weights, else None."""
     note = WEIGHTS_NOTE.get(manifest.get("model_weights") or "")
     return f"model set {manifest.get('model_set')}: {note}" if note else None

@@ -9,6 +9,7 @@
   the most common English words.
 
 One pure function per guard; `guard_rows` applies them per method × task, `guard_notes` renders a task's."""
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,60 @@ from specstack.results.reader import RunData
 if TYPE_CHECKING:
     from specstack.report.contents import Report
 
-COLUMNS = ["method", "label", "task", "requests", "prompts_with_ids", "doubled_bos", "bos_id", "bos_basis",
-           "bos_in_text", "random_prompts", "random_basis", "common_word_share", "words"]
+COLUMNS = [
+    "method",
+    "label",
+    "task",
+    "requests",
+    "prompts_with_ids",
+    "doubled_bos",
+    "bos_id",
+    "bos_basis",
+    "bos_in_text",
+    "random_prompts",
+    "random_basis",
+    "common_word_share",
+    "words",
+]
 
-RANDOM_NAMES = frozenset({"random", "random-mm", "random_mm"})   # vllm bench's random datasets, by name
+RANDOM_NAMES = frozenset({"random", "random-mm", "random_mm"})  # vllm bench's random datasets, by name
 # the most common English function words: 20-50 % of the words of English prose, about 0.1 % of random tokens'
-COMMON_WORDS = frozenset({"the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "on", "be", "this",
-                          "are", "by", "or", "not", "an", "you", "from", "at", "was", "have", "what", "how", "your",
-                          "can", "if", "which"})
-MIN_WORDS = 100       # fewer words than this: the statistic is not read
-RANDOM_SHARE = 0.02   # under this share of common words: random tokens (or no English prose at all)
+COMMON_WORDS = frozenset(
+    {
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "with",
+        "as",
+        "on",
+        "be",
+        "this",
+        "are",
+        "by",
+        "or",
+        "not",
+        "an",
+        "you",
+        "from",
+        "at",
+        "was",
+        "have",
+        "what",
+        "how",
+        "your",
+        "can",
+        "if",
+        "which",
+    }
+)
+MIN_WORDS = 100  # fewer words than this: the statistic is not read
+RANDOM_SHARE = 0.02  # under this share of common words: random tokens (or no English prose at all)
 
 
 def doubled_bos(prompt_ids: list[list[int] | None], bos_id: int | None) -> dict[str, Any]:
@@ -45,8 +90,12 @@ def doubled_bos(prompt_ids: list[list[int] | None], bos_id: int | None) -> dict[
         doubled = [ids for ids in known if len(ids) > 1 and ids[0] == ids[1]]
     else:
         doubled = [ids for ids in known if ids[:2] == [bos_id, bos_id]]
-    return {"checked": len(known), "doubled": len(doubled), "token": doubled[0][0] if doubled else bos_id,
-            "basis": "first token repeated" if bos_id is None else f"BOS id {bos_id}"}
+    return {
+        "checked": len(known),
+        "doubled": len(doubled),
+        "token": doubled[0][0] if doubled else bos_id,
+        "basis": "first token repeated" if bos_id is None else f"BOS id {bos_id}",
+    }
 
 
 def bos_in_text(texts: list[str | None], bos: str | None) -> int:
@@ -62,10 +111,13 @@ def random_prompts(dataset: str | None, texts: list[str | None]) -> dict[str, An
     if dataset and dataset.lower() in RANDOM_NAMES:
         return {"random": True, "basis": f"dataset {dataset!r}", "share": share, "words": len(words)}
     if share is None or len(words) < MIN_WORDS:
-        return {"random": None, "basis": f"{len(words)} words, too few to judge", "share": share,
-                "words": len(words)}
-    return {"random": share < RANDOM_SHARE, "basis": f"{pct(share)} of {len(words)} words are common English "
-            "words", "share": share, "words": len(words)}
+        return {"random": None, "basis": f"{len(words)} words, too few to judge", "share": share, "words": len(words)}
+    return {
+        "random": share < RANDOM_SHARE,
+        "basis": f"{pct(share)} of {len(words)} words are common English words",
+        "share": share,
+        "words": len(words),
+    }
 
 
 def dataset_name(run: RunData, task: str) -> str | None:
@@ -99,13 +151,24 @@ def guard_rows(run: RunData, tokenizers: Tokenizers | None = None, tokenizer: st
                 continue
             texts = [_user_text(r["messages"]) for r in records]
             bos_check = doubled_bos([r["prompt_token_ids"] for r in records], bos_id)
-            rand = random_prompts(dataset_name(run, task) or (task if task.lower() in RANDOM_NAMES else None),
-                                  texts)
-            rows.append({"method": md.name, "label": md.display_name, "task": task, "requests": len(records),
-                         "prompts_with_ids": bos_check["checked"], "doubled_bos": bos_check["doubled"],
-                         "bos_id": bos_check["token"], "bos_basis": bos_check["basis"],
-                         "bos_in_text": bos_in_text(texts, bos), "random_prompts": rand["random"],
-                         "random_basis": rand["basis"], "common_word_share": rand["share"], "words": rand["words"]})
+            rand = random_prompts(dataset_name(run, task) or (task if task.lower() in RANDOM_NAMES else None), texts)
+            rows.append(
+                {
+                    "method": md.name,
+                    "label": md.display_name,
+                    "task": task,
+                    "requests": len(records),
+                    "prompts_with_ids": bos_check["checked"],
+                    "doubled_bos": bos_check["doubled"],
+                    "bos_id": bos_check["token"],
+                    "bos_basis": bos_check["basis"],
+                    "bos_in_text": bos_in_text(texts, bos),
+                    "random_prompts": rand["random"],
+                    "random_basis": rand["basis"],
+                    "common_word_share": rand["share"],
+                    "words": rand["words"],
+                }
+            )
     return rows
 
 
@@ -134,18 +197,31 @@ def guard_notes(rep: Report, task: str) -> list[tuple]:
     out: list[tuple] = []
     doubled = [r for r in rows if r["doubled_bos"] or r["bos_in_text"]]
     if doubled:
-        parts = [f"{r['label']}: {r['doubled_bos']} of {r['prompts_with_ids']} prompts begin with two BOS tokens "
-                 f"(id {r['bos_id']}, {r['bos_basis']})" if r["doubled_bos"] else
-                 f"{r['label']}: {r['bos_in_text']} of {r['requests']} prompt texts start with the BOS string"
-                 for r in doubled]
-        out.append(("p", "⚠ **Doubled BOS.** " + "; ".join(parts) + ". A repeated BOS costs about 5 % of "
-                    "acceptance (vLLM's own acceptance test), so this task's acceptance reads low. Fix: let one "
-                    "side add the BOS: strip it from the prompt text, or drop the tokenizer's (add_special_tokens "
-                    "false) when the chat template already inserts it."))
+        parts = [
+            f"{r['label']}: {r['doubled_bos']} of {r['prompts_with_ids']} prompts begin with two BOS tokens "
+            f"(id {r['bos_id']}, {r['bos_basis']})"
+            if r["doubled_bos"]
+            else f"{r['label']}: {r['bos_in_text']} of {r['requests']} prompt texts start with the BOS string"
+            for r in doubled
+        ]
+        out.append(
+            (
+                "p",
+                "⚠ **Doubled BOS.** " + "; ".join(parts) + ". A repeated BOS costs about 5 % of "
+                "acceptance (vLLM's own acceptance test), so this task's acceptance reads low. Fix: let one "
+                "side add the BOS: strip it from the prompt text, or drop the tokenizer's (add_special_tokens "
+                "false) when the chat template already inserts it.",
+            )
+        )
     rand = next((r for r in rows if r["random_prompts"]), None)
     if rand:
-        out.append(("p", f"⚠ **Random-token prompts** ({rand['random_basis']}; English prose: 20–50 %). "
-                         "Acceptance on random tokens says nothing about real text: a drafter has nothing to "
-                         "predict from. Measure acceptance on a real dataset (--dataset) before reading it; prompts in "
-                         "no English at all read as random by the word share too."))
+        out.append(
+            (
+                "p",
+                f"⚠ **Random-token prompts** ({rand['random_basis']}; English prose: 20–50 %). "
+                "Acceptance on random tokens says nothing about real text: a drafter has nothing to "
+                "predict from. Measure acceptance on a real dataset (--dataset) before reading it; prompts in "
+                "no English at all read as random by the word share too.",
+            )
+        )
     return out

@@ -1,6 +1,7 @@
 """How to read ITL per cell (issue #41 point 9): the tokens each streamed chunk carried, beside the ITL in the
 latency table, and a ⚠ note naming the cells whose chunks carried more than one token, where bench's ITL is a
 gap per chunk, with the gap per token beside it. The figures are report/speed.py's (figures/chunks.py)."""
+
 from __future__ import annotations
 
 from specstack.report.format import num
@@ -17,13 +18,22 @@ def per_chunk_note(rows: list[dict]) -> list[tuple]:
     found = [r for r in rows if r.get("itl_per_chunk")]
     if not found:
         return []
-    cells = [f"{label(r)} c={r['concurrency']}: {num(r['tokens_per_chunk'])} tokens per chunk, ITL p50 "
-             f"{num(r.get('itl_p50_ms'))} ms per chunk ≈ {num(r.get('itl_p50_per_token_ms'))} ms per token"
-             + (" (‡: the gaps are bursts, neither says much)" if r.get("itl_degenerate") else "") for r in found]
-    return [("p", "⚠ **ITL is per chunk in these cells**: a streamed chunk carried more than one token on average "
-                  "(a speculative step streams every token it accepted in one chunk), so bench's ITL there is the "
-                  "gap between chunks, not between tokens; ITL p50 ÷ tokens per chunk is the gap per token: "
-                  + "; ".join(cells) + ". Tokens per chunk = Σ output tokens ÷ Σ chunks (a request's chunks = its "
-                  "ITL gaps + 1) over the repeats' successful requests, from bench's per-request data "
-                  "(--save-detailed); n/a: a cell without it. Compare methods by TPOT, a time per token by "
-                  "construction.")]
+    cells = [
+        f"{label(r)} c={r['concurrency']}: {num(r['tokens_per_chunk'])} tokens per chunk, ITL p50 "
+        f"{num(r.get('itl_p50_ms'))} ms per chunk ≈ {num(r.get('itl_p50_per_token_ms'))} ms per token"
+        + (" (‡: the gaps are bursts, neither says much)" if r.get("itl_degenerate") else "")
+        for r in found
+    ]
+    return [
+        (
+            "p",
+            "⚠ **ITL is per chunk in these cells**: a streamed chunk carried more than one token on average "
+            "(a speculative step streams every token it accepted in one chunk), so bench's ITL there is the "
+            "gap between chunks, not between tokens; ITL p50 ÷ tokens per chunk is the gap per token: "
+            + "; ".join(cells)
+            + ". Tokens per chunk = Σ output tokens ÷ Σ chunks (a request's chunks = its "
+            "ITL gaps + 1) over the repeats' successful requests, from bench's per-request data "
+            "(--save-detailed); n/a: a cell without it. Compare methods by TPOT, a time per token by "
+            "construction.",
+        )
+    ]

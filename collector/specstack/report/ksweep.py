@@ -1,6 +1,7 @@
 """The K sweep section: the variants `<method>-k<K>` of one method family side by side, the smallest K
 beyond which TPOT stops improving, and the best K per load (figures/k_per_load.py) with the run of its schedule
 (`<method>-kload`, sweep-k --k-per-load) beside the best fixed K and the baseline."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,7 @@ def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
         if not md.speculative or md.k is None or schedule_of(md):
             continue
         fam = families.setdefault(k_family(md), {})
-        if md.k not in fam or _K_SUFFIX.match(md.name):   # prefer the explicit <method>-k<K> folder
+        if md.k not in fam or _K_SUFFIX.match(md.name):  # prefer the explicit <method>-k<K> folder
             fam[md.k] = md
     return families
 
@@ -53,24 +54,38 @@ def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
                 tpot_by_k = {}
                 entries = []
                 for k, md in sorted(by_k.items()):
-                    r = next((x for x in speed if x["method"] == md.name and x["task"] == task
-                              and x["concurrency"] == c), None)
+                    r = next(
+                        (x for x in speed if x["method"] == md.name and x["task"] == task and x["concurrency"] == c),
+                        None,
+                    )
                     if r is None:
                         continue
                     acc = md.figures(task)
                     tpot_by_k[k] = r["tpot_p50_ms"]
-                    entries.append({"family": fam, "task": task, "concurrency": c, "k": k, "method": md.name,
-                                    "tpot_p50_ms": r["tpot_p50_ms"], "baseline_tpot_p50_ms": r["baseline_tpot_p50_ms"],
-                                    "tpot_speedup": r["tpot_speedup"], "output_throughput": r["output_throughput"],
-                                    "bench_acceptance_length": r["bench_acceptance_length"],
-                                    "acceptance_phase_mean_length": acc.mean_acceptance_length
-                                    if acc.drafted else None,
-                                    "spec_override": json.dumps(md.record.spec_override, sort_keys=True)})
+                    entries.append(
+                        {
+                            "family": fam,
+                            "task": task,
+                            "concurrency": c,
+                            "k": k,
+                            "method": md.name,
+                            "tpot_p50_ms": r["tpot_p50_ms"],
+                            "baseline_tpot_p50_ms": r["baseline_tpot_p50_ms"],
+                            "tpot_speedup": r["tpot_speedup"],
+                            "output_throughput": r["output_throughput"],
+                            "bench_acceptance_length": r["bench_acceptance_length"],
+                            "acceptance_phase_mean_length": acc.mean_acceptance_length if acc.drafted else None,
+                            "spec_override": json.dumps(md.record.spec_override, sort_keys=True),
+                        }
+                    )
                 if len(tpot_by_k) < 2:
                     continue
                 stop = st.gain_stop(tpot_by_k)
-                note = ("best TPOT at the largest K tested: no plateau yet, try larger K" if stop == max(tpot_by_k)
-                        else f"K above {stop} bought < {st.GAIN_TOLERANCE:.0%} TPOT")
+                note = (
+                    "best TPOT at the largest K tested: no plateau yet, try larger K"
+                    if stop == max(tpot_by_k)
+                    else f"K above {stop} bought < {st.GAIN_TOLERANCE:.0%} TPOT"
+                )
                 for e in entries:
                     e["gain_stops_at_k"] = stop
                     e["gain_note"] = note
@@ -84,9 +99,18 @@ ALL_TASKS = "all tasks"
 
 
 def _cells(md: MethodData, task: str, k: int) -> list[dict]:
-    return [{"k": k, "concurrency": c["concurrency"], "repeat": c["repeat"], "tokens": c["total_output_tokens"],
-             "duration": c["duration_s"], "output_throughput": c["output_throughput"],
-             "ok": c["status"] == "ok" and not c["failed"]} for c in bench_cells(md, task)]
+    return [
+        {
+            "k": k,
+            "concurrency": c["concurrency"],
+            "repeat": c["repeat"],
+            "tokens": c["total_output_tokens"],
+            "duration": c["duration_s"],
+            "output_throughput": c["output_throughput"],
+            "ok": c["status"] == "ok" and not c["failed"],
+        }
+        for c in bench_cells(md, task)
+    ]
 
 
 def _pooled(per_task: list[list[dict]]) -> list[dict]:
@@ -99,8 +123,15 @@ def _pooled(per_task: list[list[dict]]) -> list[dict]:
     out = []
     for (k, conc, r), g in sorted(groups.items()):
         ok = len(g) == len(per_task) and all(x["ok"] and x["tokens"] and x["duration"] for x in g)
-        out.append({"k": k, "concurrency": conc, "repeat": r, "ok": ok, "output_throughput":
-                    sum(x["tokens"] for x in g) / sum(x["duration"] for x in g) if ok else None})
+        out.append(
+            {
+                "k": k,
+                "concurrency": conc,
+                "repeat": r,
+                "ok": ok,
+                "output_throughput": sum(x["tokens"] for x in g) / sum(x["duration"] for x in g) if ok else None,
+            }
+        )
     return out
 
 
@@ -139,18 +170,35 @@ def _family_rows(fam: str, task: str, cells: list[dict], runs: list[MethodData],
         base = next((x for x in b["candidates"] if x["k"] == 0), None)
         fixed_cell = next((x for x in b["candidates"] if x["k"] == fixed), None)
         mine = ran_by_c.get(b["concurrency"])
-        rows.append({
-            "family": fam, "task": task, "concurrency": b["concurrency"], "band": f"{b['band'][0]}–{b['band'][1]}",
-            "k": b["k"], "ties": ", ".join(map(str, b["ties"])) or None, "why_no_k": b["why_none"],
-            "median_tok_s": b["median_tok_s"], "speedup": b["speedup"], "relative_mad": b["relative_mad"],
-            "candidates": "; ".join(f"K={x['k']} {num(x['median_tok_s'])} tok/s {times(x['speedup'])} "
-                                    f"MAD {pct(x['relative_mad'])} {x['gate']}" for x in b["candidates"]),
-            "schedule": json.dumps(sched) if sched else None, "schedule_verdict": why or kpl.verdict(sched),
-            "best_fixed_k": fixed, "best_fixed_k_speedup": fixed_cell["speedup"] if fixed_cell else None,
-            "schedule_method": ran.name if ran else None, "schedule_ran": json.dumps(schedule_of(ran)) if ran else None,
-            "schedule_tok_s": mine.median if mine else None,
-            "schedule_speedup": mine.median / base["median_tok_s"] if mine and base and base["median_tok_s"]
-            else None})
+        rows.append(
+            {
+                "family": fam,
+                "task": task,
+                "concurrency": b["concurrency"],
+                "band": f"{b['band'][0]}–{b['band'][1]}",
+                "k": b["k"],
+                "ties": ", ".join(map(str, b["ties"])) or None,
+                "why_no_k": b["why_none"],
+                "median_tok_s": b["median_tok_s"],
+                "speedup": b["speedup"],
+                "relative_mad": b["relative_mad"],
+                "candidates": "; ".join(
+                    f"K={x['k']} {num(x['median_tok_s'])} tok/s {times(x['speedup'])} "
+                    f"MAD {pct(x['relative_mad'])} {x['gate']}"
+                    for x in b["candidates"]
+                ),
+                "schedule": json.dumps(sched) if sched else None,
+                "schedule_verdict": why or kpl.verdict(sched),
+                "best_fixed_k": fixed,
+                "best_fixed_k_speedup": fixed_cell["speedup"] if fixed_cell else None,
+                "schedule_method": ran.name if ran else None,
+                "schedule_ran": json.dumps(schedule_of(ran)) if ran else None,
+                "schedule_tok_s": mine.median if mine else None,
+                "schedule_speedup": mine.median / base["median_tok_s"]
+                if mine and base and base["median_tok_s"]
+                else None,
+            }
+        )
     return rows
 
 
@@ -160,15 +208,42 @@ def k_per_load_section(rep) -> list[tuple]:
     rows = rep.k_per_load
     if not rows:
         return []
-    heading = "h3" if rep.ksweep else "h2"    # under the K sweep's table, or alone when one K was swept
-    out: list[tuple] = [(heading, "K per load"), ("table", [
-        "method family", "task", "batch sizes", "best K", "ties", "tok/s", "vs baseline", "rel. MAD",
-        "candidates (K: median tok/s, speedup, relative MAD, gate)", "best fixed K", "schedule run"],
-        [[r["family"], r["task"], r["band"], num(r["k"]) if r["k"] is not None else f"n/a: {r['why_no_k']}",
-          r["ties"] or "", num(r["median_tok_s"]), times(r["speedup"]), pct(r["relative_mad"]), r["candidates"],
-          f"K={r['best_fixed_k']} {times(r['best_fixed_k_speedup'])}" if r["best_fixed_k"] else "n/a",
-          f"{r['schedule_method']} {times(r['schedule_speedup'])}" if r["schedule_method"] else "not run"]
-         for r in rows])]
+    heading = "h3" if rep.ksweep else "h2"  # under the K sweep's table, or alone when one K was swept
+    out: list[tuple] = [
+        (heading, "K per load"),
+        (
+            "table",
+            [
+                "method family",
+                "task",
+                "batch sizes",
+                "best K",
+                "ties",
+                "tok/s",
+                "vs baseline",
+                "rel. MAD",
+                "candidates (K: median tok/s, speedup, relative MAD, gate)",
+                "best fixed K",
+                "schedule run",
+            ],
+            [
+                [
+                    r["family"],
+                    r["task"],
+                    r["band"],
+                    num(r["k"]) if r["k"] is not None else f"n/a: {r['why_no_k']}",
+                    r["ties"] or "",
+                    num(r["median_tok_s"]),
+                    times(r["speedup"]),
+                    pct(r["relative_mad"]),
+                    r["candidates"],
+                    f"K={r['best_fixed_k']} {times(r['best_fixed_k_speedup'])}" if r["best_fixed_k"] else "n/a",
+                    f"{r['schedule_method']} {times(r['schedule_speedup'])}" if r["schedule_method"] else "not run",
+                ]
+                for r in rows
+            ],
+        ),
+    ]
     seen: dict[tuple[str, str], dict] = {}
     for r in rows:
         seen.setdefault((r["family"], r["task"]), r)
@@ -177,8 +252,14 @@ def k_per_load_section(rep) -> list[tuple]:
 
 
 def _schedule_sentence(r: dict) -> str:
-    ran = (f" The run's schedule {r['schedule_ran']} ran on vLLM 0.32.0 as {r['schedule_method']}: its speedup "
-           f"per band is in the table beside the best fixed K's and the baseline's.") if r["schedule_method"] else ""
+    ran = (
+        (
+            f" The run's schedule {r['schedule_ran']} ran on vLLM 0.32.0 as {r['schedule_method']}: its speedup "
+            f"per band is in the table beside the best fixed K's and the baseline's."
+        )
+        if r["schedule_method"]
+        else ""
+    )
     if not r["schedule"]:
         return f"no schedule: {r['schedule_verdict']}.{ran}"
     sched = json.loads(r["schedule"])
@@ -188,8 +269,10 @@ def _schedule_sentence(r: dict) -> str:
         return f"{what} ({same} ran).{ran}"
     if kpl.runnable(sched):
         override = json.dumps(kpl.spec_override(sched))
-        return (f"{what}: vLLM 0.32.0 accepts it (speculative config); not run here — `specstack sweep-k "
-                f"--k-per-load` runs it, or `--spec-override '{override}'`.")
+        return (
+            f"{what}: vLLM 0.32.0 accepts it (speculative config); not run here — `specstack sweep-k "
+            f"--k-per-load` runs it, or `--spec-override '{override}'`."
+        )
     return f"{what}: {r['schedule_verdict']}, nothing to run."
 
 
@@ -197,6 +280,7 @@ def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
     """The schedule of one family over the whole workload (the tasks pooled when the run has several), and what
     it means; what `sweep-k --k-per-load` runs."""
     from specstack.results.reader import load_run
+
     run = load_run(run_dir)
     task = ALL_TASKS if len(run.tasks) > 1 else (run.tasks[0] if run.tasks else None)
     rows = k_per_load_rows(run, every_family=True)

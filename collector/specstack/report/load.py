@@ -16,6 +16,7 @@ Validity flags name points that measure queueing rather than decoding:
   concurrency (L off by more than LITTLE_TOLERANCE: ramp-up and drain dominate the window); an open-loop cell
   should serve what was offered (served req/s below (1 − LITTLE_TOLERANCE) × the rate: a queue grew).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,32 @@ def rate_crossover_rows(rates: list[dict]) -> list[dict]:
     rows = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
         mine = [r for r in rates if r["method"] == method and r["task"] == task]
-        tput, lat = (st.crossover({r["request_rate"]: r[key] for r in mine},
-                                  {r["request_rate"]: r[f"{key}_low"] for r in mine}, unit="rate", suffix=" req/s")
-                     for key in ("throughput_speedup", "latency_speedup"))
-        on_latency, on_throughput = marks.crossover_marks(mine, "request_rate")   # as the concurrency crossover
+        tput, lat = (
+            st.crossover(
+                {r["request_rate"]: r[key] for r in mine},
+                {r["request_rate"]: r[f"{key}_low"] for r in mine},
+                unit="rate",
+                suffix=" req/s",
+            )
+            for key in ("throughput_speedup", "latency_speedup")
+        )
+        on_latency, on_throughput = marks.crossover_marks(mine, "request_rate")  # as the concurrency crossover
         lat["text"] += on_latency
         tput["text"] += on_throughput
-        rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
-                     "latency_kind": lat["kind"], "latency_crossover_rate": lat["concurrency"],
-                     "latency_text": lat["text"], "throughput_kind": tput["kind"],
-                     "throughput_crossover_rate": tput["concurrency"], "throughput_text": tput["text"]})
+        rows.append(
+            {
+                "method": method,
+                "label": mine[0]["label"],
+                "baseline": mine[0]["baseline"],
+                "task": task,
+                "latency_kind": lat["kind"],
+                "latency_crossover_rate": lat["concurrency"],
+                "latency_text": lat["text"],
+                "throughput_kind": tput["kind"],
+                "throughput_crossover_rate": tput["concurrency"],
+                "throughput_text": tput["text"],
+            }
+        )
     return rows
 
 
@@ -89,13 +106,16 @@ def _queueing(row: dict, lowest: dict | None, same: list[dict]) -> str | None:
     ttft = row.get("ttft_p50_ms")
     if ttft is None or lowest is None:
         return None
-    if row is lowest:   # nothing queues at the lowest load: far slower there than at a higher load is not queueing
-        faster = min((r for r in same if r is not row and r.get("ttft_p50_ms")), default=None,
-                     key=lambda r: r["ttft_p50_ms"])
+    if row is lowest:  # nothing queues at the lowest load: far slower there than at a higher load is not queueing
+        faster = min(
+            (r for r in same if r is not row and r.get("ttft_p50_ms")), default=None, key=lambda r: r["ttft_p50_ms"]
+        )
         if faster is not None and ttft > TTFT_QUEUE_FACTOR * faster["ttft_p50_ms"]:
-            return (f"slow at the lowest load: TTFT p50 {ttft:.0f} ms > {TTFT_QUEUE_FACTOR:g}× the "
-                    f"{load_text(faster)} cell's {faster['ttft_p50_ms']:.0f} ms (nothing queues at "
-                    f"{load_text(row)}: a stall or a warm-up)")
+            return (
+                f"slow at the lowest load: TTFT p50 {ttft:.0f} ms > {TTFT_QUEUE_FACTOR:g}× the "
+                f"{load_text(faster)} cell's {faster['ttft_p50_ms']:.0f} ms (nothing queues at "
+                f"{load_text(row)}: a stall or a warm-up)"
+            )
         return None
     base = lowest["ttft_p50_ms"]
     if ttft > TTFT_QUEUE_FACTOR * base:
@@ -111,13 +131,17 @@ def _flags(row: dict, lowest: dict | None, same: list[dict]) -> list[str]:
         return flags
     if row["load"] == "rate":
         if served < (1 - LITTLE_TOLERANCE) * row["request_rate"]:
-            flags.append(f"fell behind: served {served:.2f} of {row['request_rate']:g} req/s offered (a queue grew, "
-                         "or the window is too short for the last answers' drain to vanish)")
+            flags.append(
+                f"fell behind: served {served:.2f} of {row['request_rate']:g} req/s offered (a queue grew, "
+                "or the window is too short for the last answers' drain to vanish)"
+            )
     elif e2el is not None and row.get("concurrency"):
         in_flight = served * e2el / 1000
         if abs(in_flight / row["concurrency"] - 1) > LITTLE_TOLERANCE:
-            flags.append(f"Little's law: {in_flight:.2f} requests in flight on average, not {row['concurrency']} "
-                         "(ramp-up and drain dominate the window)")
+            flags.append(
+                f"Little's law: {in_flight:.2f} requests in flight on average, not {row['concurrency']} "
+                "(ramp-up and drain dominate the window)"
+            )
     return flags
 
 
@@ -126,7 +150,7 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
     lowest = _lowest_load(cells)
-    groups: dict[tuple, list[dict]] = {}   # a method's cells on a task, grouped once
+    groups: dict[tuple, list[dict]] = {}  # a method's cells on a task, grouped once
     for c in cells:
         groups.setdefault((c["method"], c["task"]), []).append(c)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
@@ -134,18 +158,38 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
     for r in cells:
         per_user = _per_user(r, basis[r["task"]])
         served, e2el = r.get("request_throughput"), r.get("e2el_mean_ms")
-        rows.append({"method": r["method"], "label": r["label"], "baseline": r["baseline"], "task": r["task"],
-                     "role": r["role"], "load": r["load"], "offered": load_text(r), "concurrency": r["concurrency"],
-                     "request_rate": r["request_rate"], "repeats": r["repeats"],
-                     "system_tok_s": r["output_throughput"], "per_user_tok_s": per_user,
-                     "per_user_basis": basis[r["task"]],
-                     "ttft_p50_ms": r.get("ttft_p50_ms"), "served_req_s": served,
-                     "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
-                     "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])),
-                                               groups[(r["method"], r["task"])])) or None})
+        rows.append(
+            {
+                "method": r["method"],
+                "label": r["label"],
+                "baseline": r["baseline"],
+                "task": r["task"],
+                "role": r["role"],
+                "load": r["load"],
+                "offered": load_text(r),
+                "concurrency": r["concurrency"],
+                "request_rate": r["request_rate"],
+                "repeats": r["repeats"],
+                "system_tok_s": r["output_throughput"],
+                "per_user_tok_s": per_user,
+                "per_user_basis": basis[r["task"]],
+                "ttft_p50_ms": r.get("ttft_p50_ms"),
+                "served_req_s": served,
+                "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
+                "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])), groups[(r["method"], r["task"])]))
+                or None,
+            }
+        )
+
     def measured(method: str, task: str) -> list[dict]:
-        return [p for p in rows if p["method"] == method and p["task"] == task and p["per_user_tok_s"] is not None
-                and p["system_tok_s"] is not None]
+        return [
+            p
+            for p in rows
+            if p["method"] == method
+            and p["task"] == task
+            and p["per_user_tok_s"] is not None
+            and p["system_tok_s"] is not None
+        ]
 
     for r in rows:
         front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(r["method"], r["task"])])
@@ -183,18 +227,35 @@ def _interpolate(points: list[dict], per_user: float | None) -> float | None:
 def capacity_rows(run: RunData) -> list[dict]:
     """--capacity: per method × task the highest rate meeting the SLO (a bracket), and its ratio to the
     baseline's with the interval both brackets allow."""
-    found = {(md.name, task): (md, c) for md in run.methods.values()
-             for task, c in md.record.load_figures.task_loads.items() if c.capacity}
+    found = {
+        (md.name, task): (md, c)
+        for md in run.methods.values()
+        for task, c in md.record.load_figures.task_loads.items()
+        if c.capacity
+    }
     rows = []
     for (name, task), (md, entry) in sorted(found.items()):
         cap = entry.capacity or {}
         base = found.get((md.baseline or "", task))
         ratio = capacity.ratio(cap, base[1].capacity if base else None) if md.baseline else None
-        rows.append({"method": name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                     "share": cap.get("share"), "slo": json.dumps(cap.get("slo")), "kind": cap["kind"],
-                     "capacity_req_s": cap.get("rate"), "fails_at_req_s": cap.get("bound"),
-                     "resolution": cap.get("resolution"), "probes": len(cap.get("probes") or []),
-                     "rates_from": entry.rates_from, "text": cap.get("text"),
-                     "capacity_speedup": (ratio or {}).get("point"), "capacity_speedup_low": (ratio or {}).get("low"),
-                     "capacity_speedup_high": (ratio or {}).get("high")})
+        rows.append(
+            {
+                "method": name,
+                "label": md.display_name,
+                "baseline": md.baseline,
+                "task": task,
+                "share": cap.get("share"),
+                "slo": json.dumps(cap.get("slo")),
+                "kind": cap["kind"],
+                "capacity_req_s": cap.get("rate"),
+                "fails_at_req_s": cap.get("bound"),
+                "resolution": cap.get("resolution"),
+                "probes": len(cap.get("probes") or []),
+                "rates_from": entry.rates_from,
+                "text": cap.get("text"),
+                "capacity_speedup": (ratio or {}).get("point"),
+                "capacity_speedup_low": (ratio or {}).get("low"),
+                "capacity_speedup_high": (ratio or {}).get("high"),
+            }
+        )
     return rows

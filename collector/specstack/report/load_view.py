@@ -1,5 +1,6 @@
 """The report's "Load" section: speedup against the baseline per offered rate (table and plot), the crossover in
 rate, the capacity at the SLO, and the per-user vs system speed frontier (table and plot). Rows: report/load.py."""
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,32 @@ def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str])
         if not pts:
             continue
         color = "black" if method in baselines else palette[i % len(palette)]
-        front = [p for p in pts if p["on_frontier"]]   # the line: the method's Pareto frontier
-        ax.plot([p["per_user_tok_s"] for p in front], [p["system_tok_s"] for p in front], color=color, linewidth=1,
-                linestyle="--" if method in baselines else "-", label=method)
+        front = [p for p in pts if p["on_frontier"]]  # the line: the method's Pareto frontier
+        ax.plot(
+            [p["per_user_tok_s"] for p in front],
+            [p["system_tok_s"] for p in front],
+            color=color,
+            linewidth=1,
+            linestyle="--" if method in baselines else "-",
+            label=method,
+        )
         for p in pts:
-            ax.plot([p["per_user_tok_s"]], [p["system_tok_s"]], "^" if p["load"] == "rate" else "o", color=color,
-                    markersize=7, markerfacecolor="white" if p["flags"] else color)
-            ax.annotate(p["offered"], (p["per_user_tok_s"], p["system_tok_s"]), fontsize=6, color=color,
-                        xytext=(3, 3), textcoords="offset points")
+            ax.plot(
+                [p["per_user_tok_s"]],
+                [p["system_tok_s"]],
+                "^" if p["load"] == "rate" else "o",
+                color=color,
+                markersize=7,
+                markerfacecolor="white" if p["flags"] else color,
+            )
+            ax.annotate(
+                p["offered"],
+                (p["per_user_tok_s"], p["system_tok_s"]),
+                fontsize=6,
+                color=color,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.set_title(f"{task}: system vs per-user speed (● concurrency, ▲ rate; hollow = flagged)", fontsize=9)
     basis = next((p["per_user_basis"] for pts in points.values() for p in pts), "TPOT")
     ax.set_xlabel("per-user output tok/s (" + ("1000 / TPOT p50)" if basis == "TPOT" else "tokens / E2EL p50)"))
@@ -59,9 +78,11 @@ def make_plots(rep: Report) -> None:
             name = f"{REPORT_DIR}/frontier_{safe_name(t)}.png"
             baselines = {p["method"] for pts in points.values() for p in pts if p["role"] != "spec"}
             rep.plots[name] = frontier_plot(t, points, baselines)
-            rep.plot_captions[name] = (f"Per-user vs system output speed, {t}: every cell of every method (medians "
-                                       "over repeats), labelled with its load; up and to the right is better; "
-                                       "dashed = a baseline")
+            rep.plot_captions[name] = (
+                f"Per-user vs system output speed, {t}: every cell of every method (medians "
+                "over repeats), labelled with its load; up and to the right is better; "
+                "dashed = a baseline"
+            )
 
 
 def _bracket(r: dict) -> str:
@@ -76,16 +97,51 @@ def _rate_table(rep: Report, task: str) -> list[tuple]:
     rows = [r for r in rep.rates if r["task"] == task]
     if not rows:
         return []
-    return [("h3", f"{task}: speed against the baseline per offered rate (open loop)"),
-            ("table", ["method", "vs", "offered req/s", "served req/s", "N", "out tok/s", "throughput × [95 % CI]",
-                       "latency × [95 % CI]", "basis", "TTFT p50 ms", "verdict", "note"],
-             [[_label(r), r["baseline"] or "—", f"{r['request_rate']:g}", num(r["request_throughput"]),
-               r["repeats"], num(r["output_throughput"], 1),
-               "—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-               interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + marks.suffix(r, throughput=True),
-               "—" if r["role"] != "spec" else times(r["latency_speedup"]) +
-               interval(r["latency_speedup_low"], r["latency_speedup_high"]) + marks.suffix(r),
-               r["latency_basis"], num(r["ttft_p50_ms"], 1), r["verdict"], r["note"] or ""] for r in rows])]
+    return [
+        ("h3", f"{task}: speed against the baseline per offered rate (open loop)"),
+        (
+            "table",
+            [
+                "method",
+                "vs",
+                "offered req/s",
+                "served req/s",
+                "N",
+                "out tok/s",
+                "throughput × [95 % CI]",
+                "latency × [95 % CI]",
+                "basis",
+                "TTFT p50 ms",
+                "verdict",
+                "note",
+            ],
+            [
+                [
+                    _label(r),
+                    r["baseline"] or "—",
+                    f"{r['request_rate']:g}",
+                    num(r["request_throughput"]),
+                    r["repeats"],
+                    num(r["output_throughput"], 1),
+                    "—"
+                    if r["role"] != "spec"
+                    else times(r["throughput_speedup"])
+                    + interval(r["throughput_speedup_low"], r["throughput_speedup_high"])
+                    + marks.suffix(r, throughput=True),
+                    "—"
+                    if r["role"] != "spec"
+                    else times(r["latency_speedup"])
+                    + interval(r["latency_speedup_low"], r["latency_speedup_high"])
+                    + marks.suffix(r),
+                    r["latency_basis"],
+                    num(r["ttft_p50_ms"], 1),
+                    r["verdict"],
+                    r["note"] or "",
+                ]
+                for r in rows
+            ],
+        ),
+    ]
 
 
 def load_section(rep: Report) -> list[tuple]:
@@ -96,26 +152,44 @@ def load_section(rep: Report) -> list[tuple]:
         out += _rate_table(rep, task)
         cross = [r for r in rep.rate_crossover if r["task"] == task]
         if cross:
-            out += [("h3", f"{task}: crossover in offered rate"),
-                    ("table", ["method", "vs", "throughput", "latency"],
-                     [[_label(r), r["baseline"], r["throughput_text"], r["latency_text"]] for r in cross])]
-        out += [("img", n, c) for n, c in rep.plot_captions.items() if n.startswith(f"{REPORT_DIR}/speedup_vs_rate_"
-                                                                                   f"{safe_name(task)}.")]
+            out += [
+                ("h3", f"{task}: crossover in offered rate"),
+                (
+                    "table",
+                    ["method", "vs", "throughput", "latency"],
+                    [[_label(r), r["baseline"], r["throughput_text"], r["latency_text"]] for r in cross],
+                ),
+            ]
+        out += [
+            ("img", n, c)
+            for n, c in rep.plot_captions.items()
+            if n.startswith(f"{REPORT_DIR}/speedup_vs_rate_{safe_name(task)}.")
+        ]
         out += _capacity(rep, task) + _frontier(rep, task)
     out.append(("ul", _definitions()))
     return out
 
 
 def _how_offered(rep: Report) -> str:
-    how = sorted({entry.rates_from or "--rates" for md in rep.run.methods.values()
-                  for entry in md.record.load_figures.task_loads.values()})
+    how = sorted(
+        {
+            entry.rates_from or "--rates"
+            for md in rep.run.methods.values()
+            for entry in md.record.load_figures.task_loads.values()
+        }
+    )
     burst = {b for md in rep.run.methods.values() if (b := md.record.load_figures.burstiness) is not None}
     shape = ", ".join("Poisson arrivals" if b == 1 else f"Gamma arrivals, burstiness {b:g}" for b in sorted(burst))
     caps = {c for md in rep.run.methods.values() if (c := md.record.load_figures.max_concurrency) is not None}
-    cap = f"at most {', '.join(str(c) for c in sorted(caps))} requests in flight (--rates-max-concurrency)" if caps \
+    cap = (
+        f"at most {', '.join(str(c) for c in sorted(caps))} requests in flight (--rates-max-concurrency)"
+        if caps
         else "no cap on requests in flight"
-    return (f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with {cap}, the "
-            f"same number of prompts and cross-checks as every bench cell. Rates: {'; '.join(how) or 'n/a'}.")
+    )
+    return (
+        f"Open-loop cells: requests arrive at the offered rate ({shape or 'Poisson arrivals'}) with {cap}, the "
+        f"same number of prompts and cross-checks as every bench cell. Rates: {'; '.join(how) or 'n/a'}."
+    )
 
 
 def _capacity(rep: Report, task: str) -> list[tuple]:
@@ -124,27 +198,68 @@ def _capacity(rep: Report, task: str) -> list[tuple]:
         return []
     r0 = rows[0]
     slo = ", ".join(f"{k} ≤ {v:g} ms" for k, v in json.loads(r0["slo"] or "{}").items())
-    return [("h3", f"{task}: capacity at the SLO (≥ {r0['share']:.0%} of requests meeting {slo})"),
-            ("table", ["method", "vs", "capacity req/s", "fails at req/s", "probes", "capacity × [bracket]",
-                       "result"],
-             [[_label(r), r["baseline"] or "—", num(r["capacity_req_s"]), num(r["fails_at_req_s"]), r["probes"],
-               _bracket(r), r["text"]] for r in rows])]
+    return [
+        ("h3", f"{task}: capacity at the SLO (≥ {r0['share']:.0%} of requests meeting {slo})"),
+        (
+            "table",
+            ["method", "vs", "capacity req/s", "fails at req/s", "probes", "capacity × [bracket]", "result"],
+            [
+                [
+                    _label(r),
+                    r["baseline"] or "—",
+                    num(r["capacity_req_s"]),
+                    num(r["fails_at_req_s"]),
+                    r["probes"],
+                    _bracket(r),
+                    r["text"],
+                ]
+                for r in rows
+            ],
+        ),
+    ]
 
 
 def _frontier(rep: Report, task: str) -> list[tuple]:
     rows = [r for r in rep.frontier if r["task"] == task]
     if not rows or not rep.rates:
         return []
-    return [("h3", f"{task}: per-user vs system speed"),
-            ("table", ["method", "load", "per-user tok/s", "basis", "system tok/s", "on frontier", "mean in flight",
-                       "system × at equal per-user speed", "flags"],
-             [[_label(r), r["offered"], num(r["per_user_tok_s"], 1), r["per_user_basis"] or "n/a",
-               num(r["system_tok_s"], 1), num(r["on_frontier"]), num(r["mean_in_flight"]),
-               "—" if r["role"] != "spec" else times(r["system_at_equal_per_user"]), r["flags"] or ""]
-              for r in rows]),
-            *_equal_speed(rows),
-            *[("img", n, c) for n, c in rep.plot_captions.items()
-              if n.startswith(f"{REPORT_DIR}/frontier_{safe_name(task)}.")]]
+    return [
+        ("h3", f"{task}: per-user vs system speed"),
+        (
+            "table",
+            [
+                "method",
+                "load",
+                "per-user tok/s",
+                "basis",
+                "system tok/s",
+                "on frontier",
+                "mean in flight",
+                "system × at equal per-user speed",
+                "flags",
+            ],
+            [
+                [
+                    _label(r),
+                    r["offered"],
+                    num(r["per_user_tok_s"], 1),
+                    r["per_user_basis"] or "n/a",
+                    num(r["system_tok_s"], 1),
+                    num(r["on_frontier"]),
+                    num(r["mean_in_flight"]),
+                    "—" if r["role"] != "spec" else times(r["system_at_equal_per_user"]),
+                    r["flags"] or "",
+                ]
+                for r in rows
+            ],
+        ),
+        *_equal_speed(rows),
+        *[
+            ("img", n, c)
+            for n, c in rep.plot_captions.items()
+            if n.startswith(f"{REPORT_DIR}/frontier_{safe_name(task)}.")
+        ],
+    ]
 
 
 def _equal_speed(rows: list[dict]) -> list[tuple]:
@@ -153,12 +268,20 @@ def _equal_speed(rows: list[dict]) -> list[tuple]:
     lines = []
     for method in dict.fromkeys(r["method"] for r in rows if r["role"] == "spec"):
         pts = [r for r in rows if r["method"] == method and r["on_frontier"]]
-        said = [f"{times(r['system_at_equal_per_user'])} at {r['per_user_tok_s']:.0f} tok/s per user ({r['offered']})"
-                for r in pts if r["system_at_equal_per_user"] is not None]
-        lines.append(f"{_label(pts[0]) if pts else method}: system throughput at equal per-user speed "
-                     f"{'; '.join(said) if said else 'n/a (its frontier lies outside the baseline measured range)'}")
-    return [("p", "System throughput at equal per-user speed (vs the baseline's frontier):"), ("ul", lines)] \
-        if lines else []
+        said = [
+            f"{times(r['system_at_equal_per_user'])} at {r['per_user_tok_s']:.0f} tok/s per user ({r['offered']})"
+            for r in pts
+            if r["system_at_equal_per_user"] is not None
+        ]
+        lines.append(
+            f"{_label(pts[0]) if pts else method}: system throughput at equal per-user speed "
+            f"{'; '.join(said) if said else 'n/a (its frontier lies outside the baseline measured range)'}"
+        )
+    return (
+        [("p", "System throughput at equal per-user speed (vs the baseline's frontier):"), ("ul", lines)]
+        if lines
+        else []
+    )
 
 
 def _definitions() -> list[str]:

@@ -2,6 +2,7 @@
 answers loop, every place a reader looks for the task's acceptance says so (a ⚠ paragraph under the task, a line
 in the Verdict section, a mark on the console's task heading), with the acceptance with and without the loops.
 The rows are report/loops.py's `loop_rows`; the loop rule is figures/loops.py's."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,8 +12,10 @@ from specstack.report.format import pct
 if TYPE_CHECKING:
     from specstack.report.contents import Report
 
-FIX = ("read the acceptance without loops; a target that ends its answers (EOS) or a lower "
-       "--acceptance-max-tokens leaves fewer of them")
+FIX = (
+    "read the acceptance without loops; a target that ends its answers (EOS) or a lower "
+    "--acceptance-max-tokens leaves fewer of them"
+)
 
 
 def looping(rows: list[dict], task: str) -> list[dict]:
@@ -21,12 +24,12 @@ def looping(rows: list[dict], task: str) -> list[dict]:
 
 
 def loop_line(r: dict, bracketed: bool = False) -> str:
-    """"ngram: 2 of 8 answers loop; acceptance 37.3 % with them, 27.3 % without" (bracketed: the acceptance in
+    """ "ngram: 2 of 8 answers loop; acceptance 37.3 % with them, 27.3 % without" (bracketed: the acceptance in
     brackets, for a list of methods joined by semicolons)."""
-    figures = (f"acceptance {pct(r['acceptance_rate'])} with them, {pct(r['acceptance_rate_without_loops'])} "
-               "without")
-    return f"{r['label']}: {r['loops']} of {r['requests']} answers loop" + (f" ({figures})" if bracketed else
-                                                                          f"; {figures}")
+    figures = f"acceptance {pct(r['acceptance_rate'])} with them, {pct(r['acceptance_rate_without_loops'])} without"
+    return f"{r['label']}: {r['loops']} of {r['requests']} answers loop" + (
+        f" ({figures})" if bracketed else f"; {figures}"
+    )
 
 
 def loop_marks(rows: list[dict], task: str) -> str:
@@ -37,10 +40,19 @@ def loop_marks(rows: list[dict], task: str) -> str:
 def verdict_lines(rep: Report) -> list[tuple]:
     """Above the verdict matrix: each method × task whose acceptance rests partly on looping answers."""
     lines = [f"{task}: ⚠ {loop_line(r)}" for task in rep.run.tasks for r in looping(rep.loops, task)]
-    return [("p", "**Repetition loops in the acceptance answers** (a loop is its own best draft for a drafter that "
-                  "copies from the context, so the acceptance with them can read high; fix: "
-                  f"{FIX}; each task's section names the requests):"),
-            ("ul", lines)] if lines else []
+    return (
+        [
+            (
+                "p",
+                "**Repetition loops in the acceptance answers** (a loop is its own best draft for a drafter that "
+                "copies from the context, so the acceptance with them can read high; fix: "
+                f"{FIX}; each task's section names the requests):",
+            ),
+            ("ul", lines),
+        ]
+        if lines
+        else []
+    )
 
 
 def loop_notes(rep: Report, task: str) -> list[tuple]:
@@ -49,8 +61,14 @@ def loop_notes(rep: Report, task: str) -> list[tuple]:
     rows = looping(rep.loops, task)
     if not rows:
         return []
-    return [("p", "⚠ **Repetition loops.** " + "; ".join(loop_line(r, bracketed=True) for r in rows)
-                  + ". A looping answer is its own best draft for a drafter that copies from the context (ngram and "
-                  "suffix accept nearly every token of it), so the acceptance with them can say more than drafting "
-                  "did on the rest of the task; the figure without them is the acceptance on the answers that did not "
-                  f"loop. Fix: {FIX}. The \"Repetition loops\" table below names the requests.")]
+    return [
+        (
+            "p",
+            "⚠ **Repetition loops.** "
+            + "; ".join(loop_line(r, bracketed=True) for r in rows)
+            + ". A looping answer is its own best draft for a drafter that copies from the context (ngram and "
+            "suffix accept nearly every token of it), so the acceptance with them can say more than drafting "
+            "did on the rest of the task; the figure without them is the acceptance on the answers that did not "
+            f'loop. Fix: {FIX}. The "Repetition loops" table below names the requests.',
+        )
+    ]

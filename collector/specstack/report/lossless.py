@@ -14,6 +14,7 @@ of a difference at α" or the prompt and position that differ. What the sample s
 the smallest TV distance each test would have flagged (its permutation critical value at α/m, the Holm bound of
 the first step), median over the tests.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from specstack.results.records import read_records
 POSITIONS = 4
 PERMUTATIONS = 999
 ALPHA = 0.05
-MIN_SAMPLES = 32     # per prompt and side (after the split): below it the test is not run (it could flag nothing)
+MIN_SAMPLES = 32  # per prompt and side (after the split): below it the test is not run (it could flag nothing)
 _SEED = 20261201
 
 
@@ -35,19 +36,24 @@ def tv_distance(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return 0.5 * float(np.abs(np.bincount(a, minlength=k) / len(a) - np.bincount(b, minlength=k) / len(b)).sum())
 
 
-def permutation_test(a: list[int], b: list[int], *, alpha: float, rng: np.random.Generator,
-                     permutations: int = PERMUTATIONS) -> dict:
+def permutation_test(
+    a: list[int], b: list[int], *, alpha: float, rng: np.random.Generator, permutations: int = PERMUTATIONS
+) -> dict:
     """TV distance of the two samples, its permutation p-value, and the critical TV at `alpha`."""
     _, cats = np.unique(np.asarray(a + b), return_inverse=True)
     k, n = int(cats.max()) + 1, len(a)
     observed = tv_distance(cats[:n], cats[n:], k)
     shuffled = rng.permuted(np.tile(cats, (permutations, 1)), axis=1)
-    offsets = (np.arange(permutations) * k)[:, None]     # one bincount for all permutations: O(B × n) memory
+    offsets = (np.arange(permutations) * k)[:, None]  # one bincount for all permutations: O(B × n) memory
     total = np.bincount(cats, minlength=k)
     ca = np.bincount((shuffled[:, :n] + offsets).ravel(), minlength=permutations * k).reshape(permutations, k)
     null = 0.5 * np.abs(ca / n - (total - ca) / (len(cats) - n)).sum(1)
-    return {"tv": observed, "p": (1 + int((null >= observed - 1e-12).sum())) / (permutations + 1),
-            "critical_tv": float(np.quantile(null, 1 - alpha)), "categories": k}
+    return {
+        "tv": observed,
+        "p": (1 + int((null >= observed - 1e-12).sum())) / (permutations + 1),
+        "critical_tv": float(np.quantile(null, 1 - alpha)),
+        "categories": k,
+    }
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -61,8 +67,9 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
-def samples_by_prompt(records: list[dict], positions: int,
-                      keep: Callable[[int], bool] | None = None) -> dict[str, list[list[int]]]:
+def samples_by_prompt(
+    records: list[dict], positions: int, keep: Callable[[int], bool] | None = None
+) -> dict[str, list[list[int]]]:
     """prompt id -> the first token ids of each answered sample (ids `<prompt>/s<k>`); with `keep`, only the
     samples whose k it keeps. Every method draws the same seeds, so sample k of the baseline and of the
     method are dependent (their first tokens are even identical): comparing the baseline's even samples with
@@ -81,12 +88,20 @@ def samples_by_prompt(records: list[dict], positions: int,
 
 def independent_samples(records_a: list[dict], records_b: list[dict], positions: int = POSITIONS) -> tuple[dict, dict]:
     """Side A's even-numbered samples and side B's odd-numbered ones: disjoint seeds, independent samples."""
-    return (samples_by_prompt(records_a, positions, lambda k: k % 2 == 0),
-            samples_by_prompt(records_b, positions, lambda k: k % 2 == 1))
+    return (
+        samples_by_prompt(records_a, positions, lambda k: k % 2 == 0),
+        samples_by_prompt(records_b, positions, lambda k: k % 2 == 1),
+    )
 
 
-def compare_samples(a: dict[str, list[list[int]]], b: dict[str, list[list[int]]], *, positions: int = POSITIONS,
-                    alpha: float = ALPHA, permutations: int = PERMUTATIONS) -> dict:
+def compare_samples(
+    a: dict[str, list[list[int]]],
+    b: dict[str, list[list[int]]],
+    *,
+    positions: int = POSITIONS,
+    alpha: float = ALPHA,
+    permutations: int = PERMUTATIONS,
+) -> dict:
     """One test per prompt × position that both sides sampled often enough; Holm over all of them."""
     rng = np.random.default_rng(_SEED)
     tests = []
@@ -100,8 +115,15 @@ def compare_samples(a: dict[str, list[list[int]]], b: dict[str, list[list[int]]]
             if min(len(ta), len(tb)) < MIN_SAMPLES:
                 continue
             m_guess = len(a.keys() & b.keys()) * positions
-            tests.append({"prompt": prompt, "position": pos, "n_a": len(ta), "n_b": len(tb),
-                          **permutation_test(ta, tb, alpha=alpha / m_guess, rng=rng, permutations=permutations)})
+            tests.append(
+                {
+                    "prompt": prompt,
+                    "position": pos,
+                    "n_a": len(ta),
+                    "n_b": len(tb),
+                    **permutation_test(ta, tb, alpha=alpha / m_guess, rng=rng, permutations=permutations),
+                }
+            )
     for t, adj in zip(tests, holm([t["p"] for t in tests])):
         t["p_holm"] = adj
     flagged = [t for t in tests if t["p_holm"] < alpha]
@@ -109,13 +131,19 @@ def compare_samples(a: dict[str, list[list[int]]], b: dict[str, list[list[int]]]
         verdict = f"not tested (needs ≥ {MIN_SAMPLES} samples per prompt on both sides: --samples-per-prompt)"
     elif flagged:
         worst = min(flagged, key=lambda t: t["p_holm"])
-        verdict = (f"differs: prompt {worst['prompt']} position {worst['position']} (TV {worst['tv']:.2f}, "
-                   f"Holm p {worst['p_holm']:.3g}; {len(flagged)} of {len(tests)} tests below α={alpha:g})")
+        verdict = (
+            f"differs: prompt {worst['prompt']} position {worst['position']} (TV {worst['tv']:.2f}, "
+            f"Holm p {worst['p_holm']:.3g}; {len(flagged)} of {len(tests)} tests below α={alpha:g})"
+        )
     else:
         verdict = f"no evidence of a difference at α={alpha:g} ({len(tests)} tests)"
-    return {"tests": tests, "flagged": len(flagged), "verdict": verdict,
-            "min_p_holm": min((t["p_holm"] for t in tests), default=None),
-            "detectable_tv": float(np.median([t["critical_tv"] for t in tests])) if tests else None}
+    return {
+        "tests": tests,
+        "flagged": len(flagged),
+        "verdict": verdict,
+        "min_p_holm": min((t["p_holm"] for t in tests), default=None),
+        "detectable_tv": float(np.median([t["critical_tv"] for t in tests])) if tests else None,
+    }
 
 
 ENGINE_BIASED = "engine sampler biased on this platform (probe)"
@@ -157,12 +185,24 @@ def lossless_rows(run: RunData) -> list[dict]:
                 assert t is not None, "a sampled phase records its temperature"
                 a, b = independent_samples(sampled_records(base, task, t), sampled_records(md, task, t))
                 out = compare_samples(a, b)
-                per_prompt = [len(v) for side in (a, b) for v in side.values()]   # answered samples a side
+                per_prompt = [len(v) for side in (a, b) for v in side.values()]  # answered samples a side
                 engine = engine_sampler(md)
-                rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-                             "temperature": t, "tests": len(out["tests"]), "flagged": out["flagged"],
-                             "min_p_holm": out["min_p_holm"], "detectable_tv": out["detectable_tv"],
-                             "samples_per_prompt": min(per_prompt) if per_prompt else None,
-                             "positions": POSITIONS, "alpha": ALPHA, "engine_sampler": engine,
-                             "verdict": labelled_verdict(out["verdict"], out["flagged"], engine)})
+                rows.append(
+                    {
+                        "method": md.name,
+                        "label": md.display_name,
+                        "baseline": md.baseline,
+                        "task": task,
+                        "temperature": t,
+                        "tests": len(out["tests"]),
+                        "flagged": out["flagged"],
+                        "min_p_holm": out["min_p_holm"],
+                        "detectable_tv": out["detectable_tv"],
+                        "samples_per_prompt": min(per_prompt) if per_prompt else None,
+                        "positions": POSITIONS,
+                        "alpha": ALPHA,
+                        "engine_sampler": engine,
+                        "verdict": labelled_verdict(out["verdict"], out["flagged"], engine),
+                    }
+                )
     return rows

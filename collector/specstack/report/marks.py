@@ -1,5 +1,6 @@
 """The decisions behind the marks a speed ratio carries wherever it is shown (report.md's tables, the crossover,
 the plots, the console table): one function each, so no view can mark a cell another view leaves clean."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -7,7 +8,7 @@ from typing import TypeVar
 
 from specstack.figures import stats as st
 
-Load = TypeVar("Load", int, float)   # a concurrency: int in a summary, a float in the speed rows
+Load = TypeVar("Load", int, float)  # a concurrency: int in a summary, a float in the speed rows
 
 
 def beyond_bound(ratio: float | None, bound: float | None) -> bool:
@@ -28,8 +29,11 @@ def slow_c1(c1_e2el_ms: float | None, higher: Mapping[Load, float | None]) -> Lo
 
 def rests_on(row: dict) -> list[str]:
     """What a speed row's ratios rest on that a reader must see beside them: "stall", "slow c=1", "beyond bound"."""
-    return [word for word, key in (("stall", "stalled"), ("slow c=1", "slow_c1"), ("beyond bound", "beyond_bound"))
-            if row.get(key)]
+    return [
+        word
+        for word, key in (("stall", "stalled"), ("slow c=1", "slow_c1"), ("beyond bound", "beyond_bound"))
+        if row.get(key)
+    ]
 
 
 def suffix(row: dict, throughput: bool = False) -> str:
@@ -41,14 +45,29 @@ def suffix(row: dict, throughput: bool = False) -> str:
 def crossover_marks(rows: list[dict], key: str = "concurrency") -> tuple[str, str]:
     """What a crossover statement over `rows` (one method × task, by `key`: "concurrency" or "request_rate") rests
     on, for its latency and its throughput text: a statement over every load must say which cells it rests on."""
-    def at(mark: str) -> str:
-        found = sorted(r[key] for r in rows if mark in rests_on(r))   # written as the crossover writes its loads
-        return "" if not found else "c=" + ", ".join(f"{x:g}" for x in found) if key == "concurrency" else \
-            ", ".join(f"{x:g} req/s" for x in found)
 
-    both = "".join(f" ⚠ rests on a {mark} at {at(mark)} ({why})" for mark, why in (
-        ("stall", "the speed table names it"),
-        ("slow c=1", "a stall or a warm-up; the speed table's note names it")) if at(mark))
+    def at(mark: str) -> str:
+        found = sorted(r[key] for r in rows if mark in rests_on(r))  # written as the crossover writes its loads
+        return (
+            ""
+            if not found
+            else "c=" + ", ".join(f"{x:g}" for x in found)
+            if key == "concurrency"
+            else ", ".join(f"{x:g} req/s" for x in found)
+        )
+
+    both = "".join(
+        f" ⚠ rests on a {mark} at {at(mark)} ({why})"
+        for mark, why in (
+            ("stall", "the speed table names it"),
+            ("slow c=1", "a stall or a warm-up; the speed table's note names it"),
+        )
+        if at(mark)
+    )
     past = at("beyond bound")
-    return both, both + (f" ⚠ beyond bound at {past}: past the tokens per target pass a free drafter allows, "
-                         "the baseline's cell was slow" if past else "")
+    return both, both + (
+        f" ⚠ beyond bound at {past}: past the tokens per target pass a free drafter allows, "
+        "the baseline's cell was slow"
+        if past
+        else ""
+    )

@@ -7,6 +7,7 @@ A calibrated run (make sweep ... CALIBRATE=1, manifest `calibration: true`) meas
 (`<baseline>-slot<i>` beside `<baseline>`), and each method against the run on its own slot: the section then
 shows the slot-to-slot spread of the baseline and, beside each method's speedup, the range of speedups it would
 show against every slot's baseline, so a reader sees whether the spread could carry the result."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -52,9 +53,20 @@ def placement_rows(rep: Report) -> list[dict]:
         elif _identity(own) is None or _identity(base) is None:
             same = "unknown (a slot was not recorded)"
         else:
-            same = "same" if _identity(own) == _identity(base) else "different: the speedup includes the spread between them"
-        rows.append({"method": name, "slot": slot_label(own), "baseline": md.baseline,
-                     "baseline_slot": slot_label(base) if md.baseline else "—", "same_slot": same})
+            same = (
+                "same"
+                if _identity(own) == _identity(base)
+                else "different: the speedup includes the spread between them"
+            )
+        rows.append(
+            {
+                "method": name,
+                "slot": slot_label(own),
+                "baseline": md.baseline,
+                "baseline_slot": slot_label(base) if md.baseline else "—",
+                "same_slot": same,
+            }
+        )
     return rows
 
 
@@ -68,8 +80,11 @@ def _calibrations(rep: Report) -> dict[str, list[str]]:
 
 
 def _throughput(rep: Report) -> dict[tuple, float]:
-    return {(r["method"], r["task"], r["concurrency"]): r["output_throughput"] for r in rep.speed
-            if r.get("load", "concurrency") == "concurrency" and r.get("output_throughput")}
+    return {
+        (r["method"], r["task"], r["concurrency"]): r["output_throughput"]
+        for r in rep.speed
+        if r.get("load", "concurrency") == "concurrency" and r.get("output_throughput")
+    }
 
 
 def spread_rows(rep: Report) -> list[dict]:
@@ -80,8 +95,15 @@ def spread_rows(rep: Report) -> list[dict]:
         for task, conc in points:
             per = {n: tput.get((n, task, conc)) for n in names}
             vals = [v for v in per.values() if v]
-            rows.append({"baseline": base, "task": task, "concurrency": conc, "per_slot": per,
-                         "spread": max(vals) / min(vals) - 1 if len(vals) > 1 else None})
+            rows.append(
+                {
+                    "baseline": base,
+                    "task": task,
+                    "concurrency": conc,
+                    "per_slot": per,
+                    "spread": max(vals) / min(vals) - 1 if len(vals) > 1 else None,
+                }
+            )
     return rows
 
 
@@ -93,12 +115,23 @@ def speedup_rows(rep: Report) -> list[dict]:
     for r in rep.speed:
         if r.get("role") != "spec" or r.get("load", "concurrency") != "concurrency" or r["baseline"] not in member:
             continue
-        others = [r["output_throughput"] / b for n in member[r["baseline"]]
-                  if r.get("output_throughput") and (b := tput.get((n, r["task"], r["concurrency"])))]
-        rows.append({"method": r["method"], "task": r["task"], "concurrency": r["concurrency"],
-                     "baseline": r["baseline"], "speedup": r.get("throughput_speedup"),
-                     "marks": marks.suffix(r, throughput=True),   # as the speed table marks the same ratio
-                     "low": min(others) if others else None, "high": max(others) if others else None})
+        others = [
+            r["output_throughput"] / b
+            for n in member[r["baseline"]]
+            if r.get("output_throughput") and (b := tput.get((n, r["task"], r["concurrency"])))
+        ]
+        rows.append(
+            {
+                "method": r["method"],
+                "task": r["task"],
+                "concurrency": r["concurrency"],
+                "baseline": r["baseline"],
+                "speedup": r.get("throughput_speedup"),
+                "marks": marks.suffix(r, throughput=True),  # as the speed table marks the same ratio
+                "low": min(others) if others else None,
+                "high": max(others) if others else None,
+            }
+        )
     return rows
 
 
@@ -107,29 +140,74 @@ def _calibration(rep: Report) -> list[tuple]:
         return []
     spread, speedups = spread_rows(rep), speedup_rows(rep)
     if not spread:
-        return [("p", "Calibration was asked for (CALIBRATE=1), but no baseline has results from two slots: "
-                      "the slot-to-slot spread is unknown (see the failed methods above).")]
+        return [
+            (
+                "p",
+                "Calibration was asked for (CALIBRATE=1), but no baseline has results from two slots: "
+                "the slot-to-slot spread is unknown (see the failed methods above).",
+            )
+        ]
     slots = rep.run.manifest.get("methods") or {}
-    return [("h3", "Calibration: the baseline on every slot"),
-            ("p", "Each baseline ran on every slot; each method is compared with the baseline of its own slot. "
-                  "Spread = fastest / slowest slot's output throughput − 1. A speedup inside the range of the "
-                  "last column cannot be told apart from the slots' difference."),
-            ("table", ["baseline", "task", "c", "output tok/s per slot", "spread"],
-             [[r["baseline"], r["task"], r["concurrency"],
-               "; ".join(f"{slot_label((slots.get(n) or {}).get('slot'))}: {num(v, 1)}"
-                         for n, v in r["per_slot"].items()), pct(r["spread"])] for r in spread]),
-            ("table", ["method", "task", "c", "vs", "throughput speedup (same slot)", "vs every slot's baseline"],
-             [[r["method"], r["task"], r["concurrency"], r["baseline"], times(r["speedup"]) + r["marks"],
-               f"{num(r['low'])}–{num(r['high'])}×" if r["low"] is not None else "n/a"] for r in speedups])]
+    return [
+        ("h3", "Calibration: the baseline on every slot"),
+        (
+            "p",
+            "Each baseline ran on every slot; each method is compared with the baseline of its own slot. "
+            "Spread = fastest / slowest slot's output throughput − 1. A speedup inside the range of the "
+            "last column cannot be told apart from the slots' difference.",
+        ),
+        (
+            "table",
+            ["baseline", "task", "c", "output tok/s per slot", "spread"],
+            [
+                [
+                    r["baseline"],
+                    r["task"],
+                    r["concurrency"],
+                    "; ".join(
+                        f"{slot_label((slots.get(n) or {}).get('slot'))}: {num(v, 1)}" for n, v in r["per_slot"].items()
+                    ),
+                    pct(r["spread"]),
+                ]
+                for r in spread
+            ],
+        ),
+        (
+            "table",
+            ["method", "task", "c", "vs", "throughput speedup (same slot)", "vs every slot's baseline"],
+            [
+                [
+                    r["method"],
+                    r["task"],
+                    r["concurrency"],
+                    r["baseline"],
+                    times(r["speedup"]) + r["marks"],
+                    f"{num(r['low'])}–{num(r['high'])}×" if r["low"] is not None else "n/a",
+                ]
+                for r in speedups
+            ],
+        ),
+    ]
 
 
 def placement(rep: Report) -> list[tuple]:
     if rep.run.manifest.get("mode") != "parallel":
         return []
-    return [("h2", "Parallel run: where each method ran"),
-            ("p", "The methods of this run ran at the same time, each on its own slot (make sweep GPUS=... or "
-                  "CPUSETS=...). A method is compared with the baseline of this run; where the baseline ran on "
-                  "another slot, its speedup also holds the difference between the two slots."),
-            ("table", ["method", "slot", "vs", "baseline's slot", "same slot"],
-             [[r["method"], r["slot"], r["baseline"] or "—", r["baseline_slot"], r["same_slot"]]
-              for r in placement_rows(rep)]), *_calibration(rep)]
+    return [
+        ("h2", "Parallel run: where each method ran"),
+        (
+            "p",
+            "The methods of this run ran at the same time, each on its own slot (make sweep GPUS=... or "
+            "CPUSETS=...). A method is compared with the baseline of this run; where the baseline ran on "
+            "another slot, its speedup also holds the difference between the two slots.",
+        ),
+        (
+            "table",
+            ["method", "slot", "vs", "baseline's slot", "same slot"],
+            [
+                [r["method"], r["slot"], r["baseline"] or "—", r["baseline_slot"], r["same_slot"]]
+                for r in placement_rows(rep)
+            ],
+        ),
+        *_calibration(rep),
+    ]

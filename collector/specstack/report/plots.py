@@ -1,4 +1,5 @@
 """Matplotlib figures of the comparison report, returned as PNG bytes (the caller writes and embeds them)."""
+
 from __future__ import annotations
 
 import io
@@ -62,13 +63,17 @@ def no_data(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def acceptance_by_position(method: str, per_task: Mapping[str, Sequence[float] | None],
-                           conditional: Mapping[str, Sequence[float | None] | None] | None = None) -> bytes:
+def acceptance_by_position(
+    method: str,
+    per_task: Mapping[str, Sequence[float] | None],
+    conditional: Mapping[str, Sequence[float | None] | None] | None = None,
+) -> bytes:
     """Grouped bars per draft position: steps that accepted at least p+1 drafts as a share of all drafting steps
     (vLLM's convention); beside it, when the per-step arrays exist, as a share of the steps that drafted at least
     p+1 tokens (the conditional rate)."""
     panels: list[tuple[str, str, Mapping[str, Sequence[float | None] | None]]] = [
-        ("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)]
+        ("share of all drafting steps", "≥ p+1 accepted / drafting steps", per_task)
+    ]
     if conditional and any(conditional.values()):
         panels.append(("conditional on drafting that far", "≥ p+1 accepted / steps drafting ≥ p+1", conditional))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
@@ -79,7 +84,7 @@ def acceptance_by_position(method: str, per_task: Mapping[str, Sequence[float] |
 
 
 NOT_DRAFTED = "not drafted (no step drafted that far)"
-NOT_DRAFTED_Y = 0.04   # where the marker sits: clear of the axis, below any label
+NOT_DRAFTED_Y = 0.04  # where the marker sits: clear of the axis, below any label
 
 
 def _position_bars(ax, per_task: Mapping[str, Sequence[float | None] | None], ylabel: str) -> None:
@@ -103,12 +108,21 @@ def _position_bars(ax, per_task: Mapping[str, Sequence[float | None] | None], yl
             ax.bar_label(bars, labels=[f"{v:.2f}" for _, v in drawn], fontsize=7)
         gaps = [x for x, v in zip(xs, values) if v is None]
         if gaps:
-            ax.plot(gaps, [NOT_DRAFTED_Y] * len(gaps), "x", color=GREY, markersize=6,
-                    label=None if marked else NOT_DRAFTED)
+            ax.plot(
+                gaps, [NOT_DRAFTED_Y] * len(gaps), "x", color=GREY, markersize=6, label=None if marked else NOT_DRAFTED
+            )
             marked = True
-            for x in gaps if k <= 8 else []:   # room for words beside few positions only
-                ax.text(x, NOT_DRAFTED_Y + 0.04, "not drafted", rotation=90, ha="center", va="bottom", fontsize=7,
-                        color=GREY)
+            for x in gaps if k <= 8 else []:  # room for words beside few positions only
+                ax.text(
+                    x,
+                    NOT_DRAFTED_Y + 0.04,
+                    "not drafted",
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color=GREY,
+                )
     ax.set_xticks(range(k), [str(p) for p in range(k)])
     ax.set_xlabel("draft position (0 = first draft token)")
     ax.set_ylabel(ylabel)
@@ -146,15 +160,24 @@ def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, l
         # the latency the verdict rests on: TPOT, or E2EL where TPOT is degenerate (a burst-read TPOT says ~0);
         # last, what the cell rests on as the speed table marks it (a free-drafting bound is throughput's only)
         rests = tuple(marks.rests_on(r))
-        s["tpot"].append((r[x], r["latency_speedup"], r["latency_speedup_low"], r["latency_speedup_high"],
-                          r["latency_basis"], tuple(m for m in rests if m != "beyond bound")))
-        s["throughput"].append((r[x], r["throughput_speedup"], r["throughput_speedup_low"],
-                                r["throughput_speedup_high"], None, rests))
+        s["tpot"].append(
+            (
+                r[x],
+                r["latency_speedup"],
+                r["latency_speedup_low"],
+                r["latency_speedup_high"],
+                r["latency_basis"],
+                tuple(m for m in rests if m != "beyond bound"),
+            )
+        )
+        s["throughput"].append(
+            (r[x], r["throughput_speedup"], r["throughput_speedup_low"], r["throughput_speedup_high"], None, rests)
+        )
     return series
 
 
 RING = "orange ring = the ratio rests on what the words beside it name (the speed table's note says more)"
-RING_LEGEND = "⚠ rests on: the words beside it"   # the panel's legend entry, short: the caption says the rest
+RING_LEGEND = "⚠ rests on: the words beside it"  # the panel's legend entry, short: the caption says the rest
 
 
 def _rests_on(p: tuple) -> tuple[str, ...]:
@@ -169,11 +192,25 @@ def _ring(ax, pts: list[tuple], labelled: bool) -> bool:
         words = _rests_on(p)
         if not words:
             continue
-        ax.plot([p[0]], [p[1]], "o", markersize=14, markerfacecolor="none", markeredgecolor=ORANGE,
-                markeredgewidth=1.5, label=None if labelled else RING_LEGEND)
+        ax.plot(
+            [p[0]],
+            [p[1]],
+            "o",
+            markersize=14,
+            markerfacecolor="none",
+            markeredgecolor=ORANGE,
+            markeredgewidth=1.5,
+            label=None if labelled else RING_LEGEND,
+        )
         labelled = True
-        ax.annotate("⚠ " + ", ".join(words), xy=(p[0], p[1]), xytext=(7, 7), textcoords="offset points",
-                    fontsize=7, color=ORANGE)
+        ax.annotate(
+            "⚠ " + ", ".join(words),
+            xy=(p[0], p[1]),
+            xytext=(7, 7),
+            textcoords="offset points",
+            fontsize=7,
+            color=ORANGE,
+        )
     return labelled
 
 
@@ -194,8 +231,9 @@ def speedup_caption(what: str, series: dict[str, dict[str, list[tuple]]]) -> str
     return "; ".join([f"Speedup against the baseline vs {what}", *said, "dashed line = 1.0×"])
 
 
-def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
-                           xlabel: str = "concurrency (max in-flight requests)") -> bytes:
+def speedup_vs_concurrency(
+    task: str, series: dict[str, dict[str, list[tuple]]], xlabel: str = "concurrency (max in-flight requests)"
+) -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
     `series[method][metric]` = [(concurrency, point, low, high[, basis[, rests_on]]), ...] with metric in {"tpot",
@@ -203,8 +241,10 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
     rests_on, report/marks.py's words for the cell ("stall", "slow c=1", "beyond bound"), rings it in orange.
     """
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-    titles = {"tpot": "latency speedup (baseline / method TPOT; □ E2EL where TPOT is degenerate)",
-              "throughput": "Throughput speedup (method / baseline tok/s)"}
+    titles = {
+        "tpot": "latency speedup (baseline / method TPOT; □ E2EL where TPOT is degenerate)",
+        "throughput": "Throughput speedup (method / baseline tok/s)",
+    }
     concurrencies = sorted({p[0] for s in series.values() for pts in s.values() for p in pts})
     for ax, metric in zip(axes, ("tpot", "throughput")):
         ax.set_title(f"{task}: {titles[metric]}", fontsize=9)
@@ -213,7 +253,7 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
         ringed = False
         palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (method, by_metric) in enumerate(series.items()):
-            color = palette[i % len(palette)]   # one colour per method in both panels
+            color = palette[i % len(palette)]  # one colour per method in both panels
             pts = [p for p in by_metric.get(metric, []) if p[1] is not None and p[1] > 0]
             if not pts:
                 continue
@@ -225,17 +265,29 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
             with_iv = [p for p in pts if p[2] is not None and p[3] is not None]
             # a cell without an interval gets a hollow marker, never a zero-length "interval" bar
             if with_iv:
-                ax.errorbar([p[0] for p in with_iv], [p[1] for p in with_iv],
-                            yerr=[[p[1] - p[2] for p in with_iv], [p[3] - p[1] for p in with_iv]],
-                            fmt="o", color=color, capsize=3)
+                ax.errorbar(
+                    [p[0] for p in with_iv],
+                    [p[1] for p in with_iv],
+                    yerr=[[p[1] - p[2] for p in with_iv], [p[3] - p[1] for p in with_iv]],
+                    fmt="o",
+                    color=color,
+                    capsize=3,
+                )
             without = [p for p in pts if p[2] is None or p[3] is None]
             if without:
-                ax.plot([p[0] for p in without], [p[1] for p in without], "o", color=color,
-                        markerfacecolor="white")
+                ax.plot([p[0] for p in without], [p[1] for p in without], "o", color=color, markerfacecolor="white")
             ringed = _ring(ax, pts, ringed)
         if not plotted:
-            ax.text(0.5, 0.5, "n/a (no baseline to compare with)", ha="center", va="center", fontsize=11,
-                    color=GREY, transform=ax.transAxes)
+            ax.text(
+                0.5,
+                0.5,
+                "n/a (no baseline to compare with)",
+                ha="center",
+                va="center",
+                fontsize=11,
+                color=GREY,
+                transform=ax.transAxes,
+            )
         else:
             # Ratios on a log axis: 0.5x and 2x are equally far from 1.0x. The axis covers the points and 1.0x;
             # an interval running off the plot is wider than the plot, which is the message.
@@ -256,8 +308,13 @@ def speedup_vs_concurrency(task: str, series: dict[str, dict[str, list[tuple]]],
     return png_bytes(fig)
 
 
-def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot: dict[int, float | None],
-            stop_k: dict[int, int | None]) -> bytes:
+def k_sweep(
+    family: str,
+    task: str,
+    rows: dict[int, list[tuple]],
+    baseline_tpot: dict[int, float | None],
+    stop_k: dict[int, int | None],
+) -> bytes:
     """TPOT (left axis) and mean acceptance length (right axis) against K, one line pair per concurrency.
 
     `rows[c]` = [(K, tpot_ms, mean_acceptance_length), ...]; `stop_k[c]`: where the gain stops (vertical line).
@@ -272,19 +329,29 @@ def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot:
         pts = sorted(pts)
         ks = [p[0] for p in pts]
         ax.plot(ks, [p[1] for p in pts], marker="o", color=color, label=f"TPOT ms, c={c}")
-        ax2.plot(ks, [p[2] for p in pts], marker="s", linestyle=":", color=color,
-                 label=f"mean acceptance length, c={c}")
+        ax2.plot(
+            ks, [p[2] for p in pts], marker="s", linestyle=":", color=color, label=f"mean acceptance length, c={c}"
+        )
         if (tpot := baseline_tpot.get(c)) is not None:
             ax.axhline(tpot, color=color, linewidth=1, linestyle="--", label=f"baseline TPOT, c={c}")
         if (stop := stop_k.get(c)) is not None:
             ax.axvline(stop, color=color, linewidth=1, alpha=0.6)
             last = stop == max(ks_all)
-            text = (f"best at the largest K={stop}: no plateau yet (c={c})" if last
-                    else f"gain stops at K={stop} (c={c})")
-            ax.annotate(text, xy=(stop, 0.04 + 0.08 * i), xycoords=("data", "axes fraction"), fontsize=7,
-                        ha="right" if last else "left", va="bottom", color=color,
-                        xytext=(-4 if last else 4, 0), textcoords="offset points",
-                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
+            text = (
+                f"best at the largest K={stop}: no plateau yet (c={c})" if last else f"gain stops at K={stop} (c={c})"
+            )
+            ax.annotate(
+                text,
+                xy=(stop, 0.04 + 0.08 * i),
+                xycoords=("data", "axes fraction"),
+                fontsize=7,
+                ha="right" if last else "left",
+                va="bottom",
+                color=color,
+                xytext=(-4 if last else 4, 0),
+                textcoords="offset points",
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"},
+            )
     ax.set_xticks(ks_all, [str(k) for k in ks_all])
     ax.set_xlabel("num_speculative_tokens (K)")
     ax.set_ylabel("TPOT p50 (ms), lower is better")
@@ -297,6 +364,7 @@ def k_sweep(family: str, task: str, rows: dict[int, list[tuple]], baseline_tpot:
 
 # --- the report's set of plots ---------------------------------------------------------------------
 
+
 def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
@@ -305,18 +373,24 @@ def make_all(rep: Report) -> None:
     run = rep.run
     spec = [md for md in run.methods.values() if md.speculative]
     for md in spec:
-        per_task = {t: md.figures(t).per_position if md.figures(t).drafted else None
-                    for t in run.tasks if t in md.task_figures}
+        per_task = {
+            t: md.figures(t).per_position if md.figures(t).drafted else None for t in run.tasks if t in md.task_figures
+        }
         conditional = {t: md.figures(t).per_position_conditional if per_task.get(t) else None for t in per_task}
         name = f"{REPORT_DIR}/acceptance_by_position_{safe_name(md.name)}.png"
         rep.plots[name] = acceptance_by_position(md.name, per_task, conditional)
-        never = any(v is None for c in conditional.values() if c for v in c)   # where the plot draws its ×
-        rep.plot_captions[name] = (f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
-                                   "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
-                                   "convention)" + ("; right: as a share of the steps that drafted at least p+1 "
-                                                    "tokens" + (", × = no step drafted that far (no rate, not 0)"
-                                                                if never else "")
-                                                    if any(conditional.values()) else ""))
+        never = any(v is None for c in conditional.values() if c for v in c)  # where the plot draws its ×
+        rep.plot_captions[name] = (
+            f"Acceptance by draft position, {md.name} (acceptance phase, all tasks): steps "
+            "accepting at least p+1 drafts as a share of all drafting steps (vLLM's "
+            "convention)"
+            + (
+                "; right: as a share of the steps that drafted at least p+1 "
+                "tokens" + (", × = no step drafted that far (no rate, not 0)" if never else "")
+                if any(conditional.values())
+                else ""
+            )
+        )
         for t in run.tasks:
             f = md.task_figures.get(t)
             if f is None:
@@ -342,6 +416,8 @@ def make_all(rep: Report) -> None:
             stop = {c: next((r["gain_stops_at_k"] for r in rows if r["concurrency"] == c), None) for c in by_c}
             name = f"{REPORT_DIR}/k_sweep_{safe_name(fam)}_{safe_name(t)}.png"
             rep.plots[name] = k_sweep(fam, t, by_c, base, stop)
-            rep.plot_captions[name] = (f"K sweep of {fam}, {t}: TPOT p50 and mean acceptance length (bench) vs K; "
-                                       f"vertical line = where the gain stops (smallest K within "
-                                       f"{st.GAIN_TOLERANCE:.0%} of the best TPOT)")
+            rep.plot_captions[name] = (
+                f"K sweep of {fam}, {t}: TPOT p50 and mean acceptance length (bench) vs K; "
+                f"vertical line = where the gain stops (smallest K within "
+                f"{st.GAIN_TOLERANCE:.0%} of the best TPOT)"
+            )

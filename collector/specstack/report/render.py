@@ -1,6 +1,7 @@
 """The report's two renderers of one list of blocks: Markdown (report.md) and self-contained HTML (report.html,
 plots embedded as base64 PNG). A block is ("h1"|"h2"|"h3", text), ("p", text), ("ul", [items]),
 ("table", header, rows) or ("img", name, caption)."""
+
 from __future__ import annotations
 
 import base64
@@ -43,8 +44,10 @@ def _inline(text: str) -> str:
 
 
 def render_html(bl: list[tuple], images: dict[str, bytes], title: str) -> str:
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body>"]
+    parts = [
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body>"
+    ]
     for b in bl:
         kind = b[0]
         if kind in ("h1", "h2", "h3"):
@@ -59,7 +62,9 @@ def render_html(bl: list[tuple], images: dict[str, bytes], title: str) -> str:
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         elif kind == "img":
             data = base64.b64encode(images[b[1]]).decode("ascii")
-            parts.append(f"<figure><img alt=\"{html.escape(b[2])}\" src=\"data:image/png;base64,{data}\">"
-                         f"<figcaption>{html.escape(b[2])}</figcaption></figure>")
+            parts.append(
+                f'<figure><img alt="{html.escape(b[2])}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(b[2])}</figcaption></figure>"
+            )
     parts.append("</body></html>")
     return "\n".join(parts)

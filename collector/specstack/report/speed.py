@@ -1,6 +1,7 @@
 """Speed against the baseline: one row per bench repeat (from the raw `vllm bench serve` JSON), and per method x
 task x concurrency the medians over repeats, the speedups with their bootstrap intervals, and the crossover
 concurrency where a method stops beating its baseline."""
+
 from __future__ import annotations
 
 from specstack.figures import chunks as stream
@@ -11,7 +12,7 @@ from specstack.report.cells import METRICS, PERCENTILES, bench_cells
 from specstack.report.format import over_repeats
 from specstack.results.reader import MethodData, RunData, load_text
 
-LOADS = ("concurrency", "rate")   # closed-loop cells keyed by concurrency, open-loop ones by request rate
+LOADS = ("concurrency", "rate")  # closed-loop cells keyed by concurrency, open-loop ones by request rate
 
 
 def _by_load(cells: list[dict], load: str) -> dict[float, list[dict]]:
@@ -40,8 +41,9 @@ def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, floa
     """(num, den) values of the same session index: session i of a method ran next to session i of its
     baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
-    return [(c[key], by_session[c["session"]]) for c in num
-            if c.get("session") in by_session and c.get(key) is not None]
+    return [
+        (c[key], by_session[c["session"]]) for c in num if c.get("session") in by_session and c.get(key) is not None
+    ]
 
 
 def _sessions(md: MethodData | None) -> bool:
@@ -73,7 +75,7 @@ def _itl_samples(cell: dict) -> int | None:
     return int((out - n) / (cell.get("spec_decode_acceptance_length") or 1))
 
 
-ITL_DEGENERATE = 0.1   # an ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts, the gaps say nothing
+ITL_DEGENERATE = 0.1  # an ITL p50 under a tenth of the TPOT p50: chunks arrived in bursts, the gaps say nothing
 
 
 def itl_degenerate(itl: float | None, tpot: float | None, tpot_burst: bool) -> bool:
@@ -130,10 +132,13 @@ def _beyond_bound(r: dict) -> None:
     c=1 baseline slower per request than its own c=4)."""
     bound, ratio = r.get("tokens_per_target_pass"), r.get("throughput_speedup")
     r["beyond_bound"] = None
-    if bound and ratio and marks.beyond_bound(ratio, bound):   # (both known: the formats below need them)
+    if bound and ratio and marks.beyond_bound(ratio, bound):  # (both known: the formats below need them)
         r["beyond_bound"] = f"{ratio:.2f}× > {bound:.2f} tokens per target pass"
-        _add_note(r, f"throughput {ratio:.2f}× is above the {bound:.2f}× a free drafter allows (its tokens per "
-                     "target pass): not physically the method's; the baseline's cell was slow")
+        _add_note(
+            r,
+            f"throughput {ratio:.2f}× is above the {bound:.2f}× a free drafter allows (its tokens per "
+            "target pass): not physically the method's; the baseline's cell was slow",
+        )
 
 
 def _slow_c1(rows: list[dict]) -> None:
@@ -142,13 +147,18 @@ def _slow_c1(rows: list[dict]) -> None:
     slow: dict[tuple, str] = {}
     for r in rows:
         if r["concurrency"] == 1 and r.get("e2el_mean_ms"):
-            higher = {x["concurrency"]: x.get("e2el_mean_ms") for x in rows
-                      if (x["method"], x["task"]) == (r["method"], r["task"]) and (x["concurrency"] or 0) > 1}
+            higher = {
+                x["concurrency"]: x.get("e2el_mean_ms")
+                for x in rows
+                if (x["method"], x["task"]) == (r["method"], r["task"]) and (x["concurrency"] or 0) > 1
+            }
             faster = marks.slow_c1(r["e2el_mean_ms"], higher)
             if faster is not None:
-                slow[(r["method"], r["task"])] = (f"{r['method']}'s c=1 slower per request than its c="
-                                                 f"{faster:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
-                                                 f"against {higher[faster]:.0f} ms)")
+                slow[(r["method"], r["task"])] = (
+                    f"{r['method']}'s c=1 slower per request than its c="
+                    f"{faster:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
+                    f"against {higher[faster]:.0f} ms)"
+                )
     for r in rows:
         r["slow_c1"] = None
         if r["concurrency"] != 1:
@@ -156,8 +166,11 @@ def _slow_c1(rows: list[dict]) -> None:
         found = [slow[k] for k in ((r["method"], r["task"]), (r["baseline"], r["task"])) if k in slow]
         if found:
             r["slow_c1"] = "; ".join(found)
-            _add_note(r, "; ".join(found) + ": nothing waits at c=1, so a stall or a warm-up; a ratio against "
-                         "it is inflated or deflated by that")
+            _add_note(
+                r,
+                "; ".join(found) + ": nothing waits at c=1, so a stall or a warm-up; a ratio against "
+                "it is inflated or deflated by that",
+            )
 
 
 def _batching_gain(rows: list[dict]) -> None:
@@ -172,33 +185,55 @@ def _batching_gain(rows: list[dict]) -> None:
         sides = {"method": (r["output_throughput"], at_c1.get((r["method"], r["task"])))}
         if r["baseline"]:
             sides["baseline"] = (r["baseline_output_throughput"], at_c1.get((r["baseline"], r["task"])))
-        flat = [f"{side} {tp / one:.2f}× its c=1" for side, (tp, one) in sides.items()
-                if tp and one and tp < st.BATCHING_GAIN_MIN * one]
+        flat = [
+            f"{side} {tp / one:.2f}× its c=1"
+            for side, (tp, one) in sides.items()
+            if tp and one and tp < st.BATCHING_GAIN_MIN * one
+        ]
         if flat:
             r["no_batching_gain"] = "; ".join(flat)
-            _add_note(r, f"no batching gain at c={r['concurrency']:g}: " + "; ".join(flat)
-                      + " (the server did not batch, or the client starved it)")
+            _add_note(
+                r,
+                f"no batching gain at c={r['concurrency']:g}: "
+                + "; ".join(flat)
+                + " (the server did not batch, or the client starved it)",
+            )
 
 
-def _cell_row(md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict],
-              base_cells: list[dict]) -> dict:
+def _cell_row(
+    md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict], base_cells: list[dict]
+) -> dict:
     """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
     ok, bok = _ok(cells), _ok(base_cells)
     load, point = at
-    row = {"method": md.name, "label": md.display_name, "baseline": md.baseline, "task": task,
-           "concurrency": point if load == "concurrency" else None,
-           "request_rate": point if load == "rate" else None, "load": load,
-           "role": "spec" if md.baseline else "baseline", "comparable": md.comparable,
-           "server_contradicted": bool(md.server_contradictions),
-           "repeats": len(ok), "baseline_repeats": len(bok), "cells_failed": len(cells) - len(ok),
-           "output_throughput": st.median(_vals(ok, "output_throughput")),
-           # the frontier and Little's law (report/load.py): served requests/s, mean E2EL, tokens per answer
-           "request_throughput": st.median(_vals(ok, "request_throughput")),
-           "e2el_mean_ms": st.median(_vals(ok, "mean_e2el_ms")),
-           "tokens_per_request": st.median([c_["total_output_tokens"] / c_["completed"] for c_ in ok
-                                            if c_.get("total_output_tokens") and c_.get("completed")]),
-           "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
-           "design": design(md, base if md.baseline else None, len(ok))}
+    row = {
+        "method": md.name,
+        "label": md.display_name,
+        "baseline": md.baseline,
+        "task": task,
+        "concurrency": point if load == "concurrency" else None,
+        "request_rate": point if load == "rate" else None,
+        "load": load,
+        "role": "spec" if md.baseline else "baseline",
+        "comparable": md.comparable,
+        "server_contradicted": bool(md.server_contradictions),
+        "repeats": len(ok),
+        "baseline_repeats": len(bok),
+        "cells_failed": len(cells) - len(ok),
+        "output_throughput": st.median(_vals(ok, "output_throughput")),
+        # the frontier and Little's law (report/load.py): served requests/s, mean E2EL, tokens per answer
+        "request_throughput": st.median(_vals(ok, "request_throughput")),
+        "e2el_mean_ms": st.median(_vals(ok, "mean_e2el_ms")),
+        "tokens_per_request": st.median(
+            [
+                c_["total_output_tokens"] / c_["completed"]
+                for c_ in ok
+                if c_.get("total_output_tokens") and c_.get("completed")
+            ]
+        ),
+        "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
+        "design": design(md, base if md.baseline else None, len(ok)),
+    }
     note: list[str] = []
     _stalls(row, ok, bok, note)
     _percentiles(row, ok, bok)
@@ -247,26 +282,33 @@ def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
     row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
     row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
     _per_chunk(row, ok)
-    if any(c_.get("per_request_data") for c_ in ok):   # the chunk gaps themselves say whether they were bursts
+    if any(c_.get("per_request_data") for c_ in ok):  # the chunk gaps themselves say whether they were bursts
         row["itl_degenerate"] = any(c_.get("itl_burst") or c_.get("tpot_degenerate") for c_ in ok)
     else:
-        row["itl_degenerate"] = itl_degenerate(row["itl_p50_ms"], row["tpot_p50_ms"],
-                                               any(c_.get("tpot_degenerate") for c_ in ok))
+        row["itl_degenerate"] = itl_degenerate(
+            row["itl_p50_ms"], row["tpot_p50_ms"], any(c_.get("tpot_degenerate") for c_ in ok)
+        )
 
 
 def _per_chunk(row: dict, ok: list[dict]) -> None:
     """Tokens per streamed chunk over the repeats (figures/chunks.py) and the ITL p50 per token: a chunk of a
     speculative step carries every token it accepted, so ITL is per chunk (None: no per-request data, unknown)."""
-    per_chunk = stream.tokens_per_chunk([{"output_tokens": c_["streamed_output_tokens"], "chunks": c_["stream_chunks"]}
-                                         for c_ in ok if c_.get("stream_chunks")])
+    per_chunk = stream.tokens_per_chunk(
+        [
+            {"output_tokens": c_["streamed_output_tokens"], "chunks": c_["stream_chunks"]}
+            for c_ in ok
+            if c_.get("stream_chunks")
+        ]
+    )
     row["tokens_per_chunk"] = per_chunk
     row["itl_per_chunk"] = None if per_chunk is None else stream.multi_token(per_chunk)
     itl = row.get("itl_p50_ms")
     row["itl_p50_per_token_ms"] = itl / per_chunk if itl is not None and per_chunk else None
 
 
-def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict],
-              note: list[str]) -> tuple[st.Interval, st.Interval, st.Interval]:
+def _speedups(
+    row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict], note: list[str]
+) -> tuple[st.Interval, st.Interval, st.Interval]:
     """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
     TPOT ratio is never formed from a degenerate TPOT (a burst read on either side): it would say 227× or 0.00×.
     Beside each median latency ratio, the ratios of the means and of the p95s: a median hides the tail."""
@@ -292,41 +334,56 @@ def _speedups(row: dict, md: MethodData, base: MethodData | None, ok: list[dict]
     else:
         tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
         row.update({f"{m}_{stat}_speedup": None for m in ("tpot", "e2el") for stat in ("mean", "p95")})
-    tpot_verdict = "reference" if not md.baseline else \
-        "degenerate: no ratio" if row["tpot_degenerate"] else tpot.verdict("faster", "slower")
-    row.update(tpot_speedup=tpot.point, tpot_speedup_low=tpot.low, tpot_speedup_high=tpot.high,
-               tpot_verdict=tpot_verdict,
-               e2el_speedup=e2el.point, e2el_speedup_low=e2el.low, e2el_speedup_high=e2el.high,
-               throughput_speedup=tput.point, throughput_speedup_low=tput.low, throughput_speedup_high=tput.high,
-               throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference")
+    tpot_verdict = (
+        "reference"
+        if not md.baseline
+        else "degenerate: no ratio"
+        if row["tpot_degenerate"]
+        else tpot.verdict("faster", "slower")
+    )
+    row.update(
+        tpot_speedup=tpot.point,
+        tpot_speedup_low=tpot.low,
+        tpot_speedup_high=tpot.high,
+        tpot_verdict=tpot_verdict,
+        e2el_speedup=e2el.point,
+        e2el_speedup_low=e2el.low,
+        e2el_speedup_high=e2el.high,
+        throughput_speedup=tput.point,
+        throughput_speedup_low=tput.low,
+        throughput_speedup_high=tput.high,
+        throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference",
+    )
     return tpot, e2el, tput
 
 
-def _latency_verdict(row: dict, md: MethodData, ok: list[dict], bok: list[dict], tpot: st.Interval,
-                     e2el: st.Interval, tput: st.Interval) -> st.Interval:
+def _latency_verdict(
+    row: dict, md: MethodData, ok: list[dict], bok: list[dict], tpot: st.Interval, e2el: st.Interval, tput: st.Interval
+) -> st.Interval:
     """The latency the verdict rests on, the repeats' spread and stability, and the verdict word."""
     # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a burst (a
     # starved client) leave E2EL, at fixed output length, as the latency to compare
-    basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else \
-        ("TPOT", "p50_tpot_ms", tpot)
+    basis, key, latency = ("E2EL", "p50_e2el_ms", e2el) if row["tpot_degenerate"] else ("TPOT", "p50_tpot_ms", tpot)
     row["latency_basis"] = basis
     row["latency_statistic"] = f"p50 over requests, {over_repeats(len(ok))}"
     row["latency_mean_speedup"] = row.get(f"{basis.lower()}_mean_speedup")
     row["latency_p95_speedup"] = row.get(f"{basis.lower()}_p95_speedup")
     # a p95 the report marks † (too few requests beyond it in a repeat, on either side) decides nothing
     p95_stable = not st.unstable(95, min(_vals(ok + bok, "completed"), default=None))
-    row["tail_disagrees"] = _tail_disagrees(latency.point, row["latency_mean_speedup"],
-                                            row["latency_p95_speedup"] if p95_stable else None,
-                                            row.get("throughput_speedup"))
+    row["tail_disagrees"] = _tail_disagrees(
+        latency.point,
+        row["latency_mean_speedup"],
+        row["latency_p95_speedup"] if p95_stable else None,
+        row.get("throughput_speedup"),
+    )
     row["tpot_spread"] = st.relative_mad(_vals(ok, key))
     row["baseline_tpot_spread"] = st.relative_mad(_vals(bok, key)) if md.baseline else None
-    row["stability"] = (st.stability(_vals(ok, key), _vals(bok, key))
-                        if md.baseline else st.stability(_vals(ok, key)))
+    row["stability"] = st.stability(_vals(ok, key), _vals(bok, key)) if md.baseline else st.stability(_vals(ok, key))
     row["verdict"] = cell_verdict(latency, tput) if md.baseline else "reference"
     return latency
 
 
-TAIL_MARGIN = 0.05   # a mean or p95 ratio this far on the other side of 1.0× than the median's disagrees with it
+TAIL_MARGIN = 0.05  # a mean or p95 ratio this far on the other side of 1.0× than the median's disagrees with it
 
 
 def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
@@ -340,15 +397,17 @@ def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
     return any(x > 1.0 + TAIL_MARGIN for x in seen)
 
 
-def _host_load_gate(row: dict, md: MethodData, base: MethodData | None, cells: list[dict],
-                    base_cells: list[dict]) -> None:
+def _host_load_gate(
+    row: dict, md: MethodData, base: MethodData | None, cells: list[dict], base_cells: list[dict]
+) -> None:
     """Who else used the CPU at the cell's bench windows, on both sides (measure/cpu_share.py): a verdict measured
     while other processes took the server's cores ("busy host") or while the bench client saturated its core
     ("client-bound") is marked, never silently trusted (None: not measured, not 0). The 1-minute load per core
     stays as data only: the measured system alone keeps it near 1 per core on a CPU server."""
     row["host_load_per_core"] = host_load_per_core(md.record.window_list, cells)
-    row["baseline_host_load_per_core"] = (host_load_per_core(base.record.window_list, base_cells)
-                                          if md.baseline and base else None)
+    row["baseline_host_load_per_core"] = (
+        host_load_per_core(base.record.window_list, base_cells) if md.baseline and base else None
+    )
     own = cell_cpu(md.record.window_list, cells)
     other = cell_cpu(base.record.window_list, base_cells) if md.baseline and base else None
     row["other_cpu_s"], row["other_cpu_share"], row["bench_cpu_share"] = own.other_s, own.other_share, own.bench_share
@@ -364,17 +423,21 @@ def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, no
     bound = st.median(_vals(ok, "tokens_per_target_pass"))
     row["tokens_per_target_pass"] = bound if md.speculative else None
     row["drafting_share"] = st.median(_vals(ok, "drafting_share")) if md.speculative else None
-    usable = tpot.point if md.speculative and not row["tpot_degenerate"] else None   # a degenerate TPOT has none
+    usable = tpot.point if md.speculative and not row["tpot_degenerate"] else None  # a degenerate TPOT has none
     row["efficiency"] = st.efficiency(usable, bound)
     row["efficiency_verify_steps"] = st.efficiency(usable, row["bench_acceptance_length"])
     if row["efficiency"] is not None and row["efficiency"] > 1.0:
         # the bound holds for any drafter: beating it means the TPOT figures are off, not the method
-        note.append("efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so the TPOT "
-                    "figures are off (noise, partly burst-delivered answers)")
+        note.append(
+            "efficiency above 100 %: the TPOT speedup beats what a free drafter allows, so the TPOT "
+            "figures are off (noise, partly burst-delivered answers)"
+        )
     if row["tpot_degenerate"]:
-        sides = [(name, row[f"tpot_burst_{key}"]) for name, key in (("the method's", "method"),
-                                                                     ("the baseline's", "baseline"))
-                 if row[f"tpot_burst_{key}"]]
+        sides = [
+            (name, row[f"tpot_burst_{key}"])
+            for name, key in (("the method's", "method"), ("the baseline's", "baseline"))
+            if row[f"tpot_burst_{key}"]
+        ]
         if not md.baseline:
             where = f" ({sides[0][1]})"
         elif len(sides) == 2:
@@ -408,26 +471,50 @@ def crossover_rows(speed: list[dict]) -> list[dict]:
     keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
     for method, task in keys:
         mine = [r for r in speed if r["method"] == method and r["task"] == task]
-        tpot = st.crossover({r["concurrency"]: r["latency_speedup"] for r in mine},
-                            {r["concurrency"]: r["latency_speedup_low"] for r in mine})
+        tpot = st.crossover(
+            {r["concurrency"]: r["latency_speedup"] for r in mine},
+            {r["concurrency"]: r["latency_speedup_low"] for r in mine},
+        )
         # the statistic each concurrency was judged on, named: a column of E2EL verdicts is not a TPOT crossover
         on_e2el = [r["concurrency"] for r in mine if r["latency_basis"] == "E2EL"]
-        basis = "TPOT" if not on_e2el else "E2EL" if len(on_e2el) == len(mine) else \
-            "TPOT, E2EL at c=" + ", ".join(f"{c:g}" for c in on_e2el)
+        basis = (
+            "TPOT"
+            if not on_e2el
+            else "E2EL"
+            if len(on_e2el) == len(mine)
+            else "TPOT, E2EL at c=" + ", ".join(f"{c:g}" for c in on_e2el)
+        )
         if on_e2el:
-            tpot["text"] += (" (on E2EL: TPOT degenerate at every concurrency)" if basis == "E2EL" else
-                             f" (on E2EL at c={', '.join(f'{c:g}' for c in on_e2el)}: TPOT degenerate there)")
-        tput = st.crossover({r["concurrency"]: r["throughput_speedup"] for r in mine},
-                            {r["concurrency"]: r["throughput_speedup_low"] for r in mine})
+            tpot["text"] += (
+                " (on E2EL: TPOT degenerate at every concurrency)"
+                if basis == "E2EL"
+                else f" (on E2EL at c={', '.join(f'{c:g}' for c in on_e2el)}: TPOT degenerate there)"
+            )
+        tput = st.crossover(
+            {r["concurrency"]: r["throughput_speedup"] for r in mine},
+            {r["concurrency"]: r["throughput_speedup_low"] for r in mine},
+        )
         # a verdict over the concurrencies rests on every cell of them: a marked one is named here too
         stalled = sorted(r["concurrency"] for r in mine if r.get("stalled"))
         on_latency, on_throughput = marks.crossover_marks(mine)
         tpot["text"] += on_latency
         tput["text"] += on_throughput
-        rows.append({"method": method, "label": mine[0]["label"], "baseline": mine[0]["baseline"], "task": task,
-                     "comparable": mine[0]["comparable"], "server_contradicted": mine[0]["server_contradicted"],
-                     "tpot_kind": tpot["kind"], "tpot_crossover_concurrency": tpot["concurrency"],
-                     "tpot_text": tpot["text"], "latency_basis": basis, "throughput_kind": tput["kind"],
-                     "throughput_crossover_concurrency": tput["concurrency"], "throughput_text": tput["text"],
-                     "stalled_concurrencies": ",".join(f"{c:g}" for c in stalled) or None})
+        rows.append(
+            {
+                "method": method,
+                "label": mine[0]["label"],
+                "baseline": mine[0]["baseline"],
+                "task": task,
+                "comparable": mine[0]["comparable"],
+                "server_contradicted": mine[0]["server_contradicted"],
+                "tpot_kind": tpot["kind"],
+                "tpot_crossover_concurrency": tpot["concurrency"],
+                "tpot_text": tpot["text"],
+                "latency_basis": basis,
+                "throughput_kind": tput["kind"],
+                "throughput_crossover_concurrency": tput["concurrency"],
+                "throughput_text": tput["text"],
+                "stalled_concurrencies": ",".join(f"{c:g}" for c in stalled) or None,
+            }
+        )
     return rows

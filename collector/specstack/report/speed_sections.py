@@ -1,5 +1,6 @@
 """The report's speed blocks of one task: the speed table against the baseline, the latency percentiles with their
 footnotes, and the crossover concurrency (the rows come computed from report/speed.py; only their text is made here)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -41,8 +42,13 @@ def _efficiency(row: dict) -> str:
     the per-step figure would count as a gain."""
     text = pct(row.get("efficiency"), 0)
     other, share = row.get("efficiency_verify_steps"), row.get("drafting_share")
-    if other is not None and row.get("efficiency") is not None and share is not None and share < 0.995 \
-            and abs(other - row["efficiency"]) >= 0.005:
+    if (
+        other is not None
+        and row.get("efficiency") is not None
+        and share is not None
+        and share < 0.995
+        and abs(other - row["efficiency"]) >= 0.005
+    ):
         text += f" ({pct(other, 0)} per verify step)"
     return text
 
@@ -73,15 +79,23 @@ def _tpot_ratio(r: dict) -> str:
         return "—"
     if r["tpot_degenerate"]:
         return "no ratio ‡"
-    return (times(r["tpot_speedup"]) + interval(r["tpot_speedup_low"], r["tpot_speedup_high"]) + _beside(r, "tpot")
-            + _stall_mark(r))
+    return (
+        times(r["tpot_speedup"])
+        + interval(r["tpot_speedup_low"], r["tpot_speedup_high"])
+        + _beside(r, "tpot")
+        + _stall_mark(r)
+    )
 
 
 def _e2el_ratio(r: dict) -> str:
     if r["role"] != "spec":
         return "—"
-    return (times(r["e2el_speedup"]) + interval(r["e2el_speedup_low"], r["e2el_speedup_high"]) + _beside(r, "e2el")
-            + _stall_mark(r))
+    return (
+        times(r["e2el_speedup"])
+        + interval(r["e2el_speedup_low"], r["e2el_speedup_high"])
+        + _beside(r, "e2el")
+        + _stall_mark(r)
+    )
 
 
 def _itl(r: dict) -> str:
@@ -108,70 +122,165 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
     ci = f"95 % CI if ≥ {st.MIN_REPEATS} repeats"
-    out.append(("table", ["method", "vs", "c", "N", "replication", "out tok/s", f"throughput × [{ci}]",
-                          "verdict", "TPOT p50 ms", f"TPOT speedup × (p50 [{ci}]; mean, p95)", "verdict",
-                          f"E2EL speedup × (p50 [{ci}]; mean, p95)", "latency spread (method / base)",
-                          "other processes' CPU (CPU-s, % of core-s)", "bench client CPU (% of a core)",
-                          "acc. length per verify step",
-                          "tokens per target pass (drafting steps)", "efficiency", "KV loss", "preempt.",
-                          "failed req.", "note"],
-                [[_label(r), r["baseline"] or "—", r["concurrency"], r["repeats"], r.get("design") or "n/a",
-                  num(r["output_throughput"], 1),
-                  ("—" if r["role"] != "spec" else times(r["throughput_speedup"]) +
-                   interval(r["throughput_speedup_low"], r["throughput_speedup_high"]) + _throughput_mark(r)),
-                  r["throughput_verdict"],
-                  num(r["tpot_p50_ms"]) + (" ‡" if _read_in_burst(r) else ""),
-                  _tpot_ratio(r), r["tpot_verdict"], _e2el_ratio(r), _spread(r),
-                  _other_cpu(r), _client_cpu(r), num(r["bench_acceptance_length"]), _bound(r), _efficiency(r),
-                  "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
-                  num(r["preemptions"], 0), num(r["failed_requests"], 0), r["note"] or ""]
-                 for r in speed]))
-    out.append(("h3", "Latency percentiles, ms (p50 / p95 / p99; "
-                      f"{over_repeats(max((r['repeats'] for r in speed), default=0))})"))
-    out.append(("table", ["method", "c", "N", "requests/repeat", "TPOT", "ITL (gap between streamed chunks)",
-                          "tokens per chunk", "TTFT", "E2EL"],
-                [[_label(r), r["concurrency"], r["repeats"], num(r["requests_per_repeat"]),
-                  _pcts(r, "tpot"), _itl(r), per_chunk_cell(r), _pcts(r, "ttft") + (" ‡" if _read_in_burst(r) else ""),
-                  _pcts(r, "e2el")]
-                 for r in speed]))
+    out.append(
+        (
+            "table",
+            [
+                "method",
+                "vs",
+                "c",
+                "N",
+                "replication",
+                "out tok/s",
+                f"throughput × [{ci}]",
+                "verdict",
+                "TPOT p50 ms",
+                f"TPOT speedup × (p50 [{ci}]; mean, p95)",
+                "verdict",
+                f"E2EL speedup × (p50 [{ci}]; mean, p95)",
+                "latency spread (method / base)",
+                "other processes' CPU (CPU-s, % of core-s)",
+                "bench client CPU (% of a core)",
+                "acc. length per verify step",
+                "tokens per target pass (drafting steps)",
+                "efficiency",
+                "KV loss",
+                "preempt.",
+                "failed req.",
+                "note",
+            ],
+            [
+                [
+                    _label(r),
+                    r["baseline"] or "—",
+                    r["concurrency"],
+                    r["repeats"],
+                    r.get("design") or "n/a",
+                    num(r["output_throughput"], 1),
+                    (
+                        "—"
+                        if r["role"] != "spec"
+                        else times(r["throughput_speedup"])
+                        + interval(r["throughput_speedup_low"], r["throughput_speedup_high"])
+                        + _throughput_mark(r)
+                    ),
+                    r["throughput_verdict"],
+                    num(r["tpot_p50_ms"]) + (" ‡" if _read_in_burst(r) else ""),
+                    _tpot_ratio(r),
+                    r["tpot_verdict"],
+                    _e2el_ratio(r),
+                    _spread(r),
+                    _other_cpu(r),
+                    _client_cpu(r),
+                    num(r["bench_acceptance_length"]),
+                    _bound(r),
+                    _efficiency(r),
+                    "—" if r["role"] != "spec" else pct(r["kv_cache_loss"]),
+                    num(r["preemptions"], 0),
+                    num(r["failed_requests"], 0),
+                    r["note"] or "",
+                ]
+                for r in speed
+            ],
+        )
+    )
+    out.append(
+        (
+            "h3",
+            f"Latency percentiles, ms (p50 / p95 / p99; {over_repeats(max((r['repeats'] for r in speed), default=0))})",
+        )
+    )
+    out.append(
+        (
+            "table",
+            [
+                "method",
+                "c",
+                "N",
+                "requests/repeat",
+                "TPOT",
+                "ITL (gap between streamed chunks)",
+                "tokens per chunk",
+                "TTFT",
+                "E2EL",
+            ],
+            [
+                [
+                    _label(r),
+                    r["concurrency"],
+                    r["repeats"],
+                    num(r["requests_per_repeat"]),
+                    _pcts(r, "tpot"),
+                    _itl(r),
+                    per_chunk_cell(r),
+                    _pcts(r, "ttft") + (" ‡" if _read_in_burst(r) else ""),
+                    _pcts(r, "e2el"),
+                ]
+                for r in speed
+            ],
+        )
+    )
     if any(r["tpot_degenerate"] for r in speed):
-        out.append(("p", "‡ TPOT degenerate (on a TPOT p50: in that row's own cells; on \"no ratio\": in the "
-                         "method's or the baseline's): in a repeat of the cell a request's chunks were "
-                         f"read in a burst straight after its first token (gaps under {per_request.BURST_GAP_MS:g} "
-                         f"ms, no engine step is that short) for more than {per_request.SWALLOWED_MAX:.0%} of its "
-                         "decode, so TTFT swallowed decode time and bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
-                         "is too small (a starved client reads a whole answer at once; seen: 0.002 ms against "
-                         "1 ms per token). From bench's per-request data (--save-detailed); a bundle without it "
-                         "uses the aggregate rule: TPOT p50 × (tokens − 1) under a tenth of E2EL p50. No TPOT "
-                         "ratio is printed for such a row, its verdict rests on E2EL at the same fixed output "
-                         "length, and it has no efficiency. On a TTFT: the row's own cells read answers in a burst, "
-                         "so its TTFT holds decode time too (TTFT ≈ E2EL for those requests): not a time to first "
-                         "token."))
+        out.append(
+            (
+                "p",
+                '‡ TPOT degenerate (on a TPOT p50: in that row\'s own cells; on "no ratio": in the '
+                "method's or the baseline's): in a repeat of the cell a request's chunks were "
+                f"read in a burst straight after its first token (gaps under {per_request.BURST_GAP_MS:g} "
+                f"ms, no engine step is that short) for more than {per_request.SWALLOWED_MAX:.0%} of its "
+                "decode, so TTFT swallowed decode time and bench's TPOT = (E2EL − TTFT) ÷ (tokens − 1) "
+                "is too small (a starved client reads a whole answer at once; seen: 0.002 ms against "
+                "1 ms per token). From bench's per-request data (--save-detailed); a bundle without it "
+                "uses the aggregate rule: TPOT p50 × (tokens − 1) under a tenth of E2EL p50. No TPOT "
+                "ratio is printed for such a row, its verdict rests on E2EL at the same fixed output "
+                "length, and it has no efficiency. On a TTFT: the row's own cells read answers in a burst, "
+                "so its TTFT holds decode time too (TTFT ≈ E2EL for those requests): not a time to first "
+                "token.",
+            )
+        )
     if any(r.get("stalled") for r in speed):
-        out.append(("p", "⚠ stall: in a repeat of the row (method or baseline) bench's per-request data shows a "
-                         "pause in sending (a request sent later than its free slot by more than "
-                         f"{per_request.SEND_PAUSE_SHARE:.0%} of the cell's median E2EL), a TTFT or E2EL outlier "
-                         f"(over {per_request.OUTLIER_FACTOR:g}× the cell's median and "
-                         f"{per_request.OUTLIER_FLOOR_MS:g} ms past it), or a c > 1 cell whose mean E2EL exceeds c × "
-                         "the c=1 cell's (slower than one after another). The host load average cannot see a "
-                         "sub-second stall; every ratio of the row rests on it. The row's note names the cell: "
-                         + "; ".join(f"{_label(r)} c={r['concurrency']}: {r['stall']}"
-                                     for r in speed if r.get("stalled")) + "."))
-    named = [text for text in legend(" ".join(_throughput_mark(r) for r in speed))
-             if text.startswith(("⚠ beyond bound", "⚠ slow c=1"))]   # the verdict legend's words, one source
+        out.append(
+            (
+                "p",
+                "⚠ stall: in a repeat of the row (method or baseline) bench's per-request data shows a "
+                "pause in sending (a request sent later than its free slot by more than "
+                f"{per_request.SEND_PAUSE_SHARE:.0%} of the cell's median E2EL), a TTFT or E2EL outlier "
+                f"(over {per_request.OUTLIER_FACTOR:g}× the cell's median and "
+                f"{per_request.OUTLIER_FLOOR_MS:g} ms past it), or a c > 1 cell whose mean E2EL exceeds c × "
+                "the c=1 cell's (slower than one after another). The host load average cannot see a "
+                "sub-second stall; every ratio of the row rests on it. The row's note names the cell: "
+                + "; ".join(f"{_label(r)} c={r['concurrency']}: {r['stall']}" for r in speed if r.get("stalled"))
+                + ".",
+            )
+        )
+    named = [
+        text
+        for text in legend(" ".join(_throughput_mark(r) for r in speed))
+        if text.startswith(("⚠ beyond bound", "⚠ slow c=1"))
+    ]  # the verdict legend's words, one source
     if named:
         out.append(("ul", named))
     if any(r["role"] == "spec" for r in speed):
-        out.append(("p", "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
-                         "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
-                         "not comparable with the baseline's (the tokens per chunk column measures it). Compare "
-                         "methods by TPOT."))
+        out.append(
+            (
+                "p",
+                "ITL is the gap between streamed chunks, and a speculative step streams all the tokens it "
+                "accepted in one chunk: for a speculative method ITL is per chunk, not per token, and is "
+                "not comparable with the baseline's (the tokens per chunk column measures it). Compare "
+                "methods by TPOT.",
+            )
+        )
     out += per_chunk_note(speed)
     if any(r.get("itl_degenerate") for r in speed):
-        out.append(("p", "‡ on ITL: degenerate, the chunks arrived in bursts (a starved client or server) and the "
-                         "gaps say nothing: the ITL p50 is under a tenth of the TPOT p50, or a repeat of the "
-                         "method's own cell has a degenerate TPOT (then its TPOT is no per-token time either, and "
-                         "the ITL cannot be checked against it)."))
+        out.append(
+            (
+                "p",
+                "‡ on ITL: degenerate, the chunks arrived in bursts (a starved client or server) and the "
+                "gaps say nothing: the ITL p50 is under a tenth of the TPOT p50, or a repeat of the "
+                "method's own cell has a degenerate TPOT (then its TPOT is no per-token time either, and "
+                "the ITL cannot be checked against it).",
+            )
+        )
     return out
 
 
@@ -185,6 +294,11 @@ def crossover_table(rep: Report, task: str) -> list[tuple]:
     cross = [r for r in rep.crossover if r["task"] == task]
     if cross:
         out.append(("h3", "Crossover concurrency (where a method stops beating the baseline)"))
-        out.append(("table", ["method", "vs", "latency (TPOT; E2EL where TPOT is degenerate)", "throughput"],
-                    [[_label(r), r["baseline"], r["tpot_text"], r["throughput_text"]] for r in cross]))
+        out.append(
+            (
+                "table",
+                ["method", "vs", "latency (TPOT; E2EL where TPOT is degenerate)", "throughput"],
+                [[_label(r), r["baseline"], r["tpot_text"], r["throughput_text"]] for r in cross],
+            )
+        )
     return out

@@ -2,6 +2,7 @@
 the time to ready (and whether torch.compile found its cache), the checkpoints' size, the CUDA graph memory and the
 memory and tokens left to the KV cache, each beside the baseline's, from the summaries (server.startup, read from
 each server's log by server/startup.py; timings.server_ready; server.kv_cache_tokens)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,8 +17,14 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 FIGURES = ("ready_s", "weights_gib", "cuda_graph_gib", "kv_cache_gib", "kv_cache_tokens")
-COLUMNS = ["method", "label", "baseline", "compile_cache",
-           *[c for f in FIGURES for c in (f, f"baseline_{f}")], "kv_cache_loss"]
+COLUMNS = [
+    "method",
+    "label",
+    "baseline",
+    "compile_cache",
+    *[c for f in FIGURES for c in (f, f"baseline_{f}")],
+    "kv_cache_loss",
+]
 
 
 def _startup(md: MethodData) -> dict:
@@ -27,18 +34,24 @@ def _startup(md: MethodData) -> dict:
     startup = (server.extra.get("startup") if server else None) or {}
     log = md.path / layout.SERVER_LOG
     if "weights_gib" not in startup and log.is_file():
-        startup = {**startup, **{k: v for k, v in phases(log.read_text(errors="replace")).items()
-                                 if k.endswith("_gib")}}
+        startup = {
+            **startup,
+            **{k: v for k, v in phases(log.read_text(errors="replace")).items() if k.endswith("_gib")},
+        }
     return startup
 
 
 def _figures(md: MethodData) -> dict:
     server = md.record.server
     startup = _startup(md)
-    return {"ready_s": (md.record.timings or {}).get("server_ready"), "weights_gib": startup.get("weights_gib"),
-            "cuda_graph_gib": startup.get("cuda_graph_gib"), "kv_cache_gib": startup.get("kv_cache_gib"),
-            "kv_cache_tokens": server.kv_cache_tokens if server else None,
-            "compile_cache": startup.get("compile_cache")}
+    return {
+        "ready_s": (md.record.timings or {}).get("server_ready"),
+        "weights_gib": startup.get("weights_gib"),
+        "cuda_graph_gib": startup.get("cuda_graph_gib"),
+        "kv_cache_gib": startup.get("kv_cache_gib"),
+        "kv_cache_tokens": server.kv_cache_tokens if server else None,
+        "compile_cache": startup.get("compile_cache"),
+    }
 
 
 def cost_rows(run: RunData) -> list[dict]:
@@ -49,10 +62,16 @@ def cost_rows(run: RunData) -> list[dict]:
         base = run.methods.get(md.baseline or "")
         theirs = _figures(base) if base else {}
         tokens, base_tokens = mine["kv_cache_tokens"], theirs.get("kv_cache_tokens")
-        rows.append({"method": md.name, "label": md.display_name, "baseline": md.baseline,
-                     "compile_cache": mine["compile_cache"],
-                     **{c: v for f in FIGURES for c, v in ((f, mine[f]), (f"baseline_{f}", theirs.get(f)))},
-                     "kv_cache_loss": (1 - tokens / base_tokens) if tokens and base_tokens else None})
+        rows.append(
+            {
+                "method": md.name,
+                "label": md.display_name,
+                "baseline": md.baseline,
+                "compile_cache": mine["compile_cache"],
+                **{c: v for f in FIGURES for c, v in ((f, mine[f]), (f"baseline_{f}", theirs.get(f)))},
+                "kv_cache_loss": (1 - tokens / base_tokens) if tokens and base_tokens else None,
+            }
+        )
     return rows
 
 
@@ -67,16 +86,43 @@ def cost_table(rep: Report) -> list[tuple]:
     rows = rep.start_costs
     if not any(r["ready_s"] is not None or r["weights_gib"] is not None for r in rows):
         return []
-    return [("h2", "What speculation costs before the first request"),
-            ("table", ["method", "vs", "ready s", "torch.compile cache", "checkpoints GiB", "CUDA graphs GiB",
-                       "KV cache GiB", "KV cache tokens", "KV loss"],
-             [[label(r), r["baseline"] or "—", _beside(r, "ready_s", 1), r["compile_cache"] or "n/a",
-               _beside(r, "weights_gib", 2), _beside(r, "cuda_graph_gib", 2), _beside(r, "kv_cache_gib", 2),
-               _beside(r, "kv_cache_tokens", 0), pct(r["kv_cache_loss"]) if r["baseline"] else "—"]
-              for r in rows]),
-            ("p", "Each figure of a method with its difference from its baseline's in brackets. ready = from "
-                  "starting the server until it answered (a start that found its torch.compile graphs in the "
-                  "cache, 'hit', is the cached start; 'miss' the first); checkpoints = the weights loaded, target "
-                  "and drafter; CUDA graphs = what capture took; KV cache = the memory and tokens left for it "
-                  "(on the CPU the memory is fixed by VLLM_CPU_KVCACHE_SPACE). From each server's own log; n/a "
-                  "where it does not say (a bundle from before these were read, or an eager start).")]
+    return [
+        ("h2", "What speculation costs before the first request"),
+        (
+            "table",
+            [
+                "method",
+                "vs",
+                "ready s",
+                "torch.compile cache",
+                "checkpoints GiB",
+                "CUDA graphs GiB",
+                "KV cache GiB",
+                "KV cache tokens",
+                "KV loss",
+            ],
+            [
+                [
+                    label(r),
+                    r["baseline"] or "—",
+                    _beside(r, "ready_s", 1),
+                    r["compile_cache"] or "n/a",
+                    _beside(r, "weights_gib", 2),
+                    _beside(r, "cuda_graph_gib", 2),
+                    _beside(r, "kv_cache_gib", 2),
+                    _beside(r, "kv_cache_tokens", 0),
+                    pct(r["kv_cache_loss"]) if r["baseline"] else "—",
+                ]
+                for r in rows
+            ],
+        ),
+        (
+            "p",
+            "Each figure of a method with its difference from its baseline's in brackets. ready = from "
+            "starting the server until it answered (a start that found its torch.compile graphs in the "
+            "cache, 'hit', is the cached start; 'miss' the first); checkpoints = the weights loaded, target "
+            "and drafter; CUDA graphs = what capture took; KV cache = the memory and tokens left for it "
+            "(on the CPU the memory is fixed by VLLM_CPU_KVCACHE_SPACE). From each server's own log; n/a "
+            "where it does not say (a bundle from before these were read, or an eager start).",
+        ),
+    ]

@@ -3,6 +3,7 @@ windows by phase, and what is neither, the harness's own time (the manifest, the
 first Prometheus sample, the gaps between windows, stopping the server, describing what ran).
 From what every summary already holds: `timings` (server_ready; total, the method's wall time from its first
 step to its description, the bundle's publication after it left out) and each window's start and end. The goal: the harness's share a few per cent."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -15,9 +16,18 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 PHASES = ("warmup", "acceptance", "sampled", "bench")
-STARTUP = ("load", "compile", "warmup", "jit_kernel_warmup", "graph_capture")   # server.startup, as vLLM logs them
-COLUMNS = ["method", "label", "total_s", "server_start_s", *[f"startup_{p}_s" for p in STARTUP],
-           *[f"{p}_windows_s" for p in PHASES], "windows_s", "harness_s", "harness_share"]
+STARTUP = ("load", "compile", "warmup", "jit_kernel_warmup", "graph_capture")  # server.startup, as vLLM logs them
+COLUMNS = [
+    "method",
+    "label",
+    "total_s",
+    "server_start_s",
+    *[f"startup_{p}_s" for p in STARTUP],
+    *[f"{p}_windows_s" for p in PHASES],
+    "windows_s",
+    "harness_s",
+    "harness_share",
+]
 
 
 def breakdown_rows(run: RunData) -> list[dict]:
@@ -35,10 +45,19 @@ def breakdown_rows(run: RunData) -> list[dict]:
         startup = (md.record.server.extra.get("startup") if md.record.server else None) or {}
         windows = sum(by_phase.values())
         harness = total - (start or 0.0) - windows
-        rows.append({"method": md.name, "label": md.display_name, "total_s": total, "server_start_s": start,
-                     **{f"startup_{p}_s": startup.get(p) for p in STARTUP},
-                     **{f"{p}_windows_s": by_phase[p] for p in PHASES},
-                     "windows_s": windows, "harness_s": harness, "harness_share": harness / total})
+        rows.append(
+            {
+                "method": md.name,
+                "label": md.display_name,
+                "total_s": total,
+                "server_start_s": start,
+                **{f"startup_{p}_s": startup.get(p) for p in STARTUP},
+                **{f"{p}_windows_s": by_phase[p] for p in PHASES},
+                "windows_s": windows,
+                "harness_s": harness,
+                "harness_share": harness / total,
+            }
+        )
     return rows
 
 
@@ -48,8 +67,13 @@ def totals(rows: list[dict]) -> dict | None:
         return None
     total = sum(r["total_s"] for r in rows)
     harness = sum(r["harness_s"] for r in rows)
-    return {"total_s": total, "server_start_s": sum(r["server_start_s"] or 0.0 for r in rows),
-            "windows_s": sum(r["windows_s"] for r in rows), "harness_s": harness, "harness_share": harness / total}
+    return {
+        "total_s": total,
+        "server_start_s": sum(r["server_start_s"] or 0.0 for r in rows),
+        "windows_s": sum(r["windows_s"] for r in rows),
+        "harness_s": harness,
+        "harness_share": harness / total,
+    }
 
 
 def breakdown_table(rep: Report) -> list[tuple]:
@@ -57,24 +81,56 @@ def breakdown_table(rep: Report) -> list[tuple]:
     whole = totals(rows)
     if whole is None:
         return []
-    head = ["method", "total s", "server start s (load / compile / warm-up / graph capture)", "warm-up windows s",
-            "acceptance s", "sampled s", "bench s", "harness s (share)"]
+    head = [
+        "method",
+        "total s",
+        "server start s (load / compile / warm-up / graph capture)",
+        "warm-up windows s",
+        "acceptance s",
+        "sampled s",
+        "bench s",
+        "harness s (share)",
+    ]
 
     def startup(r: dict) -> str:
         parts = [r[f"startup_{p}_s"] for p in ("load", "compile", "warmup", "graph_capture")]
-        return num(r["server_start_s"], 1) + ("" if all(p is None for p in parts) else
-                                              " (" + " / ".join(num(p, 1) for p in parts) + ")")
-    body = [[label(r), num(r["total_s"], 1), startup(r), *[num(r[f"{p}_windows_s"], 1) for p in PHASES],
-             f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])})"] for r in rows]
-    body.append(["all methods", num(whole["total_s"], 1), num(whole["server_start_s"], 1), "", "", "",
-                 num(whole["windows_s"], 1) + " (every window)",
-                 f"{num(whole['harness_s'], 1)} ({pct(whole['harness_share'])})"])
-    return [("h2", "Where the run's time went"),
-            ("table", head, body),
-            ("p", "Per method, from its summary: total = its wall time from its first step until what ran is described "
-                  "(the bundle's publication after it is not in it); "
-                  "server start = until vLLM answered (in brackets vLLM's own start-up phases, as its log states "
-                  "them); the windows are the measurements, by phase; harness = the rest (manifest, pre-flight, the "
-                  "first Prometheus sample, the gaps between windows, stopping the server, describing what ran). "
-                  "The run's inputs and its report, before the first method and after "
-                  "the last, are not in it.")]
+        return num(r["server_start_s"], 1) + (
+            "" if all(p is None for p in parts) else " (" + " / ".join(num(p, 1) for p in parts) + ")"
+        )
+
+    body = [
+        [
+            label(r),
+            num(r["total_s"], 1),
+            startup(r),
+            *[num(r[f"{p}_windows_s"], 1) for p in PHASES],
+            f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])})",
+        ]
+        for r in rows
+    ]
+    body.append(
+        [
+            "all methods",
+            num(whole["total_s"], 1),
+            num(whole["server_start_s"], 1),
+            "",
+            "",
+            "",
+            num(whole["windows_s"], 1) + " (every window)",
+            f"{num(whole['harness_s'], 1)} ({pct(whole['harness_share'])})",
+        ]
+    )
+    return [
+        ("h2", "Where the run's time went"),
+        ("table", head, body),
+        (
+            "p",
+            "Per method, from its summary: total = its wall time from its first step until what ran is described "
+            "(the bundle's publication after it is not in it); "
+            "server start = until vLLM answered (in brackets vLLM's own start-up phases, as its log states "
+            "them); the windows are the measurements, by phase; harness = the rest (manifest, pre-flight, the "
+            "first Prometheus sample, the gaps between windows, stopping the server, describing what ran). "
+            "The run's inputs and its report, before the first method and after "
+            "the last, are not in it.",
+        ),
+    ]

@@ -7,6 +7,7 @@ so a receiving team can also check an unpacked copy with `sha256sum -c SHA256SUM
 run folder: nothing in the archive names the producing host's folders. The bundle is every regular file of the
 run folder except dot paths (a run's staging folders and temporary files, which the reader never reads).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -44,8 +45,10 @@ def bundle_files(run_dir: Path) -> list[str]:
         if not _in_bundle(rel):
             continue
         if p.is_symlink():
-            raise UserError(f"{p} is a symlink; a portable bundle holds files only: replace it with the file it "
-                            "points to, or move it out of the run folder")
+            raise UserError(
+                f"{p} is a symlink; a portable bundle holds files only: replace it with the file it "
+                "points to, or move it out of the run folder"
+            )
         if p.is_file():
             out.append(rel.as_posix())
     return out
@@ -70,8 +73,10 @@ def parse_sums(text: str, where: str) -> dict[str, str]:
             continue
         h, sep, rel = line.partition("  ")
         if not sep or len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
-            raise UserError(f"{where}:{n}: not a sha256sum line (\"<64 hex>  <path>\"); the checksum list was "
-                            "edited or is not specstack's: pack the run again")
+            raise UserError(
+                f'{where}:{n}: not a sha256sum line ("<64 hex>  <path>"); the checksum list was '
+                "edited or is not specstack's: pack the run again"
+            )
         sums[rel] = h
     return sums
 
@@ -122,8 +127,11 @@ def pack(run_dir: Path, out: Path | None = None) -> dict:
     listing = format_sums(sums)
     top = run_dir.name
     # gzip's own timestamp fixed: the same bundle packs to the same bytes
-    with (atomic_writer(out) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
-          tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar):
+    with (
+        atomic_writer(out) as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         newest = max((run_dir / rel).stat().st_mtime for rel in files)
         tar.addfile(_tarinfo(f"{top}/{SUMS}", len(listing), newest), io.BytesIO(listing))
         for rel in files:
@@ -142,15 +150,19 @@ class Verification:
     changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
-    unsafe: list[str] = field(default_factory=list)   # archive members that would land outside the run folder
+    unsafe: list[str] = field(default_factory=list)  # archive members that would land outside the run folder
 
     @property
     def ok(self) -> bool:
         return not (self.changed or self.missing or self.extra or self.unsafe)
 
     def lines(self) -> list[str]:
-        return ([f"changed: {p}" for p in self.changed] + [f"missing: {p}" for p in self.missing]
-                + [f"extra: {p}" for p in self.extra] + [f"unsafe path: {p}" for p in self.unsafe])
+        return (
+            [f"changed: {p}" for p in self.changed]
+            + [f"missing: {p}" for p in self.missing]
+            + [f"extra: {p}" for p in self.extra]
+            + [f"unsafe path: {p}" for p in self.unsafe]
+        )
 
 
 def _judge(result: Verification, listed: dict[str, str], found: dict[str, str]) -> Verification:
@@ -165,8 +177,10 @@ def verify_dir(run_dir: Path) -> Verification:
     run_dir = Path(run_dir)
     sums_path = run_dir / SUMS
     if not sums_path.is_file():
-        raise UserError(f"{run_dir} has no {SUMS}; every run writes one at its end (a run from before that, or "
-                        "one still running, has none): `specstack pack RUN` writes one into its archive")
+        raise UserError(
+            f"{run_dir} has no {SUMS}; every run writes one at its end (a run from before that, or "
+            "one still running, has none): `specstack pack RUN` writes one into its archive"
+        )
     listed = parse_sums(sums_path.read_text(), str(sums_path))
     return _judge(Verification(run_dir), listed, checksums(run_dir, bundle_files(run_dir)))
 
@@ -190,11 +204,11 @@ def verify_archive(archive: Path) -> Verification:
                 rel = PurePosixPath(*name.parts[1:])
                 if member.isdir() or not rel.parts:
                     continue
-                if not member.isfile():   # links and devices: not part of a bundle
+                if not member.isfile():  # links and devices: not part of a bundle
                     result.unsafe.append(member.name)
                     continue
                 data = tar.extractfile(member)
-                assert data is not None   # a regular file's member always has data (isfile() above)
+                assert data is not None  # a regular file's member always has data (isfile() above)
                 if rel.as_posix() == SUMS:
                     listing = data.read().decode("utf-8", errors="replace")
                 elif _in_bundle(rel):
@@ -202,8 +216,10 @@ def verify_archive(archive: Path) -> Verification:
                 else:
                     result.extra.append(rel.as_posix())
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise UserError(f"{archive} is not a readable tar.gz ({e}); pass the archive `specstack pack` wrote, or "
-                        "the folder unpacked from it") from None
+        raise UserError(
+            f"{archive} is not a readable tar.gz ({e}); pass the archive `specstack pack` wrote, or "
+            "the folder unpacked from it"
+        ) from None
     if listing is None:
         raise UserError(f"{archive} has no {SUMS}; it was not written by `specstack pack`")
     listed = parse_sums(listing, f"{archive}:{top}/{SUMS}")
@@ -219,5 +235,6 @@ def verify(target: Path) -> Verification:
         return verify_dir(target)
     if target.is_file():
         return verify_archive(target)
-    raise UserError(f"no archive or folder {target}; pass the .tar.gz `specstack pack` wrote or the folder "
-                    "unpacked from it")
+    raise UserError(
+        f"no archive or folder {target}; pass the .tar.gz `specstack pack` wrote or the folder unpacked from it"
+    )

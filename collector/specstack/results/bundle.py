@@ -7,6 +7,7 @@ staged with its folder (MethodBundle.write_summary), and rewritten in place afte
 rewrite_summary (Prometheus's view, checked in the background by runs/monitoring.py); both take the typed record
 (results/summary.py) and write its JSON.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -24,7 +25,7 @@ from specstack.results.files import atomic_write_json, atomic_write_text, folder
 from specstack.results.layout import SAMPLER_PROBE_FILE as SAMPLER_PROBE_FILE  # re-exported
 from specstack.results.layout import SUMMARY_FILE
 
-if TYPE_CHECKING:   # host/ (the host's plain python3) imports this module: the standard-library-only list stays
+if TYPE_CHECKING:  # host/ (the host's plain python3) imports this module: the standard-library-only list stays
     from specstack.results.summary import Summary
 
 SUMMARY_SCHEMA = "specstack.summary/3"
@@ -39,8 +40,10 @@ class MethodBundle:
         self.method = method
         self.final = self.run_dir / method
         if self.final.exists() and not force:
-            raise UserError(f"{self.final} already holds a result for run {run_id!r}; choose another --run-id "
-                            "or pass --force to replace it")
+            raise UserError(
+                f"{self.final} already holds a result for run {run_id!r}; choose another --run-id "
+                "or pass --force to replace it"
+            )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.staging = Path(tempfile.mkdtemp(prefix=layout.staging_prefix(method), dir=self.run_dir))
         # held while this process lives: a staging folder nobody holds was left by a killed run (keep_dead_staging)
@@ -133,7 +136,7 @@ def keep_dead_staging(run_dir: Path) -> list[Path]:
             continue
         try:
             fd = _hold(folder)
-        except OSError:   # published or removed by its live run meanwhile
+        except OSError:  # published or removed by its live run meanwhile
             continue
         if fd is None:
             continue
@@ -181,9 +184,10 @@ def update_manifest(run_dir: Path, **fields) -> dict:
     `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)
     path = run_dir / layout.MANIFEST
-    with folder_locked(run_dir):   # parallel collectors update one manifest
-        manifest: dict[str, Any] = (json.loads(path.read_text()) if path.exists()
-                                    else {"schema": MANIFEST_SCHEMA, "methods": {}})
+    with folder_locked(run_dir):  # parallel collectors update one manifest
+        manifest: dict[str, Any] = (
+            json.loads(path.read_text()) if path.exists() else {"schema": MANIFEST_SCHEMA, "methods": {}}
+        )
         methods = fields.pop("methods", None) or {}
         manifest.update(fields)
         for name, entry in methods.items():

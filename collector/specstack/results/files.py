@@ -1,5 +1,6 @@
 """Atomic files: a result appears whole (temp name, fsync, rename, folder fsync) or not at all, so a crash or
 a full disk never leaves a half-written summary, record file or Prometheus target file behind."""
+
 from __future__ import annotations
 
 import contextlib
@@ -56,14 +57,16 @@ def atomic_write_json(path: Path, obj) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-FULL = (errno.ENOSPC, errno.EDQUOT)   # the disk (or the user's quota) is full
+FULL = (errno.ENOSPC, errno.EDQUOT)  # the disk (or the user's quota) is full
 
 
 def unwritable_message(folder: Path, e: OSError) -> str:
     """What a user does about a results folder that cannot be written: one line naming the fix."""
     if e.errno in FULL:
-        return (f"the disk holding {folder} is full ({e.strerror}); free space there, or pass --results DIR on a "
-                "disk with room, then rerun the same command")
+        return (
+            f"the disk holding {folder} is full ({e.strerror}); free space there, or pass --results DIR on a "
+            "disk with room, then rerun the same command"
+        )
     return f"results folder {folder} is not writable ({e.strerror}); pass --results DIR pointing at a writable folder"
 
 
@@ -90,4 +93,4 @@ def folder_locked(folder: Path) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)   # closing the last descriptor releases the lock
+        os.close(fd)  # closing the last descriptor releases the lock

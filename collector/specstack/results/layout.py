@@ -4,26 +4,27 @@ Paths are relative (to the run folder, or to a method folder where marked) and u
 summary record them. Nothing outside results/ spells these names (tests/results/test_layout.py keeps it so).
 Standard library only: host/ (run by the host's python3) imports it too.
 """
+
 from __future__ import annotations
 
 # --- the run folder ---------------------------------------------------------------------------------------
-MANIFEST = "manifest.json"        # the run's recipe, inputs' sha256 and each method's status (bundle.update_manifest)
-SUMS = "SHA256SUMS"               # sha256 of every file of the run, written at its end (results/archive.py)
-TABLES_FILE = "tables.txt"        # the console tables as the run printed them at its end
-REPORT_MD = "report.md"           # `specstack report`: the comparison report
-REPORT_HTML = "report.html"       # the same report, plots embedded
-REPORT_DIR = "report"             # `specstack report`: its plots and report/tables/
-REPORT_TABLES_DIR = f"{REPORT_DIR}/tables"   # the report's tidy tables, one .csv and one .parquet each
-INPUTS_DIR = "inputs"             # the workload files the run measured (built-in tasks, datasets, turn-2 chats)
-HOST_DIR = "host-provenance"      # what `make` wrote on the host per result: image digests, server logs, pods
-SLURM_DIR = ".slurm"              # `specstack slurm submit`: its scripts, plans, job ids and the tasks' logs (a
-                                  # dot folder: the reader, the archive and SHA256SUMS pass over it)
-SLURM_SUBMISSIONS = f"{SLURM_DIR}/submissions.json"   # every submit's job ids and methods, in order
-NOT_METHODS = (INPUTS_DIR, HOST_DIR, REPORT_DIR)   # the run folder's folders that are no method's result
-FAILED_MARK = ".failed-"          # <method>.failed-<time>/: a failed attempt, listed, never used as data
-REPLACED_MARK = ".replaced-"      # <method>.replaced-<time>/: the result --force replaced, kept, ignored
-STAGING_MARK = ".staging-"        # .<method>.staging-<random>/: a method's files while it runs (results/bundle.py)
-RUN_LOCK = ".specstack.lock"      # held (flock) by the one harness measuring into the run (results/run_lock.py)
+MANIFEST = "manifest.json"  # the run's recipe, inputs' sha256 and each method's status (bundle.update_manifest)
+SUMS = "SHA256SUMS"  # sha256 of every file of the run, written at its end (results/archive.py)
+TABLES_FILE = "tables.txt"  # the console tables as the run printed them at its end
+REPORT_MD = "report.md"  # `specstack report`: the comparison report
+REPORT_HTML = "report.html"  # the same report, plots embedded
+REPORT_DIR = "report"  # `specstack report`: its plots and report/tables/
+REPORT_TABLES_DIR = f"{REPORT_DIR}/tables"  # the report's tidy tables, one .csv and one .parquet each
+INPUTS_DIR = "inputs"  # the workload files the run measured (built-in tasks, datasets, turn-2 chats)
+HOST_DIR = "host-provenance"  # what `make` wrote on the host per result: image digests, server logs, pods
+SLURM_DIR = ".slurm"  # `specstack slurm submit`: its scripts, plans, job ids and the tasks' logs (a
+# dot folder: the reader, the archive and SHA256SUMS pass over it)
+SLURM_SUBMISSIONS = f"{SLURM_DIR}/submissions.json"  # every submit's job ids and methods, in order
+NOT_METHODS = (INPUTS_DIR, HOST_DIR, REPORT_DIR)  # the run folder's folders that are no method's result
+FAILED_MARK = ".failed-"  # <method>.failed-<time>/: a failed attempt, listed, never used as data
+REPLACED_MARK = ".replaced-"  # <method>.replaced-<time>/: the result --force replaced, kept, ignored
+STAGING_MARK = ".staging-"  # .<method>.staging-<random>/: a method's files while it runs (results/bundle.py)
+RUN_LOCK = ".specstack.lock"  # held (flock) by the one harness measuring into the run (results/run_lock.py)
 
 
 def report_table(name: str, ext: str) -> str:
@@ -67,7 +68,7 @@ def dataset_record(task: str) -> str:
     return f"{task}.dataset.json"
 
 
-TURN2_MARK = ".turn2."            # in the turn-2 chats' names, as the manifest's inputs list them
+TURN2_MARK = ".turn2."  # in the turn-2 chats' names, as the manifest's inputs list them
 
 
 def turn2_input(task: str, baseline: str) -> str:
@@ -97,15 +98,15 @@ def host_container_log(method: str, container: str) -> str:
 
 
 # --- a method folder (paths relative to it) ---------------------------------------------------------------
-SUMMARY_FILE = "summary.json"     # the method's figures and verdict (bundle.MethodBundle.write_summary)
+SUMMARY_FILE = "summary.json"  # the method's figures and verdict (bundle.MethodBundle.write_summary)
 TRACEBACK_FILE = "traceback.txt"  # a run ended by an unexpected exception: where it was raised (runs/outcome.py)
-SAMPLER_PROBE_FILE = "sampler-probe.json"   # the engine sampler probe's full verdict (runs/sampler_probe.py)
-SERVER_LOG = "server.log"         # the server's log, on every runtime that has one
-PACKAGES_FILE = "provenance/packages.txt"   # `pip freeze` of the collector that measured (reproduce's drift check)
-WARMUP_RECORDS = "warmup.jsonl"   # the warm-up requests' records
-METHOD_TABLES_DIR = "tables"      # per-method tidy tables: requests, windows, checks, bench (.csv)
-BENCH_DIR = "bench"               # one bench cell each: <cell>.json (bench's result), .log, .cmd
-COMMAND_SUFFIX = ".cmd"           # beside a bench log: the command line that ran, to rerun the cell by hand
+SAMPLER_PROBE_FILE = "sampler-probe.json"  # the engine sampler probe's full verdict (runs/sampler_probe.py)
+SERVER_LOG = "server.log"  # the server's log, on every runtime that has one
+PACKAGES_FILE = "provenance/packages.txt"  # `pip freeze` of the collector that measured (reproduce's drift check)
+WARMUP_RECORDS = "warmup.jsonl"  # the warm-up requests' records
+METHOD_TABLES_DIR = "tables"  # per-method tidy tables: requests, windows, checks, bench (.csv)
+BENCH_DIR = "bench"  # one bench cell each: <cell>.json (bench's result), .log, .cmd
+COMMAND_SUFFIX = ".cmd"  # beside a bench log: the command line that ran, to rerun the cell by hand
 
 
 def acceptance_records(task: str) -> str:
@@ -167,9 +168,9 @@ def snapshot(window: str, edge: str) -> str:
 
 # --- a comparison's folder (`specstack compare`, `specstack reproduce`): beside the runs, never inside a bundle ---
 COMPARE_MD = "compare.md"
-COMPARE_HTML = "compare.html"     # the same, plots embedded
-COMPARE_JSON = "compare.json"     # every figure, paired, with its verdict
-REPRODUCE_VERDICT = "reproduce.json"   # `specstack reproduce`: reproduced or not, drift and failures
+COMPARE_HTML = "compare.html"  # the same, plots embedded
+COMPARE_JSON = "compare.json"  # every figure, paired, with its verdict
+REPRODUCE_VERDICT = "reproduce.json"  # `specstack reproduce`: reproduced or not, drift and failures
 
 
 def compare_dir(run_a: str, run_b: str) -> str:

@@ -1,4 +1,5 @@
 """Tidy tables (pandas) of one method's bundle: one row per request, window, check and bench cell."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,13 +19,21 @@ def request_rows(method_dir: Path, summary: Summary) -> list[dict]:
     for task in summary.task_figures:
         for r in read_records(Path(method_dir) / layout.acceptance_records(task)):
             spec = r["spec"] or {}
-            rows.append({"method": summary.method, "task": task, "id": r["id"],
-                         "finish_reason": r["finish_reason"],
-                         "prompt_tokens": (r["usage"] or {}).get("prompt_tokens"),
-                         "completion_tokens": (r["usage"] or {}).get("completion_tokens"),
-                         "seconds": r["seconds"], "error": r["error"],
-                         **{k: (str(spec[k]) if k == "acceptance_histogram" else spec[k])
-                            for k in _SPEC_FIELDS if k in spec}})
+            rows.append(
+                {
+                    "method": summary.method,
+                    "task": task,
+                    "id": r["id"],
+                    "finish_reason": r["finish_reason"],
+                    "prompt_tokens": (r["usage"] or {}).get("prompt_tokens"),
+                    "completion_tokens": (r["usage"] or {}).get("completion_tokens"),
+                    "seconds": r["seconds"],
+                    "error": r["error"],
+                    **{
+                        k: (str(spec[k]) if k == "acceptance_histogram" else spec[k]) for k in _SPEC_FIELDS if k in spec
+                    },
+                }
+            )
     return rows
 
 
@@ -32,15 +41,29 @@ def window_rows(summary: Summary) -> list[dict]:
     rows = []
     for w in summary.window_list:
         counted = w.from_counters or {}
-        rows.append({"method": summary.method, "window": w.name, "phase": w.phase, "task": w.task,
-                     "concurrency": w.concurrency, "request_rate": w.request_rate, "load": w.load,
-                     "repeat": w.repeat, "start": w.start, "end": w.end,
-                     "status": w.status, "reason": w.reason, "checks_ok": w.checks_ok,
-                     "num_drafts": counted.get("steps"), "num_draft_tokens": counted.get("draft_tokens"),
-                     "num_accepted_tokens": counted.get("accepted"),
-                     "acceptance_rate": counted.get("acceptance_rate"),
-                     "mean_acceptance_length": counted.get("mean_acceptance_length"),
-                     **{f"prefix_cache_{k}": v for k, v in (w.prefix_cache or {}).items()}})
+        rows.append(
+            {
+                "method": summary.method,
+                "window": w.name,
+                "phase": w.phase,
+                "task": w.task,
+                "concurrency": w.concurrency,
+                "request_rate": w.request_rate,
+                "load": w.load,
+                "repeat": w.repeat,
+                "start": w.start,
+                "end": w.end,
+                "status": w.status,
+                "reason": w.reason,
+                "checks_ok": w.checks_ok,
+                "num_drafts": counted.get("steps"),
+                "num_draft_tokens": counted.get("draft_tokens"),
+                "num_accepted_tokens": counted.get("accepted"),
+                "acceptance_rate": counted.get("acceptance_rate"),
+                "mean_acceptance_length": counted.get("mean_acceptance_length"),
+                **{f"prefix_cache_{k}": v for k, v in (w.prefix_cache or {}).items()},
+            }
+        )
     return rows
 
 
@@ -50,12 +73,22 @@ def check_rows(summary: Summary) -> list[dict]:
 
 def bench_rows(summary: Summary) -> list[dict]:
     """A cell's every scalar as the summary writes it (bench's own figures under bench's names included)."""
-    return [{"method": summary.method, "task": task, **{k: v for k, v in cell.to_json().items()
-                                                       if not isinstance(v, (list, dict))}}
-            for task, figures in summary.task_figures.items() for cell in figures.cells]
+    return [
+        {
+            "method": summary.method,
+            "task": task,
+            **{k: v for k, v in cell.to_json().items() if not isinstance(v, (list, dict))},
+        }
+        for task, figures in summary.task_figures.items()
+        for cell in figures.cells
+    ]
 
 
 def write_method_tables(method_dir: Path, summary: Summary) -> None:
-    for name, rows in (("requests", request_rows(method_dir, summary)), ("windows", window_rows(summary)),
-                       ("checks", check_rows(summary)), ("bench", bench_rows(summary))):
+    for name, rows in (
+        ("requests", request_rows(method_dir, summary)),
+        ("windows", window_rows(summary)),
+        ("checks", check_rows(summary)),
+        ("bench", bench_rows(summary)),
+    ):
         atomic_write_text(Path(method_dir) / layout.method_table(name), pd.DataFrame(rows).to_csv(index=False))

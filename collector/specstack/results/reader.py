@@ -7,6 +7,7 @@ listed, never used as data; `<method>.replaced-<time>/` (kept by --force) is ign
 Summaries carry `schema: specstack.summary/<version>`. A known older version is migrated on read (the file on
 disk is left as it is); an unknown version is refused with an error naming the fix, never guessed at.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,7 @@ def _to_v2(summary: dict) -> dict:
     """summary/1 -> /2: Prometheus's view became a deferred check with a status of its own (a run stopped
     before the check leaves "pending"); the first-scrape wait it replaced (`prometheus_wait`) is gone."""
     view = summary.get("prometheus_view")
-    summary["prometheus_view"] = {"status": "not collected", "tasks": {}} if not view else {"status": "checked",
-                                                                                              **view}
+    summary["prometheus_view"] = {"status": "not collected", "tasks": {}} if not view else {"status": "checked", **view}
     summary.pop("prometheus_wait", None)
     return summary
 
@@ -37,9 +37,14 @@ def _to_v2(summary: dict) -> dict:
 def _to_v3(summary: dict) -> dict:
     """summary/2 -> /3: the replication design the figures rest on is recorded; everything before ran its
     repeats back to back in one server session. (/3 also adds the conditional per-position rates, absent = n/a.)"""
-    repeats = max((len([c for c in t.get("bench") or [] if c.get("concurrency") == conc])
-                   for t in (summary.get("tasks") or {}).values()
-                   for conc in {c.get("concurrency") for c in t.get("bench") or []}), default=0)
+    repeats = max(
+        (
+            len([c for c in t.get("bench") or [] if c.get("concurrency") == conc])
+            for t in (summary.get("tasks") or {}).values()
+            for conc in {c.get("concurrency") for c in t.get("bench") or []}
+        ),
+        default=0,
+    )
     summary.setdefault("replication", {"design": "repeats", "repeats": repeats or None})
     return summary
 
@@ -56,10 +61,12 @@ class SchemaError(UserError):
 def summary_version(summary: dict, where: Path) -> int:
     schema = summary.get("schema")
     if not isinstance(schema, str) or not schema.startswith(_SUMMARY_PREFIX):
-        raise SchemaError(f"{where} is not a specstack summary (schema {schema!r}); expected "
-                          f"{SUMMARY_SCHEMA!r}. Point the command at a run folder written by `specstack run`.")
+        raise SchemaError(
+            f"{where} is not a specstack summary (schema {schema!r}); expected "
+            f"{SUMMARY_SCHEMA!r}. Point the command at a run folder written by `specstack run`."
+        )
     try:
-        return int(schema[len(_SUMMARY_PREFIX):])
+        return int(schema[len(_SUMMARY_PREFIX) :])
     except ValueError:
         raise SchemaError(f"{where}: unreadable schema version in {schema!r}") from None
 
@@ -67,9 +74,11 @@ def summary_version(summary: dict, where: Path) -> int:
 def migrate(summary: dict, where: Path) -> dict:
     version = summary_version(summary, where)
     if version > CURRENT_VERSION or (version < CURRENT_VERSION and version not in MIGRATIONS):
-        raise SchemaError(f"{where} has schema {summary['schema']!r}; this specstack reads up to "
-                          f"{SUMMARY_SCHEMA!r}. Read it with the specstack that wrote it (its git commit is in "
-                          "the run's manifest.json), or upgrade specstack.")
+        raise SchemaError(
+            f"{where} has schema {summary['schema']!r}; this specstack reads up to "
+            f"{SUMMARY_SCHEMA!r}. Read it with the specstack that wrote it (its git commit is in "
+            "the run's manifest.json), or upgrade specstack."
+        )
     while version < CURRENT_VERSION:
         summary = MIGRATIONS[version](summary)
         version += 1
@@ -85,8 +94,10 @@ def read_summary(method_dir: Path) -> dict | None:
     try:
         summary = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise SchemaError(f"{path} is not valid JSON ({e.msg}); it was not written by specstack's atomic "
-                          "writer, or was edited by hand: restore it or move the folder out of the run") from None
+        raise SchemaError(
+            f"{path} is not valid JSON ({e.msg}); it was not written by specstack's atomic "
+            "writer, or was edited by hand: restore it or move the folder out of the run"
+        ) from None
     return migrate(summary, path)
 
 
@@ -106,14 +117,18 @@ def read_manifest(run_dir: Path) -> dict:
         return {}
     manifest = json.loads(path.read_text())
     if manifest.get("schema", MANIFEST_SCHEMA) != MANIFEST_SCHEMA:
-        raise SchemaError(f"{path} has schema {manifest.get('schema')!r}; this specstack reads "
-                          f"{MANIFEST_SCHEMA!r}. Read it with the specstack that wrote it, or upgrade specstack.")
+        raise SchemaError(
+            f"{path} has schema {manifest.get('schema')!r}; this specstack reads "
+            f"{MANIFEST_SCHEMA!r}. Read it with the specstack that wrote it, or upgrade specstack."
+        )
     return manifest
 
 
 EAGER_MARK = " [eager smoke]"
-EAGER_NOTE = ("eager smoke run: served without torch.compile and CUDA graphs, so its "
-              "speed and start-up figures are not those of compile mode, the GPU default")
+EAGER_NOTE = (
+    "eager smoke run: served without torch.compile and CUDA graphs, so its "
+    "speed and start-up figures are not those of compile mode, the GPU default"
+)
 
 
 def display_name(method: str, summary: dict | Summary) -> str:
@@ -135,7 +150,8 @@ class MethodData:
     is the same JSON as a dict, for tests that build one by hand; nothing changes either after construction.
     `findings`: the figures its summary.json stated otherwise than its sums and request records give
     (figures/recompute.py); `summary` and `record` then hold the recomputed figures (load_run, checked)."""
-    name: str              # folder name = summary["method"]
+
+    name: str  # folder name = summary["method"]
     path: Path
     summary: dict
     record: Summary = field(init=False, repr=False, compare=False)
@@ -181,8 +197,10 @@ class MethodData:
         if not found:
             return None
         how = "with --trust-server " if (self.record.server_contradictions or {}).get("trusted") else ""
-        return (f"⚠ {self.display_name}: measured {how}although the server contradicted the method: "
-                f"{'; '.join(found)}. Its figures are what that server ran, not what {self.name} asks for.")
+        return (
+            f"⚠ {self.display_name}: measured {how}although the server contradicted the method: "
+            f"{'; '.join(found)}. Its figures are what that server ran, not what {self.name} asks for."
+        )
 
     @property
     def k(self) -> int | None:
@@ -221,7 +239,7 @@ class FailedRun:
     name: str
     path: Path | None
     error: str | None
-    superseded: bool = False   # a successful result of the same method exists beside it
+    superseded: bool = False  # a successful result of the same method exists beside it
 
 
 @dataclass
@@ -258,8 +276,9 @@ def resolve_run_dir(arg: str | Path, results_dir: Path | None = None) -> Path:
     q = base / str(arg)
     if q.is_dir():
         return q
-    raise UserError(f"no run folder {p} and no run {str(arg)!r} under {base}; pass the run folder or "
-                    "--results DIR with the run id")
+    raise UserError(
+        f"no run folder {p} and no run {str(arg)!r} under {base}; pass the run folder or --results DIR with the run id"
+    )
 
 
 def good_result(run_dir: Path, method: str) -> dict | None:
@@ -269,8 +288,14 @@ def good_result(run_dir: Path, method: str) -> dict | None:
 
 
 def _method_folders(run_dir: Path) -> list[Path]:
-    return sorted(p for p in run_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and p.name not in layout.NOT_METHODS and layout.REPLACED_MARK not in p.name)
+    return sorted(
+        p
+        for p in run_dir.iterdir()
+        if p.is_dir()
+        and not p.name.startswith(".")
+        and p.name not in layout.NOT_METHODS
+        and layout.REPLACED_MARK not in p.name
+    )
 
 
 def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
@@ -281,8 +306,9 @@ def _scan(run_dir: Path) -> tuple[dict[str, MethodData], list[FailedRun]]:
         if summary is None:
             continue
         if layout.FAILED_MARK in d.name:
-            failed.append(FailedRun(summary.get("method") or d.name.split(layout.FAILED_MARK)[0], d,
-                                    summary.get("error")))
+            failed.append(
+                FailedRun(summary.get("method") or d.name.split(layout.FAILED_MARK)[0], d, summary.get("error"))
+            )
         elif summary.get("status") != "ok":
             failed.append(FailedRun(d.name, d, summary.get("error") or f"status {summary.get('status')!r}"))
         else:
@@ -326,19 +352,25 @@ def merge_sessions(methods: dict[str, MethodData]) -> dict[str, MethodData]:
                 if figures.cells:
                     cells.setdefault(task, []).extend(
                         cell.but(repeat=index, session=index + 1, file=f"../{md.path.name}/{cell.file}")
-                        for cell in figures.cells)
-            windows += [w.but(repeat=index, session=index + 1) if w.phase == "bench" else w
-                        for w in md.record.window_list]
+                        for cell in figures.cells
+                    )
+            windows += [
+                w.but(repeat=index, session=index + 1) if w.phase == "bench" else w for w in md.record.window_list
+            ]
             cc = md.record.crosscheck or CrossCheck.from_json({})
             checks += cc.checks or 0
             ok = ok and bool(cc.ok)
         tasks = {t: first.task_figures.get(t, TaskFigures.from_json({})).but(bench=c) for t, c in cells.items()}
         # a summary without tasks (none, or null) keeps them as read unless a session has cells to merge in
-        merged = first.but(method=of, **({"tasks": tasks} if first.tasks is not None or tasks else {}),
-                           windows=windows,
-                           replication=(first.replication or Replication.from_json({})).but(
-                               session=None, sessions_ok=len(sessions), folders=[md.path.name for md in sessions]),
-                           crosscheck=(first.crosscheck or CrossCheck.from_json({})).but(ok=ok, checks=checks))
+        merged = first.but(
+            method=of,
+            **({"tasks": tasks} if first.tasks is not None or tasks else {}),
+            windows=windows,
+            replication=(first.replication or Replication.from_json({})).but(
+                session=None, sessions_ok=len(sessions), folders=[md.path.name for md in sessions]
+            ),
+            crosscheck=(first.crosscheck or CrossCheck.from_json({})).but(ok=ok, checks=checks),
+        )
         out[of] = MethodData(of, sessions[0].path, json.loads(json.dumps(merged.to_json())))
     return out
 
@@ -347,9 +379,11 @@ def checked(md: MethodData) -> MethodData:
     """The method with every acceptance figure recomputed from its request records (else its summary's own sums),
     every bench cell's copied figures read again from its bench file, and, where summary.json stated one otherwise
     or lost it, its findings (figures/recompute.py): a hand-edited summary never reaches a table as it was edited."""
+
     def records(name: str) -> list[dict] | None:
         path = md.path / name
         return read_records(path) if path.exists() else None
+
     record, findings = recompute.check_summary(md.name, md.record, records, md.bench_file)
     if not findings:
         return md
@@ -373,23 +407,30 @@ def load_run(run_dir: Path) -> RunData:
         if entry.get("status") == "ok":
             folder = entry.get("dir") or name
             if folder not in folders:
-                warnings.append(f"{name}: the manifest says ok but {run_dir / folder} has no good summary.json; "
-                                "left out")
+                warnings.append(
+                    f"{name}: the manifest says ok but {run_dir / folder} has no good summary.json; left out"
+                )
             continue
         if name in methods:
-            warnings.append(f"{name}: the latest attempt failed ({entry.get('error')}); the report uses the "
-                            f"earlier successful result in {name}/")
+            warnings.append(
+                f"{name}: the latest attempt failed ({entry.get('error')}); the report uses the "
+                f"earlier successful result in {name}/"
+            )
         elif not any(f.name == name for f in failed):
             # A parallel sweep records a method's slot when its server is up, before its collector's status.
-            why = f"status {entry.get('status')!r}" if "status" in entry else \
-                "no result yet: still running, or stopped before its collector wrote one"
+            why = (
+                f"status {entry.get('status')!r}"
+                if "status" in entry
+                else "no result yet: still running, or stopped before its collector wrote one"
+            )
             failed.append(FailedRun(name, None, entry.get("error") or why))
     failed_names = {f.name for f in failed if not f.superseded}
     for md in methods.values():
         if md.baseline and md.baseline not in methods:
             why = "failed" if md.baseline in failed_names else "is not in this run"
-            warnings.append(f"{md.name}: its baseline {md.baseline!r} {why}; no speed ratios and no output "
-                            "equality for it")
+            warnings.append(
+                f"{md.name}: its baseline {md.baseline!r} {why}; no speed ratios and no output equality for it"
+            )
     if not methods and not failed:
         raise UserError(f"{run_dir} holds no method results (no <method>/summary.json)")
     return RunData(run_dir, manifest, methods, failed, warnings)
@@ -397,13 +438,15 @@ def load_run(run_dir: Path) -> RunData:
 
 def _grouped(methods: dict[str, MethodData], run_order: list[str]) -> dict[str, MethodData]:
     """Each baseline followed by the methods compared with it; run order (the manifest's) within a group."""
+
     def rank(name: str) -> tuple:
         return (run_order.index(name) if name in run_order else len(run_order), name)
+
     out: dict[str, MethodData] = {}
     for base in sorted((n for n, m in methods.items() if not m.baseline), key=rank):
         out[base] = methods[base]
         for n in sorted((n for n, m in methods.items() if m.baseline == base), key=rank):
             out[n] = methods[n]
-    for n in sorted((n for n in methods if n not in out), key=rank):   # their baseline is not in the run
+    for n in sorted((n for n in methods if n not in out), key=rank):  # their baseline is not in the run
         out[n] = methods[n]
     return out

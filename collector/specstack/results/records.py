@@ -2,6 +2,7 @@
 request as sent and answered (`id`, a dataset row's `category` and `question_id`, `request`, `http_status`,
 `response` or `error`, `seconds`; a plain-decode server's greedy answers also `top_logprobs`, per position
 [[token_id, logprob], ...]), and the facts the accounting, the tables and the report take from each."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,18 @@ def request_fields(record: dict) -> dict:
     """The per-request facts the accounting and the report use."""
     body = record.get("response") or {}
     choice = (body.get("choices") or [{}])[0]
-    return {"id": record["id"], "text": (choice.get("message") or {}).get("content"),
-            "finish_reason": choice.get("finish_reason"), "usage": body.get("usage"),
-            "spec": (body.get("metrics") or {}).get("speculative_decoding"), "error": record.get("error"),
-            "token_ids": choice.get("token_ids"), "top_logprobs": record.get("top_logprobs"),
-            "seconds": record.get("seconds"), "category": record.get("category")}
+    return {
+        "id": record["id"],
+        "text": (choice.get("message") or {}).get("content"),
+        "finish_reason": choice.get("finish_reason"),
+        "usage": body.get("usage"),
+        "spec": (body.get("metrics") or {}).get("speculative_decoding"),
+        "error": record.get("error"),
+        "token_ids": choice.get("token_ids"),
+        "top_logprobs": record.get("top_logprobs"),
+        "seconds": record.get("seconds"),
+        "category": record.get("category"),
+    }
 
 
 def read_records(path: Path) -> list[dict]:

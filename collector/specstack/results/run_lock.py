@@ -13,6 +13,7 @@ without a lock of its own. Across nodes, flock holds where the shared file syste
 
 Standard library only: host/ (the host's plain python3) takes it for the compose flows.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,7 +32,7 @@ from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import unwritable_message
 
-TOKEN_ENV = "SPECSTACK_RUN_LOCK"   # the token of the run this process is a part of
+TOKEN_ENV = "SPECSTACK_RUN_LOCK"  # the token of the run this process is a part of
 
 
 class RunInUse(UserError):
@@ -40,7 +41,7 @@ class RunInUse(UserError):
 
 @dataclass
 class _Holding:
-    fd: int | None    # None: a part of a run another process holds the lock of
+    fd: int | None  # None: a part of a run another process holds the lock of
     token: str
     depth: int = 1
 
@@ -82,10 +83,13 @@ def in_use_message(run_dir: Path, who: dict) -> str:
         what += f" ({who['command']})"
     if who.get("since"):
         what += f", since {who['since']}"
-    gone = " (that process is gone; processes it started still hold the lock)" if here and pid and not _alive(pid) \
-        else ""
-    return (f"run {Path(run_dir).name!r} is being measured by another specstack: {what}{gone}; one run per run id "
-            f"at a time. Wait for it to end, stop it (kill {pid}), or use another --run-id")
+    gone = (
+        " (that process is gone; processes it started still hold the lock)" if here and pid and not _alive(pid) else ""
+    )
+    return (
+        f"run {Path(run_dir).name!r} is being measured by another specstack: {what}{gone}; one run per run id "
+        f"at a time. Wait for it to end, stop it (kill {pid}), or use another --run-id"
+    )
 
 
 def token() -> str:
@@ -124,9 +128,13 @@ def acquire(run_dir: Path, *, token_: str | None = None) -> None:
         _held[key] = _Holding(None, mine)
         return
     try:
-        record = {"pid": os.getpid(), "host": socket.gethostname(), "token": mine,
-                  "command": _command(),
-                  "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "token": mine,
+            "command": _command(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
     except OSError as e:
@@ -153,7 +161,7 @@ def release(run_dir: Path) -> None:
             (key / layout.RUN_LOCK).unlink()
             key.rmdir()
         else:
-            os.ftruncate(held.fd, 0)   # no stale "who holds it" once nobody does
+            os.ftruncate(held.fd, 0)  # no stale "who holds it" once nobody does
     os.close(held.fd)
 
 

@@ -16,6 +16,7 @@ server sessions), and `updated(key=value)` one whose new keys follow the old one
 the summary in that way while a method runs, and writes its JSON once). The nested JSON objects the records do not model (speculative config, the host's record,
 a capacity search, ...) stay plain dicts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -39,6 +40,7 @@ def _same(value: Any) -> Any:
 class _Record:
     """Named keys as fields; `extra`: the other keys as read; `absent`: the named keys the JSON did not hold;
     `order`: the keys in the order read (written in that order, keys set later after them)."""
+
     extra: JSON = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -56,8 +58,12 @@ class _Record:
     def from_json(cls: type[_R], data: Mapping[str, Any]) -> _R:
         names = cls.keys()
         known = {n: cls._decode.get(n, _same)(data[n]) for n in names if n in data}
-        return cls(**known, extra={k: v for k, v in data.items() if k not in names},
-                   absent=frozenset(n for n in names if n not in data), order=tuple(data))
+        return cls(
+            **known,
+            extra={k: v for k, v in data.items() if k not in names},
+            absent=frozenset(n for n in names if n not in data),
+            order=tuple(data),
+        )
 
     @classmethod
     def make(cls: type[_R], extra: JSON | None = None, **values: Any) -> _R:
@@ -67,8 +73,12 @@ class _Record:
         unnamed = [k for k in values if k not in names]
         if unnamed:
             raise TypeError(f"{cls.__name__} names no key {', '.join(unnamed)} (results/summary.py)")
-        return cls(**values, extra=dict(extra or {}), absent=frozenset(n for n in names if n not in values),
-                   order=(*values, *(extra or {})))
+        return cls(
+            **values,
+            extra=dict(extra or {}),
+            absent=frozenset(n for n in names if n not in values),
+            order=(*values, *(extra or {})),
+        )
 
     def but(self: _R, **changes: Any) -> _R:
         """A copy with `changes` (the keys they name written, even where the JSON read had none)."""
@@ -91,13 +101,21 @@ class _Record:
         """What `dict.update(data)` on its JSON writes: a key it names into its attribute (read as `from_json`
         reads it), any other into `extra`, the new ones after the old in `data`'s order (a server log's facts)."""
         names = self.keys()
-        return self._with({k: self._decode.get(k, _same)(v) for k, v in data.items() if k in names},
-                          {k: v for k, v in data.items() if k not in names}, tuple(data))
+        return self._with(
+            {k: self._decode.get(k, _same)(v) for k, v in data.items() if k in names},
+            {k: v for k, v in data.items() if k not in names},
+            tuple(data),
+        )
 
     def _with(self: _R, changes: Mapping[str, Any], extra: JSON, given: tuple[str, ...]) -> _R:
         had = self.written()
-        return replace(self, **changes, extra={**self.extra, **extra}, absent=self.absent - changes.keys(),
-                       order=(*had, *(k for k in given if k not in had)))
+        return replace(
+            self,
+            **changes,
+            extra={**self.extra, **extra},
+            absent=self.absent - changes.keys(),
+            order=(*had, *(k for k in given if k not in had)),
+        )
 
     def written(self) -> tuple[str, ...]:
         """The keys `to_json` writes, in its order (without encoding a value)."""
@@ -142,13 +160,14 @@ class BenchCell(_Record):
     """One bench repeat at one load (runs/method_summary.py `_bench_cells`): where its result file is, bench's
     own figures (the `*_ms` latencies and `spec_decode_*` figures stay in `extra`, under bench's names) and what
     the summary derives from it. `session`: a merged server session's (reader.merge_sessions)."""
+
     concurrency: int | None = None
     request_rate: float | None = None
-    load: str | None = None            # "concurrency" (closed loop; absent in older summaries), "rate", "probe"
+    load: str | None = None  # "concurrency" (closed loop; absent in older summaries), "rate", "probe"
     repeat: int | None = None
     session: int | None = None
     status: str | None = None
-    file: str | None = None            # relative to the method folder (results/layout.bench_file)
+    file: str | None = None  # relative to the method folder (results/layout.bench_file)
     completed: int | None = None
     failed: int | None = None
     duration: float | None = None
@@ -158,10 +177,10 @@ class BenchCell(_Record):
     output_throughput: float | None = None
     total_token_throughput: float | None = None
     max_requests_active_in_one_second: int | None = None
-    acceptance_rate: float | None = None   # a fraction (bench writes percent)
-    per_request: JSON | None = None    # stalls and burst reads (measure/per_request.py); None: bench kept none
-    goodput: JSON | None = None        # --slo
-    prefix_cache: JSON | None = None   # the cell window's hit rate (runs/prefix_cache.py)
+    acceptance_rate: float | None = None  # a fraction (bench writes percent)
+    per_request: JSON | None = None  # stalls and burst reads (measure/per_request.py); None: bench kept none
+    goodput: JSON | None = None  # --slo
+    prefix_cache: JSON | None = None  # the cell window's hit rate (runs/prefix_cache.py)
 
     @property
     def closed_loop(self) -> bool:
@@ -190,11 +209,12 @@ class BenchCell(_Record):
 class Acceptance(_Record):
     """A window's acceptance summed over its responses, and its answers (runs/method_summary.py `_acceptance`,
     `_answers`): the figures a task's greedy phase, a sampled phase, a turn and a category share."""
+
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     histogram: list[int] | None = None
-    per_position: list[float] | None = None               # vLLM's: share of all drafting steps
-    per_position_conditional: list[float | None] | None = None   # / drafted >= p+1 (summary/3; absent: n/a)
+    per_position: list[float] | None = None  # vLLM's: share of all drafting steps
+    per_position_conditional: list[float | None] | None = None  # / drafted >= p+1 (summary/3; absent: n/a)
     drafted_per_position: list[int] | None = None
     no_accept_share: float | None = None
     num_spec_steps: int | None = None
@@ -203,8 +223,8 @@ class Acceptance(_Record):
     requests: int | None = None
     completion_tokens: int | None = None
     finish_reasons: dict[str, int] | None = None
-    categories: dict[str, PhaseFigures] | None = None    # category -> its requests' acceptance
-    prefix_cache: JSON | None = None                     # the window's hit rate (runs/prefix_cache.py)
+    categories: dict[str, PhaseFigures] | None = None  # category -> its requests' acceptance
+    prefix_cache: JSON | None = None  # the window's hit rate (runs/prefix_cache.py)
 
     _decode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"categories": _phases}
     _encode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"categories": _map_json}
@@ -223,6 +243,7 @@ class Acceptance(_Record):
 class PhaseFigures(Acceptance):
     """A sampled phase (--temperatures: `temperature`), turn 2 (--turns 2: `turn`, and the chats' file, sha256,
     `answers_from` and `left_out` from the run's turn-2 inputs) or one category of a window."""
+
     temperature: float | None = None
     turn: int | None = None
     status: str | None = None
@@ -236,14 +257,23 @@ class PhaseFigures(Acceptance):
 class TaskFigures(Acceptance):
     """One task's figures (runs/method_summary.py `finish`): the acceptance phase's acceptance summed over its
     responses, its answers, its split by category, its bench cells, its sampled phases and its turn 2."""
-    bench: list[BenchCell] | None = None
-    sampled: dict[str, PhaseFigures] | None = None   # temperature as text ("0.6") -> that phase
-    turns: dict[str, PhaseFigures] | None = None     # {"2": turn 2} with --turns 2
 
-    _decode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"bench": _cells, "categories": _phases,
-                                                             "sampled": _phases, "turns": _phases}
-    _encode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"bench": _list_json, "categories": _map_json,
-                                                             "sampled": _map_json, "turns": _map_json}
+    bench: list[BenchCell] | None = None
+    sampled: dict[str, PhaseFigures] | None = None  # temperature as text ("0.6") -> that phase
+    turns: dict[str, PhaseFigures] | None = None  # {"2": turn 2} with --turns 2
+
+    _decode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "bench": _cells,
+        "categories": _phases,
+        "sampled": _phases,
+        "turns": _phases,
+    }
+    _encode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "bench": _list_json,
+        "categories": _map_json,
+        "sampled": _map_json,
+        "turns": _map_json,
+    }
 
     @property
     def cells(self) -> list[BenchCell]:
@@ -264,6 +294,7 @@ class TaskFigures(Acceptance):
 class Window(_Record):
     """One measured window as measure/windows.py recorded it (`Window.to_dict`), with the prefix-cache figures
     runs/prefix_cache.py adds; `session`: a merged server session's."""
+
     name: str | None = None
     phase: str | None = None
     task: str | None = None
@@ -285,7 +316,7 @@ class Window(_Record):
     by_category: JSON | None = None
     checks: list[JSON] | None = None
     host_load: JSON | None = None
-    cpu: JSON | None = None            # measure/cpu_share.py `attribute` (absent in bundles before issue 41)
+    cpu: JSON | None = None  # measure/cpu_share.py `attribute` (absent in bundles before issue 41)
     checks_ok: bool | None = None
     prefix_cache: JSON | None = None
 
@@ -299,15 +330,16 @@ def given(record: _Record, name: str, default: Any) -> Any:
 class Server(_Record):
     """What is known about the server (runs/method_run.py `_server_facts`, then what its log and /metrics said):
     the rest (runtime, url, argv, env, pid, identity, the engine's startup phases, ...) stays in `extra`."""
-    target: str | None = None            # the target model's path or hub id (None: an attached server's)
-    root_model: str | None = None        # the tokenizer's folder, as /v1/models names it
+
+    target: str | None = None  # the target model's path or hub id (None: an attached server's)
+    root_model: str | None = None  # the tokenizer's folder, as /v1/models names it
     vllm_version: str | None = None
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
-    model_runner: str | None = None      # "V1" or "V2"
+    model_runner: str | None = None  # "V1" or "V2"
     async_scheduling: bool | None = None
-    evidence: dict[str, JSON] | None = None   # fact -> its basis and the log line it rests on
-    observed: JSON | None = None         # what the server's endpoints revealed (server/observed.py)
+    evidence: dict[str, JSON] | None = None  # fact -> its basis and the log line it rests on
+    observed: JSON | None = None  # what the server's endpoints revealed (server/observed.py)
 
     def basis(self, fact: str) -> str | None:
         """What a fact of the server (model_runner, async_scheduling) rests on, where its evidence says."""
@@ -319,7 +351,7 @@ class Server(_Record):
         (platform gpu-native-eager), whose speed and start-up are not what compile mode, the GPU default, gives.
         The mode is the engine's own (server.startup, read from its log), else the serve arguments'."""
         if not on_gpu(str(self.extra.get("platform") or "")):
-            return False   # on CPU eager is the platform's only mode here (services/methods.toml): nothing to mark
+            return False  # on CPU eager is the platform's only mode here (services/methods.toml): nothing to mark
         mode = (self.extra.get("startup") or {}).get("mode")
         return mode == "eager" if mode else "--enforce-eager" in (self.extra.get("argv") or [])
 
@@ -340,10 +372,11 @@ class Server(_Record):
 class CrossCheck(_Record):
     """Whether every identity between the responses (or bench) and the counter deltas held (runs/method_summary.py
     `verdict`; a merge of server sessions holds only if every session's did)."""
+
     ok: bool | None = None
     checks: int | None = None
     mismatches: list[JSON] | None = None
-    allowed: bool | None = None          # --allow-mismatch
+    allowed: bool | None = None  # --allow-mismatch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,6 +384,7 @@ class Replication(_Record):
     """The design the figures rest on (runs/options.py `replication`): "repeats" back to back in one server
     session, or "sessions" (--replicate sessions: this folder is session `session` of `sessions` of method `of`).
     A merge of the sessions (reader.merge_sessions) adds `sessions_ok` and `folders`, and sets `session` None."""
+
     design: str | None = None
     repeats: int | None = None
     session: int | None = None
@@ -365,11 +399,12 @@ class Replication(_Record):
 class Provenance(_Record):
     """What exactly ran (runs/method_run.py `describe`): the flag list's hash and whose it is, the client's vLLM,
     what `make` recorded on the host (image digests, CPU and GPU facts) and the checkpoints the server read."""
+
     help_all: JSON | None = None
     vllm_client: str | None = None
     help_all_of: str | None = None
-    host: JSON | None = None             # host/provenance.py's record (absent: a native run)
-    models: JSON | None = None           # None: an attached server's are unknown
+    host: JSON | None = None  # host/provenance.py's record (absent: a native run)
+    models: JSON | None = None  # None: an attached server's are unknown
 
     @property
     def host_facts(self) -> JSON:
@@ -380,8 +415,9 @@ class Provenance(_Record):
 class PrometheusView(_Record):
     """Whether Prometheus stored what the collector measured (runs/monitoring.py): "not collected" (no
     Prometheus given), "pending" (the run stopped before the check) or "checked", with a verdict per task."""
+
     status: str | None = None
-    tasks: dict[str, JSON] | None = None   # task -> {"status": "ok" | ..., "reason": ...}
+    tasks: dict[str, JSON] | None = None  # task -> {"status": "ok" | ..., "reason": ...}
 
     @property
     def missing(self) -> dict[str, Any]:
@@ -393,6 +429,7 @@ class PrometheusView(_Record):
 class SamplerProbe(_Record):
     """The engine sampler probe's verdict where the method ran (runs/sampler_probe.py `compact`): "pass", "fail",
     "not run" (with a reason) or "error"; the full report is the bundle's sampler-probe file."""
+
     verdict: str | None = None
     where: str | None = None
     reason: str | None = None
@@ -410,6 +447,7 @@ class SamplerProbe(_Record):
 class LoadTask(_Record):
     """One task's open-loop cells (runs/load.py): the rates offered and where they came from, and with
     --capacity the search's result (figures/capacity.py: kind, rate, bound, probes, ...)."""
+
     rates: list[float] | None = None
     rates_from: str | None = None
     capacity: JSON | None = None
@@ -422,6 +460,7 @@ def _load_tasks(data: Any) -> dict[str, LoadTask] | None:
 @dataclass(frozen=True, kw_only=True)
 class Load(_Record):
     """--rates / --capacity (runs/load.py): the arrival shape and the cap on requests in flight, per task."""
+
     burstiness: float | None = None
     max_concurrency: int | None = None
     tasks: dict[str, LoadTask] | None = None
@@ -445,6 +484,7 @@ def _one_json(record: Any) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Summary(_Record):
     """A method's summary.json (runs/method_run.py `_new_summary`, then runs/method_summary.py `finish`)."""
+
     schema: str | None = None
     run_id: str | None = None
     method: str | None = None
@@ -471,16 +511,30 @@ class Summary(_Record):
     provenance: Provenance | None = None
     sampler_probe: SamplerProbe | None = None
     turn2_inputs: JSON | None = None
-    load: Load | None = None         # --rates / --capacity (runs/load.py)
+    load: Load | None = None  # --rates / --capacity (runs/load.py)
 
     _decode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "tasks": _tasks, "windows": _windows, "server": _nested(Server), "crosscheck": _nested(CrossCheck),
-        "replication": _nested(Replication), "provenance": _nested(Provenance), "prometheus_view": _nested(PrometheusView),
-        "sampler_probe": _nested(SamplerProbe), "load": _nested(Load)}
+        "tasks": _tasks,
+        "windows": _windows,
+        "server": _nested(Server),
+        "crosscheck": _nested(CrossCheck),
+        "replication": _nested(Replication),
+        "provenance": _nested(Provenance),
+        "prometheus_view": _nested(PrometheusView),
+        "sampler_probe": _nested(SamplerProbe),
+        "load": _nested(Load),
+    }
     _encode: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "tasks": _map_json, "windows": _list_json, "server": _one_json, "crosscheck": _one_json,
-        "replication": _one_json, "provenance": _one_json, "prometheus_view": _one_json, "sampler_probe": _one_json,
-        "load": _one_json}
+        "tasks": _map_json,
+        "windows": _list_json,
+        "server": _one_json,
+        "crosscheck": _one_json,
+        "replication": _one_json,
+        "provenance": _one_json,
+        "prometheus_view": _one_json,
+        "sampler_probe": _one_json,
+        "load": _one_json,
+    }
 
     @property
     def task_figures(self) -> dict[str, TaskFigures]:

@@ -1,6 +1,7 @@
 """What can be known wrong about a method run before any server starts or any result folder exists (the
 options, the run folder, the inputs, the port, the Python modules and models the method needs, vLLM's own parser
 on the serve arguments): a user's mistake is refused in seconds, in one line, instead of a minute into loading."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,25 +24,29 @@ def check(opts: Options) -> dict:
     with events.step("checks"):
         opts.validate()
         check_writable(opts.results_dir)
-        if (Path(opts.results_dir) / opts.run_id).is_dir():   # a run folder made read-only since it was started
+        if (Path(opts.results_dir) / opts.run_id).is_dir():  # a run folder made read-only since it was started
             check_writable(Path(opts.results_dir) / opts.run_id)
         prefix_cache.check_same_setting(opts.run_id, Path(opts.results_dir) / opts.run_id, opts.prefix_caching)
         plan = plan_for(opts)
         if synthetic(plan) and not opts.allow_synthetic:
-            raise UserError("rejection_sample_method=synthetic does not preserve the output distribution; pass "
-                            "--allow-synthetic for a stress run (its results are marked not comparable)")
-        check_inputs(opts, plan)   # every local input before any server is contacted or started
+            raise UserError(
+                "rejection_sample_method=synthetic does not preserve the output distribution; pass "
+                "--allow-synthetic for a stress run (its results are marked not comparable)"
+            )
+        check_inputs(opts, plan)  # every local input before any server is contacted or started
         if opts.runtime != Runtime.NATIVE:
-            assert opts.url is not None   # validate(): the url runtime needs --url
-            probe(opts.url)   # a wrong --url is refused here, before any result folder
+            assert opts.url is not None  # validate(): the url runtime needs --url
+            probe(opts.url)  # a wrong --url is refused here, before any result folder
             return plan
         host, port = native_address(plan)
-        if opts.port_wait <= 0 and not port_free(host, port):   # a sweep's next start waits for it instead
+        if opts.port_wait <= 0 and not port_free(host, port):  # a sweep's next start waits for it instead
             raise UserError(port_in_use_message(host, port))
         missing = [mod for mod in plan["requires"] if not importable(mod)]
         if missing:
-            raise UserError(f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
-                            "arctic-inference==0.3.0 (make venv does)")
+            raise UserError(
+                f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
+                "arctic-inference==0.3.0 (make venv does)"
+            )
         # a hub model that cannot be had (offline, not cached, hub unreachable) would fail a minute into loading
         unreachable = model_source.problems(plan)
         if unreachable:
@@ -63,8 +68,13 @@ def check_inputs(opts: Options, plan: dict) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         tasks = load_tasks(opts, Path(scratch))
         if opts.runtime == Runtime.NATIVE:
-            too_long = prompt_lengths.problems(plan, tasks, perf_output_len=opts.perf_output_len,
-                                               chat_kwargs=chat.CHAT_TEMPLATE_KWARGS, perf=not opts.skip_bench)
+            too_long = prompt_lengths.problems(
+                plan,
+                tasks,
+                perf_output_len=opts.perf_output_len,
+                chat_kwargs=chat.CHAT_TEMPLATE_KWARGS,
+                perf=not opts.skip_bench,
+            )
             if too_long:
                 raise UserError("; ".join(too_long))
 

@@ -6,6 +6,7 @@ Facts: specstack's commit, the Python locks and the installed packages (the same
 among them), the host (CPU, cores, Python, OS), each method's serve command (services/methods.toml resolved
 now) and the checkpoints each server would read (server/model_identity.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from specstack.runs.options import Options, plan_for
 from specstack.server import model_identity, provenance
 
 REPO = Path(__file__).resolve().parents[3]
-_SHOWN = 8   # package differences named one by one; the rest counted
+_SHOWN = 8  # package differences named one by one; the rest counted
 
 
 @dataclass
@@ -42,6 +43,7 @@ def _show(v) -> str:
 @dataclass
 class Environment:
     """What this machine has now, computed once per reproduce."""
+
     commit: str | None
     locks: dict
     packages: list[str]
@@ -49,12 +51,12 @@ class Environment:
 
     @classmethod
     def here(cls) -> Environment:
-        return cls(provenance.git_commit(REPO), provenance.lock_hashes(REPO), provenance.packages(),
-                   provenance.host())
+        return cls(provenance.git_commit(REPO), provenance.lock_hashes(REPO), provenance.packages(), provenance.host())
 
 
 def package_changes(recorded: list[str], now: list[str]) -> list[str]:
     """`name a → b`, `+name==v`, `-name==v`; names compared case-insensitively."""
+
     def table(lines):
         out = {}
         for line in lines:
@@ -62,6 +64,7 @@ def package_changes(recorded: list[str], now: list[str]) -> list[str]:
             if name:
                 out[name.lower().replace("_", "-")] = (name, version)
         return out
+
     a, b = table(recorded), table(now)
     changes = [f"{a[k][0]} {a[k][1]} → {b[k][1]}" for k in sorted(a.keys() & b.keys()) if a[k][1] != b[k][1]]
     changes += [f"-{a[k][0]}=={a[k][1]}" for k in sorted(a.keys() - b.keys())]
@@ -78,11 +81,17 @@ def environment(manifest: dict, packages_recorded: list[str] | None, env: Enviro
     else:
         unknown.append("specstack commit")
     if manifest.get("locks") is not None and env.locks:
-        changed = sorted(k for k in manifest["locks"].keys() | env.locks.keys()
-                         if manifest["locks"].get(k) != env.locks.get(k))
+        changed = sorted(
+            k for k in manifest["locks"].keys() | env.locks.keys() if manifest["locks"].get(k) != env.locks.get(k)
+        )
         if changed:
-            drifts.append(Drift("Python locks", {k: (manifest["locks"].get(k) or "absent")[:12] for k in changed},
-                                {k: (env.locks.get(k) or "absent")[:12] for k in changed}))
+            drifts.append(
+                Drift(
+                    "Python locks",
+                    {k: (manifest["locks"].get(k) or "absent")[:12] for k in changed},
+                    {k: (env.locks.get(k) or "absent")[:12] for k in changed},
+                )
+            )
     else:
         unknown.append("Python locks")
     if packages_recorded is not None:
@@ -103,6 +112,7 @@ def environment(manifest: dict, packages_recorded: list[str] | None, env: Enviro
 
 def _argv_changes(recorded: list[str], now: list[str]) -> list[str]:
     """The serve arguments that differ, as `--flag a → b` where both sides have the flag."""
+
     def flags(argv):
         out, key = {"<model>": argv[0] if argv else None}, None
         for item in argv[1:]:
@@ -113,9 +123,13 @@ def _argv_changes(recorded: list[str], now: list[str]) -> list[str]:
                 out[key] = item
                 key = None
         return out
+
     a, b = flags(recorded), flags(now)
-    return [f"{k} {a.get(k, 'absent')} → {b.get(k, 'absent')}" for k in sorted(a.keys() | b.keys(), key=str)
-            if a.get(k) != b.get(k) and k not in WHERE_NOT_WHAT]
+    return [
+        f"{k} {a.get(k, 'absent')} → {b.get(k, 'absent')}"
+        for k in sorted(a.keys() | b.keys(), key=str)
+        if a.get(k) != b.get(k) and k not in WHERE_NOT_WHAT
+    ]
 
 
 # Where the server listens changes nothing it measures: `reproduce --port` may move it.
@@ -132,8 +146,11 @@ def method(folder: str, summary: dict, opts: Options) -> tuple[list[Drift], list
     else:
         changes = _argv_changes(asked["argv"], plan["argv"])
         env_a, env_b = asked.get("env") or {}, plan["env"]
-        changes += [f"env {k}={env_a.get(k, 'unset')} → {env_b.get(k, 'unset')}"
-                    for k in sorted(env_a.keys() | env_b.keys()) if env_a.get(k) != env_b.get(k)]
+        changes += [
+            f"env {k}={env_a.get(k, 'unset')} → {env_b.get(k, 'unset')}"
+            for k in sorted(env_a.keys() | env_b.keys())
+            if env_a.get(k) != env_b.get(k)
+        ]
         if changes:
             drifts.append(Drift(f"{folder} serve command", f"{len(changes)} differ", changes))
     recorded = (summary.get("provenance") or {}).get("models")

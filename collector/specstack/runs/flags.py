@@ -2,6 +2,7 @@
 beside the field in runs/options.py as dataclass metadata, and the parsers of values that are not one plain number.
 cli/options.py builds the options of run, sweep and sweep-k (and the few other commands sharing one) from them,
 so each option, its help and its default are written once, on the field."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,22 +14,22 @@ from typing import Any
 from specstack.errors import UserError
 from specstack.measure.goodput import parse_slo
 
-KEY = "specstack.flag"   # the dataclass metadata key holding a field's Flag
+KEY = "specstack.flag"  # the dataclass metadata key holding a field's Flag
 AS_FIELD: Any = object()  # Flag.cli_default's own default: the field's default (dataclasses.MISSING would mean none)
 
 
 @dataclass(frozen=True)
 class Flag:
     help: str
-    option: str | None = None            # the option when not --<field-name> (dashes for underscores)
-    dest: str | None = None              # the parsed name when not the field's (as the commands always had it)
-    parse: Callable[[str], Any] | None = None   # argparse's type; None: int, float or Path from the annotation
+    option: str | None = None  # the option when not --<field-name> (dashes for underscores)
+    dest: str | None = None  # the parsed name when not the field's (as the commands always had it)
+    parse: Callable[[str], Any] | None = None  # argparse's type; None: int, float or Path from the annotation
     metavar: str | None = None
     choices: tuple | None = None
-    repeatable: bool = False             # action="append": each occurrence adds one value
-    env: str | None = None               # an environment variable whose value, when set, is the default
-    cli_default: Any = AS_FIELD          # the parser's default when not the field's (None: worked out later)
-    shared: bool = True                  # False: not an option of every method run; its command adds it by name
+    repeatable: bool = False  # action="append": each occurrence adds one value
+    env: str | None = None  # an environment variable whose value, when set, is the default
+    cli_default: Any = AS_FIELD  # the parser's default when not the field's (None: worked out later)
+    shared: bool = True  # False: not an option of every method run; its command adds it by name
 
 
 def flag(help: str, **kw: Any) -> dict[str, Flag]:
@@ -56,8 +57,9 @@ def parse_rates(text: str) -> tuple[float, ...] | str:
     try:
         return parse_floats(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated requests per second (e.g. 0.5,1,2) or auto, "
-                                         f"got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated requests per second (e.g. 0.5,1,2) or auto, got {text!r}"
+        ) from None
 
 
 def parse_slo_option(text: str) -> dict[str, float]:

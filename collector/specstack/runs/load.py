@@ -10,6 +10,7 @@ concurrency of the same run (AUTO_FRACTIONS of it), and records them in the run'
 the baseline method and task); every other method of the run reads them there, so a method and its baseline are
 measured at the same offered rates.
 """
+
 from __future__ import annotations
 
 from statistics import median
@@ -51,8 +52,10 @@ def _recorded(run, task: str) -> dict:
     baseline = run.plan["baseline"]
     entry = _recorded_or_none(run, baseline, task)
     if entry is None:
-        raise UserError(f"--rates auto: run {run.opts.run_id!r} has no rates from its baseline {baseline!r} for task "
-                        f"{task!r}; run {baseline} first in this run (a sweep does), or give the rates (--rates 1,2)")
+        raise UserError(
+            f"--rates auto: run {run.opts.run_id!r} has no rates from its baseline {baseline!r} for task "
+            f"{task!r}; run {baseline} first in this run (a sweep does), or give the rates (--rates 1,2)"
+        )
     return entry
 
 
@@ -61,16 +64,24 @@ def _derive(run, task: str) -> dict:
     opts = run.opts
     c = max(opts.concurrencies)
     cells = [bench.cell_name(task, r, concurrency=c) for r in range(opts.repeats)]
-    rps = [b["request_throughput"] for b in (run.bench_result(cell) for cell in cells)
-           if b and b.get("request_throughput")]
+    rps = [
+        b["request_throughput"] for b in (run.bench_result(cell) for cell in cells) if b and b.get("request_throughput")
+    ]
     if not rps:
-        raise UserError(f"--rates auto: the baseline's concurrency-{c} cells of {task} measured no request "
-                        "throughput (failed windows?), so no rates follow; rerun, or give the rates (--rates 1,2)")
+        raise UserError(
+            f"--rates auto: the baseline's concurrency-{c} cells of {task} measured no request "
+            "throughput (failed windows?), so no rates follow; rerun, or give the rates (--rates 1,2)"
+        )
     measured = median(rps)
     rates = sorted({capacity.rounded(f * measured) for f in AUTO_FRACTIONS})
-    entry = {"rates": rates, "capacity_req_s": measured, "concurrency": c, "repeats": len(rps),
-             "how": f"auto: {', '.join(f'{f:g}' for f in AUTO_FRACTIONS)} × {run.plan['method']}'s {measured:.3g} "
-                    f"req/s (median of {len(rps)} repeat(s) at concurrency {c}, this run)"}
+    entry = {
+        "rates": rates,
+        "capacity_req_s": measured,
+        "concurrency": c,
+        "repeats": len(rps),
+        "how": f"auto: {', '.join(f'{f:g}' for f in AUTO_FRACTIONS)} × {run.plan['method']}'s {measured:.3g} "
+        f"req/s (median of {len(rps)} repeat(s) at concurrency {c}, this run)",
+    }
     recorded = read_manifest(run.run_dir).get("load_rates") or {}
     recorded.setdefault(run.plan["method"], {})[task] = entry
     update_manifest(run.run_dir, load_rates=recorded)
@@ -83,11 +94,15 @@ def run_open_loop(run, task) -> None:
     if not opts.open_loop:
         return
     rates, how = rates_for(run, task.name)
-    _record(run, task.name, LoadTask.make(rates=rates, rates_from=how))   # before its cells: a failed one keeps it
+    _record(run, task.name, LoadTask.make(rates=rates, rates_from=how))  # before its cells: a failed one keeps it
     passed = {rate: _measure_rate(run, task, rate, probe=False) for rate in rates}
     if opts.capacity_share is not None:
-        result = capacity.search(lambda rate: _measure_rate(run, task, rate, probe=True), passed,
-                                 max_probes=opts.capacity_probes, resolution=opts.capacity_resolution)
+        result = capacity.search(
+            lambda rate: _measure_rate(run, task, rate, probe=True),
+            passed,
+            max_probes=opts.capacity_probes,
+            resolution=opts.capacity_resolution,
+        )
         entry = run.summary.load_figures.task_loads[task.name]
         _record(run, task.name, entry.updated(capacity={"share": opts.capacity_share, "slo": opts.slo, **result}))
 
@@ -95,8 +110,9 @@ def run_open_loop(run, task) -> None:
 def _record(run, task: str, entry: LoadTask) -> None:
     """summary["load"]["tasks"][task] = entry, summary["load"] made with the run's arrival setting on first use."""
     opts = run.opts
-    load = run.summary.load or Load.make(burstiness=opts.burstiness, max_concurrency=opts.rates_max_concurrency,
-                                         tasks={})
+    load = run.summary.load or Load.make(
+        burstiness=opts.burstiness, max_concurrency=opts.rates_max_concurrency, tasks={}
+    )
     run.summary = run.summary.updated(load=load.updated(tasks={**load.task_loads, task: entry}))
 
 

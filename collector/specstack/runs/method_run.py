@@ -8,6 +8,7 @@ as failed before a method starts (results/bundle.py keep_dead_staging).
 Each step is a method of MethodRun, timed with events.step (listeners, such as the harness benchmark, see
 where the time goes). Prometheus's view is checked after publishing, off this path (runs/monitoring.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,12 +21,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specstack import __version__, events
-from specstack.config import methods
+from specstack import events
 from specstack.config.serving import Runtime
 from specstack.config.workloads import Task
-from specstack.datasets import tasks as dataset_tasks
-from specstack.errors import UserError
 from specstack.measure import bench, chat
 from specstack.measure.windows import Outcome, Window, Windows
 from specstack.results import layout, run_lock
@@ -35,29 +33,27 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.results.summary import JSON, PrometheusView, Provenance, Replication, Server, Summary
 from specstack.results.summary import Window as WindowRecord
-from specstack.runs import load, outcome, prefix_cache, recipe, sampler_probe, turns
+from specstack.runs import load, outcome, prefix_cache, run_manifest, sampler_probe, server_checks, turns
 from specstack.runs.checks import check, synthetic
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
-from specstack.runs.options import SESSION_ORDER, Options, load_tasks
+from specstack.runs.options import Options, load_tasks
+from specstack.runs.server_checks import ServerContradiction
 from specstack.server import model_identity, observed, provenance, startup
 from specstack.server.runtime import Server as LiveServer
 from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
 
-REPO = Path(__file__).resolve().parents[3]
 # Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal
 # (timeout, a scheduler) may follow it with SIGKILL, and a harness killed mid-cleanup leaves the server behind.
 INTERRUPT_GRACE = 10.0
 
 
-class ServerContradiction(UserError):
-    """The attached server's observed facts contradict the method asked for (url runtime, no --trust-server)."""
-
 console = Console(stderr=True)
 
 
-def run_method(opts: Options, *, index: int = 1, total: int = 1,
-               monitoring: Monitoring | None = None) -> tuple[dict, Path]:
+def run_method(
+    opts: Options, *, index: int = 1, total: int = 1, monitoring: Monitoring | None = None
+) -> tuple[dict, Path]:
     """Run one method end to end; returns (summary, published folder). Never raises for a failed phase.
     `index` of `total`: its place in a sweep (progress display). Without `monitoring` (a sweep passes one),
     the run has its own and closes it before returning, so the summary holds Prometheus's view."""
@@ -66,7 +62,7 @@ def run_method(opts: Options, *, index: int = 1, total: int = 1,
     run_dir = Path(opts.results_dir) / opts.run_id
     try:
         plan = check(opts)
-        with run_lock.held(run_dir):   # before any server starts: a second harness of this run is refused
+        with run_lock.held(run_dir):  # before any server starts: a second harness of this run is refused
             for kept in keep_dead_staging(run_dir):
                 console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
             method = MethodRun(opts, plan, monitoring)
@@ -90,13 +86,13 @@ class MethodRun:
         self.server: LiveServer | None = None
         self.windows: Windows | None = None
         self.ending = outcome.Ending()
-        self.measured = False   # every phase ran (a failed window included): Prometheus's view can be checked
-        self.written: JSON = {}   # the summary.json written, returned by run_method (kept up to date, _view_checked)
+        self.measured = False  # every phase ran (a failed window included): Prometheus's view can be checked
+        self.written: JSON = {}  # the summary.json written, returned by run_method (kept up to date, _view_checked)
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
             self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / layout.INPUTS_DIR)
             self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
-            load.check_rates_known(self)   # --rates auto: the baseline's rates exist before this server starts
+            load.check_rates_known(self)  # --rates auto: the baseline's rates exist before this server starts
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
         try:
             self.summary = self._new_summary()
@@ -118,20 +114,20 @@ class MethodRun:
             with events.step("manifest"):
                 self._record_run_in_manifest()
             help_hash = provenance.HelpHash(vllm_executable())  # overlaps the server start
-            self.turn_two.check_ready()   # a method's turn-2 chats (its baseline's answers) exist: before any server
+            self.turn_two.check_ready()  # a method's turn-2 chats (its baseline's answers) exist: before any server
             self.start_server()
             self.warm_up()
-            if self.speculative:   # only spec methods get Prometheus's view (their drafts counter)
+            if self.speculative:  # only spec methods get Prometheus's view (their drafts counter)
                 self.monitoring.await_first_sample(self.labels)
             self.acceptance()
             self.sampled()
             self.performance()
             self.measured = True
-        except BaseException as e:   # whatever it is: recorded, and the wind-up runs (outcome.py)
+        except BaseException as e:  # whatever it is: recorded, and the wind-up runs (outcome.py)
             self.summary = self.ending.record(self.summary, e, window_failed=self._window_failed())
         published = self.wind_up(t0, help_hash)
         self.ending.raise_if_fatal(self.name, self.run_dir, published)
-        assert published is not None   # else raise_if_fatal raised
+        assert published is not None  # else raise_if_fatal raised
         return published
 
     def wind_up(self, t0: float, help_hash: provenance.HelpHash | None) -> Path | None:
@@ -145,7 +141,7 @@ class MethodRun:
                 if step == self.stop_server:
                     self._kill_server()
         if help_hash is not None:
-            help_hash.cancel()   # a no-op once describe read it
+            help_hash.cancel()  # a no-op once describe read it
         self._time("total", time.monotonic() - t0)
         try:
             published: Path | None = self.publish()
@@ -158,27 +154,7 @@ class MethodRun:
     # --- before the server -------------------------------------------------------------------------------
 
     def _record_run_in_manifest(self) -> None:
-        opts, run_dir = self.opts, self.run_dir
-        update_manifest(run_dir, run_id=opts.run_id, specstack_version=__version__,
-                        git_commit=provenance.git_commit(REPO), model_set=opts.model_set,
-                        model_weights=methods.weights_of(opts.model_set), platform=opts.platform,
-                        host=provenance.host(),
-                        inputs={**turns.kept_inputs(run_dir), **{
-                                str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): h
-                                for t in self.tasks.values() for p, h in t.hashes().items()}},
-                        workload={"tasks": list(opts.tasks), "num_prompts": opts.num_prompts,
-                                  "perf_output_len": opts.perf_output_len,
-                                  "acceptance_max_tokens": opts.acceptance_max_tokens,
-                                  "concurrencies": list(opts.concurrencies), "request_rate": opts.request_rate,
-                                  "slo": opts.slo, "rates": list(opts.rates) or ("auto" if opts.rates_auto else None),
-                                  "burstiness": opts.burstiness, "rates_max_concurrency": opts.rates_max_concurrency,
-                                  "capacity_share": opts.capacity_share,
-                                  "repeats": opts.repeats, "replicate": opts.replicate,
-                                  "sessions": opts.sessions,
-                                  "session_order": SESSION_ORDER if opts.replicate == "sessions" else None},
-                        datasets={name: record for name, t in self.tasks.items()
-                                  if (record := dataset_tasks.recorded(t.acceptance_path, name))},
-                        recipe=recipe.record(opts, run_dir), locks=provenance.lock_hashes(REPO))
+        run_manifest.record(self.opts, self.run_dir, self.tasks)
 
     def _new_summary(self) -> Summary:
         """`speculative_config` is the config the figures come from: the plan's when specstack started the
@@ -186,19 +162,38 @@ class MethodRun:
         asked for is kept apart, under `asked_for`, and never presented as the server's."""
         plan, native = self.plan, self.opts.runtime == Runtime.NATIVE
         return Summary.make(
-            schema=SUMMARY_SCHEMA, run_id=self.opts.run_id, method=self.name, label=plan.get("label"),
-            base_method=plan["method"], baseline_method=plan.get("baseline_result") or plan["baseline"],
-            status="running", error=None, speculative_config=plan["speculative_config"] if native else None,
+            schema=SUMMARY_SCHEMA,
+            run_id=self.opts.run_id,
+            method=self.name,
+            label=plan.get("label"),
+            base_method=plan["method"],
+            baseline_method=plan.get("baseline_result") or plan["baseline"],
+            status="running",
+            error=None,
+            speculative_config=plan["speculative_config"] if native else None,
             speculative_config_source="the plan specstack started" if native else "not observed",
-            spec_override=self.opts.spec_override, comparable=not synthetic(plan), server=Server.make(),
+            spec_override=self.opts.spec_override,
+            comparable=not synthetic(plan),
+            server=Server.make(),
             prefix_caching=prefix_cache.setting(plan, self.opts.prefix_caching),
-            asked_for={"method": plan["method"], "source": "services/methods.toml", "target": plan["target"],
-                       "argv": plan["argv"], "env": plan["env"], "platform": plan["platform"],
-                       "model_set": plan["model_set"], "speculative_config": plan["speculative_config"],
-                       "spec_override": self.opts.spec_override},
-            server_contradictions=None, tasks={}, windows=[], timings={},
+            asked_for={
+                "method": plan["method"],
+                "source": "services/methods.toml",
+                "target": plan["target"],
+                "argv": plan["argv"],
+                "env": plan["env"],
+                "platform": plan["platform"],
+                "model_set": plan["model_set"],
+                "speculative_config": plan["speculative_config"],
+                "spec_override": self.opts.spec_override,
+            },
+            server_contradictions=None,
+            tasks={},
+            windows=[],
+            timings={},
             replication=Replication.make(**self.opts.replication()),
-            prometheus_view=PrometheusView.make(status="not collected", tasks={}))   # filled in as it runs
+            prometheus_view=PrometheusView.make(status="not collected", tasks={}),
+        )  # filled in as it runs
 
     # --- the server and the measured phases --------------------------------------------------------------
 
@@ -208,23 +203,29 @@ class MethodRun:
             # Before the server starts: Prometheus discovers the file while vLLM loads (scrapes say up=0
             # until it is ready) and scrapes it from the first interval after ready.
             labels = {**self.labels, **({"slot": opts.slot} if opts.slot is not None else {})}
-            atomic_write_json(opts.prometheus_targets,
-                              [{"targets": [self._server_url().split("://", 1)[-1]], "labels": labels}])
+            atomic_write_json(
+                opts.prometheus_targets, [{"targets": [self._server_url().split("://", 1)[-1]], "labels": labels}]
+            )
         console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
             if opts.runtime == Runtime.NATIVE:
-                self.server = server = start_native(plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout,
-                                                    port_wait=opts.port_wait)
+                self.server = server = start_native(
+                    plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout, port_wait=opts.port_wait
+                )
             else:
-                assert opts.url is not None   # validate(): the url runtime needs --url
+                assert opts.url is not None  # validate(): the url runtime needs --url
                 self.server = server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
         process = server.process
-        events.emit("server.ready", method=self.name, seconds=server.ready_seconds,
-                    pid=process.pid if process is not None else None)
+        events.emit(
+            "server.ready",
+            method=self.name,
+            seconds=server.ready_seconds,
+            pid=process.pid if process is not None else None,
+        )
         self._time("server_ready", server.ready_seconds)
         with events.step("server facts", method=self.name):
-            self.summary = self.summary.updated(server=Server.from_json(self._server_facts()))
+            self.summary = self.summary.updated(server=Server.from_json(server_checks.server_facts(server, self.plan)))
             self._check_observed()
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
@@ -237,86 +238,23 @@ class MethodRun:
     def _server_url(self) -> str:
         """Where the server will listen, known before it starts."""
         if self.opts.runtime != Runtime.NATIVE:
-            assert self.opts.url is not None   # validate(): the url runtime needs --url
+            assert self.opts.url is not None  # validate(): the url runtime needs --url
             return self.opts.url
         host, port = native_address(self.plan)
         return f"http://{host}:{port}"
 
-    def _server_facts(self) -> dict:
-        """What is known about the server: everything for a server specstack started (native); for one someone
-        else started (url) only what its endpoints revealed, the rest listed as unknown (asked_for holds the plan)."""
-        server, plan = self.server, self.plan
-        assert server is not None   # start_server set it
-        seen = observed.observe(server.base_url, server.served_model_name, server.models)
-        facts = {"runtime": server.runtime, "url": server.base_url, "served_model_name": server.served_model_name,
-                 "root_model": server.root_model, "vllm_version": seen["vllm_version"],
-                 "ready_seconds": server.ready_seconds, "observed": seen}
-        if server.runtime == Runtime.NATIVE:
-            assert server.process is not None   # native: the process this run started
-            facts.update(target=plan["target"], argv=server.argv or plan["argv"], env=plan["env"],
-                         platform=plan["platform"], model_set=plan["model_set"], pid=server.process.pid,
-                         identity=server.identity)
-        else:
-            facts.update(target=None, argv=None, env=None, unknown=list(observed.UNKNOWN_ON_URL))
-        return facts
-
     def _check_observed(self, *, after_measuring: bool = False) -> None:
-        """url runtime: the speculative config the figures come from is the observed one; a server contradicting
-        the method asked for fails the run before measuring (naming both facts and the fix) unless --trust-server.
-        After measuring, the answers may reveal what /metrics did not (a page that could not be read)."""
+        """The server against the method asked for (runs/server_checks.py); what was found goes into the summary,
+        raised or not."""
         if self.server is None:
             return
-        if self.server.runtime == Runtime.NATIVE:
-            if not after_measuring:
-                self._check_native_agrees()
-            return
-        seen, asked = self._seen, self.plan["speculative_config"]
-        has, k = observed.speculative(seen), observed.observed_k(seen)
-        if has is None:
-            self.summary = self.summary.updated(speculative_config=asked, speculative_config_source=(
-                "asked for: the server revealed nothing about speculative decoding (/metrics unreadable, no answer "
-                "metrics)"))
-        else:
-            self.summary = self.summary.updated(
-                speculative_config=({"num_speculative_tokens": k} if k is not None else {}) if has else None,
-                speculative_config_source="observed (/metrics, answers); the rest of the config is unknown")
-        found = observed.contradictions(self.plan["method"], asked, seen, self.server.base_url,
-                                        override=bool(self.opts.spec_override))
-        if not found or (after_measuring and self.summary.server_contradictions):
-            return
-        self.summary = self.summary.updated(server_contradictions={
-            "found": found, "trusted": self.opts.trust_server, "after_measuring": after_measuring})
-        message = "; ".join(found) + ". Fix: " + observed.fix_for(self.plan["method"], asked, seen)
-        if self.opts.trust_server:
-            console.print(f"[bold yellow]warning[/]: --trust-server: measuring anyway: {'; '.join(found)}")
-            return
-        if after_measuring:
-            if self.summary.error is None:
-                self.summary = self.summary.updated(error=message, error_type="ServerContradiction")
-            return
-        raise ServerContradiction(message)
-
-    def _check_native_agrees(self) -> None:
-        """A server this run started must reveal what the plan asked for (spec-decode counters and K, or none;
-        the served name; max-model-len): anything else means the answers come from another server or another
-        config, and no figure of it may be read as this method's. No --trust-server here."""
-        server = self.server
-        assert server is not None   # _check_observed returned without one
-        seen, url = self._seen, server.base_url
-        found = observed.plan_contradictions(self.plan, seen, url, override=bool(self.opts.spec_override))
-        if found:
-            self.summary = self.summary.updated(server_contradictions={"found": found, "trusted": False,
-                                                                       "after_measuring": False})
-            raise ServerContradiction("; ".join(found) + f". Nothing was measured. Fix: check {server.log_path} "
-                                      "for the config the server started with, and that nothing else serves on "
-                                      "its port")
-
-    @property
-    def _seen(self) -> JSON:
-        """What the server's endpoints revealed (start_server records it with the server's facts)."""
-        seen = self.summary.server_facts.observed
-        assert seen is not None, "start_server records what the server revealed"
-        return seen
+        try:
+            self.summary = server_checks.check_observed(
+                self.summary, self.server, self.plan, self.opts, after_measuring=after_measuring
+            )
+        except ServerContradiction as e:
+            self.summary = e.summary
+            raise
 
     @property
     def speculative(self) -> bool:
@@ -331,33 +269,50 @@ class MethodRun:
     def warm_up(self) -> None:
         """Short requests in a window of their own: kernels and JIT load off every measured figure."""
         opts, server, windows = self.opts, self.server, self.windows
-        assert server is not None and windows is not None   # start_server set both
+        assert server is not None and windows is not None  # start_server set both
         rows = [row for task in self.tasks.values() for row in chat.warmup_rows(task, opts.warmup_requests)]
         with self._timed("warmup"):
-            windows.run(Window("warmup", "warmup"), total=len(rows), body=lambda: chat.run_requests(
-                server, rows, self.bundle.path(layout.WARMUP_RECORDS), concurrency=1, timeout=opts.request_timeout,
-                speculative=self.speculative))
+            windows.run(
+                Window("warmup", "warmup"),
+                total=len(rows),
+                body=lambda: chat.run_requests(
+                    server,
+                    rows,
+                    self.bundle.path(layout.WARMUP_RECORDS),
+                    concurrency=1,
+                    timeout=opts.request_timeout,
+                    speculative=self.speculative,
+                ),
+            )
 
     def acceptance(self) -> None:
         opts, server, windows = self.opts, self.server, self.windows
-        assert server is not None and windows is not None   # start_server set both
+        assert server is not None and windows is not None  # start_server set both
         with self._timed("acceptance"):
             for name, task in self.tasks.items():
                 console.print(f"  acceptance phase: {name} ({len(task.acceptance)} requests)")
 
                 def body(task: Task = task) -> Outcome:
                     return chat.run_requests(
-                        server, task.acceptance, self.bundle.path(layout.acceptance_records(task.name)),
-                        concurrency=opts.acceptance_concurrency, timeout=opts.request_timeout,
-                        speculative=self.speculative)
-                windows.run(Window(layout.acceptance_window(name), "acceptance", task=name),
-                            total=len(task.acceptance), body=body)
+                        server,
+                        task.acceptance,
+                        self.bundle.path(layout.acceptance_records(task.name)),
+                        concurrency=opts.acceptance_concurrency,
+                        timeout=opts.request_timeout,
+                        speculative=self.speculative,
+                    )
+
+                windows.run(
+                    Window(layout.acceptance_window(name), "acceptance", task=name),
+                    total=len(task.acceptance),
+                    body=body,
+                )
                 self.turn_two.measure(self, name)
 
     def sampled(self) -> None:
         """The acceptance phase again at each --temperatures value: what acceptance is when users sample."""
         opts, server, windows = self.opts, self.server, self.windows
-        assert server is not None and windows is not None   # start_server set both
+        assert server is not None and windows is not None  # start_server set both
         with self._timed("sampled"):
             for temperature in opts.temperatures:
                 for name, task in self.tasks.items():
@@ -365,42 +320,70 @@ class MethodRun:
                     console.print(f"  sampled phase: {name} at temperature {temperature:g} ({len(rows)} requests)")
 
                     def body(rows: list[dict] = rows, name: str = name, t: float = temperature) -> Outcome:
-                        return chat.run_requests(server, rows, self.bundle.path(layout.sampled_records(name, t)),
-                                                 concurrency=opts.acceptance_concurrency,
-                                                 timeout=opts.request_timeout, speculative=self.speculative)
-                    windows.run(Window(layout.sampled_window(name, temperature), "sampled", task=name),
-                                total=len(rows), body=body)
+                        return chat.run_requests(
+                            server,
+                            rows,
+                            self.bundle.path(layout.sampled_records(name, t)),
+                            concurrency=opts.acceptance_concurrency,
+                            timeout=opts.request_timeout,
+                            speculative=self.speculative,
+                        )
+
+                    windows.run(
+                        Window(layout.sampled_window(name, temperature), "sampled", task=name),
+                        total=len(rows),
+                        body=body,
+                    )
 
     def performance(self) -> None:
         opts = self.opts
         with self._timed("bench"):
-            for name, task in ([] if opts.skip_bench else self.tasks.items()):
+            for name, task in [] if opts.skip_bench else self.tasks.items():
                 for c in opts.concurrencies:
                     for r in range(opts.repeats):
                         console.print(f"  performance phase: {name} concurrency {c} repeat {r + 1}/{opts.repeats}")
                         self.bench_cell(task, r, concurrency=c)
-                load.run_open_loop(self, task)   # --rates: open-loop cells, then the --capacity search
-        assert self.windows is not None   # start_server set it
+                load.run_open_loop(self, task)  # --rates: open-loop cells, then the --capacity search
+        assert self.windows is not None  # start_server set it
         self.windows.finish()
 
-    def bench_cell(self, task: Task, repeat: int, *, concurrency: int | None = None, rate: float | None = None,
-                   probe: bool = False) -> tuple[Window, Outcome]:
+    def bench_cell(
+        self, task: Task, repeat: int, *, concurrency: int | None = None, rate: float | None = None, probe: bool = False
+    ) -> tuple[Window, Outcome]:
         """One bench window: closed loop at `concurrency` (at --request-rate), or open loop at `rate` (no cap)."""
         opts, server, bundle = self.opts, self.server, self.bundle
-        assert server is not None and self.windows is not None   # start_server set both
+        assert server is not None and self.windows is not None  # start_server set both
         cell = bench.cell_name(task.name, repeat, concurrency=concurrency, rate=rate, probe=probe)
-        cap = concurrency if rate is None else opts.rates_max_concurrency   # open loop: uncapped unless asked
-        argv = bench.bench_command(server, task, concurrency=cap, num_prompts=opts.num_prompts,
-                                   output_len=opts.perf_output_len,
-                                   request_rate=opts.request_rate if rate is None else rate,
-                                   burstiness=1.0 if rate is None else opts.burstiness,
-                                   tokenizer=server.root_model or self.plan["target"],
-                                   result_dir=bundle.path(layout.BENCH_DIR),
-                                   result_name=Path(layout.bench_file(cell)).name, slo=opts.slo)
-        window = Window(layout.bench_window(cell), "bench", task=task.name, concurrency=cap, repeat=repeat,
-                        request_rate=rate, load="probe" if probe else "rate" if rate is not None else "concurrency")
-        return self.windows.run(window, total=opts.num_prompts, body=lambda: bench.run_bench(
-            argv, bundle.path(layout.bench_file(cell)), bundle.path(layout.bench_log(cell)), opts.slo))
+        cap = concurrency if rate is None else opts.rates_max_concurrency  # open loop: uncapped unless asked
+        argv = bench.bench_command(
+            server,
+            task,
+            concurrency=cap,
+            num_prompts=opts.num_prompts,
+            output_len=opts.perf_output_len,
+            request_rate=opts.request_rate if rate is None else rate,
+            burstiness=1.0 if rate is None else opts.burstiness,
+            tokenizer=server.root_model or self.plan["target"],
+            result_dir=bundle.path(layout.BENCH_DIR),
+            result_name=Path(layout.bench_file(cell)).name,
+            slo=opts.slo,
+        )
+        window = Window(
+            layout.bench_window(cell),
+            "bench",
+            task=task.name,
+            concurrency=cap,
+            repeat=repeat,
+            request_rate=rate,
+            load="probe" if probe else "rate" if rate is not None else "concurrency",
+        )
+        return self.windows.run(
+            window,
+            total=opts.num_prompts,
+            body=lambda: bench.run_bench(
+                argv, bundle.path(layout.bench_file(cell)), bundle.path(layout.bench_log(cell)), opts.slo
+            ),
+        )
 
     def bench_result(self, cell: str) -> dict | None:
         return _load(self.bundle.path(layout.bench_file(cell))) or None
@@ -429,8 +412,9 @@ class MethodRun:
 
     def stop_server(self) -> None:
         if self.windows is not None:
-            self.summary = self.summary.updated(windows=[WindowRecord.from_json(w.to_dict())
-                                                         for w in self.windows.records])
+            self.summary = self.summary.updated(
+                windows=[WindowRecord.from_json(w.to_dict()) for w in self.windows.records]
+            )
         if self.server is None or self.server.runtime != Runtime.NATIVE:
             return
         with events.step("stop server", method=self.name):
@@ -447,8 +431,9 @@ class MethodRun:
         if server.observed is None:
             return
         # staging paths as they are (bundle.path() would create an empty acceptance/ in a bundle never measured)
-        files = [self.bundle.staging / layout.WARMUP_RECORDS] + [self.bundle.staging / layout.acceptance_records(t)
-                                                                for t in self.tasks]
+        files = [self.bundle.staging / layout.WARMUP_RECORDS] + [
+            self.bundle.staging / layout.acceptance_records(t) for t in self.tasks
+        ]
         specs = [r["spec"] for path in files for r in read_records(path) if not r["error"]]
         seen = {**server.observed, "responses": observed.spec_from_responses(specs)}
         self.summary = self.summary.updated(server=server.updated(observed=seen))
@@ -465,17 +450,21 @@ class MethodRun:
         with events.step("provenance", method=self.name):
             if help_hash is not None and (self.server is None or self.windows is None):
                 help_hash.cancel()  # nothing was measured; do not keep the user waiting for it
-            self.summary = self.summary.updated(provenance=Provenance.make(
-                help_all=help_hash.result() if help_hash is not None else None,
-                vllm_client=provenance.client_vllm_version(),
-                # whose flag list that is: on the url runtime the local vllm's, not the attached server's
-                help_all_of="the vllm that served (started by specstack)" if self.opts.runtime == Runtime.NATIVE
-                else "the local vllm (the bench client); the attached server's flags are unknown",
-                # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
-                # before the collector started; absent for native runs
-                host=_load(self._host_file(layout.host_record)) or None,
-                # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
-                models=model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None))
+            self.summary = self.summary.updated(
+                provenance=Provenance.make(
+                    help_all=help_hash.result() if help_hash is not None else None,
+                    vllm_client=provenance.client_vllm_version(),
+                    # whose flag list that is: on the url runtime the local vllm's, not the attached server's
+                    help_all_of="the vllm that served (started by specstack)"
+                    if self.opts.runtime == Runtime.NATIVE
+                    else "the local vllm (the bench client); the attached server's flags are unknown",
+                    # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
+                    # before the collector started; absent for native runs
+                    host=_load(self._host_file(layout.host_record)) or None,
+                    # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
+                    models=model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None,
+                )
+            )
             log = self.server.log_path if self.server is not None else None
             # compose: the host saved this run's lines of the server container's log (`make run`)
             log = log or self._host_file(layout.host_server_log)
@@ -495,10 +484,13 @@ class MethodRun:
         self.summary = self.summary.updated(server=server.merged({"model_runner_pinned": pinned}))
         ran = server.model_runner
         if pinned and ran and ran != pinned and self.summary.error is None and not self.opts.allow_mismatch:
-            self.summary = self.summary.updated(error=(
-                f"the server ran Model Runner {ran}, methods.toml pins {pinned} (VLLM_USE_V2_MODEL_RUNNER): its "
-                "comparison would also compare runners. Check the server's environment, or rerun with "
-                "--allow-mismatch to keep it"))
+            self.summary = self.summary.updated(
+                error=(
+                    f"the server ran Model Runner {ran}, methods.toml pins {pinned} (VLLM_USE_V2_MODEL_RUNNER): its "
+                    "comparison would also compare runners. Check the server's environment, or rerun with "
+                    "--allow-mismatch to keep it"
+                )
+            )
 
     def publish(self) -> Path:
         """Verdict, tables and summary into the staged folder, published as `<method>/` only if ok; then
@@ -507,20 +499,28 @@ class MethodRun:
         check_view = self.measured and self.speculative and self.monitoring.prometheus_url
         if check_view:  # on disk until the check has run: a run stopped before it says so
             self.summary = self.summary.updated(prometheus_view=PrometheusView.from_json(PENDING))
-        with events.step("sampler probe", method=self.name):   # the server is stopped: it times nothing of it
-            if not self.interrupted:   # an interrupted run's cleanup stays short (INTERRUPT_GRACE)
-                self.summary = sampler_probe.record(self.summary, bundle, temperatures=self.opts.temperatures,
-                                                    runtime=self.opts.runtime, speculative=self.speculative)
+        with events.step("sampler probe", method=self.name):  # the server is stopped: it times nothing of it
+            if not self.interrupted:  # an interrupted run's cleanup stays short (INTERRUPT_GRACE)
+                self.summary = sampler_probe.record(
+                    self.summary,
+                    bundle,
+                    temperatures=self.opts.temperatures,
+                    runtime=self.opts.runtime,
+                    speculative=self.speculative,
+                )
         with events.step("verdict and bundle", method=self.name):
-            self.summary = summary = finish(self.summary, self.tasks, bundle, self.opts.allow_mismatch,
-                                            self.opts.temperatures, self.opts.slo)
+            self.summary = summary = finish(
+                self.summary, self.tasks, bundle, self.opts.allow_mismatch, self.opts.temperatures, self.opts.slo
+            )
             bundle.write_text(layout.PACKAGES_FILE, "\n".join(provenance.packages()) + "\n")
             write_method_tables(bundle.staging, summary)
             self.ending.write_traceback(bundle.staging)
-            self.written = bundle.write_summary(summary)   # its one conversion to JSON
+            self.written = bundle.write_summary(summary)  # its one conversion to JSON
             published = bundle.finalize(summary.status == "ok")
-            update_manifest(self.run_dir, methods={self.name: {"status": summary.status, "dir": published.name,
-                                                               "error": summary.error}})
+            update_manifest(
+                self.run_dir,
+                methods={self.name: {"status": summary.status, "dir": published.name, "error": summary.error}},
+            )
         if check_view:
             self.monitoring.check_view_later(summary, published, self.labels, then=self._view_checked)
         return published
@@ -538,7 +538,7 @@ class MethodRun:
         self.summary = summary = self.summary.updated(status="failed")
         folder = bundle.staging if bundle.published is None else bundle.demote()
         for write in (lambda: self.ending.write_traceback(folder), lambda: self._write_summary(folder)):
-            with contextlib.suppress(Exception):   # the summary as JSON: its record may be what broke
+            with contextlib.suppress(Exception):  # the summary as JSON: its record may be what broke
                 write()
         try:
             published = folder if bundle.published is not None else bundle.finalize(False)
@@ -547,8 +547,9 @@ class MethodRun:
             bundle.discard()
             return None
         try:
-            update_manifest(self.run_dir, methods={self.name: {"status": "failed", "dir": published.name,
-                                                               "error": summary.error}})
+            update_manifest(
+                self.run_dir, methods={self.name: {"status": "failed", "dir": published.name, "error": summary.error}}
+            )
         except OSError as e:
             self.summary = self.ending.record(self.summary, e)
         return published

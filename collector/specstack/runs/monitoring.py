@@ -8,6 +8,7 @@ was ready and the exporter's last scrape. The direct /metrics diff is the verdic
 that can come later. The check finishes before the next method measures anything (settle(), called once its
 server is ready, usually long finished by then) and at close() (the end of a sweep or of `specstack run`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,12 +24,11 @@ from specstack.measure.exporter import WindowExporter
 from specstack.results.bundle import rewrite_summary
 from specstack.results.summary import PrometheusView, Summary
 
-PENDING = {"status": "pending", "tasks": {}}   # what a run stopped before its check leaves in summary.json
+PENDING = {"status": "pending", "tasks": {}}  # what a run stopped before its check leaves in summary.json
 
 
 class Monitoring:
-    def __init__(self, windows_port: int | None = None, prometheus_url: str | None = None,
-                 scrape_seconds: float = 5.0):
+    def __init__(self, windows_port: int | None = None, prometheus_url: str | None = None, scrape_seconds: float = 5.0):
         self.windows_port, self.prometheus_url, self.scrape_seconds = windows_port, prometheus_url, scrape_seconds
         self._exporter: WindowExporter | None = None
         self._checks: list[threading.Thread] = []
@@ -56,8 +56,9 @@ class Monitoring:
         while True:
             now = time.time()
             try:
-                if prometheus_view.sample_times(self.prometheus_url, now - 3 * self.scrape_seconds, now, labels,
-                                                timeout=5):
+                if prometheus_view.sample_times(
+                    self.prometheus_url, now - 3 * self.scrape_seconds, now, labels, timeout=5
+                ):
                     return True
             except (requests.RequestException, ValueError, KeyError):
                 return False
@@ -65,8 +66,9 @@ class Monitoring:
                 return False
             time.sleep(min(0.5, self.scrape_seconds / 4))
 
-    def check_view_later(self, summary: Summary, folder: Path, labels: dict,
-                         then: Callable[[Summary], None] = lambda checked: None) -> None:
+    def check_view_later(
+        self, summary: Summary, folder: Path, labels: dict, then: Callable[[Summary], None] = lambda checked: None
+    ) -> None:
         """Check Prometheus's view of a published method's acceptance windows in the background, then write it
         into its summary.json in `folder` (which says PENDING until then), with the PNGs under `folder`/plots/,
         and hand the summary holding it to `then` (the run keeps what it returned up to date)."""

@@ -9,6 +9,7 @@ a specstack bug or a server answering what no vLLM would, which the next method 
 or an unwritable run folder ends it the same way with the fix named (BundleNotWritten). In every case the server is
 stopped and the bundle kept as `<method>.failed-<time>/` (the manifest says failed, a resumed sweep runs it again).
 """
+
 from __future__ import annotations
 
 import errno
@@ -22,13 +23,14 @@ from specstack.results.files import FULL, atomic_write_text, unwritable_message
 from specstack.results.summary import Summary
 from specstack.server.runtime import ServerError
 
-EXPECTED = (ServerError, UserError)   # a phase's own failures: the method fails, the sweep goes on
+EXPECTED = (ServerError, UserError)  # a phase's own failures: the method fails, the sweep goes on
 UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class RunBroke(Exception):
     """A method run ended by something no phase expects, its bundle kept as failed: the command says it in one line
     (specstack: error: ...) and exits 1, the run having started (docs/errors.md)."""
+
     exit_code = 1
 
 
@@ -57,7 +59,7 @@ class Ending:
             self.interrupt = self.interrupt or error
             return summary.updated(error=interrupts.reason(error), error_type="Interrupted")
         if isinstance(error, EXPECTED):
-            if window_failed:   # the failed windows say why, first cause first (method_summary.finish)
+            if window_failed:  # the failed windows say why, first cause first (method_summary.finish)
                 return summary.updated(error_type=type(error).__name__)
             return summary.updated(error_type=type(error).__name__, error=str(error))
         self.unexpected.append(error)
@@ -69,8 +71,10 @@ class Ending:
     def write_traceback(self, folder: Path) -> None:
         """Where each unexpected exception was raised, into the method's folder (staged or published)."""
         if self.unexpected:
-            atomic_write_text(Path(folder) / layout.TRACEBACK_FILE,
-                              "\n".join("".join(traceback.format_exception(e)) for e in self.unexpected))
+            atomic_write_text(
+                Path(folder) / layout.TRACEBACK_FILE,
+                "\n".join("".join(traceback.format_exception(e)) for e in self.unexpected),
+            )
 
     def raise_if_fatal(self, method: str, run_dir: Path, published: Path | None) -> None:
         """After publishing: a signal ends the command as before; an unexpected exception ends it as RunBroke."""
@@ -80,14 +84,18 @@ class Ending:
             return
         cause = self.unexpected[0]
         kept = f"; kept as {published}" if published is not None else "; nothing of it was kept"
-        if isinstance(cause, OSError) and (cause.errno in FULL or cause.errno in UNWRITABLE
-                                           and str(cause.filename or "").startswith(str(run_dir))):
-            raise BundleNotWritten(f"{method} failed writing its bundle: {unwritable_message(run_dir, cause)}"
-                                   f"{kept}") from cause
+        if isinstance(cause, OSError) and (
+            cause.errno in FULL or cause.errno in UNWRITABLE and str(cause.filename or "").startswith(str(run_dir))
+        ):
+            raise BundleNotWritten(
+                f"{method} failed writing its bundle: {unwritable_message(run_dir, cause)}{kept}"
+            ) from cause
         where = f" ({layout.TRACEBACK_FILE} there shows where)" if published is not None else ""
-        raise MethodCrashed(f"{method} failed: unexpected {describe(cause)}{kept}{where}. Rerun the same command to "
-                            "run it again; if it happens again, it is likely a specstack bug: please report it with "
-                            "that file") from cause
+        raise MethodCrashed(
+            f"{method} failed: unexpected {describe(cause)}{kept}{where}. Rerun the same command to "
+            "run it again; if it happens again, it is likely a specstack bug: please report it with "
+            "that file"
+        ) from cause
 
 
 def describe(error: BaseException) -> str:

@@ -3,6 +3,7 @@ method through services/serve_args.py), and the hit rate of every window (figure
 the summary. A run id keeps one setting: resuming or extending a run with the other is refused, so its
 methods stay comparable.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,11 @@ FIRST_SNAPSHOT = layout.snapshot("warmup", "before")
 
 def setting(plan: dict, prefix_caching: bool) -> dict:
     """What the summary records before the server starts: the option, and the flag the plan serves."""
-    return {"option": bool(prefix_caching), "serve_flag": plan["flags"].get(serve_args.PREFIX_CACHING_KEY),
-            "observed": None}
+    return {
+        "option": bool(prefix_caching),
+        "serve_flag": plan["flags"].get(serve_args.PREFIX_CACHING_KEY),
+        "observed": None,
+    }
 
 
 def _observed(staging: Path) -> bool | None:
@@ -44,11 +48,16 @@ def add_to_summary(summary: Summary, staging: Path) -> Summary:
     for name, task in summary.task_figures.items():
         task = task.updated(prefix_cache=by_name.get(layout.acceptance_window(name), unknown))
         if task.bench:
-            task = task.updated(bench=[cell.updated(prefix_cache=by_name.get(_cell_window(name, cell), unknown))
-                                       for cell in task.bench])
+            task = task.updated(
+                bench=[cell.updated(prefix_cache=by_name.get(_cell_window(name, cell), unknown)) for cell in task.bench]
+            )
         if task.sampled:
-            task = task.updated(sampled={t: phase.updated(prefix_cache=by_name.get(_phase_window(name, phase), unknown))
-                                         for t, phase in task.sampled.items()})
+            task = task.updated(
+                sampled={
+                    t: phase.updated(prefix_cache=by_name.get(_phase_window(name, phase), unknown))
+                    for t, phase in task.sampled.items()
+                }
+            )
         tasks[name] = task
     return summary.updated(tasks=tasks) if summary.tasks is not None else summary
 
@@ -83,6 +92,8 @@ def check_same_setting(run_id: str, run_dir: Path, prefix_caching: bool) -> None
     if recorded is None or recorded == bool(prefix_caching):
         return
     was, now = ("with", "without") if recorded else ("without", "with")
-    raise UserError(f"run {run_id!r} was started {was} --prefix-caching, and this command asks {now} it: every "
-                    f"method of a run is served alike, so it cannot resume or extend that run. "
-                    f"{'Add' if recorded else 'Drop'} --prefix-caching to continue it, or use a new --run-id")
+    raise UserError(
+        f"run {run_id!r} was started {was} --prefix-caching, and this command asks {now} it: every "
+        f"method of a run is served alike, so it cannot resume or extend that run. "
+        f"{'Add' if recorded else 'Drop'} --prefix-caching to continue it, or use a new --run-id"
+    )

@@ -5,6 +5,7 @@ Per-method facts (method, K and overrides, bundle folder, session) live in each 
 holds what the methods of a run share. Workload files inside the run folder are recorded relative to it, so a
 moved bundle still names them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,11 +15,37 @@ from specstack.runs.options import Options
 
 # Options fields replayed as recorded. Monitoring (Prometheus, windows exporter), --force and the run id are
 # how and where a run is watched or stored, not what it measures: not part of the recipe.
-FIELDS: tuple[str, ...] = ("runtime", "url", "model_set", "platform", "models_dir", "port", "served_model_name", "tasks", "datasets",
-          "num_prompts", "perf_output_len", "acceptance_max_tokens", "concurrencies", "request_rate", "slo", "repeats",
-          "replicate", "warmup_requests", "acceptance_concurrency", "temperatures", "samples_per_prompt",
-          "turns", "skip_bench", "quiet_gap", "allow_synthetic", "allow_mismatch", "ready_timeout", "request_timeout",
-          "port_release_timeout")
+FIELDS: tuple[str, ...] = (
+    "runtime",
+    "url",
+    "model_set",
+    "platform",
+    "models_dir",
+    "port",
+    "served_model_name",
+    "tasks",
+    "datasets",
+    "num_prompts",
+    "perf_output_len",
+    "acceptance_max_tokens",
+    "concurrencies",
+    "request_rate",
+    "slo",
+    "repeats",
+    "replicate",
+    "warmup_requests",
+    "acceptance_concurrency",
+    "temperatures",
+    "samples_per_prompt",
+    "turns",
+    "skip_bench",
+    "quiet_gap",
+    "allow_synthetic",
+    "allow_mismatch",
+    "ready_timeout",
+    "request_timeout",
+    "port_release_timeout",
+)
 _TUPLES = ("tasks", "datasets", "concurrencies", "temperatures", "rates")
 
 # --prefix-caching: every method served with enable-prefix-caching. A recipe recorded before the option lists it
@@ -27,8 +54,15 @@ _TUPLES = ("tasks", "datasets", "concurrencies", "temperatures", "rates")
 FIELDS += ("prefix_caching",)
 # open-loop cells and the capacity search (runs/load.py). The rates --rates auto derived are in the manifest's
 # `load` (the baseline's own capacity on this machine): a reproduction derives its own, as the original did.
-FIELDS += ("rates", "rates_auto", "burstiness", "rates_max_concurrency", "capacity_share", "capacity_probes",
-           "capacity_resolution")
+FIELDS += (
+    "rates",
+    "rates_auto",
+    "burstiness",
+    "rates_max_concurrency",
+    "capacity_share",
+    "capacity_probes",
+    "capacity_resolution",
+)
 
 
 def _portable(path: Path, run_dir: Path) -> str:
@@ -40,8 +74,9 @@ def _portable(path: Path, run_dir: Path) -> str:
 def record(opts: Options, run_dir: Path) -> dict:
     out = {name: getattr(opts, name) for name in FIELDS}
     out.update({name: list(out[name]) for name in _TUPLES})
-    out["workload_files"] = {task: [_portable(p, run_dir), _portable(a, run_dir)]
-                             for task, (p, a) in opts.workload_files.items()}
+    out["workload_files"] = {
+        task: [_portable(p, run_dir), _portable(a, run_dir)] for task, (p, a) in opts.workload_files.items()
+    }
     return out
 
 
@@ -68,8 +103,10 @@ def options(recipe: dict, *, run_id: str, results_dir: Path, run_dir: Path, **ov
     """The Options of the recorded run under a new run id; `overrides` (e.g. models_dir, port) win."""
     fields = {name: recipe[name] for name in FIELDS if name in recipe}
     fields.update({name: tuple(fields[name]) for name in _TUPLES if name in fields})
-    fields["workload_files"] = {task: (resolve_file(p, run_dir), resolve_file(a, run_dir))
-                                for task, (p, a) in (recipe.get("workload_files") or {}).items()}
+    fields["workload_files"] = {
+        task: (resolve_file(p, run_dir), resolve_file(a, run_dir))
+        for task, (p, a) in (recipe.get("workload_files") or {}).items()
+    }
     fields.update({k: v for k, v in overrides.items() if v is not None})
     return Options(method="baseline", run_id=run_id, results_dir=results_dir, **fields)
 
@@ -80,8 +117,11 @@ def method_options(base: Options, folder: str, summary: dict) -> Options:
     session = replication.get("design") == "sessions"
     method = summary.get("base_method") or summary["method"]
     return dataclasses.replace(
-        base, method=method, spec_override=summary.get("spec_override"),
+        base,
+        method=method,
+        spec_override=summary.get("spec_override"),
         bundle_name=folder if folder != method else None,
         repeats=replication.get("repeats_per_session" if session else "repeats") or base.repeats,
         session=replication.get("session") if session else None,
-        sessions=replication.get("sessions") if session else None)
+        sessions=replication.get("sessions") if session else None,
+    )

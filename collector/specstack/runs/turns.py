@@ -11,6 +11,7 @@ sha256 in the manifest's inputs) right after its turn-1 window; a method reads t
 before its server starts. The first baseline run writes the file; a later one (--force, another session, a
 reproduction's copy of the inputs) reuses it, so the methods measured against it stay comparable.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,13 +43,23 @@ def chats(task: Task, answers: dict[str, str]) -> tuple[list[dict], int]:
             continue
         answer = answers.get(row["id"])
         if not isinstance(answer, str):
-            raise UserError(f"turn 2 of {task.name}: the baseline has no answer to {row['id']} in its turn-1 "
-                            "records; rerun the baseline (--force) so every row of turn 1 is answered")
-        rows.append({"id": f"{row['id']}/turn2", "max_tokens": row["max_tokens"],
-                     "messages": [{"role": "user", "content": row["prompt"]},
-                                  {"role": "assistant", "content": answer},
-                                  {"role": "user", "content": row["turn2"]}],
-                     **{k: row[k] for k in KEPT if k in row}, "turn": 2})
+            raise UserError(
+                f"turn 2 of {task.name}: the baseline has no answer to {row['id']} in its turn-1 "
+                "records; rerun the baseline (--force) so every row of turn 1 is answered"
+            )
+        rows.append(
+            {
+                "id": f"{row['id']}/turn2",
+                "max_tokens": row["max_tokens"],
+                "messages": [
+                    {"role": "user", "content": row["prompt"]},
+                    {"role": "assistant", "content": answer},
+                    {"role": "user", "content": row["turn2"]},
+                ],
+                **{k: row[k] for k in KEPT if k in row},
+                "turn": 2,
+            }
+        )
     return rows, left_out
 
 
@@ -72,9 +83,9 @@ class TurnTwo:
 
     def __init__(self, turns: int, plan: dict, run_dir: Path, tasks: dict[str, Task]):
         self.run_dir, self.baseline = Path(run_dir), plan["baseline"] or plan["method"]
-        self.own = plan["baseline"] is None   # a baseline replays its own answers
+        self.own = plan["baseline"] is None  # a baseline replays its own answers
         self.tasks = {n: t for n, t in tasks.items() if turns > 1 and any(r.get("turn2") for r in t.acceptance)}
-        self.inputs: dict[str, dict] = {}     # task -> the file, its sha256, requests and rows left out
+        self.inputs: dict[str, dict] = {}  # task -> the file, its sha256, requests and rows left out
 
     def check_ready(self) -> None:
         """A method's turn-2 files must be there before its server starts: a missing one is a user error."""
@@ -94,13 +105,23 @@ class TurnTwo:
         left_out = len(task.acceptance) - len(rows)
         self.inputs[name] = {**self.inputs[name], "requests": len(rows), "left_out": left_out}
         run.summary = run.summary.updated(turn2_inputs=dict(self.inputs))
-        console.print(f"  acceptance phase: {name} turn 2 ({len(rows)} requests; {left_out} rows without a second "
-                      f"turn left out; turn 1 answered by {self.baseline})")
+        console.print(
+            f"  acceptance phase: {name} turn 2 ({len(rows)} requests; {left_out} rows without a second "
+            f"turn left out; turn 1 answered by {self.baseline})"
+        )
         opts = run.opts
-        run.windows.run(Window(layout.turn2_window(name), PHASE, task=name), total=len(rows),
-                        body=lambda: chat.run_requests(run.server, rows, run.bundle.path(layout.turn2_records(name)),
-                                                       concurrency=opts.acceptance_concurrency,
-                                                       timeout=opts.request_timeout, speculative=run.speculative))
+        run.windows.run(
+            Window(layout.turn2_window(name), PHASE, task=name),
+            total=len(rows),
+            body=lambda: chat.run_requests(
+                run.server,
+                rows,
+                run.bundle.path(layout.turn2_records(name)),
+                concurrency=opts.acceptance_concurrency,
+                timeout=opts.request_timeout,
+                speculative=run.speculative,
+            ),
+        )
 
     def _path(self, name: str) -> tuple[Path, str]:
         rel = f"{layout.INPUTS_DIR}/{layout.turn2_input(name, self.baseline)}"
@@ -121,20 +142,26 @@ class TurnTwo:
         """The turn-2 chats the baseline wrote, sha256-checked against the manifest."""
         path, rel = self._path(name)
         if not path.exists():
-            raise UserError(f"--turns 2: {rel} is missing: turn 2 of {name} replays the greedy turn-1 answers of "
-                            f"the baseline {self.baseline!r}, which writes that file when it runs with --turns 2. "
-                            f"Run {self.baseline} first in the same run id (specstack run --method {self.baseline} "
-                            "--turns 2 --run-id ID, same options), or use specstack sweep, which runs baselines first")
+            raise UserError(
+                f"--turns 2: {rel} is missing: turn 2 of {name} replays the greedy turn-1 answers of "
+                f"the baseline {self.baseline!r}, which writes that file when it runs with --turns 2. "
+                f"Run {self.baseline} first in the same run id (specstack run --method {self.baseline} "
+                "--turns 2 --run-id ID, same options), or use specstack sweep, which runs baselines first"
+            )
         digest, recorded = sha256(path), _manifest_inputs(self.run_dir).get(rel)
-        if recorded is None and self.own:   # a reproduction's copy, or a write the manifest missed: adopt it
+        if recorded is None and self.own:  # a reproduction's copy, or a write the manifest missed: adopt it
             update_manifest(self.run_dir, inputs={**_manifest_inputs(self.run_dir), rel: digest})
         elif recorded is None:
-            raise UserError(f"{rel} is not among the run's recorded inputs (manifest.json): {self.baseline} did "
-                            f"not write it in this run; rerun {self.baseline} with --force in this run id, or "
-                            "measure in a new --run-id")
+            raise UserError(
+                f"{rel} is not among the run's recorded inputs (manifest.json): {self.baseline} did "
+                f"not write it in this run; rerun {self.baseline} with --force in this run id, or "
+                "measure in a new --run-id"
+            )
         elif recorded != digest:
-            raise UserError(f"{rel} has sha256 {digest[:12]}…, not the "
-                            f"{recorded[:12]}… the manifest holds: the turn-2 chats changed "
-                            f"after {self.baseline} wrote them; restore the file, or measure in a new --run-id")
+            raise UserError(
+                f"{rel} has sha256 {digest[:12]}…, not the "
+                f"{recorded[:12]}… the manifest holds: the turn-2 chats changed "
+                f"after {self.baseline} wrote them; restore the file, or measure in a new --run-id"
+            )
         self.inputs[name] = {"file": rel, "sha256": digest, "answers_from": self.baseline}
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -11,6 +11,7 @@ Sockets come from psutil (the kernel's socket table joined with each process's o
 another user shows without a pid; a sandboxed network stack may show none at all: then the server's own log
 line "Starting vLLM server on <url>" is the evidence that it, and not something else, serves there.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,12 +21,13 @@ from pathlib import Path
 import psutil
 
 ANY_ADDRESS = ("0.0.0.0", "::", "")
-SERVING_LINE = "Starting vLLM server on "   # vllm/entrypoints/launchers/api_server/entry.py, before uvicorn serves
+SERVING_LINE = "Starting vLLM server on "  # vllm/entrypoints/launchers/api_server/entry.py, before uvicorn serves
 
 
 @dataclass(frozen=True)
 class Listener:
     """A socket listening on the port: its process (None when it belongs to another user) and command line."""
+
     pid: int | None
     cmdline: str = ""
 
@@ -60,7 +62,7 @@ def in_session(pid: int | None, session: int) -> bool:
         return False
     try:
         return os.getsid(pid) == session
-    except OSError:   # gone, or not ours to ask
+    except OSError:  # gone, or not ours to ask
         return False
 
 
@@ -68,6 +70,7 @@ def in_session(pid: int | None, session: int) -> bool:
 class Ownership:
     """Whose socket listens on the port: "ours" (the session this run started), "foreign" (someone else's;
     `holders` names them) or "unseen" (no listener visible here: a sandboxed stack; decided by the log)."""
+
     status: str
     holders: tuple[Listener, ...] = ()
     evidence: str = ""
@@ -79,11 +82,15 @@ def port_owner(host: str, port: int, session: int, log_path: Path | None) -> Own
     if foreign:
         return Ownership("foreign", foreign)
     if found:
-        return Ownership("ours", tuple(found), f"the listening socket belongs to the server's session (pid "
-                                                f"{', '.join(str(h.pid) for h in found)})")
+        return Ownership(
+            "ours",
+            tuple(found),
+            f"the listening socket belongs to the server's session (pid {', '.join(str(h.pid) for h in found)})",
+        )
     if serving_logged(log_path, port):
-        return Ownership("ours", (), "no listening socket visible on this host; the server's own log says it "
-                                     f"serves on port {port}")
+        return Ownership(
+            "ours", (), f"no listening socket visible on this host; the server's own log says it serves on port {port}"
+        )
     return Ownership("unseen")
 
 
@@ -98,6 +105,8 @@ def foreign_message(host: str, port: int, holders: tuple[Listener, ...], own_pid
     """The refusal: who answers instead of our server, and the fix."""
     who = ", ".join(h.describe() for h in holders)
     kill = next((f"`kill {h.pid}`" for h in holders if h.pid is not None), "its owner")
-    return (f"port {host}:{port} is answered by {who}, not by the vllm serve this run started (pid {own_pid}); "
-            f"refusing to measure a server this run did not start. Stop that process ({kill}) or pass --port, "
-            "then rerun the same command")
+    return (
+        f"port {host}:{port} is answered by {who}, not by the vllm serve this run started (pid {own_pid}); "
+        f"refusing to measure a server this run did not start. Stop that process ({kill}) or pass --port, "
+        "then rerun the same command"
+    )

@@ -6,6 +6,7 @@ It is removed when the server stops (runtime.stop_native), and by the server's w
 is cleared by the next native start: its name carries the harness's pid, and a folder whose harness is dead is
 no one's (its sockets, if a server still used them, stay connected: removing the path does not close them).
 """
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,7 @@ def clear_left_over(parent: Path | None = None) -> list[Path]:
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.AccessDenied:   # another user's process (hidden /proc): not ours to judge
+    except psutil.AccessDenied:  # another user's process (hidden /proc): not ours to judge
         return True
     except psutil.Error:
         return False

@@ -17,6 +17,7 @@ thread. A watchdog in the group reaches every process vLLM starts, whatever thre
 Only the standard library and psutil are imported: the launcher and the watchdog are processes of their own,
 started with the harness's Python (`python -m specstack.server.leash`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,16 +29,25 @@ import time
 
 import psutil
 
-POLL_SECONDS = 0.5      # how often the watchdog looks for its harness (and so how late, at most, it acts)
-GONE_SECONDS = 30.0     # how long it waits for the SIGKILLed group to die before it removes the IPC folder
+POLL_SECONDS = 0.5  # how often the watchdog looks for its harness (and so how late, at most, it acts)
+GONE_SECONDS = 30.0  # how long it waits for the SIGKILLed group to die before it removes the IPC folder
 NO_FOLDER = "-"
 
 
 def command(argv: list[str], ipc_dir: str | None) -> list[str]:
     """`argv` (vllm serve ...) behind the launcher, leashed to this process (the harness)."""
     me = psutil.Process()
-    return [sys.executable, "-m", "specstack.server.leash", "launch", str(me.pid), repr(me.create_time()),
-            ipc_dir or NO_FOLDER, "--", *argv]
+    return [
+        sys.executable,
+        "-m",
+        "specstack.server.leash",
+        "launch",
+        str(me.pid),
+        repr(me.create_time()),
+        ipc_dir or NO_FOLDER,
+        "--",
+        *argv,
+    ]
 
 
 def harness_alive(pid: int, started: float) -> bool:
@@ -69,8 +79,9 @@ def launch(harness: str, started: str, ipc_dir: str, *, argv: list[str]) -> None
     child = os.fork()
     if child == 0:
         if os.fork() == 0:
-            os.execv(sys.executable, [sys.executable, "-m", "specstack.server.leash", "watch", harness, started,
-                                      ipc_dir])
+            os.execv(
+                sys.executable, [sys.executable, "-m", "specstack.server.leash", "watch", harness, started, ipc_dir]
+            )
         os._exit(0)
     os.waitpid(child, 0)
     os.execvp(argv[0], argv)
@@ -83,8 +94,10 @@ def watch(harness: int, started: float, ipc_dir: str) -> None:
     while harness_alive(harness, started):
         time.sleep(POLL_SECONDS)
     os.setpgid(0, 0)
-    print(f"specstack watchdog: the harness (pid {harness}) is gone; killing the server's process group {group}",
-          flush=True)
+    print(
+        f"specstack watchdog: the harness (pid {harness}) is gone; killing the server's process group {group}",
+        flush=True,
+    )
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
     deadline = time.monotonic() + GONE_SECONDS
@@ -97,12 +110,14 @@ def watch(harness: int, started: float, ipc_dir: str) -> None:
 def main(args: list[str]) -> None:
     if args[:1] == ["launch"] and "--" in args:
         cut = args.index("--")
-        launch(*args[1:cut], argv=args[cut + 1:])
+        launch(*args[1:cut], argv=args[cut + 1 :])
     elif args[:1] == ["watch"] and len(args) == 4:
         watch(int(args[1]), float(args[2]), args[3])
     else:
-        sys.exit("usage: python -m specstack.server.leash launch PID START IPC_DIR -- ARGV... | watch PID START "
-                 "IPC_DIR (started by specstack's native runtime, not by hand)")
+        sys.exit(
+            "usage: python -m specstack.server.leash launch PID START IPC_DIR -- ARGV... | watch PID START "
+            "IPC_DIR (started by specstack's native runtime, not by hand)"
+        )
 
 
 if __name__ == "__main__":

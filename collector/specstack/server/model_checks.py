@@ -5,6 +5,7 @@ so a wrong draft, an EAGLE-3 head built for another target, MTP on a model witho
 tokenizer has no chat template (every acceptance request, sent to /v1/chat/completions, would get HTTP 400)
 fails in a second instead of after minutes of loading.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,6 +31,7 @@ def config_of(model: str, revision: str | None = None) -> tuple[dict | None, str
         return json.loads(path.read_text()), str(path)
     try:
         from huggingface_hub import try_to_load_from_cache
+
         cached = try_to_load_from_cache(model, "config.json", revision=revision)
     except Exception:  # noqa: BLE001 - any hub-library problem only means "not checkable here"
         cached = None
@@ -61,7 +63,9 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
     if target_cfg is None:
         (problems if where == "missing" else skipped).append(
             f"target {target}: no config.json there; build or download it (tiny models: specstack tiny-models)"
-            if where == "missing" else f"target {target}: not checked ({where})")
+            if where == "missing"
+            else f"target {target}: not checked ({where})"
+        )
     spec = plan.get("speculative_config") or {}
     method = spec.get("method")
     draft = spec.get("model")
@@ -70,27 +74,40 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
         draft_cfg, where = config_of(draft, spec.get("revision"))
         if draft_cfg is None:
             if where == "missing":
-                problems.append(f"{method} model {draft}: no config.json there; fix the path in "
-                                "services/methods.toml or build/download the model")
+                problems.append(
+                    f"{method} model {draft}: no config.json there; fix the path in "
+                    "services/methods.toml or build/download the model"
+                )
             else:
                 skipped.append(f"{method} model {draft}: not checked ({where})")
-    if (method == "draft_model" and draft_cfg and target_cfg and not spec.get("use_heterogeneous_vocab")
-            and draft_cfg.get("vocab_size") != target_cfg.get("vocab_size")):
-        problems.append(f"draft vocab_size {draft_cfg.get('vocab_size')} != target vocab_size "
-                        f"{target_cfg.get('vocab_size')}; vLLM needs equal vocabularies: pick a draft of the "
-                        "target's family")
-    if method == "eagle3" and draft and draft_cfg:   # draft_cfg is read only for a draft
+    if (
+        method == "draft_model"
+        and draft_cfg
+        and target_cfg
+        and not spec.get("use_heterogeneous_vocab")
+        and draft_cfg.get("vocab_size") != target_cfg.get("vocab_size")
+    ):
+        problems.append(
+            f"draft vocab_size {draft_cfg.get('vocab_size')} != target vocab_size "
+            f"{target_cfg.get('vocab_size')}; vLLM needs equal vocabularies: pick a draft of the "
+            "target's family"
+        )
+    if method == "eagle3" and draft and draft_cfg:  # draft_cfg is read only for a draft
         verifier = _verifier(draft_cfg)
         base = Path(draft) if looks_local(draft) else None
         if verifier is None:
             skipped.append(f"eagle3 head {draft}: its config names no verifier; target match not checked")
         elif not _same_model(verifier, target, base):
-            problems.append(f"eagle3 head {draft} was trained for {verifier}, not for the target {target}; "
-                            "use the head made for this target (and rerun its baseline)")
+            problems.append(
+                f"eagle3 head {draft} was trained for {verifier}, not for the target {target}; "
+                "use the head made for this target (and rerun its baseline)"
+            )
     if method == "mtp" and target_cfg is not None and not any(int(target_cfg.get(k) or 0) > 0 for k in MTP_KEYS):
-        problems.append(f"target {target} ships no MTP layers ({'/'.join(MTP_KEYS)} unset); MTP needs a "
-                        "target trained with them, e.g. XiaomiMiMo/MiMo-7B-Base, compared with its own "
-                        "baseline (mtp-baseline)")
+        problems.append(
+            f"target {target} ships no MTP layers ({'/'.join(MTP_KEYS)} unset); MTP needs a "
+            "target trained with them, e.g. XiaomiMiMo/MiMo-7B-Base, compared with its own "
+            "baseline (mtp-baseline)"
+        )
     if target_cfg is not None:
         problem, skip = chat_template_check(plan)
         problems += [problem] if problem else []
@@ -99,6 +116,7 @@ def check(plan: dict) -> tuple[list[str], list[str]]:
 
 
 # --- chat template -------------------------------------------------------------------------------------------
+
 
 def tokenizer_folder(model: str, revision: str | None) -> tuple[Path | None, str]:
     """The folder holding a model's tokenizer files (local, or its snapshot in the Hugging Face cache)."""
@@ -109,6 +127,7 @@ def tokenizer_folder(model: str, revision: str | None) -> tuple[Path | None, str
         return None, f"no tokenizer files in {path}"
     try:
         from huggingface_hub import try_to_load_from_cache
+
         cached = try_to_load_from_cache(model, "tokenizer_config.json", revision=revision)
     except Exception:  # noqa: BLE001 - any hub-library problem only means "not checkable here"
         cached = None
@@ -153,8 +172,10 @@ def _given_template_problem(given: str) -> str | None:
     try:
         load_chat_template(given)
     except Exception as e:  # noqa: BLE001 - VLLMValidationError, OSError...: each means the server would not start
-        return (f"--chat-template {given!r}: vLLM 0.32.0 cannot load it ({str(e).strip()[:300]}); give a file "
-                f"that exists where the server runs, or one of vLLM's own by name, e.g. {PLAIN_TEMPLATE!r}")
+        return (
+            f"--chat-template {given!r}: vLLM 0.32.0 cannot load it ({str(e).strip()[:300]}); give a file "
+            f"that exists where the server runs, or one of vLLM's own by name, e.g. {PLAIN_TEMPLATE!r}"
+        )
     return None
 
 
@@ -162,6 +183,7 @@ def _methods_serving(plan: dict) -> list[str]:
     """The methods that serve the same model as this plan's (a comparison needs the same prompts on both)."""
     try:
         from specstack.config.methods import load
+
         cfg = load()
         key = cfg["methods"][plan["method"]].get("target", "target")
         return [m for m, entry in cfg["methods"].items() if entry.get("target", "target") == key]
@@ -189,11 +211,13 @@ def chat_template_check(plan: dict) -> tuple[str | None, str | None]:
     if _vllm_fallback(model_type, tokenizer):
         return None, None
     serving = _methods_serving(plan)
-    return (f"{tokenizer} ships no chat template (no chat_template in tokenizer_config.json, no "
-            f"chat_template.jinja or chat_template.json{f', and vLLM 0.32.0 has none for model_type {model_type!r}' if model_type else ''}"
-            "): every acceptance request goes to /v1/chat/completions, and vLLM would answer each with HTTP 400 "
-            "(\"default chat template is no longer allowed\"). Fix: give the server a template with vLLM's "
-            f"--chat-template: in services/methods.toml add chat-template = \"{PLAIN_TEMPLATE}\" to the `flags` "
-            f"of {' and '.join(serving)} (vLLM's own template: each prompt as written, as /v1/completions would "
-            "send it, right for a base model; the same on both sides of the comparison), or the path of a "
-            "template of your own"), None
+    return (
+        f"{tokenizer} ships no chat template (no chat_template in tokenizer_config.json, no "
+        f"chat_template.jinja or chat_template.json{f', and vLLM 0.32.0 has none for model_type {model_type!r}' if model_type else ''}"
+        "): every acceptance request goes to /v1/chat/completions, and vLLM would answer each with HTTP 400 "
+        '("default chat template is no longer allowed"). Fix: give the server a template with vLLM\'s '
+        f'--chat-template: in services/methods.toml add chat-template = "{PLAIN_TEMPLATE}" to the `flags` '
+        f"of {' and '.join(serving)} (vLLM's own template: each prompt as written, as /v1/completions would "
+        "send it, right for a base model; the same on both sides of the comparison), or the path of a "
+        "template of your own"
+    ), None

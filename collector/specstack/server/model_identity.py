@@ -7,6 +7,7 @@ refuses to re-run on other weights unless --allow-drift).
   shards differing only in their middle would not, and the record says "sampled" when that applies.
 - A hub id: the commit of the cached snapshot (the cache folder is named by it), or the pinned revision.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,8 +62,7 @@ def identity(model: str, revision: str | None = None) -> dict:
         if not folder.is_dir():
             return {"model": model, "kind": "local", "fingerprint": None}
         return {"model": model, "kind": "local", "fingerprint": folder_fingerprint(folder)}
-    return {"model": model, "kind": "hub", "revision": hub_revision(model, revision) or revision,
-            "pinned": revision}
+    return {"model": model, "kind": "hub", "revision": hub_revision(model, revision) or revision, "pinned": revision}
 
 
 def of_plan(plan: dict) -> dict[str, dict]:

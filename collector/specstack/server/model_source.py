@@ -5,15 +5,18 @@ connection error; here it is one line naming the fix, before any server or resul
 
 Local folders are not judged here (server/model_checks.py says when one has no config.json).
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 _TRUE = ("1", "true", "yes", "on")
-FIX = ("use --model-set tiny (local tiny models, built by `specstack tiny-models`), point the model set at local "
-       "folders (--models-dir, services/methods.toml), or allow the download (network access to the hub; HF_TOKEN "
-       "for gated models)")
+FIX = (
+    "use --model-set tiny (local tiny models, built by `specstack tiny-models`), point the model set at local "
+    "folders (--models-dir, services/methods.toml), or allow the download (network access to the hub; HF_TOKEN "
+    "for gated models)"
+)
 
 
 def looks_local(model: str) -> bool:
@@ -43,6 +46,7 @@ def endpoint() -> str:
 def cached_snapshot(model: str, revision: str | None = None) -> Path | None:
     """The cached snapshot folder holding the model's config.json (named by its commit); None when not cached."""
     from huggingface_hub import try_to_load_from_cache
+
     try:
         config = try_to_load_from_cache(model, "config.json", cache_dir=hub_cache(), revision=revision)
     except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not cached
@@ -55,8 +59,11 @@ def cached(model: str, revision: str | None = None) -> bool:
     snapshot = cached_snapshot(model, revision)
     if snapshot is None:
         return False
-    return any(snapshot.glob("*.safetensors")) or any(snapshot.glob("*.bin")) or \
-        any(snapshot.glob("*.safetensors.index.json"))
+    return (
+        any(snapshot.glob("*.safetensors"))
+        or any(snapshot.glob("*.bin"))
+        or any(snapshot.glob("*.safetensors.index.json"))
+    )
 
 
 def hub_problem(model: str, revision: str | None = None, timeout: float = 5.0) -> str | None:
@@ -64,6 +71,7 @@ def hub_problem(model: str, revision: str | None = None, timeout: float = 5.0) -
     client would answer from its import-time offline flag), with huggingface_hub's headers (its token, if any)."""
     import requests
     from huggingface_hub.utils import build_hf_headers
+
     url = f"{endpoint()}/api/models/{model}" + (f"/revision/{revision}" if revision else "")
     try:
         r = requests.get(url, headers=build_hf_headers(), timeout=timeout)
@@ -95,6 +103,8 @@ def problems(plan: dict) -> list[str]:
             continue
         why = f"{offline()} forbids downloads" if offline() else hub_problem(model, revision)
         if why:
-            out.append(f"{role} {model} is neither a local folder nor in the Hugging Face cache ({hub_cache()}), "
-                       f"and {why}: {FIX}")
+            out.append(
+                f"{role} {model} is neither a local folder nor in the Hugging Face cache ({hub_cache()}), "
+                f"and {why}: {FIX}"
+            )
     return out

@@ -21,6 +21,7 @@ What is checked, in order (each problem is reported with the fix):
 Runs inside the method's own container too (`make run` does so before the server starts), through
 `python3 -m specstack.cli.preflight`: only the standard library, config/ and this module are imported there.
 """
+
 from __future__ import annotations
 
 import argparse  # vLLM's own serve parser is an argparse parser
@@ -42,8 +43,8 @@ from specstack.server import model_checks
 # Modules named in methods.toml `requires` -> how to get them.
 INSTALL_HINTS = {
     "arctic_inference": "install arctic-inference==0.3.0 (an sdist that builds C++: cmake + nanobind). "
-                        "`make venv` does it natively; the suffix container image (services/Dockerfile) "
-                        "has it",
+    "`make venv` does it natively; the suffix container image (services/Dockerfile) "
+    "has it",
 }
 # Speculative "models" that are not model folders or hub ids.
 _BUILTIN_SPEC_MODELS = {"ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states"}
@@ -62,8 +63,14 @@ class Report:
         return not self.errors
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "ok": self.ok, "errors": self.errors, "checked": self.checked,
-                "skipped": self.skipped, "seconds": round(self.seconds, 2)}
+        return {
+            "method": self.method,
+            "ok": self.ok,
+            "errors": self.errors,
+            "checked": self.checked,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 2),
+        }
 
 
 def check(plan: dict) -> list[str]:
@@ -72,6 +79,7 @@ def check(plan: dict) -> list[str]:
 
 
 # --- the checks -------------------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def env_overrides(extra: dict[str, str]):
@@ -95,8 +103,10 @@ def _check_requires(modules: list[str]) -> list[str]:
         except ImportError as e:
             top = mod.split(".")[0]
             hint = INSTALL_HINTS.get(top, f"install the package that provides {mod}")
-            errors.append(f"requires: the server needs the Python module {mod!r}, which does not import here "
-                          f"({type(e).__name__}: {e}). Fix: {hint}.")
+            errors.append(
+                f"requires: the server needs the Python module {mod!r}, which does not import here "
+                f"({type(e).__name__}: {e}). Fix: {hint}."
+            )
     return errors
 
 
@@ -131,8 +141,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str | None]:
 
 def _readable(message: str) -> str:
     """argparse's message, minus its repr of the JSON parser."""
-    message = re.sub(r"cannot be converted to <function loads at 0x[0-9a-f]+>",
-                     "is not valid JSON", message)
+    message = re.sub(r"cannot be converted to <function loads at 0x[0-9a-f]+>", "is not valid JSON", message)
     return message.rstrip(". ")
 
 
@@ -156,8 +165,7 @@ def _offline_speculative_class():
     from pydantic import ConfigDict
     from vllm.config import SpeculativeConfig
 
-    cls = type("SpeculativeConfig", (SpeculativeConfig,), {"__post_init__": lambda self: None,
-                                                          "__module__": __name__})
+    cls = type("SpeculativeConfig", (SpeculativeConfig,), {"__post_init__": lambda self: None, "__module__": __name__})
     return pydantic.dataclasses.dataclass(config=ConfigDict(extra="forbid"))(cls)
 
 
@@ -168,12 +176,16 @@ def _format_validation_error(e, valid: list[str]) -> list[str]:
         if err.get("type") == "unexpected_keyword_argument":
             close = difflib.get_close_matches(loc, valid, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            out.append(f"--speculative-config: unknown key {loc!r}; vLLM 0.32.0's SpeculativeConfig forbids "
-                       f"unknown keys.{hint} Fix the key in services/methods.toml (or --spec-override).")
+            out.append(
+                f"--speculative-config: unknown key {loc!r}; vLLM 0.32.0's SpeculativeConfig forbids "
+                f"unknown keys.{hint} Fix the key in services/methods.toml (or --spec-override)."
+            )
         else:
             msg = err.get("msg", "")
-            out.append(f"--speculative-config{('.' + loc) if loc else ''}: {msg}. Fix the value in "
-                       "services/methods.toml (or --spec-override).")
+            out.append(
+                f"--speculative-config{('.' + loc) if loc else ''}: {msg}. Fix the value in "
+                "services/methods.toml (or --spec-override)."
+            )
     return out
 
 
@@ -203,9 +215,11 @@ def _check_observability(engine_args) -> list[str]:
     except (ValueError, TypeError) as e:
         text = str(e)
         if "per-request-spec-decode-metrics" in text:
-            return ["--per-request-spec-decode-metrics requires speculative decoding to be enabled (via "
-                    "--speculative-config); vLLM 0.32.0 refuses to start. Fix: give the flag only to "
-                    "methods with a speculative config ([speculative_common] in services/methods.toml)."]
+            return [
+                "--per-request-spec-decode-metrics requires speculative decoding to be enabled (via "
+                "--speculative-config); vLLM 0.32.0 refuses to start. Fix: give the flag only to "
+                "methods with a speculative config ([speculative_common] in services/methods.toml)."
+            ]
         return [f"vLLM rejects the observability settings: {_first_line(text)}"]
     return []
 
@@ -235,6 +249,7 @@ def _config_on_disk(model: str, revision: str | None) -> tuple[bool, str]:
         return (path / "config.json").is_file(), f"{path}/config.json"
     try:
         from huggingface_hub import try_to_load_from_cache
+
         found = try_to_load_from_cache(model, "config.json", revision=revision)
     except Exception:  # noqa: BLE001 - an id huggingface_hub refuses: treat as not cached
         found = None
@@ -290,19 +305,23 @@ def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
         else:
             not_cached.append(f"{role} {model}")
     for text in missing_local:
-        report.errors.append(f"{text}. Fix: build the tiny models (`specstack tiny-models --out DIR`) and "
-                             "pass --models-dir DIR (or set SPECSTACK_MODELS), or correct the path in "
-                             "services/methods.toml.")
+        report.errors.append(
+            f"{text}. Fix: build the tiny models (`specstack tiny-models --out DIR`) and "
+            "pass --models-dir DIR (or set SPECSTACK_MODELS), or correct the path in "
+            "services/methods.toml."
+        )
     if missing_local:
         return
     if mode == "off":
         report.skipped.append("engine config build: turned off (--deep off)")
         return
     if not_cached:
-        report.skipped.append("engine config build and chat template (read config.json and the tokenizer's files, "
-                              f"no weights): nothing on disk for {', '.join(not_cached)}, and pre-flight never "
-                              "downloads. They run once the models are in the Hugging Face cache (make run "
-                              "fetches them before its pre-flight).")
+        report.skipped.append(
+            "engine config build and chat template (read config.json and the tokenizer's files, "
+            f"no weights): nothing on disk for {', '.join(not_cached)}, and pre-flight never "
+            "downloads. They run once the models are in the Hugging Face cache (make run "
+            "fetches them before its pre-flight)."
+        )
         return
     problem, skipped = model_checks.chat_template_check(plan)
     if problem:
@@ -314,16 +333,20 @@ def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
         report.checked.append("chat template of the target's tokenizer (the acceptance phase's /v1/chat/completions)")
     matches, here = _platform_matches(plan["platform"])
     if not matches and mode != "force":
-        report.skipped.append(f"engine config build: the plan is for platform {plan['platform']!r} but this "
-                              f"machine's vLLM platform is {here!r}; the engine config is platform-specific "
-                              "(run pre-flight where the server runs, e.g. in its container)")
+        report.skipped.append(
+            f"engine config build: the plan is for platform {plan['platform']!r} but this "
+            f"machine's vLLM platform is {here!r}; the engine config is platform-specific "
+            "(run pre-flight where the server runs, e.g. in its container)"
+        )
         return
     try:
         with _hf_offline():
             engine_args.create_engine_config()
     except Exception as e:  # noqa: BLE001 - vLLM raises many types; all mean "would not start"
-        report.errors.append(f"vLLM 0.32.0 would not start: building the engine config failed with "
-                             f"{type(e).__name__}: {_first_line(str(e))}")
+        report.errors.append(
+            f"vLLM 0.32.0 would not start: building the engine config failed with "
+            f"{type(e).__name__}: {_first_line(str(e))}"
+        )
         return
     report.checked.append("engine config (VllmConfig, as `vllm serve` builds it before loading weights)")
 
@@ -339,30 +362,38 @@ def run_checks(plan: dict, *, deep: str = "auto") -> Report:
             try:
                 import vllm
             except ImportError as e:
-                report.errors.append(f"vLLM is not importable here ({e}); pre-flight needs vLLM 0.32.0 "
-                                     "(`make venv`, or run it in the server's container)")
+                report.errors.append(
+                    f"vLLM is not importable here ({e}); pre-flight needs vLLM 0.32.0 "
+                    "(`make venv`, or run it in the server's container)"
+                )
                 return report
             want = load().get("vllm_version")
             have = getattr(vllm, "__version__", "?")
             if want and not str(have).startswith(want):
-                report.errors.append(f"this vLLM is {have}, methods.toml is written for {want}: the check would "
-                                     "not be about the server's vLLM. Run pre-flight with vLLM "
-                                     f"{want} (the venv or the server's image).")
+                report.errors.append(
+                    f"this vLLM is {have}, methods.toml is written for {want}: the check would "
+                    "not be about the server's vLLM. Run pre-flight with vLLM "
+                    f"{want} (the venv or the server's image)."
+                )
                 return report
             args, err = _parse(list(plan["argv"]))
             if err is not None:
-                report.errors.append(f"`vllm serve` (vLLM {have}) rejects the arguments: {_readable(err)}."
-                                     f"{_unknown_flag_hint(err)} Fix the flag in services/methods.toml.")
+                report.errors.append(
+                    f"`vllm serve` (vLLM {have}) rejects the arguments: {_readable(err)}."
+                    f"{_unknown_flag_hint(err)} Fix the flag in services/methods.toml."
+                )
                 return report
-            assert args is not None   # _parse: a namespace when there is no error
+            assert args is not None  # _parse: a namespace when there is no error
             report.checked.append(f"`vllm serve` argument parser (vLLM {have})")
             from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
+
             try:
                 validate_parsed_serve_args(args)
             except Exception as e:  # noqa: BLE001 - ValueError, VLLMValidationError (a bad --chat-template)...
                 report.errors.append(f"`vllm serve` pre-start check: {e}")
                 return report
             from vllm.engine.arg_utils import AsyncEngineArgs
+
             try:
                 with _hf_offline(False):
                     engine_args = AsyncEngineArgs.from_cli_args(args)

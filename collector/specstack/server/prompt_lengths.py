@@ -16,6 +16,7 @@ The max length is the plan's max-model-len (methods.toml's [common] sets one), e
 keys vLLM derives it from (transformers_utils/model_arch_config_convertor.py); a config with RoPE scaling, which
 vLLM multiplies in, is left unchecked rather than refused on a wrong limit.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,9 +27,18 @@ from specstack.config.workloads import Task, read_jsonl
 from specstack.server import model_checks
 
 # vLLM 0.32.0's keys for a model's maximum length, the smallest present wins (model_arch_config_convertor.py)
-MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
-SHOWN = 3   # offending rows named in the message; the rest counted
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+SHOWN = 3  # offending rows named in the message; the rest counted
 
 
 def max_model_len(plan: dict) -> int | None:
@@ -47,6 +57,7 @@ def max_model_len(plan: dict) -> int | None:
 @functools.lru_cache(maxsize=4)
 def _tokenizer(folder: str):
     from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(folder)
 
 
@@ -56,13 +67,15 @@ class Counter:
 
     def __init__(self, plan: dict, chat_kwargs: dict):
         flags = plan["flags"]
-        folder, _ = model_checks.tokenizer_folder(flags.get("tokenizer") or plan["target"],
-                                                  flags.get("tokenizer-revision") or flags.get("revision"))
+        folder, _ = model_checks.tokenizer_folder(
+            flags.get("tokenizer") or plan["target"], flags.get("tokenizer-revision") or flags.get("revision")
+        )
         self.tokenizer = _tokenizer(str(folder)) if folder is not None else None
         self.kwargs = chat_kwargs
-        given = flags.get("chat-template")   # a file, or one of vLLM's own by name: resolved as vLLM does
+        given = flags.get("chat-template")  # a file, or one of vLLM's own by name: resolved as vLLM does
         if given:
             from vllm.renderers.chat_utils import load_chat_template
+
             self.server_template = load_chat_template(str(given))
         else:
             self.server_template = None
@@ -74,8 +87,13 @@ class Counter:
         return self.tokenizer
 
     def _templated(self, prompt: str, template: str | None) -> str:
-        return self._loaded.apply_chat_template([{"role": "user", "content": prompt}], chat_template=template,
-                                                  add_generation_prompt=True, tokenize=False, **self.kwargs)
+        return self._loaded.apply_chat_template(
+            [{"role": "user", "content": prompt}],
+            chat_template=template,
+            add_generation_prompt=True,
+            tokenize=False,
+            **self.kwargs,
+        )
 
     def chat(self, prompt: str) -> int:
         """A /v1/chat/completions request of one user message (vLLM encodes the rendered chat without adding
@@ -91,8 +109,9 @@ class Counter:
         return len(tokenizer(text, verbose=False).input_ids)
 
 
-def problems(plan: dict, tasks: dict[str, Task], *, perf_output_len: int, chat_kwargs: dict,
-             perf: bool = True) -> list[str]:
+def problems(
+    plan: dict, tasks: dict[str, Task], *, perf_output_len: int, chat_kwargs: dict, perf: bool = True
+) -> list[str]:
     """One message per task whose prompts do not fit: acceptance rows, and perf rows unless `perf` is False."""
     limit = max_model_len(plan)
     count = Counter(plan, chat_kwargs)
@@ -104,17 +123,23 @@ def problems(plan: dict, tasks: dict[str, Task], *, perf_output_len: int, chat_k
         for n, row in enumerate(task.acceptance, start=1):
             tokens = count.chat(row["prompt"])
             if tokens + row["max_tokens"] > limit:
-                over.append(f"{task.acceptance_path}:{n} (id {row['id']}): {tokens} prompt tokens + max_tokens "
-                            f"{row['max_tokens']} = {tokens + row['max_tokens']}")
+                over.append(
+                    f"{task.acceptance_path}:{n} (id {row['id']}): {tokens} prompt tokens + max_tokens "
+                    f"{row['max_tokens']} = {tokens + row['max_tokens']}"
+                )
         for n, row in enumerate(read_jsonl(task.perf_path) if perf else [], start=1):
             tokens = count.bench(row["prompt"])
             if tokens + perf_output_len > limit:
-                over.append(f"{task.perf_path}:{n}: {tokens} prompt tokens + --perf-output-len {perf_output_len} = "
-                            f"{tokens + perf_output_len}")
+                over.append(
+                    f"{task.perf_path}:{n}: {tokens} prompt tokens + --perf-output-len {perf_output_len} = "
+                    f"{tokens + perf_output_len}"
+                )
         if over:
             more = f" (and {len(over) - SHOWN} more)" if len(over) > SHOWN else ""
-            found.append(f"task {name}: {'; '.join(over[:SHOWN])}{more}: over the max model length {limit} of "
-                         f"{Path(plan['target']).name} (vLLM would refuse the prompt or cut its output short). "
-                         "Shorten or drop those prompts, lower the output length (--acceptance-max-tokens, a row's "
-                         "max_tokens, --perf-output-len), or raise max-model-len in services/methods.toml")
+            found.append(
+                f"task {name}: {'; '.join(over[:SHOWN])}{more}: over the max model length {limit} of "
+                f"{Path(plan['target']).name} (vLLM would refuse the prompt or cut its output short). "
+                "Shorten or drop those prompts, lower the output length (--acceptance-max-tokens, a row's "
+                "max_tokens, --perf-output-len), or raise max-model-len in services/methods.toml"
+            )
     return found

@@ -1,5 +1,6 @@
 """Provenance: what exactly ran. Server version, arguments, the full flag list's hash, packages, and the
 engine facts vLLM only states in its log (model runner, async scheduling, KV-cache capacity)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,8 +40,7 @@ class HelpHash:
             # A file, not a pipe: the ~155 KB of output would fill a 64 KiB pipe nobody reads until result(),
             # stalling the process mid-output and turning the overlap into a wait at the end of the run.
             self.out = tempfile.TemporaryFile()  # noqa: SIM115 (the child process writes it past this block)
-            self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=self.out,
-                                         stderr=subprocess.DEVNULL)
+            self.proc = subprocess.Popen([vllm, "serve", "--help=all"], stdout=self.out, stderr=subprocess.DEVNULL)
 
     def cancel(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -78,7 +78,7 @@ def _line(log_text: str, m: re.Match) -> str:
     """The whole log line a match sits in, the evidence kept beside the fact."""
     start = log_text.rfind("\n", 0, m.start()) + 1
     end = log_text.find("\n", m.end())
-    return log_text[start:end if end != -1 else len(log_text)].strip()[:500]
+    return log_text[start : end if end != -1 else len(log_text)].strip()[:500]
 
 
 def log_facts(log_text: str) -> dict:
@@ -86,8 +86,7 @@ def log_facts(log_text: str) -> dict:
     what was asked for (`non-default args`), unless vLLM logged that it turned it off. `evidence` names, per
     fact, how it is known and the log line it rests on: vLLM 0.32.0 states V2 ("Using V2 Model Runner") and a
     fall-back to V1, but says nothing when V1 was chosen outright, and it never states async scheduling on."""
-    facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None,
-                   "max_concurrency": None}
+    facts: dict = {"model_runner": None, "async_scheduling": None, "kv_cache_tokens": None, "max_concurrency": None}
     evidence: dict[str, dict] = {}
     if m := _V2_USED.search(log_text):
         facts["model_runner"] = "V2"
@@ -97,15 +96,21 @@ def log_facts(log_text: str) -> dict:
         evidence["model_runner"] = {"basis": OBSERVED, "line": _line(log_text, m)}
     elif m := _KV_TOKENS.search(log_text):
         facts["model_runner"] = "V1"
-        evidence["model_runner"] = {"basis": INFERRED, "line": _line(log_text, m),
-                                    "why": "the engine reached its KV-cache line without 'Using V2 Model Runner'"}
+        evidence["model_runner"] = {
+            "basis": INFERRED,
+            "line": _line(log_text, m),
+            "why": "the engine reached its KV-cache line without 'Using V2 Model Runner'",
+        }
     if m := _ASYNC_OFF.search(log_text):
         facts["async_scheduling"] = False
         evidence["async_scheduling"] = {"basis": OBSERVED, "line": _line(log_text, m)}
     elif (m := _ASYNC_ARG.search(log_text)) is not None:
         facts["async_scheduling"] = m.group(1) == "True"
-        evidence["async_scheduling"] = {"basis": ASKED, "line": _line(log_text, m)[:200],
-                                        "why": "vLLM echoing its arguments; it logs no line when it keeps them"}
+        evidence["async_scheduling"] = {
+            "basis": ASKED,
+            "line": _line(log_text, m)[:200],
+            "why": "vLLM echoing its arguments; it logs no line when it keeps them",
+        }
     if (m := _KV_TOKENS.search(log_text)) is not None:
         facts["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
         evidence["kv_cache_tokens"] = {"basis": OBSERVED, "line": _line(log_text, m)}
@@ -120,24 +125,35 @@ def packages() -> list[str]:
     """The installed distributions. Copies vendored inside another package (setuptools/_vendor) are left out:
     they appear only once that package put its folder on sys.path, so the list would depend on what the
     process happened to import (reproduce compares these lists)."""
-    return sorted({f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
-                   if d.metadata["Name"] and "_vendor" not in Path(str(d.locate_file(""))).parts})
+    return sorted(
+        {
+            f"{d.metadata['Name']}=={d.version}"
+            for d in importlib.metadata.distributions()
+            if d.metadata["Name"] and "_vendor" not in Path(str(d.locate_file(""))).parts
+        }
+    )
 
 
 def git_commit(repo: Path) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
-                               text=True, timeout=5).stdout.strip()
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (out.stdout.strip() + ("-dirty" if dirty else "")) if out.returncode == 0 else None
 
 
 def host() -> dict:
-    return {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
-            "processor": platform.processor() or None, "cpu_model": cpu_model(), "cores": len(os.sched_getaffinity(0))}
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "processor": platform.processor() or None,
+        "cpu_model": cpu_model(),
+        "cores": len(os.sched_getaffinity(0)),
+    }
 
 
 def cpu_model() -> str | None:
@@ -154,8 +170,10 @@ def cpu_model() -> str | None:
 def lock_hashes(repo: Path) -> dict[str, str]:
     """sha256 of the Python locks the venv was built from (collector/requirements*.lock), by path in the repo;
     empty where the checkout is not at hand (inside the collector image)."""
-    return {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((Path(repo) / "collector").glob("requirements*.lock"))}
+    return {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((Path(repo) / "collector").glob("requirements*.lock"))
+    }
 
 
 def server_version(base_url: str) -> str | None:

@@ -4,6 +4,7 @@
 afterwards; `url` attaches to a server someone else started (a compose container, a remote host).
 Both end in the same `Server` handle, checked ready by polling /health and /v1/models.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,14 +36,14 @@ class Server:
     base_url: str
     served_model_name: str
     runtime: Runtime
-    argv: list[str] | None = None           # what was started (native) or None (url)
+    argv: list[str] | None = None  # what was started (native) or None (url)
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
     process: subprocess.Popen | None = field(default=None, repr=False)
-    models: list[dict] = field(default_factory=list)   # /v1/models data once ready
+    models: list[dict] = field(default_factory=list)  # /v1/models data once ready
     ready_seconds: float | None = None
-    identity: str | None = None   # native: why the server answering is the one started (identity.py)
-    ipc_dir: Path | None = field(default=None, repr=False)   # native: its IPC sockets, removed when it stops
+    identity: str | None = None  # native: why the server answering is the one started (identity.py)
+    ipc_dir: Path | None = field(default=None, repr=False)  # native: its IPC sockets, removed when it stops
 
     @property
     def root_model(self) -> str | None:
@@ -60,7 +61,7 @@ class Server:
         host, port = self.base_url.split("://", 1)[-1].rsplit(":", 1)
         return host, int(port)
 
-    def owner(self) -> Ownership:   # `identity` here would name the field below, not the module
+    def owner(self) -> Ownership:  # `identity` here would name the field below, not the module
         """Whose socket listens on this server's port (native only: the session started is the process's)."""
         assert self.process is not None, "owner() is for a server this run started"
         host, port = self.address
@@ -73,8 +74,10 @@ class Server:
         if self.process is None:
             return
         if not self.alive():
-            raise ServerError(f"the vllm serve this run started (pid {self.process.pid}) exited with code "
-                              f"{self.process.returncode} {when}; last lines of {self.log_path}:\n{_tail(self.log_path)}")
+            raise ServerError(
+                f"the vllm serve this run started (pid {self.process.pid}) exited with code "
+                f"{self.process.returncode} {when}; last lines of {self.log_path}:\n{_tail(self.log_path)}"
+            )
         own = self.owner()
         if own.status == "foreign":
             host, port = self.address
@@ -128,7 +131,7 @@ def port_holders(host: str, port: int) -> list[str]:
 
 def port_in_use_message(host: str, port: int) -> str:
     holders = ", ".join(port_holders(host, port)) or "a holder not visible to this user"
-    return (f"port {host}:{port} is already in use (by {holders}); stop whatever listens there or pass --port")
+    return f"port {host}:{port} is already in use (by {holders}); stop whatever listens there or pass --port"
 
 
 class ForeignServer(ServerError):
@@ -146,9 +149,11 @@ def wait_port_free(host: str, port: int, timeout: float, *, after: str = "the se
     while not port_free(host, port):
         if time.monotonic() > deadline:
             holders = ", ".join(port_holders(host, port)) or "holder not visible to this user"
-            raise PortNotReleased(f"port {host}:{port} is still in use {timeout:.0f} s after {after} (held by "
-                                  f"{holders}); refusing to start a second server on it. Stop that process, "
-                                  "then rerun the same command to resume")
+            raise PortNotReleased(
+                f"port {host}:{port} is still in use {timeout:.0f} s after {after} (held by "
+                f"{holders}); refusing to start a second server on it. Stop that process, "
+                "then rerun the same command to resume"
+            )
         time.sleep(delay)
         delay = min(delay * 2, 1.0)
 
@@ -178,9 +183,11 @@ def wait_ready(server: Server, timeout: float) -> Server:
     with requests.Session() as http:
         while True:
             if not server.alive():
-                assert server.process is not None   # alive() says a server without one is
-                raise ServerError(f"vLLM exited with code {server.process.returncode} before it was ready; "
-                                  f"last lines of {server.log_path}:\n{_tail(server.log_path)}")
+                assert server.process is not None  # alive() says a server without one is
+                raise ServerError(
+                    f"vLLM exited with code {server.process.returncode} before it was ready; "
+                    f"last lines of {server.log_path}:\n{_tail(server.log_path)}"
+                )
             try:
                 if http.get(f"{server.base_url}/health", timeout=5).status_code == 200:
                     r = http.get(f"{server.base_url}/v1/models", timeout=5)
@@ -191,8 +198,10 @@ def wait_ready(server: Server, timeout: float) -> Server:
                     else:
                         names = [entry.get("id") for entry in server.models]
                         if server.served_model_name not in names:
-                            raise UserError(f"the server at {server.base_url} serves {names}, not "
-                                            f"{server.served_model_name!r}; pass --served-model-name to match")
+                            raise UserError(
+                                f"the server at {server.base_url} serves {names}, not "
+                                f"{server.served_model_name!r}; pass --served-model-name to match"
+                            )
                         server.ready_seconds = time.monotonic() - start
                         return server
                 else:
@@ -212,9 +221,11 @@ def _started_server_answers(server: Server) -> bool:
     own = server.owner()
     if own.status == "foreign":
         host, port = server.address
-        assert server.process is not None   # owner() holds it
-        raise ForeignServer(identity.foreign_message(host, port, own.holders, server.process.pid)
-                            + " (it answered /health while the server started loaded)")
+        assert server.process is not None  # owner() holds it
+        raise ForeignServer(
+            identity.foreign_message(host, port, own.holders, server.process.pid)
+            + " (it answered /health while the server started loaded)"
+        )
     server.identity = own.evidence or None
     return own.status == "ours"
 
@@ -225,8 +236,10 @@ def probe(url: str) -> None:
     try:
         requests.get(f"{url.rstrip('/')}/health", timeout=5)
     except requests.RequestException as e:
-        raise UserError(f"cannot reach a vLLM server at {url.rstrip('/')} ({type(e).__name__}); check --url and "
-                        "that the server is running") from None
+        raise UserError(
+            f"cannot reach a vLLM server at {url.rstrip('/')} ({type(e).__name__}); check --url and "
+            "that the server is running"
+        ) from None
 
 
 def attach(url: str, served_model_name: str, timeout: float) -> Server:
@@ -241,8 +254,9 @@ def native_address(plan: dict) -> tuple[str, int]:
     return str(plan["flags"].get("host", "127.0.0.1")), int(plan["flags"].get("port", 8000))
 
 
-def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *,
-                 port_wait: float = 0.0) -> Server:
+def start_native(
+    plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *, port_wait: float = 0.0
+) -> Server:
     """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
     port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
     flags = plan["flags"]
@@ -262,15 +276,27 @@ def start_native(plan: dict, log_path: Path, timeout: float, extra_env: dict[str
     argv = [vllm_executable(), "serve", *plan["argv"]]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")  # noqa: SIM115 (the child process writes it past this block)
-    server = Server(f"http://{host}:{port}", flags["served-model-name"], Runtime.NATIVE, argv, dict(plan["env"]), log_path,
-                    ipc_dir=ipc_dir)
+    server = Server(
+        f"http://{host}:{port}",
+        flags["served-model-name"],
+        Runtime.NATIVE,
+        argv,
+        dict(plan["env"]),
+        log_path,
+        ipc_dir=ipc_dir,
+    )
     try:
         # Own session: stopping the server's process group also stops its engine core and workers. Through the
         # leash (leash.py): a watchdog in that group kills it, and clears the IPC folder, if this process dies
         # without stopping it (SIGKILL, OOM killer).
-        server.process = subprocess.Popen(leash.command(argv, str(ipc_dir) if ipc_dir else None), stdout=log,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                          start_new_session=True)
+        server.process = subprocess.Popen(
+            leash.command(argv, str(ipc_dir) if ipc_dir else None),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         log.close()
         return wait_ready(server, timeout)
     except BaseException:
@@ -310,8 +336,10 @@ def stop_native(server: Server, timeout: float = 30.0) -> None:
     host, port = server.address
     left = [h for h in identity.listeners(host, port) if identity.in_session(h.pid, process.pid)]
     if left:
-        raise ServerError(f"{', '.join(h.describe() for h in left)} of the stopped server still listens on port "
-                          f"{port}; stop it by pid")
+        raise ServerError(
+            f"{', '.join(h.describe() for h in left)} of the stopped server still listens on port "
+            f"{port}; stop it by pid"
+        )
 
 
 def _wait_group_gone(pgid: int, timeout: float) -> None:
@@ -319,6 +347,8 @@ def _wait_group_gone(pgid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while members := leash.group_members(pgid):
         if time.monotonic() > deadline:
-            raise ServerError(f"processes {members} of the stopped server's group are still alive {timeout:.0f} s "
-                              f"after SIGKILL; check `ps -o pid,stat,cmd -g {pgid}`")
+            raise ServerError(
+                f"processes {members} of the stopped server's group are still alive {timeout:.0f} s "
+                f"after SIGKILL; check `ps -o pid,stat,cmd -g {pgid}`"
+            )
         time.sleep(0.1)

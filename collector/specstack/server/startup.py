@@ -22,6 +22,7 @@ drafter summed ("Checkpoint size: X GiB", on CPU and GPU); cuda_graph_gib, what 
 capturing finished in N secs, took X GiB"); kv_cache_gib, the memory left to the KV cache ("Available KV cache
 memory: X GiB", GPU; on CPU VLLM_CPU_KVCACHE_SPACE fixes it).
 """
+
 from __future__ import annotations
 
 import re

@@ -1,6 +1,7 @@
 """Slurm's own facts about each task: what the task's environment says when it starts (job and array ids, node,
 the GPUs Slurm gave it) and how it ended (state, elapsed time, time limit), from sacct where accounting is
 kept, else from slurmctld's memory (scontrol), each record saying which. The parsers are pure."""
+
 from __future__ import annotations
 
 import os
@@ -10,15 +11,46 @@ import subprocess
 from collections.abc import Mapping
 
 TIMEOUT = 60
-SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "Timelimit", "NodeList", "Start", "End",
-                "AllocTRES")
+SACCT_FIELDS = (
+    "JobID",
+    "JobIDRaw",
+    "State",
+    "ExitCode",
+    "Elapsed",
+    "Timelimit",
+    "NodeList",
+    "Start",
+    "End",
+    "AllocTRES",
+)
 # A Slurm state (its first word: sacct writes "CANCELLED by 0") -> the method status the bundle names.
-STATUS = {"CANCELLED": "cancelled", "PREEMPTED": "preempted", "TIMEOUT": "timed out", "FAILED": "failed",
-          "NODE_FAIL": "node failed", "OUT_OF_MEMORY": "out of memory", "BOOT_FAIL": "boot failed",
-          "DEADLINE": "deadline passed", "PENDING": "pending", "RUNNING": "running", "REQUEUED": "pending",
-          "SUSPENDED": "suspended", "COMPLETING": "running", "COMPLETED": "completed"}
-ENDED = {"CANCELLED", "PREEMPTED", "TIMEOUT", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
-         "COMPLETED"}
+STATUS = {
+    "CANCELLED": "cancelled",
+    "PREEMPTED": "preempted",
+    "TIMEOUT": "timed out",
+    "FAILED": "failed",
+    "NODE_FAIL": "node failed",
+    "OUT_OF_MEMORY": "out of memory",
+    "BOOT_FAIL": "boot failed",
+    "DEADLINE": "deadline passed",
+    "PENDING": "pending",
+    "RUNNING": "running",
+    "REQUEUED": "pending",
+    "SUSPENDED": "suspended",
+    "COMPLETING": "running",
+    "COMPLETED": "completed",
+}
+ENDED = {
+    "CANCELLED",
+    "PREEMPTED",
+    "TIMEOUT",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "COMPLETED",
+}
 
 
 def task_ids(expr: str) -> list[int]:
@@ -51,13 +83,22 @@ def parse_scontrol(text: str) -> list[dict]:
             continue
         idx = re.search(r"IDX:([\d,\-]+)", line)
         for task in task_ids(fields.get("ArrayTaskId", "")):
-            out.append({"job_id": fields["JobId"], "array_job_id": fields["ArrayJobId"], "array_task_id": task,
-                        "state": fields.get("JobState"), "reason": fields.get("Reason"),
-                        "exit_code": fields.get("ExitCode"), "node": _none(fields.get("BatchHost")
-                                                                          or fields.get("NodeList")),
-                        "start": _none(fields.get("StartTime")), "end": _none(fields.get("EndTime")),
-                        "elapsed": fields.get("RunTime"), "time_limit": fields.get("TimeLimit"),
-                        "gres_index": idx.group(1) if idx else None})
+            out.append(
+                {
+                    "job_id": fields["JobId"],
+                    "array_job_id": fields["ArrayJobId"],
+                    "array_task_id": task,
+                    "state": fields.get("JobState"),
+                    "reason": fields.get("Reason"),
+                    "exit_code": fields.get("ExitCode"),
+                    "node": _none(fields.get("BatchHost") or fields.get("NodeList")),
+                    "start": _none(fields.get("StartTime")),
+                    "end": _none(fields.get("EndTime")),
+                    "elapsed": fields.get("RunTime"),
+                    "time_limit": fields.get("TimeLimit"),
+                    "gres_index": idx.group(1) if idx else None,
+                }
+            )
     return out
 
 
@@ -71,11 +112,22 @@ def parse_sacct(text: str) -> list[dict]:
         array_job, _, tasks = row["JobID"].partition("_")
         gres = re.search(r"gres/gpu=(\d+)", row["AllocTRES"])
         for task in task_ids(tasks):
-            out.append({"job_id": row["JobIDRaw"], "array_job_id": array_job, "array_task_id": task,
-                        "state": row["State"], "reason": None, "exit_code": row["ExitCode"],
-                        "node": _none(row["NodeList"]), "start": _none(row["Start"]), "end": _none(row["End"]),
-                        "elapsed": row["Elapsed"], "time_limit": row["Timelimit"],
-                        "gpus_allocated": int(gres.group(1)) if gres else None})
+            out.append(
+                {
+                    "job_id": row["JobIDRaw"],
+                    "array_job_id": array_job,
+                    "array_task_id": task,
+                    "state": row["State"],
+                    "reason": None,
+                    "exit_code": row["ExitCode"],
+                    "node": _none(row["NodeList"]),
+                    "start": _none(row["Start"]),
+                    "end": _none(row["End"]),
+                    "elapsed": row["Elapsed"],
+                    "time_limit": row["Timelimit"],
+                    "gpus_allocated": int(gres.group(1)) if gres else None,
+                }
+            )
     return out
 
 
@@ -102,7 +154,7 @@ def query(array_job_ids: list[str]) -> tuple[str, dict[tuple[str, int], dict]]:
     scontrol = shutil.which("scontrol")
     if scontrol:
         found = 0
-        for job in array_job_ids:   # one call per array: a purged one fails alone
+        for job in array_job_ids:  # one call per array: a purged one fails alone
             proc = _run([scontrol, "show", "job", "-d", "-o", job])
             for r in parse_scontrol(proc.stdout) if proc.returncode == 0 else []:
                 if (r["array_job_id"], r["array_task_id"]) not in records:
@@ -125,10 +177,18 @@ def active(array_job_ids: list[str]) -> list[str]:
 def task_environment(env: Mapping[str, str] | None = None) -> dict:
     """What Slurm told the task through its environment (sbatch's OUTPUT ENVIRONMENT VARIABLES)."""
     env = os.environ if env is None else env
-    keys = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID",
-            "node": "SLURMD_NODENAME", "cluster": "SLURM_CLUSTER_NAME", "partition": "SLURM_JOB_PARTITION",
-            "cpus_on_node": "SLURM_CPUS_ON_NODE", "job_gpus": "SLURM_JOB_GPUS",
-            "cuda_visible_devices": "CUDA_VISIBLE_DEVICES", "restart_count": "SLURM_RESTART_COUNT"}
+    keys = {
+        "job_id": "SLURM_JOB_ID",
+        "array_job_id": "SLURM_ARRAY_JOB_ID",
+        "array_task_id": "SLURM_ARRAY_TASK_ID",
+        "node": "SLURMD_NODENAME",
+        "cluster": "SLURM_CLUSTER_NAME",
+        "partition": "SLURM_JOB_PARTITION",
+        "cpus_on_node": "SLURM_CPUS_ON_NODE",
+        "job_gpus": "SLURM_JOB_GPUS",
+        "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
+        "restart_count": "SLURM_RESTART_COUNT",
+    }
     return {k: env.get(v) for k, v in keys.items()}
 
 

@@ -2,6 +2,7 @@
 folder, into one ordinary bundle: each method's status in the manifest (a task cancelled, preempted, failed or
 timed out is named as such, with the fix), Slurm's facts per method under the manifest's `slurm`, then the
 report and SHA256SUMS as a native sweep ends. Gather may run again at any time; it never touches a result."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ from specstack.slurm.submit import SLURM_DIR, array_job_ids, read_submissions, s
 class Gathered:
     run_dir: Path
     ok: list[str] = field(default_factory=list)
-    missing: dict[str, str] = field(default_factory=dict)   # method -> status (cancelled, timed out, ...)
+    missing: dict[str, str] = field(default_factory=dict)  # method -> status (cancelled, timed out, ...)
     facts_source: str = ""
 
 
@@ -30,8 +31,12 @@ def latest_attempts(submissions: list[dict]) -> dict[str, dict]:
     for sub in submissions:
         for array in sub["arrays"]:
             for i, method in enumerate(array["methods"]):
-                out[method] = {"array_job_id": array["job_id"], "array_task_id": i, "array": array["name"],
-                               "submission": sub["submission"]}
+                out[method] = {
+                    "array_job_id": array["job_id"],
+                    "array_task_id": i,
+                    "array": array["name"],
+                    "submission": sub["submission"],
+                }
     return out
 
 
@@ -46,25 +51,37 @@ def method_status(slurm: dict | None, harness: dict | None, run_id: str, log: st
     said = [f"the harness said: {harness['error']}"] if harness and harness.get("error") else []
     said += [f"the task's log: {log}"] if log else []
     if slurm is None:
-        return "unknown", "; ".join(["no Slurm record of its task (cancelled before it started, or forgotten by "
-                                     "slurmctld after MinJobAge without accounting)", *said])
+        return "unknown", "; ".join(
+            [
+                "no Slurm record of its task (cancelled before it started, or forgotten by "
+                "slurmctld after MinJobAge without accounting)",
+                *said,
+            ]
+        )
     status = facts.status_of(slurm["state"])
     if status in ("pending", "running", "suspended"):
         return status, f"Slurm: {slurm['state']}; gather again when it has ended"
-    if status == "completed":   # the task ended 0 but left no good result (it should not: say so)
+    if status == "completed":  # the task ended 0 but left no good result (it should not: say so)
         status = "failed"
     where = f"task {slurm['array_job_id']}_{slurm['array_task_id']} on {slurm.get('node') or '?'}"
-    return status, "; ".join([f"Slurm: {slurm['state']} ({where}, elapsed {slurm.get('elapsed')}, limit "
-                              f"{slurm.get('time_limit')}, exit {slurm.get('exit_code')})", *said,
-                              f"`specstack slurm submit --run-id {run_id}` runs it again"])
+    return status, "; ".join(
+        [
+            f"Slurm: {slurm['state']} ({where}, elapsed {slurm.get('elapsed')}, limit "
+            f"{slurm.get('time_limit')}, exit {slurm.get('exit_code')})",
+            *said,
+            f"`specstack slurm submit --run-id {run_id}` runs it again",
+        ]
+    )
 
 
 def gather(run_dir: Path) -> Gathered:
     run_dir = Path(run_dir)
     submissions = read_submissions(run_dir)
     if not submissions:
-        raise UserError(f"{run_dir} has no Slurm submission ({SLURM_DIR}/ is empty or missing); submit the run "
-                        "with `specstack slurm submit`, or pass the run folder it wrote into")
+        raise UserError(
+            f"{run_dir} has no Slurm submission ({SLURM_DIR}/ is empty or missing); submit the run "
+            "with `specstack slurm submit`, or pass the run folder it wrote into"
+        )
     source, records = facts.query(array_job_ids(submissions))
     manifest = read_manifest(run_dir)
     result = Gathered(run_dir, facts_source=source)
@@ -72,21 +89,30 @@ def gather(run_dir: Path) -> Gathered:
     for method, attempt in latest_attempts(submissions).items():
         slurm = records.get((attempt["array_job_id"], attempt["array_task_id"]))
         start = _json(run_dir / layout.host_record(method)).get("slurm")
-        per_method[method] = {**attempt, "end": slurm, "start": start,
-                              "log": f"{SLURM_DIR}/{attempt['array_job_id']}_{attempt['array_task_id']}.out"}
+        per_method[method] = {
+            **attempt,
+            "end": slurm,
+            "start": start,
+            "log": f"{SLURM_DIR}/{attempt['array_job_id']}_{attempt['array_task_id']}.out",
+        }
         if good_result(run_dir, method) is not None:
             result.ok.append(method)
-            statuses[method] = {"slurm_state": (slurm or {}).get("state")}   # an earlier attempt's is stale
+            statuses[method] = {"slurm_state": (slurm or {}).get("state")}  # an earlier attempt's is stale
             continue
         entry = (manifest.get("methods") or {}).get(method) or {}
         harness = _failed_summary(run_dir, entry) or _error_in_log(run_dir / per_method[method]["log"])
         status, error = method_status(slurm, harness, run_dir.name, per_method[method]["log"])
         statuses[method] = {"status": status, "error": error, "slurm_state": (slurm or {}).get("state")}
         result.missing[method] = status
-    update_manifest(run_dir, methods=statuses, slurm={
-        "facts_source": source, "submissions": [{k: s[k] for k in ("submission", "time", "arrays", "sbatch")}
-                                                for s in submissions],
-        "methods": per_method})
+    update_manifest(
+        run_dir,
+        methods=statuses,
+        slurm={
+            "facts_source": source,
+            "submissions": [{k: s[k] for k in ("submission", "time", "arrays", "sbatch")} for s in submissions],
+            "methods": per_method,
+        },
+    )
     return result
 
 
@@ -95,8 +121,10 @@ def finish(run_dir: Path, *, report: bool) -> None:
     console tables and SHA256SUMS over the whole run."""
     if report:
         from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
+
         write_report(run_dir)
     from specstack.report.console_table import seal_run
+
     seal_run(run_dir)
 
 
@@ -123,6 +151,8 @@ def active_tasks(run_dir: Path) -> list[str]:
 
 def check_dir(run_dir: Path) -> Path:
     if not slurm_dir(run_dir).is_dir():
-        raise UserError(f"{run_dir} holds no Slurm submission; pass the run folder (or run id with --results) "
-                        "that `specstack slurm submit` wrote into")
+        raise UserError(
+            f"{run_dir} holds no Slurm submission; pass the run folder (or run id with --results) "
+            "that `specstack slurm submit` wrote into"
+        )
     return run_dir

@@ -1,5 +1,6 @@
 """Fixtures of the GPU-form tests: compose.yaml as written and as rendered with the lock file, and a stand-in
 stack (a copy of the stack's files with a fake docker and nvidia-smi first on PATH)."""
+
 from __future__ import annotations
 
 import pytest

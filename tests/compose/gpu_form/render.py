@@ -1,5 +1,6 @@
 """compose.yaml as compose renders it: the subset of compose's interpolation compose.yaml uses, the lock file's
 variables, and the paths the GPU-form tests read."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,10 @@ NON_METHOD_PROFILES = {"tools"}
 
 # --- compose interpolation (the subset compose.yaml uses, with compose's semantics) ------------------
 
-_VAR = re.compile(r"\$(?:(?P<esc>\$)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}"
-                  r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+_VAR = re.compile(
+    r"\$(?:(?P<esc>\$)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}"
+    r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
 
 
 def interpolate(value, env: dict[str, str]):
@@ -60,8 +63,11 @@ def lock_env() -> dict[str, str]:
 
 
 def vllm_services(doc: dict) -> dict[str, dict]:
-    return {name: svc for name, svc in doc["services"].items()
-            if (svc.get("labels") or {}).get("org.specstack.role") == "vllm"}
+    return {
+        name: svc
+        for name, svc in doc["services"].items()
+        if (svc.get("labels") or {}).get("org.specstack.role") == "vllm"
+    }
 
 
 def check_jsonschema() -> str:

@@ -1,5 +1,6 @@
 """A stand-in for the docker CLI and nvidia-smi that records every call (the GPU form's make orchestration runs
 against it), a fake Hugging Face cache, and readers of what was called."""
+
 from __future__ import annotations
 
 import json
@@ -129,7 +130,7 @@ print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
 sys.exit(3)
 '''
 
-FAKE_NVIDIA_SMI = r'''#!__PYTHON__
+FAKE_NVIDIA_SMI = r"""#!__PYTHON__
 import json, os, sys
 from pathlib import Path
 state = Path(os.environ["FAKE_STATE"])
@@ -153,7 +154,7 @@ elif q:
     print("1, GPU-def, NVIDIA H100 80GB HBM3, 570.86.15, 81559, 30000, 00000000:2A:00.0")
 else:
     print("| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: 12.8 |")
-'''
+"""
 
 
 def fake_main(repo_id: str) -> str:
@@ -167,12 +168,13 @@ PINS = {_MODELS[k]: rev for k, rev in methods.load()["model_sets"]["default"].ge
 def make_stack(tmp_path) -> dict:
     """A copy of the stack's files, a fake docker + nvidia-smi first on PATH, and a fake HF cache."""
     work = tmp_path / "repo"
-    for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus",
-                "collector/specstack"):
+    for rel in ("compose.yaml", "images.lock", "services", "images/images.mk", "prometheus", "collector/specstack"):
         src = REPO / rel
         dst = work / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir() else shutil.copy(src, dst)
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir() else shutil.copy(
+            src, dst
+        )
     (work / "Makefile").write_text("SHELL := /bin/bash\ninclude services/compose.mk\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -182,7 +184,12 @@ def make_stack(tmp_path) -> dict:
     state = tmp_path / "state"
     state.mkdir()
     hf = tmp_path / "hf"
-    for repo_id in ("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", "RedHatAI/Qwen3-8B-speculator.eagle3", "XiaomiMiMo/MiMo-7B-Base"):
+    for repo_id in (
+        "Qwen/Qwen3-8B",
+        "Qwen/Qwen3-0.6B",
+        "RedHatAI/Qwen3-8B-speculator.eagle3",
+        "XiaomiMiMo/MiMo-7B-Base",
+    ):
         base = hf / "hub" / ("models--" + repo_id.replace("/", "--"))
         (base / "refs").mkdir(parents=True)
         (base / "refs" / "main").write_text(fake_main(repo_id))
@@ -191,14 +198,24 @@ def make_stack(tmp_path) -> dict:
             (base / "snapshots" / commit).mkdir(parents=True)
             (base / "snapshots" / commit / "config.json").write_text(json.dumps({"id": repo_id}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECSTACK_", "MAKE"))}
-    env.update(PATH=f"{bin_dir}:{env['PATH']}", FAKE_STATE=str(state), FAKE_SERVICES=str(work / "services"),
-               FAKE_HF_HOME=str(hf), HF_TOKEN="hf_canary_token_value")
+    env.update(
+        PATH=f"{bin_dir}:{env['PATH']}",
+        FAKE_STATE=str(state),
+        FAKE_SERVICES=str(work / "services"),
+        FAKE_HF_HOME=str(hf),
+        HF_TOKEN="hf_canary_token_value",
+    )
     return {"dir": work, "env": env, "state": state}
 
 
 def run_make(fake_stack, *targets: str, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run(["make", "-C", str(fake_stack["dir"]), *targets], capture_output=True, text=True,
-                         env=fake_stack["env"], timeout=300)
+    out = subprocess.run(
+        ["make", "-C", str(fake_stack["dir"]), *targets],
+        capture_output=True,
+        text=True,
+        env=fake_stack["env"],
+        timeout=300,
+    )
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -218,13 +235,11 @@ def step_of(call: list[str]) -> str | None:
         return f"fetch:{call[call.index('--entrypoint') + 2]}"
     for verb in ("build", "up", "stop", "down", "logs"):
         if verb in call:
-            return f"{verb}:{','.join(c for c in call[call.index(verb) + 1:] if not c.startswith('-') and not c.isdigit())}"
+            return f"{verb}:{','.join(c for c in call[call.index(verb) + 1 :] if not c.startswith('-') and not c.isdigit())}"
     if "run" in call:
         i = call.index("collector")
         return f"collector:{call[i + 1]}"
     return None
-
-
 
 
 def pulls_or_builds(fake_stack) -> list[list[str]]:

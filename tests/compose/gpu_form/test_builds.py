@@ -1,4 +1,5 @@
 """Builds of the GPU form: once per make run / sweep, explicitly; never by up or run."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,16 +17,19 @@ def test_built_images_are_never_pulled_nor_rebuilt_by_up_or_run(resolved):
     assert "pull_policy: build" not in COMPOSE.read_text()
 
 
-@pytest.mark.parametrize("methods,services", [
-    ("baseline ngram", ["collector"]),
-    ("baseline suffix-default", ["collector", "vllm-suffix"]),
-    ("baseline ngram draft_model eagle3 suffix", ["collector", "vllm-suffix"]),
-])
+@pytest.mark.parametrize(
+    "methods,services",
+    [
+        ("baseline ngram", ["collector"]),
+        ("baseline suffix-default", ["collector", "vllm-suffix"]),
+        ("baseline ngram draft_model eagle3 suffix", ["collector", "vllm-suffix"]),
+    ],
+)
 def test_make_sweep_builds_once_what_its_methods_need_and_up_never_builds(fake_stack, methods, services):
     run_make(fake_stack, "sweep", "RUN_ID=b1", "GPU_FREE_POLL=0.05", f"SWEEP_METHODS={methods}", "SWEEP_MTP_METHODS=")
     verbs = compose_verbs(fake_stack)
     builds = [call for verb, call in verbs if verb == "build"]
-    assert len(builds) == 1 and builds[0][builds[0].index("build") + 1:] == services, builds
+    assert len(builds) == 1 and builds[0][builds[0].index("build") + 1 :] == services, builds
     # the build comes before anything starts; every up says --no-build
     assert verbs[0][0] == "build"
     ups = [call for verb, call in verbs if verb == "up"]
@@ -36,7 +40,7 @@ def test_make_run_builds_once_before_anything_starts(fake_stack):
     run_make(fake_stack, "run", "METHOD=ngram", "RUN_ID=b2")
     verbs = compose_verbs(fake_stack)
     assert [v for v, _ in verbs].count("build") == 1 and verbs[0][0] == "build"
-    assert verbs[0][1][verbs[0][1].index("build") + 1:] == ["collector"]
+    assert verbs[0][1][verbs[0][1].index("build") + 1 :] == ["collector"]
     assert all("--no-build" in call for verb, call in verbs if verb == "up")
 
 
@@ -49,10 +53,14 @@ def test_an_old_buildx_is_refused_before_anything_is_built_or_pulled(fake_stack)
     assert pulls_or_builds(fake_stack) == []
 
 
-@pytest.mark.parametrize("extra", [{"FAKE_BUILDX": "github.com/docker/buildx v0.17.1 257815a"},
-                                   {"FAKE_BUILDX": "github.com/docker/buildx v0.16.2 f4e3e47",
-                                    "DOCKER_BUILDKIT": "0"},
-                                   {}])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"FAKE_BUILDX": "github.com/docker/buildx v0.17.1 257815a"},
+        {"FAKE_BUILDX": "github.com/docker/buildx v0.16.2 f4e3e47", "DOCKER_BUILDKIT": "0"},
+        {},
+    ],
+)
 def test_new_or_no_buildx_or_the_classic_builder_build(fake_stack, extra):
     fake_stack["env"].update(extra)
     out = run_make(fake_stack, "run", "METHOD=suffix", "RUN_ID=b4")

@@ -1,6 +1,7 @@
 """compose.yaml itself: valid against the compose-spec schema, profiles <-> methods, pinned images, the serve
 command = the native plan, network/secret/socket defaults, Prometheus (promtool and a real Prometheus reading the
 shipped config)."""
+
 from __future__ import annotations
 
 import re
@@ -39,9 +40,14 @@ pytestmark = pytest.mark.compose
 
 # --- schema -------------------------------------------------------------------------------------------
 
+
 def test_compose_file_is_valid_against_the_compose_spec_schema():
-    out = subprocess.run([check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -49,16 +55,24 @@ def test_interpolated_compose_file_is_valid_too(resolved, tmp_path):
     """After `--env-file images.lock` interpolation every value still fits the schema (ports, sizes...)."""
     path = tmp_path / "compose.resolved.yaml"
     path.write_text(yaml.safe_dump(resolved))
-    out = subprocess.run([check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(path)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_the_schema_check_really_rejects_a_broken_file(tmp_path):
     bad = tmp_path / "compose.yaml"
     bad.write_text("services:\n  x:\n    image: a:1.0.0\n    ports: 8000\n    no_such_key: 1\n")
-    out = subprocess.run([check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(bad)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.compose-spec", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode != 0
 
 
@@ -69,6 +83,7 @@ def test_images_are_required_from_the_lock_file(raw):
 
 
 # --- profiles <-> methods -----------------------------------------------------------------------------
+
 
 def test_one_vllm_service_per_method_each_under_its_own_profile(raw):
     services = vllm_services(raw)
@@ -102,6 +117,7 @@ def test_compose_copies_no_serve_flag():
 
 # --- the serve command is the native plan --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("method", METHODS)
 def test_container_command_runs_the_same_plan_as_the_native_runtime(resolved, method):
     svc = resolved["services"][f"vllm-{method}"]
@@ -114,8 +130,9 @@ def test_model_set_and_k_override_reach_thecontainer_plan(raw):
     env = {**lock_env(), "SPECSTACK_MODEL_SET": "tiny", "SPECSTACK_SPEC_OVERRIDE": '{"num_speculative_tokens": 2}'}
     svc = interpolate(raw, env)["services"]["vllm-eagle3"]
     plan = container_plan(svc, {})
-    assert plan == methods.build("eagle3", model_set_name="tiny", platform="gpu-container",
-                                 spec_override={"num_speculative_tokens": 2})
+    assert plan == methods.build(
+        "eagle3", model_set_name="tiny", platform="gpu-container", spec_override={"num_speculative_tokens": 2}
+    )
     assert plan["speculative_config"]["num_speculative_tokens"] == 2
 
 
@@ -128,6 +145,7 @@ def test_health_port_matches_the_plan_port(resolved):
 
 # --- images -------------------------------------------------------------------------------------------
 
+
 def test_lock_file_format():
     images = read_lock(LOCK)
     assert set(images) == {"VLLM_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE"}
@@ -136,21 +154,24 @@ def test_lock_file_format():
         assert pin_problem(ref) is None, ref
 
 
-@pytest.mark.parametrize("ref,ok", [
-    ("vllm/vllm-openai:v0.32.0", True),
-    ("prom/prometheus:v3.4.2", True),
-    ("grafana/grafana:12.0.2", True),
-    ("grafana/grafana:12.0.2@sha256:" + "a" * 64, True),
-    ("ghcr.io/org/img:1.2.3-cu128", True),
-    ("localhost:5000/img:2.0.0", True),
-    ("vllm/vllm-openai:latest", False),
-    ("vllm/vllm-openai", False),
-    ("grafana/grafana:12", False),
-    ("grafana/grafana:12.0", False),
-    ("grafana/grafana:main", False),
-    ("grafana/grafana:latest@sha256:" + "b" * 64, False),
-    ("grafana/grafana:12.0.2@sha256:abc", False),
-])
+@pytest.mark.parametrize(
+    "ref,ok",
+    [
+        ("vllm/vllm-openai:v0.32.0", True),
+        ("prom/prometheus:v3.4.2", True),
+        ("grafana/grafana:12.0.2", True),
+        ("grafana/grafana:12.0.2@sha256:" + "a" * 64, True),
+        ("ghcr.io/org/img:1.2.3-cu128", True),
+        ("localhost:5000/img:2.0.0", True),
+        ("vllm/vllm-openai:latest", False),
+        ("vllm/vllm-openai", False),
+        ("grafana/grafana:12", False),
+        ("grafana/grafana:12.0", False),
+        ("grafana/grafana:main", False),
+        ("grafana/grafana:latest@sha256:" + "b" * 64, False),
+        ("grafana/grafana:12.0.2@sha256:abc", False),
+    ],
+)
 def test_pin_rules(ref, ok):
     assert (pin_problem(ref) is None) == ok, pin_problem(ref)
 
@@ -195,6 +216,7 @@ def test_collector_image_runs_specstack_on_the_server_vllm():
 
 
 # --- network, secrets, privileges ---------------------------------------------------------------------
+
 
 def test_ports_bound_to_localhost_unless_opted_in(raw, resolved):
     published = {name: svc["ports"] for name, svc in resolved["services"].items() if svc.get("ports")}
@@ -287,6 +309,7 @@ def test_grafana_mounts_provisioning_and_dashboards_read_only(resolved):
 
 # --- Prometheus ---------------------------------------------------------------------------------------
 
+
 def promtool() -> str:
     found = shutil.which("promtool")
     if not found:
@@ -295,8 +318,7 @@ def promtool() -> str:
 
 
 def test_promtool_accepts_the_config():
-    out = subprocess.run([promtool(), "check", "config", str(PROM_CONFIG)], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([promtool(), "check", "config", str(PROM_CONFIG)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout + out.stderr
 
@@ -316,8 +338,10 @@ def test_prometheus_config_and_retention(resolved):
 
 class _FakeVllm(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
-        body = (b"# TYPE vllm:spec_decode_num_drafts counter\n"
-                b'vllm:spec_decode_num_drafts_total{engine="0",model_name="spec-demo"} 7.0\n')
+        body = (
+            b"# TYPE vllm:spec_decode_num_drafts counter\n"
+            b'vllm:spec_decode_num_drafts_total{engine="0",model_name="spec-demo"} 7.0\n'
+        )
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.end_headers()
@@ -330,8 +354,9 @@ def test_real_prometheus_labels_series_from_the_target_file(tmp_path):
     server = HttpStandIn(_FakeVllm)
     work = tmp_path / "prom"
     (work / "targets").mkdir(parents=True)
-    write_targets(work / "targets" / "vllm.json", server.url.removeprefix("http://"),
-                  {"method": "ngram", "run_id": "r-compose"})
+    write_targets(
+        work / "targets" / "vllm.json", server.url.removeprefix("http://"), {"method": "ngram", "run_id": "r-compose"}
+    )
     assert oct((work / "targets" / "vllm.json").stat().st_mode & 0o777) == "0o644"
     # the shipped file as it is: its relative targets/*.json resolves beside the config file, in `work`
     prom = Prometheus(work, config=yaml.safe_load(PROM_CONFIG.read_text()))

@@ -1,4 +1,5 @@
 """The host pre-check of the GPU form: driver and compute capability, before anything is pulled."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """`make run` and a parallel `make sweep` interrupted (GPU form, stand-in docker): SIGTERM to make's process group
 while a collector measures; each method's cleanup stops its server and clears its target, then the stack goes
 down as `make down` does, and the lifecycle exits 128 + 15."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ pytestmark = pytest.mark.compose
 
 def _interrupt(fake_stack, *args: str) -> tuple[int, str]:
     fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "30"
-    proc = subprocess.Popen(["make", "-C", str(fake_stack["dir"]), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=fake_stack["env"], start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-C", str(fake_stack["dir"]), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=fake_stack["env"],
+        start_new_session=True,
+    )
     seen = fake_stack["state"] / "targets-during-collector.jsonl"
     deadline = time.monotonic() + 120
     while not seen.exists() or len(seen.read_text().splitlines()) < (2 if "GPUS=0,1" in args else 1):
@@ -33,9 +40,20 @@ def _interrupt(fake_stack, *args: str) -> tuple[int, str]:
 # The parallel sweep's case: both slots' servers stopped. It once failed under CI load with one server never
 # stopped: the main thread's interrupted Thread.join marked that slot's thread stopped (CPython 3.11), so the
 # stack went down first; host/slots.py now waits for each slot's own end (tests/host/test_slots.py).
-CASES = [(("run", "METHOD=ngram", "RUN_ID=i1"), {"vllm-ngram"}),
-         (("sweep", "RUN_ID=i2", "GPUS=0,1", "GPU_FREE_POLL=0.05", "SWEEP_METHODS=baseline ngram suffix",
-           "SWEEP_MTP_METHODS="), {"vllm-baseline", "vllm-ngram"})]
+CASES = [
+    (("run", "METHOD=ngram", "RUN_ID=i1"), {"vllm-ngram"}),
+    (
+        (
+            "sweep",
+            "RUN_ID=i2",
+            "GPUS=0,1",
+            "GPU_FREE_POLL=0.05",
+            "SWEEP_METHODS=baseline ngram suffix",
+            "SWEEP_MTP_METHODS=",
+        ),
+        {"vllm-baseline", "vllm-ngram"},
+    ),
+]
 
 
 @pytest.mark.parametrize("args, servers", CASES)
@@ -47,6 +65,6 @@ def test_an_interrupted_run_cleans_up_each_method_then_goes_down(fake_stack, arg
     stopped = {s.split(":", 1)[1] for s in steps if s.startswith("stop:")}
     assert servers <= stopped, steps
     assert steps[-1].startswith("down:"), steps
-    assert "up:vllm-suffix" not in steps   # no method starts after the signal
+    assert "up:vllm-suffix" not in steps  # no method starts after the signal
     for f in (fake_stack["dir"] / ".specstack" / "prometheus-targets").glob("*.json"):
         assert json.loads(f.read_text()) == [], f.name

@@ -1,5 +1,6 @@
 """`make run` and `make sweep` (GPU form) against the stand-in docker and nvidia-smi: the order of the steps,
 host provenance, one server at a time, failures that stop a method early, the health window."""
+
 from __future__ import annotations
 
 import json
@@ -19,20 +20,43 @@ def test_make_run_orders_fetch_preflight_server_collector_stop_report(fake_stack
     out = run_make(fake_stack, "run", "METHOD=suffix", "RUN_ID=r1", "K=5")
     calls = docker_calls(fake_stack)
     steps = [s for s in map(step_of, calls) if s]
-    assert steps == ["build:collector,vllm-suffix", "up:prometheus,grafana", "fetch:vllm-suffix",
-                     "preflight:vllm-suffix", "up:vllm-suffix", "collector:run", "stop:vllm-suffix",
-                     "collector:report"], steps
+    assert steps == [
+        "build:collector,vllm-suffix",
+        "up:prometheus,grafana",
+        "fetch:vllm-suffix",
+        "preflight:vllm-suffix",
+        "up:vllm-suffix",
+        "collector:run",
+        "stop:vllm-suffix",
+        "collector:report",
+    ], steps
     fetch = next(c for c in calls if step_of(c) == "fetch:vllm-suffix")
-    assert fetch[fetch.index("vllm-suffix") + 1:] == ["/services/fetch_models.py", "--method", "suffix",
-                                                      "--platform", "gpu-container", "--model-set", "default"]
+    assert fetch[fetch.index("vllm-suffix") + 1 :] == [
+        "/services/fetch_models.py",
+        "--method",
+        "suffix",
+        "--platform",
+        "gpu-container",
+        "--model-set",
+        "default",
+    ]
     collector = next(c for c in calls if step_of(c) == "collector:run")
-    tail = collector[collector.index("collector") + 1:]
-    assert tail[:9] == ["run", "--runtime", "url", "--url", "http://vllm-suffix:8000", "--method", "suffix",
-                        "--run-id", "r1"]
-    assert "--use-aliases" in collector and tail[tail.index("--k"):tail.index("--k") + 2] == ["--k", "5"]
-    assert tail[tail.index("--results"):tail.index("--results") + 2] == ["--results", "/results"]
+    tail = collector[collector.index("collector") + 1 :]
+    assert tail[:9] == [
+        "run",
+        "--runtime",
+        "url",
+        "--url",
+        "http://vllm-suffix:8000",
+        "--method",
+        "suffix",
+        "--run-id",
+        "r1",
+    ]
+    assert "--use-aliases" in collector and tail[tail.index("--k") : tail.index("--k") + 2] == ["--k", "5"]
+    assert tail[tail.index("--results") : tail.index("--results") + 2] == ["--results", "/results"]
     report = next(c for c in calls if step_of(c) == "collector:report")
-    assert report[report.index("collector") + 1:] == ["report", "r1", "--results", "/results", "--seal"]
+    assert report[report.index("collector") + 1 :] == ["report", "r1", "--results", "/results", "--seal"]
     # make holds the run's lock; its collector joins it (results/run_lock.py), nothing else of the run may start
     assert (fake_stack["state"] / "collector-lock.jsonl").read_text().splitlines() == ['"joined"']
     # Grafana password generated once, private folder; the Prometheus target was live during the
@@ -86,7 +110,9 @@ def test_make_refuses_a_compose_that_exits_0_on_errors(fake_stack):
 def test_make_run_rejects_an_unknown_method(fake_stack):
     out = run_make(fake_stack, "run", "METHOD=Suffix", check=False)
     assert out.returncode != 0 and "unknown METHOD 'Suffix'" in out.stderr
-    assert not (fake_stack["state"] / "calls.jsonl").exists() or not [s for s in map(step_of, docker_calls(fake_stack)) if s]
+    assert not (fake_stack["state"] / "calls.jsonl").exists() or not [
+        s for s in map(step_of, docker_calls(fake_stack)) if s
+    ]
 
 
 def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(fake_stack):
@@ -110,11 +136,18 @@ def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(fake_s
         elif step == "collector:run":
             assert call[call.index("--run-id") + 1] == "s1"
     started = [o for o in order if o.startswith("vllm-")]
-    assert started == ["vllm-baseline", "vllm-ngram", "vllm-draft_model", "vllm-eagle3", "vllm-suffix",
-                       "vllm-mtp-baseline", "vllm-mtp"]
+    assert started == [
+        "vllm-baseline",
+        "vllm-ngram",
+        "vllm-draft_model",
+        "vllm-eagle3",
+        "vllm-suffix",
+        "vllm-mtp-baseline",
+        "vllm-mtp",
+    ]
     # Between a stop and the next start, the GPU was polled until its memory dropped (twice below limit).
     for prev, nxt in zip(started, started[1:]):
-        between = order[order.index(prev) + 1:order.index(nxt)]
+        between = order[order.index(prev) + 1 : order.index(nxt)]
         assert between[0] == "stop" and between.count("gpu-poll") >= 2, (prev, nxt, between)
     assert [s for s in map(step_of, calls) if s and s.startswith("collector:")].count("collector:report") == 1
     # K=3 reaches the speculative methods only (server env and collector alike), never a plain baseline.
@@ -130,13 +163,18 @@ def test_make_sweep_runs_methods_one_at_a_time_with_the_gpu_freed_between(fake_s
 
 
 def test_make_targets_exist():
-    out = subprocess.run(["make", "-C", str(REPO), "-f", str(REPO / "services" / "compose.mk"), "-pn", "down"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["make", "-C", str(REPO), "-f", str(REPO / "services" / "compose.mk"), "-pn", "down"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     for target in ("run", "sweep", "down", "lock", "logs", "status"):
         assert re.search(rf"^{target}:", out.stdout, re.M), target
 
 
 # --- the health window is WAIT_TIMEOUT ----------------------------------------------------------------
+
 
 def test_health_window_follows_the_start_period_variable(raw):
     svc = interpolate(raw, {**lock_env(), "SPECSTACK_START_PERIOD": "900s"})["services"]["vllm-mtp"]
@@ -185,9 +223,17 @@ def test_a_run_id_another_harness_measures_into_is_refused_before_any_server(fak
     """One run per run id: while another harness holds results/<run>/ (a native sweep, another make), make run of
     that run id stops before any server starts, naming the holder's pid."""
     run_dir = fake_stack["dir"] / "results" / "r1"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom specstack.results import run_lock\n"
-                               "run_lock.acquire(sys.argv[1])\nprint('held', flush=True)\ntime.sleep(120)",
-                               str(run_dir)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom specstack.results import run_lock\n"
+            "run_lock.acquire(sys.argv[1])\nprint('held', flush=True)\ntime.sleep(120)",
+            str(run_dir),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         out = run_make(fake_stack, "run", "METHOD=ngram", "RUN_ID=r1", check=False)

@@ -1,4 +1,5 @@
 """`make sweep GPUS=0,1` (GPU form): each server its own GPU, cores and port; bad slots refused first."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,16 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
     waits for a free GPU; one run id, one manifest with mode parallel and each method's GPU (index, UUID, name),
     one report at the end."""
     fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "1"
-    run_make(fake_stack, "sweep", "RUN_ID=p1", "GPU_FREE_POLL=0.05", "GPUS=0,1", f"CPUSETS=0,{os.cpu_count() - 1}",
-          "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=")
+    run_make(
+        fake_stack,
+        "sweep",
+        "RUN_ID=p1",
+        "GPU_FREE_POLL=0.05",
+        "GPUS=0,1",
+        f"CPUSETS=0,{os.cpu_count() - 1}",
+        "SWEEP_METHODS=baseline ngram suffix",
+        "SWEEP_MTP_METHODS=",
+    )
     cores = {"0": "0", "1": str(os.cpu_count() - 1)}
     rows = [json.loads(x) for x in (fake_stack["state"] / "slot-env.jsonl").read_text().splitlines()]
     live, gpu_of, most = {}, {}, 0
@@ -47,8 +56,13 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
     uuids = {"0": "GPU-abc", "1": "GPU-def"}
     for svc, (gpu,) in gpu_of.items():
         slot = manifest["methods"][svc[5:]]["slot"]
-        assert slot == {"asked": gpu, "gpu_index": gpu, "gpu_uuid": uuids[gpu], "gpu_name": "NVIDIA H100 80GB HBM3",
-                        "cpuset": None}   # the stand-in docker's inspect has no HostConfig
+        assert slot == {
+            "asked": gpu,
+            "gpu_index": gpu,
+            "gpu_uuid": uuids[gpu],
+            "gpu_name": "NVIDIA H100 80GB HBM3",
+            "cpuset": None,
+        }  # the stand-in docker's inspect has no HostConfig
         assert json.loads((run_dir / "host-provenance" / f"{svc[5:]}.json").read_text())["slot"] == slot
     # Each collector ran while its own server's target was in a file of its own; both servers' at one moment.
     seen = [json.loads(x) for x in (fake_stack["state"] / "targets-during-collector.jsonl").read_text().splitlines()]
@@ -63,15 +77,21 @@ def test_make_sweep_in_parallel_renders_each_servers_own_gpu_and_port(fake_stack
     assert len(collectors) == 3 and not any("--use-aliases" in c for c in collectors)
 
 
-@pytest.mark.parametrize("args, message", [
-    (("GPUS=0,0",), "a slot appears twice"),
-    (("GPUS=0,first",), "is not a GPU index (0) or UUID"),
-    (("CPUSETS=0,1",), "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too"),
-    (("GPUS=0,1", "CPUSETS=0"), "give one CPU set per GPU (2), or none"),
-    (("GPUS=0,1", "PLATFORM=cpu"), "GPUS is for PLATFORM=gpu"),
-    (("CALIBRATE=1",), "CALIBRATE=1 runs the baseline on every slot of a parallel sweep: give the slots too"),
-    (("GPUS=0,1", "CALIBRATE=1", "SWEEP_METHODS=ngram"), "the sweep's methods lack baseline: add it to SWEEP_METHODS"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("GPUS=0,0",), "a slot appears twice"),
+        (("GPUS=0,first",), "is not a GPU index (0) or UUID"),
+        (("CPUSETS=0,1",), "CPUSETS on the GPU platform pins the servers of a parallel sweep: give the GPUs too"),
+        (("GPUS=0,1", "CPUSETS=0"), "give one CPU set per GPU (2), or none"),
+        (("GPUS=0,1", "PLATFORM=cpu"), "GPUS is for PLATFORM=gpu"),
+        (("CALIBRATE=1",), "CALIBRATE=1 runs the baseline on every slot of a parallel sweep: give the slots too"),
+        (
+            ("GPUS=0,1", "CALIBRATE=1", "SWEEP_METHODS=ngram"),
+            "the sweep's methods lack baseline: add it to SWEEP_METHODS",
+        ),
+    ],
+)
 def test_bad_slots_are_refused_before_anything_starts(fake_stack, args, message):
     out = run_make(fake_stack, "sweep", "RUN_ID=p2", *args, check=False)
     assert out.returncode == 2 and message in out.stderr, out.stderr
@@ -84,8 +104,16 @@ def test_a_calibrated_sweep_runs_the_baseline_on_every_gpu_and_compares_each_met
     provenance, its Prometheus label), and every other method's collector compares it with the baseline of the GPU
     it ran on (--baseline-result)."""
     fake_stack["env"]["FAKE_COLLECTOR_SECONDS"] = "1"
-    run_make(fake_stack, "sweep", "RUN_ID=c1", "GPU_FREE_POLL=0.05", "GPUS=0,1", "CALIBRATE=1",
-             "SWEEP_METHODS=baseline ngram suffix", "SWEEP_MTP_METHODS=")
+    run_make(
+        fake_stack,
+        "sweep",
+        "RUN_ID=c1",
+        "GPU_FREE_POLL=0.05",
+        "GPUS=0,1",
+        "CALIBRATE=1",
+        "SWEEP_METHODS=baseline ngram suffix",
+        "SWEEP_MTP_METHODS=",
+    )
     rows = [json.loads(x) for x in (fake_stack["state"] / "slot-env.jsonl").read_text().splitlines()]
     baseline_gpus, live, collectors = [], set(), {}
     for args, env, _ in rows:
@@ -99,9 +127,10 @@ def test_a_calibrated_sweep_runs_the_baseline_on_every_gpu_and_compares_each_met
         elif step == "stop:vllm-baseline":
             live.discard("vllm-baseline")
         elif step == "collector:run":
-            words = args[args.index("collector") + 1:]
-            opt = {k: words[words.index(k) + 1] for k in ("--method", "--bundle-name", "--baseline-result")
-                   if k in words}
+            words = args[args.index("collector") + 1 :]
+            opt = {
+                k: words[words.index(k) + 1] for k in ("--method", "--bundle-name", "--baseline-result") if k in words
+            }
             name = opt.get("--bundle-name", opt["--method"])
             collectors[name] = (env["SPECSTACK_GPU"], opt)
     assert sorted(baseline_gpus) == [["0"], ["1"]], baseline_gpus

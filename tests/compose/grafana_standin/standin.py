@@ -1,6 +1,7 @@
 """Grafana's /api/health on :3000, answering also with what this container sees: the files under the
 provisioning and dashboards mounts, whether the admin password secret is readable and not a default one (never
 the password itself), whether the data volume is writable, and the GF_* settings."""
+
 import json
 import os
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,11 +27,17 @@ def seen() -> dict:
         writable = True
     except OSError:
         writable = False
-    return {"database": "ok", "standin": True, "uid": os.getuid(),
-            "provisioning": files("/etc/grafana/provisioning"), "dashboards": files("/var/lib/grafana/dashboards"),
-            "admin_password_readable": bool(password), "admin_password_is_default": password in ("", "admin"),
-            "data_writable": writable,
-            "settings": {k: v for k, v in os.environ.items() if k.startswith("GF_") and "PASSWORD" not in k}}
+    return {
+        "database": "ok",
+        "standin": True,
+        "uid": os.getuid(),
+        "provisioning": files("/etc/grafana/provisioning"),
+        "dashboards": files("/var/lib/grafana/dashboards"),
+        "admin_password_readable": bool(password),
+        "admin_password_is_default": password in ("", "admin"),
+        "data_writable": writable,
+        "settings": {k: v for k, v in os.environ.items() if k.startswith("GF_") and "PASSWORD" not in k},
+    }
 
 
 class Health(BaseHTTPRequestHandler):

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
 """`wget -q -O /dev/null URL`, as compose.yaml's Grafana healthcheck calls it: exit 0 on HTTP 200."""
+
 import sys
 import urllib.request
 
