@@ -16,7 +16,7 @@ import json
 import psutil
 import pytest
 
-from specstack.runs import method_run
+from specstack.runs import checks
 from specstack.server import runtime
 from tests.server.test_identity import stale_server
 from tests.support import free_port, is_vllm_serve, run_main
@@ -90,7 +90,7 @@ def test_a_held_port_is_refused_before_anything_starts(models_dir, tmp_path, cap
 
 def test_a_fooled_port_check_still_refuses_the_server_that_answers(models_dir, tmp_path, capsys, holder, monkeypatch):
     monkeypatch.setattr(runtime, "port_free", lambda host, port: True)  # the permissive bind
-    monkeypatch.setattr(method_run, "port_free", lambda host, port: True)
+    monkeypatch.setattr(checks, "port_free", lambda host, port: True)
     result = run_main(capsys, args(models_dir, tmp_path / "results", holder.port))
     assert result.code == 1, result.err
     run_dir = tmp_path / "results" / "stale"
