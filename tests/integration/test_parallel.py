@@ -52,7 +52,9 @@ def two_cores() -> list[str]:
 
 
 class Servers:
-    """Every `vllm serve` below the sweep, sampled while it runs: when it was seen and the cores it may use."""
+    """Every `vllm serve` below the sweep, sampled while it runs: when it was seen and the cores it may use. A
+    child vLLM forks (same command line until it execs or exits) is part of its parent's server, not a fourth
+    one: the CI run of 0f774a5 saw one for a single 0.2 s sample."""
 
     def __init__(self, root: int):
         self.root, self.seen, self.stop = root, {}, threading.Event()
@@ -68,8 +70,9 @@ class Servers:
             now = time.monotonic()
             for p in children:
                 try:
-                    cmd = p.cmdline()
-                    if is_vllm_serve(cmd):
+                    # a process vLLM forks keeps its parent's command line for a moment: not another server
+                    parent = p.parent()
+                    if is_vllm_serve(p.cmdline()) and not (parent and is_vllm_serve(parent.cmdline())):
                         first, _, _ = self.seen.get(p.pid, (now, now, None))
                         self.seen[p.pid] = (first, now, tuple(sorted(p.cpu_affinity())))
                 except psutil.Error:
