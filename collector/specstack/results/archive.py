@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes, atomic_writer
@@ -111,7 +111,7 @@ def _tarinfo(name: str, size: int, mtime: float) -> tarfile.TarInfo:
     return info
 
 
-def pack(run_dir: Path, out: Path | None = None) -> dict:
+def pack(run_dir: Path, out: Path | None = None) -> dict[str, Any]:
     """Write `<run>.tar.gz` (default: beside the run folder): SHA256SUMS first, then every file of the bundle
     under `<run>/`. Returns the archive's path, its own sha256 and the file count."""
     run_dir = Path(run_dir)

@@ -165,7 +165,7 @@ def _keep_as_failed(run_dir: Path, staging: Path, method: str) -> Path:
     return target
 
 
-def read_manifest_methods(run_dir: Path) -> dict:
+def read_manifest_methods(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / layout.MANIFEST
     try:
         return json.loads(path.read_text()).get("methods") or {}
@@ -179,7 +179,7 @@ def rewrite_summary(method_dir: Path, summary: Summary) -> Path:
     return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary.to_json())
 
 
-def update_manifest(run_dir: Path, **fields) -> dict:
+def update_manifest(run_dir: Path, **fields) -> dict[str, Any]:
     """Read-modify-write the run manifest under the run folder's lock (concurrent writers are safe). The
     `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)
