@@ -12,6 +12,7 @@ numerator / steps that drafted at least p+1 tokens; it needs the per-step arrays
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -132,7 +133,7 @@ def _add_steps(total: Acceptance, s: dict[str, Any]) -> None:
     total.step_draft_tokens = (total.step_draft_tokens or 0) + sum(drafted)
 
 
-def from_requests(spec_metrics) -> Acceptance | None:
+def from_requests(spec_metrics: Iterable[dict[str, Any] | None]) -> Acceptance | None:
     """Sum per-request `metrics.speculative_decoding` objects; None when no request carried one (baseline)."""
     total = None
     for s in spec_metrics:

@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes, atomic_writer
@@ -26,7 +26,7 @@ from specstack.results.layout import SUMS
 _CHUNK = 1 << 20
 
 
-def _sha256(f) -> str:
+def _sha256(f: IO[bytes]) -> str:
     h = hashlib.sha256()
     for chunk in iter(lambda: f.read(_CHUNK), b""):
         h.update(chunk)

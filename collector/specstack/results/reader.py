@@ -19,7 +19,8 @@ from typing import Any
 from specstack.errors import UserError
 from specstack.figures import recompute
 from specstack.results import layout
-from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
+from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_SCHEMA
+from specstack.results.layout import SUMMARY_FILE
 from specstack.results.records import read_records
 from specstack.results.summary import BenchCell, CrossCheck, Replication, Summary, TaskFigures, Window
 
@@ -116,7 +117,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / layout.MANIFEST
     if not path.exists():
         return {}
-    manifest = json.loads(path.read_text())
+    manifest: dict[str, Any] = json.loads(path.read_text())
     if manifest.get("schema", MANIFEST_SCHEMA) != MANIFEST_SCHEMA:
         raise SchemaError(
             f"{path} has schema {manifest.get('schema')!r}; this specstack reads "
@@ -169,7 +170,8 @@ class MethodData:
         """A bench cell's `vllm bench serve` result (`file` as the cell names it, relative to this folder; a merged
         session's cell names its own folder, ../<method>-s<i>/bench/…); None where it is gone or unreadable."""
         try:
-            return json.loads((self.path / file).read_text())
+            result: dict[str, Any] = json.loads((self.path / file).read_text())
+            return result
         except (OSError, ValueError):
             return None
 
@@ -440,7 +442,7 @@ def load_run(run_dir: Path) -> RunData:
 def _grouped(methods: dict[str, MethodData], run_order: list[str]) -> dict[str, MethodData]:
     """Each baseline followed by the methods compared with it; run order (the manifest's) within a group."""
 
-    def rank(name: str) -> tuple:
+    def rank(name: str) -> tuple[int, str]:
         return (run_order.index(name) if name in run_order else len(run_order), name)
 
     out: dict[str, MethodData] = {}

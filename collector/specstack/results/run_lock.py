@@ -53,7 +53,8 @@ _held: dict[Path, _Holding] = {}
 def holder(run_dir: Path) -> dict[str, Any]:
     """What the lock file says about who holds it ({} when unreadable or empty)."""
     try:
-        return json.loads((Path(run_dir) / layout.RUN_LOCK).read_text() or "{}")
+        held: dict[str, Any] = json.loads((Path(run_dir) / layout.RUN_LOCK).read_text() or "{}")
+        return held
     except (OSError, ValueError):
         return {}
 
