@@ -13,7 +13,7 @@ turn a "changed" into noise, and the gate does not use it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -109,16 +109,25 @@ def _figure(sums: np.ndarray, figure: str) -> np.ndarray:
         return out
 
 
+class RequestInterval(TypedDict):
+    """B/A of a figure over the requests both sides answered alike, with its 95 % interval (request_interval)."""
+
+    requests_paired: int
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+
+
 def request_interval(
     per_request: tuple[np.ndarray, np.ndarray] | None,
     figure: str,
     *,
     resamples: int = st.BOOTSTRAP_RESAMPLES,
     seed: int = st.SEED,
-) -> dict[str, Any]:
+) -> RequestInterval:
     """B/A of the rate or length over the paired requests, and its percentile-bootstrap 95 % interval
     (requests resampled as pairs; none under MIN_REPEATS requests)."""
-    out: dict[str, float | None] = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
+    out: RequestInterval = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
     if per_request is None:
         return out
     a, b = per_request

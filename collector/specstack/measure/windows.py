@@ -38,7 +38,7 @@ class Window:
     end: float | None = None
     status: str = "ok"  # ok | failed (the phase broke) | invalid (counters unusable)
     reason: str | None = None
-    counters: dict[str, Any] = field(default_factory=dict[str, Any])  # raw deltas of the snapshot families
+    counters: dict[str, Any] = field(default_factory=dict)  # raw deltas of the snapshot families
     counters_before: dict[str, Any] | None = None  # cumulative values at the two snapshots
     counters_after: dict[str, Any] | None = None
     settled_at: float | None = None  # when the after-snapshot was read
