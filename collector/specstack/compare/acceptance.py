@@ -13,11 +13,14 @@ turn a "changed" into noise, and the gate does not use it.
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 from specstack.compare.pairing import ACCEPTANCE, SHAPE, Pair
 from specstack.figures import stats as st
 from specstack.report.acceptance import acceptance_records
+from specstack.results.reader import MethodData
 from specstack.results.summary import TaskFigures
 
 
@@ -38,7 +41,14 @@ SUMMARY_KEY = {
 }
 
 
-def decide(counts_a, counts_b, a, b, blocked: str | None = None, missing: str | None = None) -> str:
+def decide(
+    counts_a: object,
+    counts_b: object,
+    a: float | None,
+    b: float | None,
+    blocked: str | None = None,
+    missing: str | None = None,
+) -> str:
     """The verdict on one acceptance figure, A against B: the one decision the table, the summary's count of
     changed figures and the --fail-on gate all read (gate.py fails a threshold only on CHANGED). Exact sums:
     SAME when the counts the figure rests on are identical, CHANGED on any difference. The counts and the figures
@@ -52,9 +62,9 @@ def decide(counts_a, counts_b, a, b, blocked: str | None = None, missing: str | 
     return SAME if counts_a == counts_b else CHANGED
 
 
-def moved(row: dict) -> bool:
+def moved(row: dict[str, Any]) -> bool:
     """The row's figure changed from A to B (decide)."""
-    return row["verdict"] == CHANGED
+    return bool(row["verdict"] == CHANGED)
 
 
 def _sides(pair: Pair, figure: str, which: str) -> str | None:
@@ -68,7 +78,7 @@ def _sides(pair: Pair, figure: str, which: str) -> str | None:
     return " and ".join(out) or None
 
 
-def _figures(md, task: str) -> TaskFigures:
+def _figures(md: MethodData, task: str) -> TaskFigures:
     f = md.figures(task)
     return TaskFigures() if not f.num_draft_tokens else f  # plain decode or no drafts: n/a, never 0
 
@@ -76,7 +86,7 @@ def _figures(md, task: str) -> TaskFigures:
 def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
     """(R, D, C) per request, A's and B's rows aligned on the requests both answered with the same prompt."""
 
-    def spec(md):
+    def spec(md: MethodData) -> dict[str, dict[str, Any]]:
         return {r["id"]: r for r in acceptance_records(md, pair.task) if r["spec"] and not r["error"]}
 
     ra, rb = spec(pair.a), spec(pair.b)
@@ -85,7 +95,7 @@ def _per_request(pair: Pair) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     keys = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")
 
-    def rows(r: dict) -> np.ndarray:
+    def rows(r: dict[str, Any]) -> np.ndarray:
         return np.asarray([[float(r[i]["spec"].get(k) or 0) for k in keys] for i in ids])
 
     return rows(ra), rows(rb)
@@ -95,13 +105,29 @@ def _figure(sums: np.ndarray, figure: str) -> np.ndarray:
     """Rate C/D or length 1 + C/R of summed (R, D, C) rows (last axis)."""
     r, d, c = sums[..., 0], sums[..., 1], sums[..., 2]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return c / d if figure == "acceptance_rate" else 1 + c / r
+        out: np.ndarray = c / d if figure == "acceptance_rate" else 1 + c / r
+        return out
 
 
-def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_RESAMPLES, seed: int = st.SEED) -> dict:
+class RequestInterval(TypedDict):
+    """B/A of a figure over the requests both sides answered alike, with its 95 % interval (request_interval)."""
+
+    requests_paired: int
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+
+
+def request_interval(
+    per_request: tuple[np.ndarray, np.ndarray] | None,
+    figure: str,
+    *,
+    resamples: int = st.BOOTSTRAP_RESAMPLES,
+    seed: int = st.SEED,
+) -> RequestInterval:
     """B/A of the rate or length over the paired requests, and its percentile-bootstrap 95 % interval
     (requests resampled as pairs; none under MIN_REPEATS requests)."""
-    out: dict[str, float | None] = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
+    out: RequestInterval = {"requests_paired": 0, "ratio": None, "ratio_low": None, "ratio_high": None}
     if per_request is None:
         return out
     a, b = per_request
@@ -124,7 +150,16 @@ def request_interval(per_request, figure: str, *, resamples: int = st.BOOTSTRAP_
     return out
 
 
-def _row(pair: Pair, figure: str, position: int | None, a, b, counts_a, counts_b, blocked: str | None) -> dict:
+def _row(
+    pair: Pair,
+    figure: str,
+    position: int | None,
+    a: float | None,
+    b: float | None,
+    counts_a: object,
+    counts_b: object,
+    blocked: str | None,
+) -> dict[str, Any]:
     missing = _sides(pair, figure, "missing")
     return {
         "method": pair.method,
@@ -143,7 +178,7 @@ def _row(pair: Pair, figure: str, position: int | None, a, b, counts_a, counts_b
     }
 
 
-def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict], list[dict], list[dict]]:
+def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(rate and length, per position, histogram) rows of every pair of speculative methods."""
     main, positions, hist = [], [], []
     for pair in pairs:

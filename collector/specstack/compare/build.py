@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from specstack.compare import gate, pairing, plots, sections
 from specstack.compare.acceptance import acceptance_rows
@@ -15,10 +16,10 @@ from specstack.compare.outputs import output_rows
 from specstack.compare.speed import speed_rows
 from specstack.report.equality import Tokenizers
 from specstack.report.plots import safe_name, stamped
-from specstack.report.render import render_html, render_markdown
+from specstack.report.render import render_html, render_markdown, title_of
 from specstack.results import layout
 from specstack.results.files import atomic_write_bytes, atomic_write_json, atomic_write_text
-from specstack.results.reader import EAGER_NOTE, load_run
+from specstack.results.reader import EAGER_NOTE, RunData, load_run
 
 SCHEMA = "specstack.compare/1"
 
@@ -84,8 +85,8 @@ def _plots(cmp: Comparison) -> None:
             )
 
 
-def _clean(obj):
-    """JSON without NaN (not valid JSON): None, as everywhere in specstack."""
+def _clean(obj: Any) -> Any:
+    """JSON without NaN (not valid JSON): None, as everywhere in specstack. JSON data in, JSON data out."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
@@ -95,9 +96,11 @@ def _clean(obj):
     return obj
 
 
-def to_json(cmp: Comparison) -> dict:
-    side = lambda run: {"run_id": run_id(run), "folder": run.run_dir.name}  # noqa: E731 - no host paths
-    return _clean(
+def to_json(cmp: Comparison) -> dict[str, Any]:
+    def side(run: RunData) -> dict[str, str | None]:
+        return {"run_id": run_id(run), "folder": run.run_dir.name}  # no host paths
+
+    cleaned: dict[str, Any] = _clean(
         {
             "schema": SCHEMA,
             "a": side(cmp.run_a),
@@ -128,6 +131,7 @@ def to_json(cmp: Comparison) -> dict:
             "summary_findings": cmp.findings,
         }
     )
+    return cleaned
 
 
 def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
@@ -138,7 +142,7 @@ def write(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
     bl = sections.blocks(cmp)
     return {
         "md": atomic_write_text(out_dir / layout.COMPARE_MD, render_markdown(bl)),
-        "html": atomic_write_text(out_dir / layout.COMPARE_HTML, render_html(bl, cmp.plots, bl[0][1])),
+        "html": atomic_write_text(out_dir / layout.COMPARE_HTML, render_html(bl, cmp.plots, title_of(bl))),
         "json": atomic_write_json(out_dir / layout.COMPARE_JSON, to_json(cmp)),
     }
 

@@ -8,16 +8,19 @@ share on the two sides compare different things: not comparable.
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.compare.pairing import SPEED, Pair
 from specstack.figures import capacity
+from specstack.results.reader import MethodData
 
 
-def _entry(md, task: str) -> dict | None:
+def _entry(md: MethodData, task: str) -> dict[str, Any] | None:
     entry = md.record.load_figures.task_loads.get(task)
     return entry.capacity if entry else None
 
 
-def _verdict(pair: Pair, a: dict, b: dict, ratio: dict | None) -> str:
+def _verdict(pair: Pair, a: dict[str, Any], b: dict[str, Any], ratio: dict[str, Any] | None) -> str:
     blocked = pair.not_comparable(SPEED)
     if blocked:
         return blocked
@@ -32,7 +35,7 @@ def _verdict(pair: Pair, a: dict, b: dict, ratio: dict | None) -> str:
     return "within the brackets"
 
 
-def capacity_rows(pairs: list[Pair]) -> list[dict]:
+def capacity_rows(pairs: list[Pair]) -> list[dict[str, Any]]:
     rows = []
     for pair in pairs:
         a, b = _entry(pair.a, pair.task), _entry(pair.b, pair.task)

@@ -4,6 +4,7 @@ verdicts and the plots. The sections and the JSON read it; build.py fills it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from specstack.compare import gate, pairing
 from specstack.compare.acceptance import moved
@@ -17,20 +18,20 @@ class Comparison:
     run_b: RunData
     pairs: list[pairing.Pair]
     unmatched: list[str]
-    acceptance: list[dict]
-    positions: list[dict]
-    histogram: list[dict]
-    speed: list[dict]
-    outputs: list[dict]
-    outputs_summary: list[dict]
+    acceptance: list[dict[str, Any]]
+    positions: list[dict[str, Any]]
+    histogram: list[dict[str, Any]]
+    speed: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    outputs_summary: list[dict[str, Any]]
     thresholds: list[gate.Threshold]
-    gate: list[dict]
-    capacity: list[dict] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
+    gate: list[dict[str, Any]]
+    capacity: list[dict[str, Any]] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
     plots: dict[str, bytes] = field(default_factory=dict)
     plot_captions: dict[str, str] = field(default_factory=dict)
 
     @property
-    def findings(self) -> list[dict]:
+    def findings(self) -> list[dict[str, Any]]:
         """Each figure a side's summary.json stated otherwise than its sums and records (shown recomputed)."""
         return findings.rows(self.run_a.findings, "A", raw=True) + findings.rows(self.run_b.findings, "B", raw=True)
 

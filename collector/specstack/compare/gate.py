@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from specstack.compare.acceptance import moved
 from specstack.compare.speed import FIGURES as SPEED_FIGURES
@@ -68,7 +69,7 @@ def _beyond(change: float, t: Threshold) -> bool:
     return change < limit if limit < 0 else change > limit
 
 
-def _where(r: dict) -> str:
+def _where(r: dict[str, Any]) -> str:
     return (
         f"{r['method']} {r['task']}"
         + (f" c={r['concurrency']}" if "concurrency" in r else "")
@@ -77,8 +78,11 @@ def _where(r: dict) -> str:
 
 
 def evaluate(
-    thresholds: list[Threshold], acceptance: list[dict], positions: list[dict], speed: list[dict]
-) -> list[dict]:
+    thresholds: list[Threshold],
+    acceptance: list[dict[str, Any]],
+    positions: list[dict[str, Any]],
+    speed: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     """One row per threshold × comparable figure of its metric (and one per threshold that found none)."""
     rows = []
     for t in thresholds:

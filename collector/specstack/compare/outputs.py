@@ -15,7 +15,7 @@ from specstack.report.equality import Tokenizers, load_tokenizer, tokenizer_path
 
 def output_rows(
     pairs: list[Pair], tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> tuple[list[dict], list[dict]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(one row per request id of A, one summary per pair). `tokenizer` overrides the recorded path."""
     tokenizers = tokenizers or Tokenizers()
     rows, summary = [], []

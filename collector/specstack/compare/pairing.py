@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Any
 
 from specstack.results.reader import EAGER_NOTE, MethodData, RunData
 
@@ -62,13 +63,13 @@ class Pair:
         return "not comparable: " + "; ".join(why) if why else None
 
 
-def _show(v) -> str:
+def _show(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={_short(v[k])}" for k in sorted(v)) or "—"
     return "—" if v is None else _short(str(v))
 
 
-def _short(v):
+def _short(v: str) -> str:
     """A sha256 by its first 12 hex digits in text (compare.json keeps it whole)."""
     if isinstance(v, str) and len(v) >= 64 and all(c in "0123456789abcdef," for c in v):
         return ",".join(h[:12] for h in v.split(","))
@@ -83,7 +84,7 @@ def model_name(ref: str | None) -> str | None:
     return PurePath(ref).name if ref.startswith(("/", ".", "~")) else ref
 
 
-def task_inputs(manifest: dict, task: str) -> dict | None:
+def task_inputs(manifest: dict[str, Any], task: str) -> dict[str, Any] | None:
     """The sha256 of the task's workload files from the manifest (`inputs`: path -> sha256): the built-in files
     are `<task>.perf.jsonl` and `<task>.acceptance.jsonl`. A user's own files (--workload) are recorded under
     their own names, not the task's: then the run's inputs as a whole stand for the task. None: not recorded."""
@@ -94,7 +95,7 @@ def task_inputs(manifest: dict, task: str) -> dict | None:
     return mine or {"all inputs": ",".join(sorted(inputs.values()))}
 
 
-def hardware(run: RunData, md: MethodData) -> dict:
+def hardware(run: RunData, md: MethodData) -> dict[str, Any]:
     """What the run recorded about the machine: the manifest's platform and host, the compose host's CPU or GPU
     facts, the core count of the bench windows. Only recorded facts; the comparison uses the keys on both sides."""
     host = run.manifest.get("host") or {}
@@ -114,7 +115,7 @@ def hardware(run: RunData, md: MethodData) -> dict:
     return {k: v for k, v in facts.items() if v}
 
 
-def _spec_rest(md: MethodData) -> dict | None:
+def _spec_rest(md: MethodData) -> dict[str, Any] | None:
     """The speculative config apart from K, models by name."""
     cfg = md.record.speculative_config
     if cfg is None:
@@ -126,7 +127,7 @@ def _spec_rest(md: MethodData) -> dict | None:
     }
 
 
-def facts(run: RunData, md: MethodData, task: str) -> dict:
+def facts(run: RunData, md: MethodData, task: str) -> dict[str, Any]:
     server = md.record.server_facts
     return {
         "inputs": task_inputs(run.manifest, task),
@@ -140,7 +141,7 @@ def facts(run: RunData, md: MethodData, task: str) -> dict:
     }
 
 
-def compare_facts(fa: dict, fb: dict) -> tuple[list[Difference], list[str]]:
+def compare_facts(fa: dict[str, Any], fb: dict[str, Any]) -> tuple[list[Difference], list[str]]:
     diffs, unknown = [], []
     for fact in fa:
         a, b = fa[fact], fb[fact]

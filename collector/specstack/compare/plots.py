@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+
 from specstack.report import plots as rp
-from specstack.report.plots import plt
 
 
 def positions_a_vs_b(
-    method: str, per_task: dict[str, tuple[list | None, list | None]], label_a: str, label_b: str
+    method: str, per_task: dict[str, tuple[list[float] | None, list[float] | None]], label_a: str, label_b: str
 ) -> bytes:
     """Bars of A and B per draft position (vLLM's convention: steps accepting at least p+1 drafts ÷ drafting
     steps); a panel says n/a where neither side drafted."""

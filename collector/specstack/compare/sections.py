@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report import format as fmt
+from specstack.report.render import Block
 
 _ACCEPTANCE_FORMAT = {"acceptance_rate": fmt.pct, "acceptance_length": fmt.num, "per_position": fmt.pct}
 
@@ -15,7 +18,7 @@ def _signed_pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:+.1f} %"
 
 
-def _value(figure: str, v) -> str:
+def _value(figure: str, v: float | None) -> str:
     if figure == "histogram":
         return fmt.num(v)
     if figure in _ACCEPTANCE_FORMAT:
@@ -23,7 +26,7 @@ def _value(figure: str, v) -> str:
     return fmt.num(v)
 
 
-def _side_value(r: dict, side: str) -> str:
+def _side_value(r: dict[str, Any], side: str) -> str:
     """A side's figure: as recomputed, flagged where its summary.json disagreed; "missing" where it cannot be."""
     if side in (r.get("missing") or ""):
         return f"{findings.MISSING} {findings.FLAG}"
@@ -31,7 +34,7 @@ def _side_value(r: dict, side: str) -> str:
     return f"{text} {findings.FLAG}" if side in (r.get("flagged") or "") else text
 
 
-def _delta(r: dict) -> str:
+def _delta(r: dict[str, Any]) -> str:
     if r["delta"] is None:
         return "n/a"
     if r["figure"] == "histogram":
@@ -41,7 +44,7 @@ def _delta(r: dict) -> str:
     return f"{r['delta']:+.3f}"
 
 
-def _acceptance_table(rows: list[dict], label: str) -> list[tuple]:
+def _acceptance_table(rows: list[dict[str, Any]], label: str) -> list[Block]:
     if not rows:
         return []
     paired = "requests_paired" in rows[0]
@@ -75,7 +78,7 @@ def _acceptance_table(rows: list[dict], label: str) -> list[tuple]:
     return [("table", head, body)]
 
 
-def _speed_table(rows: list[dict]) -> list[tuple]:
+def _speed_table(rows: list[dict[str, Any]]) -> list[Block]:
     if not rows:
         return [("p", "No bench cell in both runs.")]
     head = [
@@ -108,7 +111,7 @@ def _speed_table(rows: list[dict]) -> list[tuple]:
     return [("table", head, body)]
 
 
-def _pairs(cmp: Comparison) -> list[tuple]:
+def _pairs(cmp: Comparison) -> list[Block]:
     body = []
     for p in cmp.pairs:
         diffs = (
@@ -118,7 +121,7 @@ def _pairs(cmp: Comparison) -> list[tuple]:
             or "nothing recorded differs"
         )
         body.append([p.label, p.task, diffs, ", ".join(p.unknown) or ""])
-    out: list[tuple] = (
+    out: list[Block] = (
         [("table", ["method", "task", "what differs (A → B)", "not recorded on a side"], body)]
         if body
         else [("p", "**No method × task is present in both runs**: nothing to compare.")]
@@ -128,7 +131,7 @@ def _pairs(cmp: Comparison) -> list[tuple]:
     return out
 
 
-def _gate(cmp: Comparison) -> list[tuple]:
+def _gate(cmp: Comparison) -> list[Block]:
     if not cmp.thresholds:
         return [("p", "No --fail-on thresholds given: the exit status is 0 whatever changed.")]
     body = [
@@ -148,7 +151,7 @@ def _gate(cmp: Comparison) -> list[tuple]:
     ]
 
 
-def _outputs(cmp: Comparison) -> list[tuple]:
+def _outputs(cmp: Comparison) -> list[Block]:
     if not cmp.outputs_summary:
         return [("p", "No pair to compare.")]
     head = ["method", "task", "requests A/B", "compared", "same", "first divergence (min)", "unit", "verdict"]
@@ -165,7 +168,7 @@ def _outputs(cmp: Comparison) -> list[tuple]:
         ]
         for s in cmp.outputs_summary
     ]
-    out: list[tuple] = [("table", head, body)]
+    out: list[Block] = [("table", head, body)]
     tok = sorted({s["tokenizer"] for s in cmp.outputs_summary if s["tokenizer"]})
     if tok:
         out.append(("p", "Tokenizer: " + "; ".join(tok)))
@@ -195,7 +198,7 @@ def _outputs(cmp: Comparison) -> list[tuple]:
 
 def _grouped(cmp: Comparison) -> list[str]:
     """The changed figures, one line per method × task."""
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}
     for r in cmp.acceptance + cmp.positions + cmp.histogram:
         if moved(r):
             name = r["figure"] if r["position"] is None else f"{r['figure']} {r['position']}"
@@ -235,17 +238,17 @@ HOW_TO_READ = [
 ]
 
 
-def _capacity_ratio(r: dict) -> str:
+def _capacity_ratio(r: dict[str, Any]) -> str:
     if r["ratio"] is None:
         return "n/a"
     high = "∞" if r["ratio_high"] == float("inf") else f"{r['ratio_high']:.2f}"
     return f"{r['ratio']:.2f}× [{r['ratio_low']:.2f}–{high}]"
 
 
-def blocks(cmp: Comparison) -> list[tuple]:
+def blocks(cmp: Comparison) -> list[Block]:
     a, b = run_id(cmp.run_a), run_id(cmp.run_b)
     changed = cmp.changed()
-    bl: list[tuple] = [
+    bl: list[Block] = [
         ("h1", f"Comparison: {a} (A) → {b} (B)"),
         (
             "p",
@@ -258,18 +261,19 @@ def blocks(cmp: Comparison) -> list[tuple]:
     if changed:
         bl.append(("ul", _grouped(cmp)))
     bl += findings.table(cmp.findings)  # a side's hand-edited summary.json: named, and its figures recomputed
-    bl += [("h2", "Gate (--fail-on)")] + _gate(cmp)
-    bl += [("h2", "Pairs and what differs")] + _pairs(cmp)
-    bl += [("h2", "Acceptance (acceptance phase, exact sums)")] + _acceptance_table(cmp.acceptance, "figure")
+    bl += [("h2", "Gate (--fail-on)"), *_gate(cmp)]
+    bl += [("h2", "Pairs and what differs"), *_pairs(cmp)]
+    bl += [("h2", "Acceptance (acceptance phase, exact sums)"), *_acceptance_table(cmp.acceptance, "figure")]
     if cmp.positions:
-        bl += [("h3", "Per draft position (steps accepting ≥ p+1 drafts ÷ drafting steps)")] + _acceptance_table(
-            cmp.positions, "position"
-        )
+        bl += [
+            ("h3", "Per draft position (steps accepting ≥ p+1 drafts ÷ drafting steps)"),
+            *_acceptance_table(cmp.positions, "position"),
+        ]
     if cmp.histogram:
-        bl += [("h3", "Histogram (verify steps accepting exactly j drafts)")] + _acceptance_table(cmp.histogram, "j")
+        bl += [("h3", "Histogram (verify steps accepting exactly j drafts)"), *_acceptance_table(cmp.histogram, "j")]
     for name, caption in cmp.plot_captions.items():
         bl.append(("img", name, caption))
-    bl += [("h2", "Speed (bench cells)")] + _speed_table(cmp.speed)
+    bl += [("h2", "Speed (bench cells)"), *_speed_table(cmp.speed)]
     if cmp.capacity:
         bl += [
             ("h2", "Capacity at the SLO (open loop, --capacity)"),
@@ -282,6 +286,6 @@ def blocks(cmp: Comparison) -> list[tuple]:
                 ],
             ),
         ]
-    bl += [("h2", "Greedy outputs")] + _outputs(cmp)
+    bl += [("h2", "Greedy outputs"), *_outputs(cmp)]
     bl += [("h2", "How to read this"), ("ul", HOW_TO_READ)]
     return bl

@@ -8,10 +8,13 @@ interval includes 1.0×, "changed (better|worse)" when it excludes it, "point on
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.compare.pairing import SPEED, Pair
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu
 from specstack.report.cells import bench_cells
+from specstack.results.reader import MethodData
 
 # figure -> (bench cell key, higher is better)
 FIGURES = {
@@ -22,8 +25,8 @@ FIGURES = {
 }
 
 
-def _by_concurrency(md, task: str) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
+def _by_concurrency(md: MethodData, task: str) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
     for cell in bench_cells(md, task):
         if cell["status"] == "ok" and cell["load"] == "concurrency":  # open-loop cells: compare/capacity.py
             out.setdefault(cell["concurrency"], []).append(cell)
@@ -42,7 +45,7 @@ def verdict(iv: st.Interval, higher_is_better: bool) -> str:
     return f"changed ({'better' if better else 'worse'})"
 
 
-def _tail_note(figure: str, cells_a: list[dict], cells_b: list[dict]) -> str | None:
+def _tail_note(figure: str, cells_a: list[dict[str, Any]], cells_b: list[dict[str, Any]]) -> str | None:
     """A p95/p99 with fewer than MIN_TAIL requests beyond it in a repeat (the report's † rule, by requests)."""
     if not figure.endswith(("_p95", "_p99")):
         return None
@@ -51,7 +54,7 @@ def _tail_note(figure: str, cells_a: list[dict], cells_b: list[dict]) -> str | N
     return f"p{p} from {n} requests per repeat (needs ≥ {st.min_samples(p)})" if st.unstable(p, n) else None
 
 
-def speed_rows(pairs: list[Pair]) -> tuple[list[dict], list[str]]:
+def speed_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per pair × concurrency in both × figure; and the cells only one side has."""
     rows, notes = [], []
     for pair in pairs:

@@ -12,7 +12,9 @@ numerator / steps that drafted at least p+1 tokens; it needs the per-step arrays
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from specstack.config import metric_names as m
 from specstack.measure.snapshots import Delta
@@ -67,7 +69,7 @@ class Acceptance:
         """Share of spec steps that accepted no draft (histogram[0] / R)."""
         return None if not self.steps or not self.histogram else self.histogram[0] / self.steps
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.update(
             acceptance_rate=self.acceptance_rate,
@@ -89,7 +91,7 @@ def _add(a: list[int], b: list[int]) -> list[int]:
     return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)]
 
 
-def add_request(total: Acceptance | None, s: dict | None) -> Acceptance | None:
+def add_request(total: Acceptance | None, s: dict[str, Any] | None) -> Acceptance | None:
     """Fold one request's `metrics.speculative_decoding` into a running sum (None until one carries metrics),
     so a window of any size keeps a few integers instead of every response."""
     if s is None:
@@ -112,7 +114,7 @@ def _at_least(values: list[int]) -> list[int]:
     return [sum(1 for v in values if v > p) for p in range(top)]
 
 
-def _add_steps(total: Acceptance, s: dict) -> None:
+def _add_steps(total: Acceptance, s: dict[str, Any]) -> None:
     """Fold the per-step arrays (`detailed` level) in; one request without them makes them unusable."""
     drafted, accepted = s.get("per_step_drafted"), s.get("per_step_accepted")
     if drafted is None and accepted is None and not int(s["num_spec_steps"]):
@@ -131,7 +133,7 @@ def _add_steps(total: Acceptance, s: dict) -> None:
     total.step_draft_tokens = (total.step_draft_tokens or 0) + sum(drafted)
 
 
-def from_requests(spec_metrics) -> Acceptance | None:
+def from_requests(spec_metrics: Iterable[dict[str, Any] | None]) -> Acceptance | None:
     """Sum per-request `metrics.speculative_decoding` objects; None when no request carried one (baseline)."""
     total = None
     for s in spec_metrics:
@@ -159,7 +161,7 @@ class Check:
     ok: bool
     hint: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -258,7 +260,9 @@ def _crosscheck_steps(requests: Acceptance, counters: Acceptance, cnt_pos: list[
     ]
 
 
-def crosscheck_bench_answers(bench: dict, finished: int, generated: int, output_len: int | None) -> list[Check]:
+def crosscheck_bench_answers(
+    bench: dict[str, Any], finished: int, generated: int, output_len: int | None
+) -> list[Check]:
     """Every answer `vllm bench serve` counted as completed was finished by vLLM at full length.
 
     Bench 0.32.0 counts a stream cut after its first chunk as a success (endpoint_request_func.py, async
@@ -281,7 +285,7 @@ def crosscheck_bench_answers(bench: dict, finished: int, generated: int, output_
     return checks
 
 
-def crosscheck_bench(bench: dict, counters: Acceptance | None) -> list[Check]:
+def crosscheck_bench(bench: dict[str, Any], counters: Acceptance | None) -> list[Check]:
     """`vllm bench serve`'s own spec_decode_* fields against the collector's diff around the command."""
     has_fields = "spec_decode_draft_tokens" in bench
     if counters is None:

@@ -10,6 +10,7 @@ checks), and the checks below state it in the bundle. Rates are taken after summ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from specstack.measure import accounting
 from specstack.measure.accounting import Acceptance, Check
@@ -25,13 +26,13 @@ class CategorySums:
     acceptance: dict[str, Acceptance | None] = field(default_factory=dict)
     any_category: bool = False
 
-    def add(self, category: str | None, spec: dict | None) -> None:
+    def add(self, category: str | None, spec: dict[str, Any] | None) -> None:
         self.any_category = self.any_category or category is not None
         key = NO_CATEGORY if category is None else str(category)
         self.requests[key] = self.requests.get(key, 0) + 1
         self.acceptance[key] = accounting.add_request(self.acceptance.get(key), spec)
 
-    def to_dict(self) -> dict | None:
+    def to_dict(self) -> dict[str, Any] | None:
         """category -> {requests, and the Acceptance's figures (absent for a method that never drafted)};
         None when no request had a category (the built-in tasks)."""
         if not self.any_category:

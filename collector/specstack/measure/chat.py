@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -36,9 +37,9 @@ def chat_payload(
     *,
     temperature: float = 0.0,
     seed: int = SEED,
-    messages: list[dict] | None = None,
+    messages: list[dict[str, Any]] | None = None,
     top_logprobs: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     # One sequence, no stop strings: the per-request metrics are only complete for n=1 requests that end on
     # EOS or length (a stop string ends them in the frontend, without metrics). Greedy unless a sampled
     # phase asks for a temperature; then each request has its own seed, the same for every method.
@@ -60,7 +61,7 @@ def chat_payload(
     return payload
 
 
-def compact_logprobs(body: dict) -> list[list[list]] | None:
+def compact_logprobs(body: dict[str, Any]) -> list[list[list]] | None:
     """The answer's top log-probabilities as [[token_id, logprob], ...] per position, taken out of the response:
     vLLM's form spells every token's bytes (about 10x the size), which a dataset's thousands of answers would
     carry into the bundle for nothing."""
@@ -74,7 +75,7 @@ def compact_logprobs(body: dict) -> list[list[list]] | None:
     ]
 
 
-def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]:
+def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict[str, Any]]:
     """The task's acceptance rows at a temperature, each prompt `samples` times (ids `<id>/s<k>`), request j
     seeded SEED + j: every method draws the same seeds on the same prompts, so the samples differ only by what
     the method does to the distribution (report/lossless.py tests that it does nothing)."""
@@ -85,7 +86,9 @@ def sampled_rows(task: Task, temperature: float, samples: int = 1) -> list[dict]
     ]
 
 
-def send_chat(http: requests.Session, server: Server, row: dict, timeout: float, *, speculative: bool = True) -> dict:
+def send_chat(
+    http: requests.Session, server: Server, row: dict[str, Any], timeout: float, *, speculative: bool = True
+) -> dict[str, Any]:
     temperature = row.get("temperature", 0.0)
     payload = chat_payload(
         server.served_model_name,
@@ -114,7 +117,7 @@ def send_chat(http: requests.Session, server: Server, row: dict, timeout: float,
 
 
 def run_requests(
-    server: Server, rows: list[dict], out_path: Path, *, concurrency: int, timeout: float, speculative: bool
+    server: Server, rows: list[dict[str, Any]], out_path: Path, *, concurrency: int, timeout: float, speculative: bool
 ) -> Outcome:
     """Send the rows; each answer is streamed to out_path as it is taken in order and folded into running
     sums (memory stays flat for thousands of requests); the file appears only complete."""
@@ -168,7 +171,7 @@ def _in_order(pool: ThreadPoolExecutor, fn: Callable, items: list, ahead: int):
         raise
 
 
-def warmup_rows(task: Task, count: int) -> list[dict]:
+def warmup_rows(task: Task, count: int) -> list[dict[str, Any]]:
     """Short requests on the task's own prompts: they load kernels and JIT (numba for ngram) off the clock."""
     return [
         {

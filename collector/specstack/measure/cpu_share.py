@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -88,7 +89,7 @@ def attribute(
     cores: int | None,
     reported: Mapping[str, float] | None = None,
     unknown: Mapping[str, str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The window's CPU seconds per group, from the snapshots at its open and close.
     `roots`: group -> the pid at the top of its tree (None: no such tree in this window; the group reads None).
     `reported`: group -> CPU seconds a tree that exited inside the window reported itself (the bench client).
@@ -111,7 +112,7 @@ def attribute(
         sums[g] = sums.get(g, 0.0) + s
     ended = sum(1 for key in before.procs if key not in after.procs)
     core_seconds = seconds * cores if cores else None
-    out: dict = {"seconds": round(seconds, 3), "cores": cores}
+    out: dict[str, Any] = {"seconds": round(seconds, 3), "cores": cores}
     for g in (*GROUPS, "other"):
         measured = g in ("other", "collector") or roots.get(g) is not None or g in (reported or {})
         out[g] = None if g in unknown or not measured else round(sums[g], 3)

@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
@@ -64,10 +65,10 @@ class WindowExporter:
     """
 
     def __init__(self, port: int | None, host: str = DEFAULT_HOST) -> None:
-        self.windows: list[dict] = []
+        self.windows: list[dict[str, Any]] = []
         self.port: int | None = None
         self._lock = threading.Lock()
-        self._current: dict | None = None
+        self._current: dict[str, Any] | None = None
         self._labels: dict[str, str] | None = None
         self._server = None
         self._thread = None
@@ -96,11 +97,13 @@ class WindowExporter:
         return self._server is not None
 
     @property
-    def current(self) -> dict | None:
+    def current(self) -> dict[str, Any] | None:
         """The open window, or None."""
         return self._current
 
-    def open(self, phase: str, *, run_id: str, method: str, task: str = "", concurrency: int | str = "") -> dict:
+    def open(
+        self, phase: str, *, run_id: str, method: str, task: str = "", concurrency: int | str = ""
+    ) -> dict[str, Any]:
         """Open a window (closing the one still open, with a warning). Returns its record in `windows`."""
         if not phase:
             raise ValueError("a window needs a phase")
@@ -130,12 +133,12 @@ class WindowExporter:
                 self._changed_at_scrape = self._scrapes.count
             return record
 
-    def close(self) -> dict | None:
+    def close(self) -> dict[str, Any] | None:
         """Close the open window; returns its record, or None when no window was open."""
         with self._lock:
             return self._close_locked()
 
-    def _close_locked(self) -> dict | None:
+    def _close_locked(self) -> dict[str, Any] | None:
         record = self._current
         if record is None:
             return None
@@ -150,7 +153,7 @@ class WindowExporter:
         return record
 
     @contextmanager
-    def window(self, phase: str, **labels) -> Iterator[dict]:
+    def window(self, phase: str, **labels) -> Iterator[dict[str, Any]]:
         """`with exporter.window("acceptance", run_id=..., method=..., task=...):` opens and closes a window."""
         record = self.open(phase, **labels)
         try:

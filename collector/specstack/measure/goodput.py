@@ -9,6 +9,8 @@ at most the target given. Goodput = good requests ÷ the cell's duration (reques
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.errors import UserError
 from specstack.measure.accounting import Check
 
@@ -50,7 +52,7 @@ def bench_args(slo: dict[str, float] | None) -> list[str]:
     return ["--goodput", *(f"{k}:{v:g}" for k, v in slo.items())]
 
 
-def requests_s(bench: dict) -> list[dict[str, float]] | None:
+def requests_s(bench: dict[str, Any]) -> list[dict[str, float]] | None:
     """Per successful request: ttft, tpot and e2el in seconds, computed as bench computes them; None without
     per-request results (a cell run without --slo)."""
     ttfts, latencies, lens, errors = (bench.get(k) for k in ("ttfts", "latencies", "output_lens", "errors"))
@@ -66,7 +68,7 @@ def requests_s(bench: dict) -> list[dict[str, float]] | None:
     return out
 
 
-def figures(bench: dict, slo: dict[str, float] | None) -> dict | None:
+def figures(bench: dict[str, Any], slo: dict[str, float] | None) -> dict[str, Any] | None:
     """The cell's goodput from its per-request results; None when the run set no SLO."""
     if not slo:
         return None
@@ -93,7 +95,7 @@ def figures(bench: dict, slo: dict[str, float] | None) -> dict | None:
     }
 
 
-def crosscheck(bench: dict, slo: dict[str, float] | None) -> list[Check]:
+def crosscheck(bench: dict[str, Any], slo: dict[str, float] | None) -> list[Check]:
     """Ours against bench's: the same requests counted, the same goodput."""
     if not slo:
         return []

@@ -18,7 +18,7 @@ in a burst. Used by the summary (measure time) and by the report (from the raw b
 from __future__ import annotations
 
 import statistics
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 SEND_PAUSE_SHARE = 0.25  # of the median E2EL: a pause that long shifts a closed loop's figures visibly
 SEND_PAUSE_FLOOR_MS = 10.0
@@ -28,12 +28,12 @@ BURST_GAP_MS = 0.1  # no engine step is this short: such a gap is a read of chun
 SWALLOWED_MAX = 0.10  # a request's TPOT is off by more than 10 % when its leading burst holds this share
 
 
-def _ok_indices(bench: dict) -> list[int]:
+def _ok_indices(bench: dict[str, Any]) -> list[int]:
     errors = bench.get("errors") or [""] * len(bench["ttfts"])
     return [i for i, e in enumerate(errors) if not e]
 
 
-def has_requests(bench: dict | None) -> TypeGuard[dict]:
+def has_requests(bench: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     """True when the bench JSON carries the per-request lists (`--save-detailed`)."""
     if not bench:
         return False
@@ -67,7 +67,7 @@ def leading_burst(itls_ms: list[float]) -> int:
     return n
 
 
-def cell_figures(bench: dict | None, concurrency: int | None) -> dict | None:
+def cell_figures(bench: dict[str, Any] | None, concurrency: int | None) -> dict[str, Any] | None:
     """The per-request figures of one cell, None without per-request data. `concurrency` None or a finite
     request rate (bench's `request_rate` not "inf"): the send schedule is not a closed loop, no send pause."""
     if not has_requests(bench):
@@ -108,7 +108,7 @@ def cell_figures(bench: dict | None, concurrency: int | None) -> dict | None:
     return fig
 
 
-def stall_text(fig: dict) -> str | None:
+def stall_text(fig: dict[str, Any]) -> str | None:
     """The cell's stall signals in words, None when there is none."""
     parts = []
     if fig.get("send_pauses"):
@@ -122,13 +122,13 @@ def stall_text(fig: dict) -> str | None:
     return ", ".join(parts) or None
 
 
-def tpot_degenerate(fig: dict) -> bool:
+def tpot_degenerate(fig: dict[str, Any]) -> bool:
     """From per-request data: some request's TPOT is off by more than SWALLOWED_MAX (a burst read after its
     first token), so the cell's TPOT is no per-token time."""
     return bool(fig.get("burst_requests"))
 
 
-def itl_degenerate(fig: dict) -> bool:
+def itl_degenerate(fig: dict[str, Any]) -> bool:
     """From per-request data: more than SWALLOWED_MAX of the cell's chunk gaps are burst reads."""
     return bool(fig.get("chunks")) and fig["burst_chunks"] > SWALLOWED_MAX * fig["chunks"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -20,7 +21,7 @@ from specstack.config.promql import DRAFTS_TOTAL, acceptance_by_position_expr, s
 
 
 def query_acceptance_by_position(
-    prom_url: str, start: float, end: float, labels: dict, timeout: float = 30.0
+    prom_url: str, start: float, end: float, labels: dict[str, Any], timeout: float = 30.0
 ) -> list[float] | None:
     """Per-position acceptance over [start, end] (Unix seconds); None when there were no drafts/no data."""
     if end <= start:
@@ -46,7 +47,7 @@ def query_acceptance_by_position(
 
 
 def plot_acceptance_by_position(
-    prom_url: str, start: float, end: float, labels: dict, out_png: Path, title: str | None = None
+    prom_url: str, start: float, end: float, labels: dict[str, Any], out_png: Path, title: str | None = None
 ) -> list[float] | None:
     """Query the per-position acceptance over [start, end] and write a bar chart PNG to `out_png`.
 
@@ -99,7 +100,7 @@ def largest_gap(timestamps: list[float], start: float, end: float) -> tuple[floa
     return max(zip(points, points[1:]), key=lambda pair: pair[1] - pair[0])
 
 
-def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout: float = 30.0) -> list[float]:
+def sample_times(prom_url: str, start: float, end: float, labels: dict[str, Any], timeout: float = 30.0) -> list[float]:
     """When Prometheus stored a sample of the drafts counter of this run in [start, end] (any engine)."""
     window = f"{max(1, math.ceil((end - start) * 1000))}ms"
     resp = requests.get(
@@ -111,7 +112,7 @@ def sample_times(prom_url: str, start: float, end: float, labels: dict, timeout:
     return sorted({float(t) for series in resp.json()["data"]["result"] for t, _ in series["values"]})
 
 
-def _last_sample_before(prom_url: str, window: dict, labels: dict, scrape_seconds: float) -> float:
+def _last_sample_before(prom_url: str, window: dict[str, Any], labels: dict[str, Any], scrape_seconds: float) -> float:
     """When Prometheus last sampled this server before the window opened. increase() is exact only over series
     Prometheus was already scraping then (the run waits, bounded, for the first scrape after the server is
     ready: Monitoring.await_first_sample; if it never came, the first window opened before it); and a range
@@ -126,7 +127,9 @@ def _last_sample_before(prom_url: str, window: dict, labels: dict, scrape_second
     return before[-1]
 
 
-def view_of_window(prom_url: str, w: dict, labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
+def view_of_window(
+    prom_url: str, w: dict[str, Any], labels: dict[str, Any], out_dir: Path, scrape_seconds: float
+) -> dict[str, Any]:
     """One acceptance window's view: a PNG and its values, or why it is missing."""
     end = w["settled_at"] + scrape_seconds  # the first scrape after the window's last counter update
     time.sleep(max(0.0, end + 0.5 - time.time()))  # let that scrape land
@@ -159,7 +162,9 @@ def view_of_window(prom_url: str, w: dict, labels: dict, out_dir: Path, scrape_s
     }
 
 
-def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path, scrape_seconds: float) -> dict:
+def bundle_view(
+    prom_url: str, windows: list[dict[str, Any]], labels: dict[str, Any], out_dir: Path, scrape_seconds: float
+) -> dict[str, Any]:
     """Prometheus's view of each acceptance window, as PNGs in the bundle; says so when that view is missing.
 
     The range starts at Prometheus's last sample before the window (or two scrape intervals before its end, if
@@ -167,7 +172,7 @@ def bundle_view(prom_url: str, windows: list[dict], labels: dict, out_dir: Path,
     previous window's tail) and ends at the first scrape after it. A window in
     which Prometheus stored no sample for more than three scrape intervals (it was down or restarting) has
     no Prometheus view: increase() would bridge the hole with a guess."""
-    view: dict = {"url": prom_url, "tasks": {}}
+    view: dict[str, Any] = {"url": prom_url, "tasks": {}}
     for w in windows:
         if w["phase"] == "acceptance" and w.get("settled_at") is not None:
             view["tasks"][w["task"]] = view_of_window(prom_url, w, labels, out_dir, scrape_seconds)

@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import requests
 
@@ -37,25 +38,25 @@ class Window:
     end: float | None = None
     status: str = "ok"  # ok | failed (the phase broke) | invalid (counters unusable)
     reason: str | None = None
-    counters: dict = field(default_factory=dict)  # raw deltas of the snapshot families
-    counters_before: dict | None = None  # cumulative values at the two snapshots
-    counters_after: dict | None = None
+    counters: dict[str, Any] = field(default_factory=dict)  # raw deltas of the snapshot families
+    counters_before: dict[str, Any] | None = None  # cumulative values at the two snapshots
+    counters_after: dict[str, Any] | None = None
     settled_at: float | None = None  # when the after-snapshot was read
-    from_counters: dict | None = None  # acceptance seen by the counters
-    from_responses: dict | None = None  # acceptance summed over responses
-    by_category: dict | None = None  # the same sums split by a dataset's category
-    checks: list[dict] = field(default_factory=list)
+    from_counters: dict[str, Any] | None = None  # acceptance seen by the counters
+    from_responses: dict[str, Any] | None = None  # acceptance summed over responses
+    by_category: dict[str, Any] | None = None  # the same sums split by a dataset's category
+    checks: list[dict[str, Any]] = field(default_factory=list)
     # the host's 1-minute load average at open and close, and its cores: other work on the machine shows here
-    host_load: dict | None = None
+    host_load: dict[str, Any] | None = None
     # CPU seconds of the server's tree, the bench client's, the collector's and every other process in the window
     # (measure/cpu_share.py `attribute`): the report's busy-host and client-bound marks read this, not host_load
-    cpu: dict | None = None
+    cpu: dict[str, Any] | None = None
 
     @property
     def checks_ok(self) -> bool:
         return all(c["ok"] for c in self.checks)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["checks_ok"] = self.checks_ok
         return d
@@ -67,7 +68,7 @@ class Outcome:
 
     reported: accounting.Acceptance | None = None  # request phases: Σ per-request metrics.speculative_decoding
     summed_requests: bool = False  # request phases: `reported` is complete and can be checked
-    bench: dict | None = None  # vllm bench serve result JSON
+    bench: dict[str, Any] | None = None  # vllm bench serve result JSON
     error: str | None = None
     requests_sent: int | None = None  # request phases: how many the window sent
     output_len: int | None = None  # bench: the fixed length of every answer (--ignore-eos)
@@ -81,7 +82,12 @@ class Windows:
     """Runs phase bodies inside snapshot brackets and keeps every window's record."""
 
     def __init__(
-        self, server: Server, bundle: MethodBundle, exporter=None, labels: dict | None = None, quiet_gap: float = 0.0
+        self,
+        server: Server,
+        bundle: MethodBundle,
+        exporter=None,
+        labels: dict[str, Any] | None = None,
+        quiet_gap: float = 0.0,
     ):
         self.server, self.bundle, self.exporter = server, bundle, exporter
         self.labels = labels or {}
@@ -131,7 +137,7 @@ class Windows:
         finally:
             events.emit("window.end", name=window.name, status=window.status)
 
-    def _cpu(self, window: Window, before: cpu_share.Table | None, outcome: Outcome) -> dict | None:
+    def _cpu(self, window: Window, before: cpu_share.Table | None, outcome: Outcome) -> dict[str, Any] | None:
         """Who used the CPU in the window (cpu_share.py); None where psutil could not read the process table."""
         after = _cpu_snapshot()
         if before is None or after is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 from specstack.probes.sampler import poison_allocator, register_engine_kernels
 
@@ -53,7 +54,7 @@ def fixed_expand():
         dispatcher.register_kernels({EXPAND_KERNEL: previous[1]})
 
 
-def reproduce() -> dict:
+def reproduce() -> dict[str, Any]:
     """Three requests (temperatures 0.7, 0.5, 1.3 with 2, 3 and 1 draft tokens): the per-token temperatures
     `apply_sampling_constraints` would divide the target logits by."""
     import torch

@@ -311,7 +311,7 @@ class Engine:
         )
         return out.cpu().numpy()
 
-    def expand_check(self, shape: Shape, batch: Batch) -> list[dict]:
+    def expand_check(self, shape: Shape, batch: Batch) -> list[dict[str, Any]]:
         """The cause on vLLM 0.32.0 CPU: the per-token copies of the request's sampling parameters."""
         torch = self.torch
         if batch.greedy.all():
@@ -396,7 +396,7 @@ def exact_checks(shape: Shape, batch: Batch, out: np.ndarray) -> list[str]:
     return problems
 
 
-def statistical_tests(shape: Shape, batch: Batch, out: np.ndarray) -> list[dict]:
+def statistical_tests(shape: Shape, batch: Batch, out: np.ndarray) -> list[dict[str, Any]]:
     """Per draft position, over the sampled (non-greedy) rows that reach it: the token's distribution and
     the acceptance rate. Levels are filled in by run_probe once the family size is known."""
     accepted, tests = _accepted(out), []
@@ -427,7 +427,7 @@ def statistical_tests(shape: Shape, batch: Batch, out: np.ndarray) -> list[dict]
     return tests
 
 
-def _evaluate(test: dict, level: float) -> dict:
+def _evaluate(test: dict[str, Any], level: float) -> dict[str, Any]:
     if test["kind"] == "distribution":
         r = chi2_goodness_of_fit(test["counts"], test["expected"], alpha=level, tv=TV_ALTERNATIVE)
         return {
@@ -441,7 +441,7 @@ def _evaluate(test: dict, level: float) -> dict:
     return {**test, "observed_rate": r["observed"], "p": r["p"], "power": r["power"]}
 
 
-def _describe(test: dict) -> str:
+def _describe(test: dict[str, Any]) -> str:
     if test["kind"] == "distribution":
         observed = np.asarray(test["counts"]) / max(1, test["n"])
         tv = 0.5 * float(np.abs(observed - np.asarray(test["expected"])).sum())
@@ -457,7 +457,7 @@ def _error(e: Exception) -> str:
     return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
 
 
-def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) -> dict:
+def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) -> dict[str, Any]:
     started = time.monotonic()
     engine = engine or Engine()
     # the unseeded shapes draw from torch's global generator: fixed, so a platform gets the same verdict every
@@ -551,7 +551,7 @@ def run_probe(shapes: tuple[Shape, ...] = SHAPES, engine: Engine | None = None) 
     return report
 
 
-def summary(report: dict) -> str:
+def summary(report: dict[str, Any]) -> str:
     """A few lines for a person: the verdict, what failed and why, the statistics it rests on."""
     p, s = report["platform"], report["statistics"]
     lines = [

@@ -10,6 +10,7 @@ alternative at TV δ has chi-square divergence ≥ 4δ² and the statistic's non
 from __future__ import annotations
 
 import math
+from typing import Any
 
 _EPS = 1e-15
 
@@ -126,7 +127,7 @@ def pool_small_cells(counts: list[int], probs: list[float], n: int) -> tuple[lis
     return [c for _, c in kept], [p for p, _ in kept]
 
 
-def chi2_goodness_of_fit(counts: list[int], probs: list[float], *, alpha: float, tv: float) -> dict:
+def chi2_goodness_of_fit(counts: list[int], probs: list[float], *, alpha: float, tv: float) -> dict[str, Any]:
     """Observed counts against exact category probabilities. A count in a category of probability 0 is an
     impossible token: p = 0 outright. Cells expected fewer than MIN_EXPECTED times are pooled. Returns the
     statistic, df, p, and the test's power at `alpha` against the worst alternative at total variation `tv`
@@ -148,7 +149,7 @@ def chi2_goodness_of_fit(counts: list[int], probs: list[float], *, alpha: float,
     return {**out, "statistic": stat, "p": chi2_sf(stat, df)}
 
 
-def rate_z_test(successes: int, n: int, rate: float, *, alpha: float, delta: float) -> dict:
+def rate_z_test(successes: int, n: int, rate: float, *, alpha: float, delta: float) -> dict[str, Any]:
     """Two-sided z-test of successes/n against the exact `rate`, and its power at `alpha` against a true rate
     `delta` away (the nearer side, the variance under the alternative)."""
     if n == 0:

@@ -5,6 +5,7 @@ and the conditional one (accepted at p / drafted at least p+1; needs the `detail
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
@@ -12,7 +13,7 @@ from specstack.results.records import request_fields
 from specstack.results.summary import Acceptance, PhaseFigures, Summary
 
 
-def acceptance_records(md: MethodData, task: str) -> list[dict]:
+def acceptance_records(md: MethodData, task: str) -> list[dict[str, Any]]:
     path = md.path / layout.acceptance_records(task)
     if not path.exists():
         return []
@@ -64,7 +65,7 @@ def pooled(per_method: list[int]) -> str:
     return f"{len(per_method)} methods' answers ({', '.join(map(str, per_method))}), pooled"
 
 
-def distinct_outputs(records: list[dict]) -> int | None:
+def distinct_outputs(records: list[dict[str, Any]]) -> int | None:
     """Distinct greedy answers among the task's answered requests: the effective sample size behind an acceptance
     figure or an equality verdict (seen: 3 distinct answers among 16 code requests, 2 for mtp; a bigram machine
     repeats itself). None without answers."""
@@ -72,7 +73,7 @@ def distinct_outputs(records: list[dict]) -> int | None:
     return len(texts) or None
 
 
-def accepted_past_end(records: list[dict]) -> int:
+def accepted_past_end(records: list[dict[str, Any]]) -> int:
     """Drafts vLLM counted as accepted beyond the answer's end, at least: a request emits its prefill token, one
     token per verify step and its accepted drafts, so 1 + steps + accepted above its completion tokens were
     counted but cut (steps without a draft add tokens and can hide some, hence "at least")."""
@@ -84,7 +85,7 @@ def accepted_past_end(records: list[dict]) -> int:
     return past
 
 
-def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
+def acceptance_rows(run: RunData) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(per method x task, per draft position, per histogram bucket). Acceptance phase only."""
     rows, positions, hist_rows = [], [], []
     for md in run.methods.values():
@@ -147,7 +148,7 @@ def acceptance_rows(run: RunData) -> tuple[list[dict], list[dict], list[dict]]:
     return rows, positions, hist_rows
 
 
-def sampled_rows(run: RunData) -> list[dict]:
+def sampled_rows(run: RunData) -> list[dict[str, Any]]:
     """Per method × task × temperature (--temperatures): acceptance of the sampled phase, beside the greedy
     phase's on the same prompts. Methods without drafts have no ratios (n/a, never 0 %)."""
     rows = []
@@ -178,7 +179,7 @@ def sampled_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def _window_figures(f: Acceptance) -> dict:
+def _window_figures(f: Acceptance) -> dict[str, Any]:
     """A window's acceptance as the tidy tables keep it; ratios only where something was drafted (n/a, not 0 %)."""
     drafts = f.num_draft_tokens
     return {
@@ -194,7 +195,7 @@ def _window_figures(f: Acceptance) -> dict:
 
 def _category_row(
     md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: Acceptance
-) -> dict:
+) -> dict[str, Any]:
     drafts = c.num_draft_tokens
     per_pos, conditional = c.per_position, c.per_position_conditional
     return {
@@ -214,7 +215,7 @@ def _category_row(
     }
 
 
-def category_rows(run: RunData) -> list[dict]:
+def category_rows(run: RunData) -> list[dict[str, Any]]:
     """Per method × task × phase (greedy, each --temperatures) × category: the acceptance window split by
     request (measure/categories.py). Tasks whose rows have no category have none."""
     rows = []
@@ -231,7 +232,7 @@ def category_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict:
+def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict[str, Any]:
     """Turn 1 is the task's greedy window (no status, nothing left out, no input of its own); turn 2 a phase."""
     phase = f if isinstance(f, PhaseFigures) else PhaseFigures(status="ok", left_out=0)
     return {
@@ -250,7 +251,7 @@ def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict:
     }
 
 
-def turn_rows(run: RunData) -> list[dict]:
+def turn_rows(run: RunData) -> list[dict[str, Any]]:
     """Per method × task with a turn 2 (--turns 2): turn 1 (the task's greedy window) beside turn 2 (the
     baseline's turn-1 answer in the chat, runs/turns.py)."""
     rows = []

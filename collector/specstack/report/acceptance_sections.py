@@ -4,22 +4,27 @@ sampling; each cell marked where the method's summary.json disagreed on it (repo
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from specstack.report import findings
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label as _label
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
 
+# mark(figure, text): a cell as it is, or flagged where summary.json disagreed on that figure (_marker)
+Mark = Callable[[str, str], str]
 
-def _distinct(requests, distinct) -> str:
+
+def _distinct(requests: int | None, distinct: int | None) -> str:
     return num(requests) + ("" if distinct is None else f" ({distinct} distinct)")
 
 
-def _finish_label(rows: list[dict]) -> str:
+def _finish_label(rows: list[dict[str, Any]]) -> str:
     """The phase named by how its answers actually ended, not by what it allowed; per target model when the task
     ran on more than one (their answers are not the same answers)."""
     items = [(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}")) for r in rows]
@@ -47,7 +52,7 @@ def _rates(text: str | None, missing: str) -> str:
     return ", ".join("—" if x is None else f"{x:.2f}" for x in json.loads(text))
 
 
-def _acceptance_cells(mark, r: dict, positions: bool = True) -> list[str]:
+def _acceptance_cells(mark: Mark, r: dict[str, Any], positions: bool = True) -> list[str]:
     """rate, length, no-accept share, histogram, both per-position rates (positions=True), steps, drafts,
     accepted; each marked where summary.json disagreed on it (_marker)."""
     per_position = (
@@ -76,7 +81,7 @@ def _acceptance_cells(mark, r: dict, positions: bool = True) -> list[str]:
     ]
 
 
-def _marker(rep: Report, r: dict, phase: str):
+def _marker(rep: Report, r: dict[str, Any], phase: str) -> Mark:
     """mark(figure, text): the cell as it is, or flagged where the method's summary.json disagreed on that figure
     of that phase (report/findings.py; "missing" where it cannot be recomputed)."""
     md = rep.run.methods.get(r["method"])
@@ -87,8 +92,8 @@ def _marker(rep: Report, r: dict, phase: str):
     return mark
 
 
-def acceptance_table(rep: Report, task: str) -> list[tuple]:
-    out: list[tuple] = []
+def acceptance_table(rep: Report, task: str) -> list[Block]:
+    out: list[Block] = []
     acc = [r for r in rep.acceptance if r["task"] == task]
     out.append(("h3", f"Acceptance (acceptance phase, greedy; {_finish_label(acc)})"))
     out.append(
@@ -146,7 +151,7 @@ def acceptance_table(rep: Report, task: str) -> list[tuple]:
     return out
 
 
-def category_table(rep: Report, task: str) -> list[tuple]:
+def category_table(rep: Report, task: str) -> list[Block]:
     """Greedy acceptance per dataset category: the acceptance window split by request (exact)."""
     rows = [r for r in rep.categories if r["task"] == task and r["phase"] == "greedy"]
     if not rows:
@@ -192,7 +197,7 @@ def category_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def turn_table(rep: Report, task: str) -> list[tuple]:
+def turn_table(rep: Report, task: str) -> list[Block]:
     """Greedy acceptance per turn (--turns 2): turn 2 carries the baseline's turn-1 answer, for every method."""
     rows = [r for r in rep.turns if r["task"] == task]
     if not rows:
@@ -238,7 +243,7 @@ def turn_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def sampled_table(rep: Report, task: str) -> list[tuple]:
+def sampled_table(rep: Report, task: str) -> list[Block]:
     """Acceptance when sampling (--temperatures): the same prompts, request i seeded 42+i for every method."""
     rows = [r for r in rep.sampled if r["task"] == task and r["k"] is not None]  # methods that draft
     if not rows:
@@ -267,12 +272,12 @@ def sampled_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def _window_cells(mark, r: dict) -> list[str]:
+def _window_cells(mark: Mark, r: dict[str, Any]) -> list[str]:
     """rate, length, no-accept share, histogram, steps, drafts, accepted (a turn's or a sampled phase's)."""
     return _acceptance_cells(mark, r, positions=False)
 
 
-def _sampled_cells(rep: Report, r: dict) -> list[str]:
+def _sampled_cells(rep: Report, r: dict[str, Any]) -> list[str]:
     """The sampled phase's figures, each beside the greedy one where the table has it."""
     mark, greedy = _marker(rep, r, f"t{r['temperature']:g}"), _marker(rep, r, "greedy")
     rate, length, *rest = _window_cells(mark, r)

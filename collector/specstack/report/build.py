@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from specstack.figures import stats as st
 from specstack.report import crosscheck, findings, load, load_view, plots, sections
@@ -30,7 +31,7 @@ from specstack.report.ksweep import k_per_load_rows, ksweep_rows
 from specstack.report.loops import loop_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
-from specstack.report.render import render_html, render_markdown
+from specstack.report.render import render_html, render_markdown, title_of
 from specstack.report.speed import crossover_rows, speed_rows
 from specstack.report.start_costs import cost_rows
 from specstack.report.tables import table_bytes
@@ -41,7 +42,7 @@ from specstack.results.reader import EAGER_NOTE, RunData, load_run
 from specstack.results.summary import PrometheusView, Server, Summary, given
 
 
-def method_rows(run: RunData) -> list[dict]:
+def method_rows(run: RunData) -> list[dict[str, Any]]:
     rows = []
     for md in run.methods.values():
         server = md.record.server_facts
@@ -191,12 +192,11 @@ def _write_report(run_dir: Path, tokenizers: Tokenizers | None, tokenizer: str |
         atomic_write_bytes(run_dir / layout.report_table(name, "csv"), csv)
         atomic_write_bytes(run_dir / layout.report_table(name, "parquet"), parquet)
     bl = sections.blocks(rep)
-    title = bl[0][1]
-    atomic_write_text(run_dir / layout.REPORT_HTML, render_html(bl, rep.plots, title))
+    atomic_write_text(run_dir / layout.REPORT_HTML, render_html(bl, rep.plots, title_of(bl)))
     return atomic_write_text(run_dir / layout.REPORT_MD, render_markdown(bl))
 
 
-def gain_summary(run_dir: Path) -> list[dict]:
+def gain_summary(run_dir: Path) -> list[dict[str, Any]]:
     """Where the gain stops, per method family, task and concurrency (from the report's K sweep table)."""
     rep = build(run_dir, with_plots=False)
     seen, out = set(), []

@@ -19,7 +19,7 @@ PREEMPTIONS = "vllm:num_preemptions"
 TPOT_DEGENERATE = 0.1  # decode time (TPOT p50 x (tokens - 1)) under a tenth of E2EL p50: the answer came in a burst
 
 
-def tpot_degenerate(cell: dict) -> bool:
+def tpot_degenerate(cell: dict[str, Any]) -> bool:
     """Bench's TPOT is (E2EL - TTFT) / (tokens - 1): when a starved client reads a whole answer at once, TTFT
     swallows the decode time and TPOT is about 0 (seen on 2 CPU cores: 0.002 ms against 1 ms per token)."""
     tpot, e2el, out, n = (
@@ -30,7 +30,8 @@ def tpot_degenerate(cell: dict) -> bool:
     )
     if tpot is None or not e2el or not out or not n or out <= n:
         return False
-    return tpot * (out / n - 1) < TPOT_DEGENERATE * e2el
+    degenerate: bool = tpot * (out / n - 1) < TPOT_DEGENERATE * e2el
+    return degenerate
 
 
 def _counter(windows: list[Window], cell: BenchCell, name: str) -> float | None:
@@ -41,7 +42,7 @@ def _counter(windows: list[Window], cell: BenchCell, name: str) -> float | None:
     return None
 
 
-def bench_cells(md: MethodData, task: str) -> list[dict]:
+def bench_cells(md: MethodData, task: str) -> list[dict[str, Any]]:
     """One row per bench repeat, read from the raw bench JSON (the summary's copy if the file is gone)."""
     rows = []
     for cell in md.figures(task).cells:
@@ -104,7 +105,7 @@ def bench_cells(md: MethodData, task: str) -> list[dict]:
     return rows
 
 
-def _per_request(row: dict, fig: dict | None) -> None:
+def _per_request(row: dict[str, Any], fig: dict[str, Any] | None) -> None:
     """The cell's stall signals and burst reads from bench's per-request data; without it (a bundle from before
     --save-detailed) TPOT degeneracy falls back to the aggregate rule and stalls are unknown (None)."""
     fig = fig or {}
@@ -125,7 +126,7 @@ def _per_request(row: dict, fig: dict | None) -> None:
     row["degeneracy_rule"] = "per request" if fig else "aggregate"
 
 
-def _slower_than_serial(rows: list[dict]) -> None:
+def _slower_than_serial(rows: list[dict[str, Any]]) -> None:
     """Marks a closed-loop cell at c > 1 whose requests took longer than c=1's one after another would have."""
     serial = {
         r["repeat"]: r["mean_e2el_ms"]
@@ -145,7 +146,7 @@ def _slower_than_serial(rows: list[dict]) -> None:
             )
 
 
-def _goodput(g: dict | None) -> dict:
+def _goodput(g: dict[str, Any] | None) -> dict[str, Any]:
     """--slo: the cell's goodput as the summary computed it from bench's per-request results."""
     g = g or {}
     # the targets in the order the user gave them

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,21 +24,27 @@ from specstack.report.loops import loop_rows
 from specstack.results import archive
 from specstack.results.files import atomic_write_text
 from specstack.results.layout import TABLES_FILE
-from specstack.results.reader import display_name, load_run
+from specstack.results.reader import FailedRun, RunData, display_name, load_run
 from specstack.results.summary import Acceptance, BenchCell, CrossCheck, Summary, TaskFigures, given
 
 
-def summaries_of(run) -> tuple[dict[str, Summary], list]:
+def summaries_of(run: RunData) -> tuple[dict[str, Summary], list[FailedRun]]:
     """The run's results as the one bundle reader chose them (never a `.failed-` or `.replaced-` attempt beside a
     good one), baselines first; and the failed methods that have no good result."""
     return {name: md.record for name, md in run.methods.items()}, [f for f in run.failed if not f.superseded]
 
 
-Summaries = Mapping[str, Summary | dict]  # the tables take records, or summaries as JSON (Summary.of)
+Summaries = Mapping[str, Summary | dict[str, Any]]  # the tables take records, or summaries as JSON (Summary.of)
 Findings = Mapping[str, list[Finding]]  # method -> what its summary.json stated otherwise (results/reader.py)
 
 
-def _marked(found: Findings | None, name: str, task: str, phase: str = "greedy"):
+class Mark(Protocol):
+    """mark(text, *figures): the cell flagged where the method's summary.json disagreed on one of the figures."""
+
+    def __call__(self, text: str, *figures: str) -> str: ...
+
+
+def _marked(found: Findings | None, name: str, task: str, phase: str = "greedy") -> Mark:
     """mark(figure, text): the cell flagged where the method's summary.json disagreed on it (report/findings.py)."""
     mine = [f for f in (found or {}).get(name, []) if (f.task, f.phase) == (task, phase)]
 
@@ -70,7 +77,7 @@ def _median_of(cells: list[BenchCell], name: str) -> float | None:
     return st.median([v for v in (c_.to_json().get(name) for c_ in cells) if v is not None])
 
 
-def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
+def stalled_concurrencies(summary: Summary | dict[str, Any], task: str) -> set[int]:
     """Concurrencies at which a repeat stalled (measure/per_request.py, from the summary's copy of bench's
     per-request figures): a pause in sending, a TTFT/E2EL outlier, or slower than c=1 one after another; and c=1
     when it was slower per request than a higher concurrency of the same server (report/marks.py `slow_c1`)."""
@@ -92,7 +99,7 @@ def stalled_concurrencies(summary: Summary | dict, task: str) -> set[int]:
     return stalled | ({1} if slow is not None else set())
 
 
-def tokens_per_pass(summary: Summary | dict, task: str) -> dict[int, float]:
+def tokens_per_pass(summary: Summary | dict[str, Any], task: str) -> dict[int, float]:
     """The method's tokens per target pass per concurrency (median over repeats, as report/speed.py's bound):
     the most a drafter that cost nothing could raise throughput by."""
     out = {}
@@ -119,7 +126,7 @@ def _cells_by_concurrency(task: TaskFigures) -> dict[int | None, list[BenchCell]
     return by_c
 
 
-def crosscheck_mark(summary: Summary | dict) -> str:
+def crosscheck_mark(summary: Summary | dict[str, Any]) -> str:
     """The cross-check at a glance: ✔ (every identity exact), ✘ N (N mismatches), n/a (nothing to check), or
     failed; what was checked, by kind, is report.md's (report/crosscheck.label)."""
     summary = Summary.of(summary)
@@ -215,7 +222,7 @@ def task_table(summaries: Summaries, task: str, found: Findings | None = None) -
     return table
 
 
-def _rate_and_length(figures: Acceptance | None, mark=None) -> str:
+def _rate_and_length(figures: Acceptance | None, mark: Mark | None = None) -> str:
     """ "55.6 % · 2.67"; flagged where `mark` (_marked, the method's findings on that phase) says so."""
     text = (
         "n/a"

@@ -4,6 +4,7 @@ The sections, the plots and the tables read it; build.py fills it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from specstack.results.reader import RunData
 
@@ -11,35 +12,53 @@ from specstack.results.reader import RunData
 @dataclass
 class Report:
     run: RunData
-    methods: list[dict]
-    cells: list[dict]
-    speed: list[dict]
-    crossover: list[dict]
-    acceptance: list[dict]
-    positions: list[dict]
-    histogram: list[dict]
-    equality: list[dict]
-    equality_summary: list[dict]
-    ksweep: list[dict]
-    sampled: list[dict] = field(default_factory=list)  # acceptance per temperature (--temperatures)
-    lossless: list[dict] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
-    categories: list[dict] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
-    prefix_cache: list[dict] = field(default_factory=list)  # hit rate per method × task × phase (--prefix-caching)
-    turns: list[dict] = field(default_factory=list)  # acceptance per turn (--turns 2)
-    k_per_load: list[dict] = field(default_factory=list)  # the best K per concurrency band (figures/k_per_load.py)
-    rates: list[dict] = field(default_factory=list)  # speed rows of the open-loop cells (--rates, report/load.py)
-    rate_crossover: list[dict] = field(default_factory=list)
-    frontier: list[dict] = field(default_factory=list)  # per-user vs system speed, every cell
-    capacity: list[dict] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
-    summary_findings: list[dict] = field(default_factory=list)  # summary.json against its records (report/findings.py)
-    loops: list[dict] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
-    guards: list[dict] = field(default_factory=list)  # doubled BOS, random prompts per method × task (guards.py)
-    time_breakdown: list[dict] = field(default_factory=list)  # where each method's time went (time_breakdown.py)
-    start_costs: list[dict] = field(default_factory=list)  # what speculation costs at start-up (start_costs.py)
+    methods: list[dict[str, Any]]
+    cells: list[dict[str, Any]]
+    speed: list[dict[str, Any]]
+    crossover: list[dict[str, Any]]
+    acceptance: list[dict[str, Any]]
+    positions: list[dict[str, Any]]
+    histogram: list[dict[str, Any]]
+    equality: list[dict[str, Any]]
+    equality_summary: list[dict[str, Any]]
+    ksweep: list[dict[str, Any]]
+    sampled: list[dict[str, Any]] = field(default_factory=list)  # acceptance per temperature (--temperatures)
+    lossless: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # sampled outputs vs the baseline's (report/lossless.py)
+    categories: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # acceptance per dataset category (greedy and sampled)
+    prefix_cache: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # hit rate per method × task × phase (--prefix-caching)
+    turns: list[dict[str, Any]] = field(default_factory=list)  # acceptance per turn (--turns 2)
+    k_per_load: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # the best K per concurrency band (figures/k_per_load.py)
+    rates: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # speed rows of the open-loop cells (--rates, report/load.py)
+    rate_crossover: list[dict[str, Any]] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)  # per-user vs system speed, every cell
+    capacity: list[dict[str, Any]] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
+    summary_findings: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # summary.json against its records (report/findings.py)
+    loops: list[dict[str, Any]] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
+    guards: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # doubled BOS, random prompts per method × task (guards.py)
+    time_breakdown: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # where each method's time went (time_breakdown.py)
+    start_costs: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # what speculation costs at start-up (start_costs.py)
     plots: dict[str, bytes] = field(default_factory=dict)  # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
-    def tables(self) -> dict[str, list[dict]]:
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
         return {
             "methods": self.methods,
             "bench_cells": self.cells,

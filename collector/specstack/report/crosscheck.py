@@ -5,6 +5,8 @@ completeness only. Each check is put in one kind, read from the summary as it is
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.results.summary import Summary, Window
 
 # A per-request figure from the responses against a /metrics delta of the window. Not independent: both are the
@@ -20,7 +22,7 @@ WARMUP = "warm-up"  # the warm-up window: no measured request in it
 KINDS = (PER_REQUEST, COMPLETENESS, SAME_COUNTERS, INTERNAL, TRIVIAL, WARMUP)
 
 
-def kind(window: Window, check: dict) -> str:
+def kind(window: Window, check: dict[str, Any]) -> str:
     """The kind of one check of one window (the order decides: a 0 = 0 is trivial in any window, the warm-up's
     included, so the warm-up count holds only the warm-up's checks that could have failed)."""
     name = check.get("name") or ""
@@ -37,7 +39,7 @@ def kind(window: Window, check: dict) -> str:
     return PER_REQUEST
 
 
-def counts(summary: Summary | dict) -> dict[str, int]:
+def counts(summary: Summary | dict[str, Any]) -> dict[str, int]:
     """Checks per kind over every window of a method, in KINDS order (kinds with none included as 0)."""
     out = dict.fromkeys(KINDS, 0)
     for w in Summary.of(summary).window_list:
@@ -46,7 +48,7 @@ def counts(summary: Summary | dict) -> dict[str, int]:
     return out
 
 
-def label(summary: Summary | dict) -> str:
+def label(summary: Summary | dict[str, Any]) -> str:
     """ "40 per-request vs counters (+ 12 completeness, 16 same counters, 2 internal, 30 trivial, 20 warm-up)";
     the per-request identities first, the rest apart. A baseline says "completeness only"."""
     by = counts(summary)

@@ -4,10 +4,11 @@ slower than its acceptance promises says by how much each pass paid ("drafting c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures import drafting_cost as dc
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 FIELDS = ("free_drafting_tpot_ms", "pass_ms", "drafting_cost_ms_per_pass", "drafting_cost_share")
 
 
-def add_to_row(row: dict) -> None:
+def add_to_row(row: dict[str, Any]) -> None:
     """The row's drafting-cost fields, from its own TPOT p50, its baseline's and its tokens per target pass (the
     medians over repeats the speed table shows); None where a TPOT is degenerate (no per-token time) or the row
     is a baseline's."""
@@ -33,7 +34,7 @@ def add_to_row(row: dict) -> None:
     row["drafting_cost_share"] = cost / base if cost is not None and base else None
 
 
-def drafting_cost_table(rep: Report, task: str) -> list[tuple]:
+def drafting_cost_table(rep: Report, task: str) -> list[Block]:
     """One line per speculative row with a cost: what a free drafter would give and what each pass paid."""
     rows = [r for r in rep.speed if r["task"] == task and r.get("drafting_cost_ms_per_pass") is not None]
     if not rows:
@@ -80,7 +81,7 @@ def drafting_cost_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def _sentence(r: dict) -> str:
+def _sentence(r: dict[str, Any]) -> str:
     cost = r["drafting_cost_ms_per_pass"]
     what = "drafting costs" if cost >= 0 else "a pass is cheaper than a plain step by"
     return (

@@ -49,7 +49,7 @@ def tokenizer_path(md: MethodData) -> str | None:
 
 def equality_rows(
     run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> tuple[list[dict], list[dict]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
     moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()

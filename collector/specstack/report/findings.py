@@ -10,6 +10,7 @@ from typing import Any
 
 from specstack.figures.recompute import ABSENT, KIND, UNKNOWN, Finding
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.results.layout import SUMMARY_FILE
 
 FLAG = "⚑"
@@ -64,7 +65,7 @@ def _raw(value: Any) -> Any:
     return None if value is ABSENT or value is UNKNOWN else value
 
 
-def rows(findings: list[Finding], side: str | None = None, raw: bool = False) -> list[dict]:
+def rows(findings: list[Finding], side: str | None = None, raw: bool = False) -> list[dict[str, Any]]:
     """One row per finding, for a table: every value as text, in the report's units; `raw` (compare.json) adds
     both values as the JSON holds them (`summary_json_value`, `recomputed_value`; null where absent or unknown)."""
     return [
@@ -91,7 +92,7 @@ def cell(text: str, finding: Finding | None) -> str:
     return f"{MISSING} {FLAG}" if finding.unknown else f"{text} {FLAG}"
 
 
-def table(found: list[dict]) -> list[tuple]:
+def table(found: list[dict[str, Any]]) -> list[Block]:
     """Finding rows (`rows`, a "side" column where they have one) as render blocks (report.md, compare.md): a bold
     line, the table and what the mark means."""
     if not found:

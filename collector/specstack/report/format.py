@@ -4,6 +4,7 @@ benchmarks): None is "n/a" (not measured, or no drafts), never 0."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def pct(v: float | None, digits: int = 1) -> str:
@@ -11,7 +12,7 @@ def pct(v: float | None, digits: int = 1) -> str:
     return "n/a" if v is None else f"{100 * v:.{digits}f} %"
 
 
-def num(v, digits: int = 2) -> str:
+def num(v: float | None, digits: int = 2) -> str:
     """A number; large whole ones with thousands separators, booleans as yes/no."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
@@ -54,7 +55,7 @@ WEIGHTS_NOTE = {
 }
 
 
-def weights_line(manifest: dict) -> str | None:
+def weights_line(manifest: dict[str, Any]) -> str | None:
     """ "model set tiny: random weights: ..." for a run whose manifest says its weights, else None."""
     note = WEIGHTS_NOTE.get(manifest.get("model_weights") or "")
     return f"model set {manifest.get('model_set')}: {note}" if note else None

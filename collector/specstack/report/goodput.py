@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label as _label
 from specstack.results.reader import load_text
 
@@ -18,7 +19,7 @@ def _slo_text(slo: str) -> str:
     return ", ".join(f"{k} ≤ {v:g} ms" for k, v in json.loads(slo).items())
 
 
-def goodput_table(rep: Report, task: str) -> list[tuple]:
+def goodput_table(rep: Report, task: str) -> list[Block]:
     """--slo: per bench cell, the requests meeting every target and their rate, beside bench's own figure."""
     cells = [c for c in rep.cells if c["task"] == task and c.get("slo")]
     if not cells:

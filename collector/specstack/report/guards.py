@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from specstack.report.acceptance import acceptance_records
 from specstack.report.equality import Tokenizers, tokenizer_path
 from specstack.report.format import pct
+from specstack.report.render import Block
 from specstack.results import layout
 from specstack.results.reader import RunData
 
@@ -129,15 +130,18 @@ def dataset_name(run: RunData, task: str) -> str | None:
         return None
 
 
-def _user_text(messages: list[dict] | None) -> str | None:
+def _user_text(messages: list[dict[str, Any]] | None) -> str | None:
     """The first user message's text (the prompt as the task gave it)."""
     for m in messages or []:
         if m.get("role") == "user" and isinstance(m.get("content"), str):
-            return m["content"]
+            text: str = m["content"]
+            return text
     return None
 
 
-def guard_rows(run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None) -> list[dict]:
+def guard_rows(
+    run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
+) -> list[dict[str, Any]]:
     """One row per method × task with acceptance records: both guards' verdicts and what they rest on."""
     tokenizers = tokenizers or Tokenizers()
     rows = []
@@ -180,7 +184,7 @@ class NoTokenizers(Tokenizers):
         return None, "not loaded"
 
 
-def guard_marks(rows: list[dict], task: str) -> str:
+def guard_marks(rows: list[dict[str, Any]], task: str) -> str:
     """The task's guards that fired as a short mark for the console's task heading ("" when none did)."""
     mine = [r for r in rows if r["task"] == task]
     marks = []
@@ -191,10 +195,10 @@ def guard_marks(rows: list[dict], task: str) -> str:
     return "".join(f" {m}" for m in marks)
 
 
-def guard_notes(rep: Report, task: str) -> list[tuple]:
+def guard_notes(rep: Report, task: str) -> list[Block]:
     """The task's guards that fired, one paragraph each (nothing when none did)."""
     rows = [r for r in rep.guards if r["task"] == task]
-    out: list[tuple] = []
+    out: list[Block] = []
     doubled = [r for r in rows if r["doubled_bos"] or r["bos_in_text"]]
     if doubled:
         parts = [

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from specstack.figures import k_per_load as kpl
 from specstack.figures import stats as st
 from specstack.report.cells import bench_cells
 from specstack.report.format import num, pct, times
+from specstack.report.render import Block
 from specstack.results.reader import MethodData, RunData
+
+if TYPE_CHECKING:
+    from specstack.report.contents import Report
 
 _K_SUFFIX = re.compile(r"^(?P<base>.+)-k(?P<k>\d+)$")
 
@@ -26,9 +33,10 @@ def k_family(md: MethodData) -> str:
     return m.group("base") if m else md.name
 
 
-def schedule_of(md: MethodData) -> list | None:
+def schedule_of(md: MethodData) -> list[list[int]] | None:
     """The per-batch-size K schedule a method ran with (sweep-k --k-per-load's `<method>-kload`), else None."""
-    return (md.record.speculative_config or {}).get("num_speculative_tokens_per_batch_size")
+    schedule: list[list[int]] | None = (md.record.speculative_config or {}).get("num_speculative_tokens_per_batch_size")
+    return schedule
 
 
 def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
@@ -43,7 +51,7 @@ def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
     return families
 
 
-def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
+def ksweep_rows(run: RunData, speed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     families = k_families(run)
     rows = []
     for fam, by_k in sorted(families.items()):
@@ -98,7 +106,7 @@ def ksweep_rows(run: RunData, speed: list[dict]) -> list[dict]:
 ALL_TASKS = "all tasks"
 
 
-def _cells(md: MethodData, task: str, k: int) -> list[dict]:
+def _cells(md: MethodData, task: str, k: int) -> list[dict[str, Any]]:
     return [
         {
             "k": k,
@@ -113,10 +121,10 @@ def _cells(md: MethodData, task: str, k: int) -> list[dict]:
     ]
 
 
-def _pooled(per_task: list[list[dict]]) -> list[dict]:
+def _pooled(per_task: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The run's tasks as one workload (what one schedule serves): per (K, concurrency, repeat), the output
     tokens of every task's cell over their summed bench durations; a repeat missing or failed in any task fails."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
     for cells in per_task:
         for c in cells:
             groups.setdefault((c["k"], c["concurrency"], c["repeat"]), []).append(c)
@@ -135,11 +143,11 @@ def _pooled(per_task: list[list[dict]]) -> list[dict]:
     return out
 
 
-def _task_cells(md: MethodData, k: int, task: str, tasks: list[str]) -> list[dict]:
+def _task_cells(md: MethodData, k: int, task: str, tasks: list[str]) -> list[dict[str, Any]]:
     return _pooled([_cells(md, t, k) for t in tasks]) if task == ALL_TASKS else _cells(md, task, k)
 
 
-def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict]:
+def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict[str, Any]]:
     """Per method family and task (and, with several tasks, the tasks pooled: "all tasks", the workload a
     schedule run serves): the best K per concurrency band with its evidence, the schedule, the best fixed K, and
     the schedule's own run when the run holds one. A family with one K and no schedule run is a method of a
@@ -155,11 +163,17 @@ def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict]:
             continue
         for task in tasks + ([ALL_TASKS] if len(tasks) > 1 else []):
             cells = [c for k, md in [(0, base), *sorted(by_k.items())] for c in _task_cells(md, k, task, tasks)]
-            rows += _family_rows(fam, task, cells, runs, lambda md, task=task: _task_cells(md, -1, task, tasks))
+            rows += _family_rows(fam, task, cells, runs, partial(_task_cells, k=-1, task=task, tasks=tasks))
     return rows
 
 
-def _family_rows(fam: str, task: str, cells: list[dict], runs: list[MethodData], cells_of) -> list[dict]:
+def _family_rows(
+    fam: str,
+    task: str,
+    cells: list[dict[str, Any]],
+    runs: list[MethodData],
+    cells_of: Callable[[MethodData], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
     bands = kpl.bands(cells)
     sched, why = kpl.schedule(bands)
     fixed = kpl.best_fixed_k(bands)
@@ -202,14 +216,16 @@ def _family_rows(fam: str, task: str, cells: list[dict], runs: list[MethodData],
     return rows
 
 
-def k_per_load_section(rep) -> list[tuple]:
+def k_per_load_section(rep: Report) -> list[Block]:
     """The "K per load" table under the K sweep, and one sentence per family and task saying what became of
     the schedule: run, worth running, or nothing to run."""
     rows = rep.k_per_load
     if not rows:
         return []
-    heading = "h3" if rep.ksweep else "h2"  # under the K sweep's table, or alone when one K was swept
-    out: list[tuple] = [
+    heading: Literal["h2", "h3"] = (
+        "h3" if rep.ksweep else "h2"
+    )  # under the K sweep's table, or alone when one K was swept
+    out: list[Block] = [
         (heading, "K per load"),
         (
             "table",
@@ -244,14 +260,14 @@ def k_per_load_section(rep) -> list[tuple]:
             ],
         ),
     ]
-    seen: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
         seen.setdefault((r["family"], r["task"]), r)
     out.append(("ul", [f"{fam}, {task}: {_schedule_sentence(r)}" for (fam, task), r in seen.items()]))
     return out
 
 
-def _schedule_sentence(r: dict) -> str:
+def _schedule_sentence(r: dict[str, Any]) -> str:
     ran = (
         (
             f" The run's schedule {r['schedule_ran']} ran on vLLM 0.32.0 as {r['schedule_method']}: its speedup "
@@ -276,7 +292,7 @@ def _schedule_sentence(r: dict) -> str:
     return f"{what}: {r['schedule_verdict']}, nothing to run."
 
 
-def schedule_for(run_dir: Path, family: str) -> tuple[list | None, str]:
+def schedule_for(run_dir: Path, family: str) -> tuple[list[list[int]] | None, str]:
     """The schedule of one family over the whole workload (the tasks pooled when the run has several), and what
     it means; what `sweep-k --k-per-load` runs."""
     from specstack.results.reader import load_run

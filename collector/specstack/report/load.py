@@ -20,6 +20,7 @@ Validity flags name points that measure queueing rather than decoding:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from specstack.figures import capacity
 from specstack.figures import stats as st
@@ -31,12 +32,12 @@ TTFT_QUEUE_FACTOR = 3.0
 LITTLE_TOLERANCE = 0.25
 
 
-def rate_rows(run: RunData) -> list[dict]:
+def rate_rows(run: RunData) -> list[dict[str, Any]]:
     """The report's speed rows of the open-loop cells, one per method × task × offered rate."""
     return speed_rows(run, "rate")
 
 
-def rate_crossover_rows(rates: list[dict]) -> list[dict]:
+def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Where a method stops beating its baseline as the offered rate grows (throughput and latency)."""
     rows = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
@@ -70,39 +71,40 @@ def rate_crossover_rows(rates: list[dict]) -> list[dict]:
     return rows
 
 
-def _tpot_usable(row: dict) -> bool:
+def _tpot_usable(row: dict[str, Any]) -> bool:
     return bool(row.get("tpot_p50_ms")) and not row.get("tpot_degenerate")
 
 
-def _per_user(row: dict, basis: str) -> float | None:
+def _per_user(row: dict[str, Any], basis: str) -> float | None:
     """Per-user tok/s on the task's basis: 1000 / TPOT p50, or tokens per answer / E2EL p50 (TTFT included)."""
     if basis == "TPOT":
-        return 1000 / row["tpot_p50_ms"]
+        per_user: float = 1000 / row["tpot_p50_ms"]
+        return per_user
     e2el, n = row.get("e2el_p50_ms"), row.get("tokens_per_request")
     return n * 1000 / e2el if e2el and n else None
 
 
-def _basis(rows: list[dict]) -> str:
+def _basis(rows: list[dict[str, Any]]) -> str:
     """One basis per task, so every point of its frontier is comparable: TPOT when every cell has a usable one;
     else E2EL (answers read in a burst leave TPOT ~0; ITL is per streamed chunk for a speculative method, not
     per token, so it cannot stand in)."""
     return "TPOT" if all(_tpot_usable(r) for r in rows) else "E2EL"
 
 
-def _load_order(row: dict) -> tuple:
+def _load_order(row: dict[str, Any]) -> tuple[bool, float, float]:
     """Lighter load first: closed-loop cells by concurrency, then open-loop cells by offered rate."""
     return (row["load"] != "concurrency", row.get("concurrency") or 0, row.get("request_rate") or 0)
 
 
-def _lowest_load(cells: list[dict]) -> dict[tuple, dict]:
+def _lowest_load(cells: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per method × task, its lowest-load cell with a TTFT: the reference its queueing is judged against."""
-    out: dict[tuple, dict] = {}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
     for r in sorted((r for r in cells if r.get("ttft_p50_ms")), key=_load_order):
         out.setdefault((r["method"], r["task"]), r)
     return out
 
 
-def _queueing(row: dict, lowest: dict | None, same: list[dict]) -> str | None:
+def _queueing(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[str, Any]]) -> str | None:
     ttft = row.get("ttft_p50_ms")
     if ttft is None or lowest is None:
         return None
@@ -123,7 +125,7 @@ def _queueing(row: dict, lowest: dict | None, same: list[dict]) -> str | None:
     return None
 
 
-def _flags(row: dict, lowest: dict | None, same: list[dict]) -> list[str]:
+def _flags(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[str, Any]]) -> list[str]:
     queueing = _queueing(row, lowest, same)
     flags = [queueing] if queueing else []
     served, e2el = row.get("request_throughput"), row.get("e2el_mean_ms")
@@ -145,12 +147,12 @@ def _flags(row: dict, lowest: dict | None, same: list[dict]) -> list[str]:
     return flags
 
 
-def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
+def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One point per method × task × cell (closed and open loop), with its flags and, for a speculative method,
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
     lowest = _lowest_load(cells)
-    groups: dict[tuple, list[dict]] = {}  # a method's cells on a task, grouped once
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}  # a method's cells on a task, grouped once
     for c in cells:
         groups.setdefault((c["method"], c["task"]), []).append(c)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
@@ -181,7 +183,7 @@ def frontier_rows(speed: list[dict], rates: list[dict]) -> list[dict]:
             }
         )
 
-    def measured(method: str, task: str) -> list[dict]:
+    def measured(method: str, task: str) -> list[dict[str, Any]]:
         return [
             p
             for p in rows
@@ -212,7 +214,7 @@ def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return front[::-1]
 
 
-def _interpolate(points: list[dict], per_user: float | None) -> float | None:
+def _interpolate(points: list[dict[str, Any]], per_user: float | None) -> float | None:
     """The baseline's system tok/s at `per_user` on its frontier (piecewise linear between its Pareto points);
     None outside the measured range."""
     if per_user is None:
@@ -224,7 +226,7 @@ def _interpolate(points: list[dict], per_user: float | None) -> float | None:
     return next((y for x, y in pts if x == per_user), None)
 
 
-def capacity_rows(run: RunData) -> list[dict]:
+def capacity_rows(run: RunData) -> list[dict[str, Any]]:
     """--capacity: per method × task the highest rate meeting the SLO (a bracket), and its ratio to the
     baseline's with the interval both brackets allow."""
     found = {

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import matplotlib.pyplot as plt
 
 from specstack.report import marks
 from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
-from specstack.report.plots import plt, png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
+from specstack.report.plots import png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
+from specstack.report.render import Block
 from specstack.report.verdicts import label as _label
 from specstack.results.layout import REPORT_DIR
 
@@ -18,7 +21,7 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def frontier_plot(task: str, points: dict[str, list[dict]], baselines: set[str]) -> bytes:
+def frontier_plot(task: str, points: dict[str, list[dict[str, Any]]], baselines: set[str]) -> bytes:
     """System output tok/s against per-user tok/s: every cell a marker (closed loop ●, open loop ▲), one line per
     method through its frontier (the cells no other of its cells beats on both); baselines dashed; a flagged
     point (queueing, Little's law) hollow."""
@@ -71,7 +74,7 @@ def make_plots(rep: Report) -> None:
             name = f"{REPORT_DIR}/speedup_vs_rate_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series, xlabel="offered rate (requests/s, open loop)")
             rep.plot_captions[name] = speedup_caption(f"offered rate, {t}", series)
-        points: dict[str, list[dict]] = {}
+        points: dict[str, list[dict[str, Any]]] = {}
         for p in (p for p in rep.frontier if p["task"] == t):
             points.setdefault(p["method"], []).append(p)
         if any(p["per_user_tok_s"] for pts in points.values() for p in pts) and rep.rates:
@@ -85,7 +88,7 @@ def make_plots(rep: Report) -> None:
             )
 
 
-def _bracket(r: dict) -> str:
+def _bracket(r: dict[str, Any]) -> str:
     high = r["capacity_speedup_high"]
     if r["capacity_speedup"] is None:
         return "—" if not r["baseline"] else "n/a"
@@ -93,7 +96,7 @@ def _bracket(r: dict) -> str:
     return f"{times(r['capacity_speedup'])} [{r['capacity_speedup_low']:.2f}–{top}]"
 
 
-def _rate_table(rep: Report, task: str) -> list[tuple]:
+def _rate_table(rep: Report, task: str) -> list[Block]:
     rows = [r for r in rep.rates if r["task"] == task]
     if not rows:
         return []
@@ -144,10 +147,10 @@ def _rate_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def load_section(rep: Report) -> list[tuple]:
+def load_section(rep: Report) -> list[Block]:
     if not rep.rates and not rep.capacity:
         return []
-    out: list[tuple] = [("h2", "Load"), ("p", _how_offered(rep))]
+    out: list[Block] = [("h2", "Load"), ("p", _how_offered(rep))]
     for task in rep.run.tasks:
         out += _rate_table(rep, task)
         cross = [r for r in rep.rate_crossover if r["task"] == task]
@@ -192,7 +195,7 @@ def _how_offered(rep: Report) -> str:
     )
 
 
-def _capacity(rep: Report, task: str) -> list[tuple]:
+def _capacity(rep: Report, task: str) -> list[Block]:
     rows = [r for r in rep.capacity if r["task"] == task]
     if not rows:
         return []
@@ -219,7 +222,7 @@ def _capacity(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def _frontier(rep: Report, task: str) -> list[tuple]:
+def _frontier(rep: Report, task: str) -> list[Block]:
     rows = [r for r in rep.frontier if r["task"] == task]
     if not rows or not rep.rates:
         return []
@@ -262,7 +265,7 @@ def _frontier(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def _equal_speed(rows: list[dict]) -> list[tuple]:
+def _equal_speed(rows: list[dict[str, Any]]) -> list[Block]:
     """One line per speculative method: its frontier's system throughput against the baseline's at equal
     per-user speed, point by point (only where the baseline's frontier reaches that speed)."""
     lines = []

@@ -5,9 +5,10 @@ The rows are report/loops.py's `loop_rows`; the loop rule is figures/loops.py's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.report.format import pct
+from specstack.report.render import Block
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
@@ -18,12 +19,12 @@ FIX = (
 )
 
 
-def looping(rows: list[dict], task: str) -> list[dict]:
+def looping(rows: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
     """The task's rows whose method drafted and whose answers looped (a baseline's loops bias no acceptance)."""
     return [r for r in rows if r["task"] == task and r["loops"] and r["acceptance_rate"] is not None]
 
 
-def loop_line(r: dict, bracketed: bool = False) -> str:
+def loop_line(r: dict[str, Any], bracketed: bool = False) -> str:
     """ "ngram: 2 of 8 answers loop; acceptance 37.3 % with them, 27.3 % without" (bracketed: the acceptance in
     brackets, for a list of methods joined by semicolons)."""
     figures = f"acceptance {pct(r['acceptance_rate'])} with them, {pct(r['acceptance_rate_without_loops'])} without"
@@ -32,12 +33,12 @@ def loop_line(r: dict, bracketed: bool = False) -> str:
     )
 
 
-def loop_marks(rows: list[dict], task: str) -> str:
+def loop_marks(rows: list[dict[str, Any]], task: str) -> str:
     """The console's task heading mark: one ⚠ per method whose answers looped ("" when none did)."""
     return "".join(f" ⚠ {loop_line(r, bracketed=True)}" for r in looping(rows, task))
 
 
-def verdict_lines(rep: Report) -> list[tuple]:
+def verdict_lines(rep: Report) -> list[Block]:
     """Above the verdict matrix: each method × task whose acceptance rests partly on looping answers."""
     lines = [f"{task}: ⚠ {loop_line(r)}" for task in rep.run.tasks for r in looping(rep.loops, task)]
     return (
@@ -55,7 +56,7 @@ def verdict_lines(rep: Report) -> list[tuple]:
     )
 
 
-def loop_notes(rep: Report, task: str) -> list[tuple]:
+def loop_notes(rep: Report, task: str) -> list[Block]:
     """Under the task's heading: the methods whose answers looped, with both acceptance figures (nothing when
     none did)."""
     rows = looping(rep.loops, task)

@@ -4,11 +4,12 @@ draft, so it inflates ngram's and suffix's acceptance; the figure without it say
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures.loops import MAX_PERIOD, MIN_RUN, acceptance_without, loop_of
 from specstack.report.acceptance import acceptance_records
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label
 from specstack.results.reader import RunData
 
@@ -36,7 +37,7 @@ COLUMNS = [
 ]
 
 
-def loop_rows(run: RunData) -> list[dict]:
+def loop_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per method × task: loops among the method's own answers (each judged on its own tokens, since a
     method drafts on what it generates), acceptance over every request and over the requests that did not loop.
     `unknown`: answers without token ids (the rule needs them)."""
@@ -76,7 +77,7 @@ def loop_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def loop_table(rep: Report, task: str) -> list[tuple]:
+def loop_table(rep: Report, task: str) -> list[Block]:
     """The task's repetition loops and its acceptance without them (nothing when no method's answer looped)."""
     rows = [r for r in rep.loops if r["task"] == task]
     if not any(r["loops"] for r in rows):

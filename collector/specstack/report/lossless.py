@@ -18,6 +18,7 @@ the first step), median over the tests.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def tv_distance(a: np.ndarray, b: np.ndarray, k: int) -> float:
 
 def permutation_test(
     a: list[int], b: list[int], *, alpha: float, rng: np.random.Generator, permutations: int = PERMUTATIONS
-) -> dict:
+) -> dict[str, Any]:
     """TV distance of the two samples, its permutation p-value, and the critical TV at `alpha`."""
     _, cats = np.unique(np.asarray(a + b), return_inverse=True)
     k, n = int(cats.max()) + 1, len(a)
@@ -68,7 +69,7 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def samples_by_prompt(
-    records: list[dict], positions: int, keep: Callable[[int], bool] | None = None
+    records: list[dict[str, Any]], positions: int, keep: Callable[[int], bool] | None = None
 ) -> dict[str, list[list[int]]]:
     """prompt id -> the first token ids of each answered sample (ids `<prompt>/s<k>`); with `keep`, only the
     samples whose k it keeps. Every method draws the same seeds, so sample k of the baseline and of the
@@ -86,7 +87,9 @@ def samples_by_prompt(
     return out
 
 
-def independent_samples(records_a: list[dict], records_b: list[dict], positions: int = POSITIONS) -> tuple[dict, dict]:
+def independent_samples(
+    records_a: list[dict[str, Any]], records_b: list[dict[str, Any]], positions: int = POSITIONS
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Side A's even-numbered samples and side B's odd-numbered ones: disjoint seeds, independent samples."""
     return (
         samples_by_prompt(records_a, positions, lambda k: k % 2 == 0),
@@ -101,7 +104,7 @@ def compare_samples(
     positions: int = POSITIONS,
     alpha: float = ALPHA,
     permutations: int = PERMUTATIONS,
-) -> dict:
+) -> dict[str, Any]:
     """One test per prompt × position that both sides sampled often enough; Holm over all of them."""
     rng = np.random.default_rng(_SEED)
     tests = []
@@ -166,11 +169,11 @@ def labelled_verdict(verdict: str, flagged: int, engine: str) -> str:
     return verdict
 
 
-def sampled_records(md: MethodData, task: str, temperature: float) -> list[dict]:
+def sampled_records(md: MethodData, task: str, temperature: float) -> list[dict[str, Any]]:
     return read_records(md.path / layout.sampled_records(task, temperature))
 
 
-def lossless_rows(run: RunData) -> list[dict]:
+def lossless_rows(run: RunData) -> list[dict[str, Any]]:
     """Per spec method × task × temperature both it and its baseline sampled: the test's verdict."""
     rows = []
     for md in run.methods.values():

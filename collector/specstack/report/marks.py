@@ -4,7 +4,7 @@ the plots, the console table): one function each, so no view can mark a cell ano
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from specstack.figures import stats as st
 
@@ -27,7 +27,7 @@ def slow_c1(c1_e2el_ms: float | None, higher: Mapping[Load, float | None]) -> Lo
     return faster if c1_e2el_ms > known[faster] else None
 
 
-def rests_on(row: dict) -> list[str]:
+def rests_on(row: dict[str, Any]) -> list[str]:
     """What a speed row's ratios rest on that a reader must see beside them: "stall", "slow c=1", "beyond bound"."""
     return [
         word
@@ -36,13 +36,13 @@ def rests_on(row: dict) -> list[str]:
     ]
 
 
-def suffix(row: dict, throughput: bool = False) -> str:
+def suffix(row: dict[str, Any], throughput: bool = False) -> str:
     """The marks as a ratio of the row shows them (" ⚠ stall ⚠ slow c=1"): a stall and a slow c=1 sit under every
     ratio of the row; a win past the free-drafting bound is the throughput ratio's only."""
     return "".join(f" ⚠ {m}" for m in rests_on(row) if throughput or m != "beyond bound")
 
 
-def crossover_marks(rows: list[dict], key: str = "concurrency") -> tuple[str, str]:
+def crossover_marks(rows: list[dict[str, Any]], key: str = "concurrency") -> tuple[str, str]:
     """What a crossover statement over `rows` (one method × task, by `key`: "concurrency" or "request_rate") rests
     on, for its latency and its throughput text: a statement over every load must say which cells it rests on."""
 

@@ -3,17 +3,18 @@ the log-prob gap at each divergence) and when sampling (the lossless test, repor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label as _label
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def lossless_table(rep: Report, task: str) -> list[tuple]:
+def lossless_table(rep: Report, task: str) -> list[Block]:
     """Whether each method's sampled outputs keep the baseline's distribution (report/lossless.py)."""
     rows = [r for r in rep.lossless if r["task"] == task]
     if not rows:
@@ -60,8 +61,8 @@ def lossless_table(rep: Report, task: str) -> list[tuple]:
     ]
 
 
-def equality_tables(rep: Report, task: str) -> list[tuple]:
-    out: list[tuple] = []
+def equality_tables(rep: Report, task: str) -> list[Block]:
+    out: list[Block] = []
     eqs = [r for r in rep.equality_summary if r["task"] == task]
     if eqs:
         out.append(("h3", "Output equality against the baseline (acceptance phase only)"))
@@ -137,7 +138,7 @@ def equality_tables(rep: Report, task: str) -> list[tuple]:
     return out
 
 
-def tie_note(eqs: list[dict]) -> str:
+def tie_note(eqs: list[dict[str, Any]]) -> str:
     """What the log-prob gap column means, at the resolution of the dtype(s) the task's baselines served in."""
     text = (
         "The baseline's log-prob gap: at the first token where the answers differ, the baseline's log-probability "
@@ -162,13 +163,13 @@ def tie_note(eqs: list[dict]) -> str:
     )
 
 
-def _near_ties(r: dict) -> str:
+def _near_ties(r: dict[str, Any]) -> str:
     """How many of the divergences were near ties at the baseline ("n/a": no divergence, or no log-probs)."""
     diverged = r["compared"] - r["equal"]
     return "n/a" if not diverged or r.get("near_ties") is None else f"{r['near_ties']} of {diverged}"
 
 
-def _gap(r: dict) -> str:
+def _gap(r: dict[str, Any]) -> str:
     kind = r.get("divergence_kind")
     if kind is None:
         return "n/a"

@@ -10,20 +10,21 @@ show against every slot's baseline, so a reader sees whether the spread could ca
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.report import marks
 from specstack.report.format import num, pct, times
+from specstack.report.render import Block
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def _is_gpu(slot: dict) -> bool:
+def _is_gpu(slot: dict[str, Any]) -> bool:
     return "gpu_uuid" in slot or "error" in slot
 
 
-def slot_label(slot: dict | None) -> str:
+def slot_label(slot: dict[str, Any] | None) -> str:
     """GPU 1 (GPU-..., NVIDIA H100 80GB HBM3[, cores 0-15]), or cpuset 0-3; n/a when no slot was recorded."""
     if not slot:
         return "n/a"
@@ -35,14 +36,14 @@ def slot_label(slot: dict | None) -> str:
     return f"GPU {slot.get('gpu_index') or slot.get('asked')} ({slot.get('gpu_uuid')}, {slot.get('gpu_name')}{cores})"
 
 
-def _identity(slot: dict | None):
+def _identity(slot: dict[str, Any] | None) -> object:
     """What makes two slots the same: the GPU (its UUID) on GPU, the cores on CPU."""
     if not slot:
         return None
     return (slot.get("gpu_uuid") or slot.get("asked")) if _is_gpu(slot) else slot.get("cpuset")
 
 
-def placement_rows(rep: Report) -> list[dict]:
+def placement_rows(rep: Report) -> list[dict[str, Any]]:
     entries = rep.run.manifest.get("methods") or {}
     rows = []
     for name, md in rep.run.methods.items():
@@ -79,7 +80,7 @@ def _calibrations(rep: Report) -> dict[str, list[str]]:
     return {b: sorted(names, key=lambda n: (n != b, len(n), n)) for b, names in groups.items() if len(names) > 1}
 
 
-def _throughput(rep: Report) -> dict[tuple, float]:
+def _throughput(rep: Report) -> dict[tuple[str, str, int], float]:
     return {
         (r["method"], r["task"], r["concurrency"]): r["output_throughput"]
         for r in rep.speed
@@ -87,7 +88,7 @@ def _throughput(rep: Report) -> dict[tuple, float]:
     }
 
 
-def spread_rows(rep: Report) -> list[dict]:
+def spread_rows(rep: Report) -> list[dict[str, Any]]:
     """Per baseline, task and concurrency: its output throughput on every slot and (fastest / slowest - 1)."""
     tput, rows = _throughput(rep), []
     for base, names in _calibrations(rep).items():
@@ -107,7 +108,7 @@ def spread_rows(rep: Report) -> list[dict]:
     return rows
 
 
-def speedup_rows(rep: Report) -> list[dict]:
+def speedup_rows(rep: Report) -> list[dict[str, Any]]:
     """Each method's throughput speedup against the baseline on its own slot, and its range against the baseline
     measured on every slot."""
     tput, groups, rows = _throughput(rep), _calibrations(rep), []
@@ -135,7 +136,7 @@ def speedup_rows(rep: Report) -> list[dict]:
     return rows
 
 
-def _calibration(rep: Report) -> list[tuple]:
+def _calibration(rep: Report) -> list[Block]:
     if not rep.run.manifest.get("calibration"):
         return []
     spread, speedups = spread_rows(rep), speedup_rows(rep)
@@ -190,7 +191,7 @@ def _calibration(rep: Report) -> list[tuple]:
     ]
 
 
-def placement(rep: Report) -> list[tuple]:
+def placement(rep: Report) -> list[Block]:
     if rep.run.manifest.get("mode") != "parallel":
         return []
     return [

@@ -7,13 +7,15 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from specstack.figures import stats as st  # noqa: E402
 from specstack.report import marks  # noqa: E402
@@ -23,6 +25,16 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 DPI = 100
+
+# A point of a speedup series (speedup_series): (load, speedup, low, high[, basis[, rests_on]]), the load a
+# concurrency or an offered rate, low/high the 95 % interval (None without one), basis "TPOT"/"E2EL" on a latency
+# point (None on throughput), rests_on report/marks.py's words for the cell; a point may stop after high or basis.
+SeriesPoint: TypeAlias = (
+    tuple[float, float | None, float | None, float | None]
+    | tuple[float, float | None, float | None, float | None, str | None]
+    | tuple[float, float | None, float | None, float | None, str | None, tuple[str, ...]]
+)
+Series: TypeAlias = dict[str, dict[str, list[SeriesPoint]]]  # series[method][metric], metric "tpot"/"throughput"
 BLUE, ORANGE, GREY = "#3274d9", "#e8743b", "#888888"
 
 
@@ -43,7 +55,7 @@ def stamped(text: str | None, captions: dict[str, str]) -> Iterator[None]:
         captions.update({n: f"{c} ({text})" for n, c in captions.items()})
 
 
-def png_bytes(fig) -> bytes:
+def png_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
     try:
         fig.tight_layout()
@@ -57,7 +69,7 @@ def png_bytes(fig) -> bytes:
     return buf.getvalue()
 
 
-def no_data(ax, text: str) -> None:
+def no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=16, color=GREY, transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -87,7 +99,7 @@ NOT_DRAFTED = "not drafted (no step drafted that far)"
 NOT_DRAFTED_Y = 0.04  # where the marker sits: clear of the axis, below any label
 
 
-def _position_bars(ax, per_task: Mapping[str, Sequence[float | None] | None], ylabel: str) -> None:
+def _position_bars(ax: Axes, per_task: Mapping[str, Sequence[float | None] | None], ylabel: str) -> None:
     series = {t: v for t, v in per_task.items() if v}
     tasks = list(series)
     if not tasks:
@@ -149,9 +161,9 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     return png_bytes(fig)
 
 
-def speedup_series(rows: list[dict], task: str, x: str) -> dict[str, dict[str, list[tuple]]]:
+def speedup_series(rows: list[dict[str, Any]], task: str, x: str) -> Series:
     """The speedup_vs_concurrency series of one task's speed rows, `x` their load ("concurrency", "request_rate")."""
-    series: dict[str, dict[str, list[tuple]]] = {}
+    series: Series = {}
     for r in rows:
         if r["task"] != task or r["role"] != "spec":
             continue
@@ -180,21 +192,22 @@ RING = "orange ring = the ratio rests on what the words beside it name (the spee
 RING_LEGEND = "⚠ rests on: the words beside it"  # the panel's legend entry, short: the caption says the rest
 
 
-def _rests_on(p: tuple) -> tuple[str, ...]:
+def _rests_on(p: SeriesPoint) -> tuple[str, ...]:
     """The marks of a series point (speedup_series), none on a point built without them."""
     return p[5] if len(p) > 5 and p[5] else ()
 
 
-def _ring(ax, pts: list[tuple], labelled: bool) -> bool:
-    """An orange ring and its words ("⚠ stall, slow c=1") on each marked point, the ring named once per panel: a
-    stalled cell is never drawn as if it were clean. Returns whether the panel's legend names the ring now."""
-    for p in pts:
+def _ring(ax: Axes, drawn: list[tuple[SeriesPoint, float]], labelled: bool) -> bool:
+    """An orange ring and its words ("⚠ stall, slow c=1") on each marked point (drawn: each with its speedup), the
+    ring named once per panel: a stalled cell is never drawn as if it were clean. Returns whether the panel's legend
+    names the ring now."""
+    for p, y in drawn:
         words = _rests_on(p)
         if not words:
             continue
         ax.plot(
             [p[0]],
-            [p[1]],
+            [y],
             "o",
             markersize=14,
             markerfacecolor="none",
@@ -205,7 +218,7 @@ def _ring(ax, pts: list[tuple], labelled: bool) -> bool:
         labelled = True
         ax.annotate(
             "⚠ " + ", ".join(words),
-            xy=(p[0], p[1]),
+            xy=(p[0], y),
             xytext=(7, 7),
             textcoords="offset points",
             fontsize=7,
@@ -214,7 +227,7 @@ def _ring(ax, pts: list[tuple], labelled: bool) -> bool:
     return labelled
 
 
-def speedup_caption(what: str, series: dict[str, dict[str, list[tuple]]]) -> str:
+def speedup_caption(what: str, series: Series) -> str:
     """The figure's legend, naming only the marks it has: no "95 % interval bars" in a run without intervals, no
     E2EL square where every latency point is TPOT."""
     points = [p for s in series.values() for pts in s.values() for p in pts if p[1] is not None]
@@ -231,9 +244,7 @@ def speedup_caption(what: str, series: dict[str, dict[str, list[tuple]]]) -> str
     return "; ".join([f"Speedup against the baseline vs {what}", *said, "dashed line = 1.0×"])
 
 
-def speedup_vs_concurrency(
-    task: str, series: dict[str, dict[str, list[tuple]]], xlabel: str = "concurrency (max in-flight requests)"
-) -> bytes:
+def speedup_vs_concurrency(task: str, series: Series, xlabel: str = "concurrency (max in-flight requests)") -> bytes:
     """Two panels (TPOT speedup, throughput speedup); one line per method; the 1.0x line; bootstrap intervals.
 
     `series[method][metric]` = [(concurrency, point, low, high[, basis[, rests_on]]), ...] with metric in {"tpot",
@@ -254,29 +265,31 @@ def speedup_vs_concurrency(
         palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (method, by_metric) in enumerate(series.items()):
             color = palette[i % len(palette)]  # one colour per method in both panels
-            pts = [p for p in by_metric.get(metric, []) if p[1] is not None and p[1] > 0]
-            if not pts:
+            drawn = [(p, y) for p in by_metric.get(metric, []) if (y := p[1]) is not None and y > 0]
+            if not drawn:
                 continue
-            plotted += [p[1] for p in pts]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1, color=color, label=method)
-            for p in pts:
+            plotted += [y for _, y in drawn]
+            ax.plot([p[0] for p, _ in drawn], [y for _, y in drawn], linewidth=1, color=color, label=method)
+            for p, y in drawn:
                 if len(p) > 4 and p[4] == "E2EL":
-                    ax.plot([p[0]], [p[1]], "s", markersize=9, color=color, markerfacecolor="none")
-            with_iv = [p for p in pts if p[2] is not None and p[3] is not None]
+                    ax.plot([p[0]], [y], "s", markersize=9, color=color, markerfacecolor="none")
+            with_iv = [
+                (p[0], y, low, high) for p, y in drawn if (low := p[2]) is not None and (high := p[3]) is not None
+            ]
             # a cell without an interval gets a hollow marker, never a zero-length "interval" bar
             if with_iv:
                 ax.errorbar(
-                    [p[0] for p in with_iv],
-                    [p[1] for p in with_iv],
-                    yerr=[[p[1] - p[2] for p in with_iv], [p[3] - p[1] for p in with_iv]],
+                    [x for x, _, _, _ in with_iv],
+                    [y for _, y, _, _ in with_iv],
+                    yerr=[[y - low for _, y, low, _ in with_iv], [high - y for _, y, _, high in with_iv]],
                     fmt="o",
                     color=color,
                     capsize=3,
                 )
-            without = [p for p in pts if p[2] is None or p[3] is None]
+            without = [(p[0], y) for p, y in drawn if p[2] is None or p[3] is None]
             if without:
-                ax.plot([p[0] for p in without], [p[1] for p in without], "o", color=color, markerfacecolor="white")
-            ringed = _ring(ax, pts, ringed)
+                ax.plot([x for x, _ in without], [y for _, y in without], "o", color=color, markerfacecolor="white")
+            ringed = _ring(ax, drawn, ringed)
         if not plotted:
             ax.text(
                 0.5,
@@ -308,10 +321,13 @@ def speedup_vs_concurrency(
     return png_bytes(fig)
 
 
+KSweepPoint: TypeAlias = tuple[int, float | None, float | None]  # (K, TPOT p50 ms, mean acceptance length)
+
+
 def k_sweep(
     family: str,
     task: str,
-    rows: dict[int, list[tuple]],
+    rows: dict[int, list[KSweepPoint]],
     baseline_tpot: dict[int, float | None],
     stop_k: dict[int, int | None],
 ) -> bytes:
@@ -328,9 +344,16 @@ def k_sweep(
         color = colors[i % len(colors)]
         pts = sorted(pts)
         ks = [p[0] for p in pts]
-        ax.plot(ks, [p[1] for p in pts], marker="o", color=color, label=f"TPOT ms, c={c}")
+        # a missing figure (None) is a gap in the line: matplotlib takes None, its stubs take only numbers
+        tpots, lengths = [p[1] for p in pts], [p[2] for p in pts]
+        ax.plot(ks, tpots, marker="o", color=color, label=f"TPOT ms, c={c}")  # type: ignore[arg-type]
         ax2.plot(
-            ks, [p[2] for p in pts], marker="s", linestyle=":", color=color, label=f"mean acceptance length, c={c}"
+            ks,
+            lengths,  # type: ignore[arg-type]
+            marker="s",
+            linestyle=":",
+            color=color,
+            label=f"mean acceptance length, c={c}",
         )
         if (tpot := baseline_tpot.get(c)) is not None:
             ax.axhline(tpot, color=color, linewidth=1, linestyle="--", label=f"baseline TPOT, c={c}")
@@ -409,7 +432,7 @@ def make_all(rep: Report) -> None:
             rows = [r for r in rep.ksweep if r["family"] == fam and r["task"] == t]
             if not rows:
                 continue
-            by_c: dict[int, list[tuple]] = {}
+            by_c: dict[int, list[KSweepPoint]] = {}
             for r in rows:
                 by_c.setdefault(r["concurrency"], []).append((r["k"], r["tpot_p50_ms"], r["bench_acceptance_length"]))
             base = {c: next((r["baseline_tpot_p50_ms"] for r in rows if r["concurrency"] == c), None) for c in by_c}

@@ -4,13 +4,14 @@ table, the report's "Prefix cache" table and the console's. Shown when a method 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from specstack.figures.prefix_cache import enabled, pooled
 from specstack.report.format import num, pct
-from specstack.results.reader import RunData
+from specstack.report.render import Block
+from specstack.results.reader import MethodData, RunData
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
@@ -18,7 +19,14 @@ if TYPE_CHECKING:
 UNKNOWN = {"queries": None, "hits": None, "hit_rate": None}
 
 
-def _row(md, task: str, phase: str, figures: dict, concurrency=None, temperature=None) -> dict:
+def _row(
+    md: MethodData,
+    task: str,
+    phase: str,
+    figures: dict[str, Any],
+    concurrency: float | None = None,
+    temperature: float | None = None,
+) -> dict[str, Any]:
     return {
         "method": md.name,
         "label": md.display_name,
@@ -31,7 +39,7 @@ def _row(md, task: str, phase: str, figures: dict, concurrency=None, temperature
     }
 
 
-def prefix_cache_rows(run: RunData) -> list[dict]:
+def prefix_cache_rows(run: RunData) -> list[dict[str, Any]]:
     """Per method × task: the acceptance phase, each sampled temperature, and each bench concurrency (its
     repeats pooled: Σ hits / Σ queries)."""
     rows = []
@@ -41,7 +49,7 @@ def prefix_cache_rows(run: RunData) -> list[dict]:
             rows.append(_row(md, task, "acceptance", f.prefix_cache or UNKNOWN))
             for s in f.sampled_phases:
                 rows.append(_row(md, task, f"t{s.temperature:g}", s.prefix_cache or UNKNOWN, temperature=s.temperature))
-            by_c: dict = {}
+            by_c: dict[tuple[int, float | None, str], list[dict[str, Any]]] = {}
             for cell in f.cells:  # closed loop by concurrency, then open loop by rate
                 key = (
                     (0, cell.concurrency, "bench")
@@ -56,18 +64,18 @@ def prefix_cache_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def shown(rows: list[dict]) -> bool:
+def shown(rows: list[dict[str, Any]]) -> bool:
     return any(r["caching"] or r["queries"] for r in rows)
 
 
-def rate_text(figures: dict) -> str:
+def rate_text(figures: dict[str, Any]) -> str:
     """ "41.2 % (1,234 / 2,995)": hit rate, then hit and queried prompt tokens; n/a without queries."""
     if not figures.get("queries"):
         return "n/a" if figures.get("queries") is None else "n/a (no queries)"
     return f"{pct(figures['hit_rate'])} ({num(figures['hits'])} / {num(figures['queries'])})"
 
 
-def _grid(rows: list[dict], task: str) -> tuple[list[str], list[list[str]]]:
+def _grid(rows: list[dict[str, Any]], task: str) -> tuple[list[str], list[list[str]]]:
     """Header and body of one task's table: methods as rows, phases as columns."""
     mine = [r for r in rows if r["task"] == task]
     phases = list(dict.fromkeys((r["phase"], r["concurrency"]) for r in mine))
@@ -86,7 +94,7 @@ def _grid(rows: list[dict], task: str) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-def prefix_cache_table(rep: Report, task: str) -> list[tuple]:
+def prefix_cache_table(rep: Report, task: str) -> list[Block]:
     """The report's blocks for one task (none when no method cached prefixes)."""
     rows = [r for r in rep.prefix_cache if r["task"] == task]
     if not shown(rows):

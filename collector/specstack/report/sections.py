@@ -4,7 +4,7 @@ task come from one module per kind of figure (speed_sections, acceptance_section
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures import stats as st
 from specstack.report.acceptance_sections import acceptance_table, category_table, sampled_table, turn_table
@@ -20,6 +20,7 @@ from specstack.report.output_sections import equality_tables, lossless_table
 from specstack.report.placement import placement
 from specstack.report.plots import safe_name
 from specstack.report.prefix_cache import prefix_cache_table
+from specstack.report.render import Block
 from specstack.report.speed_sections import crossover_table, speed_tables
 from specstack.report.start_costs import cost_table
 from specstack.report.time_breakdown import breakdown_table
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def _replication(workload: dict) -> str:
+def _replication(workload: dict[str, Any]) -> str:
     if workload.get("replicate") == "sessions":
         # bundles from before the ABBA order ran every round baselines first
         order = "ABBA: B M, then M B, …" if workload.get("session_order") == "ABBA" else "B M B M …"
@@ -42,7 +43,7 @@ def _replication(workload: dict) -> str:
     return f"{workload.get('repeats', 'n/a')} repeat(s) per cell, back to back in one server session per method"
 
 
-def _open_loop(workload: dict) -> str:
+def _open_loop(workload: dict[str, Any]) -> str:
     rates = workload.get("rates")
     if not rates:
         return ""
@@ -51,12 +52,12 @@ def _open_loop(workload: dict) -> str:
     )
 
 
-def header(rep: Report) -> list[tuple]:
+def header(rep: Report) -> list[Block]:
     """Title, then what ran: model set, platform, vLLM, git commit and the workload."""
     run = rep.run
     man = run.manifest
     wl = man.get("workload") or {}
-    out: list[tuple] = [("h1", f"specstack report: run {man.get('run_id') or run.run_dir.name}")]
+    out: list[Block] = [("h1", f"specstack report: run {man.get('run_id') or run.run_dir.name}")]
     vllm = next(
         (md.record.server_facts.vllm_version for md in run.methods.values() if md.record.server_facts.vllm_version),
         None,
@@ -80,9 +81,9 @@ def header(rep: Report) -> list[tuple]:
     return out
 
 
-def methods_table(rep: Report) -> list[tuple]:
+def methods_table(rep: Report) -> list[Block]:
     """One row per method: its configuration, KV loss, cross-check and Prometheus view; then the failures."""
-    out: list[tuple] = []
+    out: list[Block] = []
     out.append(("h2", "Methods"))
     out.append(
         (
@@ -160,9 +161,9 @@ def methods_table(rep: Report) -> list[tuple]:
     return out
 
 
-def tasks(rep: Report) -> list[tuple]:
+def tasks(rep: Report) -> list[Block]:
     """Per task: speed, latency, crossover, acceptance and output equality."""
-    out: list[tuple] = []
+    out: list[Block] = []
     for task in rep.run.tasks:
         out.append(("h2", f"Task: {task}"))
         for part in (
@@ -191,19 +192,19 @@ def _known(value: str, basis: str | None) -> str:
     return value if not basis or value == "n/a" else f"{value} ({basis})"
 
 
-def images(rep: Report, *prefixes: str) -> list[tuple]:
+def images(rep: Report, *prefixes: str) -> list[Block]:
     """The report's plots whose names start with one of `prefixes` (under report/), in the order drawn."""
     starts = tuple(f"{REPORT_DIR}/{p}" for p in prefixes)
     return [("img", name, caption) for name, caption in rep.plot_captions.items() if name.startswith(starts)]
 
 
-def speedup_plot(rep: Report, task: str) -> list[tuple]:
+def speedup_plot(rep: Report, task: str) -> list[Block]:
     return images(rep, f"speedup_vs_concurrency_{safe_name(task)}.")
 
 
-def k_sweep(rep: Report) -> list[tuple]:
+def k_sweep(rep: Report) -> list[Block]:
     """The K sweep table and plots, when the run holds K variants."""
-    out: list[tuple] = []
+    out: list[Block] = []
     if rep.ksweep:
         out.append(("h2", "K sweep"))
         out.append(
@@ -246,13 +247,13 @@ def k_sweep(rep: Report) -> list[tuple]:
     return out + k_per_load_section(rep)
 
 
-def acceptance_plots(rep: Report) -> list[tuple]:
+def acceptance_plots(rep: Report) -> list[Block]:
     return [("h2", "Acceptance plots"), *images(rep, "acceptance_by_position_", "histogram_")]
 
 
-def how_to_read(rep: Report) -> list[tuple]:
+def how_to_read(rep: Report) -> list[Block]:
     """Every definition behind the figures above."""
-    out: list[tuple] = []
+    out: list[Block] = []
     repeats = max((r["repeats"] for r in rep.speed), default=0)
     out.append(("h2", "How to read this"))
     out.append(
@@ -352,5 +353,5 @@ SECTIONS = (
 )
 
 
-def blocks(rep: Report) -> list[tuple]:
+def blocks(rep: Report) -> list[Block]:
     return [block for section in SECTIONS for block in section(rep)]

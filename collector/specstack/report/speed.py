@@ -4,6 +4,8 @@ concurrency where a method stops beating its baseline."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from specstack.figures import chunks as stream
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu, host_load_per_core
@@ -15,29 +17,29 @@ from specstack.results.reader import MethodData, RunData, load_text
 LOADS = ("concurrency", "rate")  # closed-loop cells keyed by concurrency, open-loop ones by request rate
 
 
-def _by_load(cells: list[dict], load: str) -> dict[float, list[dict]]:
+def _by_load(cells: list[dict[str, Any]], load: str) -> dict[float, list[dict[str, Any]]]:
     """The cells of one kind of load, by their concurrency or their request rate (capacity probes are neither)."""
-    out: dict[float, list[dict]] = {}
+    out: dict[float, list[dict[str, Any]]] = {}
     for cell in cells:
         if cell["load"] == load:
             out.setdefault(cell["concurrency" if load == "concurrency" else "request_rate"], []).append(cell)
     return out
 
 
-def _ok(cells: list[dict]) -> list[dict]:
+def _ok(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for c in cells if c["status"] == "ok"]
 
 
-def _vals(cells: list[dict], key: str) -> list[float]:
+def _vals(cells: list[dict[str, Any]], key: str) -> list[float]:
     return [c[key] for c in cells if c.get(key) is not None]
 
 
-def _sum(cells: list[dict], key: str) -> float | None:
+def _sum(cells: list[dict[str, Any]], key: str) -> float | None:
     vals = _vals(cells, key)
     return sum(vals) if vals else None
 
 
-def _pairs(num: list[dict], den: list[dict], key: str) -> list[tuple[float, float]]:
+def _pairs(num: list[dict[str, Any]], den: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
     """(num, den) values of the same session index: session i of a method ran next to session i of its
     baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
@@ -50,7 +52,9 @@ def _sessions(md: MethodData | None) -> bool:
     return md is not None and md.replication.design == "sessions"
 
 
-def _ratio(md: MethodData, base: MethodData | None, num: list[dict], den: list[dict], key: str) -> st.Interval:
+def _ratio(
+    md: MethodData, base: MethodData | None, num: list[dict[str, Any]], den: list[dict[str, Any]], key: str
+) -> st.Interval:
     """median(num) / median(den) of one metric with its interval: session pairs resampled together when both
     sides ran as interleaved sessions (--replicate sessions), each side's repeats independently otherwise."""
     if _sessions(md) and _sessions(base):
@@ -66,7 +70,7 @@ def design(md: MethodData, base: MethodData | None, n: int) -> str:
     return f"{n} repeat{'s' if n != 1 else ''} in one server session"
 
 
-def _itl_samples(cell: dict) -> int | None:
+def _itl_samples(cell: dict[str, Any]) -> int | None:
     """ITL gaps in one repeat, estimated: (output tokens - requests) / tokens per streamed chunk (the bench
     acceptance length; 1 without drafts). The raw JSON keeps no per-chunk list unless --save-detailed."""
     out, n = cell.get("total_output_tokens"), cell.get("completed")
@@ -102,7 +106,7 @@ def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
     return "faster per token only"
 
 
-def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
+def speed_rows(run: RunData, load: str = "concurrency") -> list[dict[str, Any]]:
     """One row per method x task x concurrency (load "rate": x request rate, the open-loop cells): medians over
     its repeats and, for a speculative method, the speedups against the baseline cell of the same target, task
     and load."""
@@ -122,11 +126,11 @@ def speed_rows(run: RunData, load: str = "concurrency") -> list[dict]:
     return rows
 
 
-def _add_note(row: dict, text: str) -> None:
+def _add_note(row: dict[str, Any], text: str) -> None:
     row["note"] = "; ".join(x for x in (row.get("note"), text) if x)
 
 
-def _beyond_bound(r: dict) -> None:
+def _beyond_bound(r: dict[str, Any]) -> None:
     """A throughput ratio above the method's tokens per target pass: more than a drafter that cost nothing could
     give, so the baseline's cell was slow, not the method fast (seen: ngram 1.23× with a bound of 1.09, against a
     c=1 baseline slower per request than its own c=4)."""
@@ -141,10 +145,10 @@ def _beyond_bound(r: dict) -> None:
         )
 
 
-def _slow_c1(rows: list[dict]) -> None:
+def _slow_c1(rows: list[dict[str, Any]]) -> None:
     """Names a c=1 cell slower per request than the same server's higher-concurrency cells (mean E2EL above theirs:
     at c=1 nothing waits, so a stall or a warm-up), on its own row and on every row compared with it."""
-    slow: dict[tuple, str] = {}
+    slow: dict[tuple[str, str], str] = {}
     for r in rows:
         if r["concurrency"] == 1 and r.get("e2el_mean_ms"):
             higher = {
@@ -173,7 +177,7 @@ def _slow_c1(rows: list[dict]) -> None:
             )
 
 
-def _batching_gain(rows: list[dict]) -> None:
+def _batching_gain(rows: list[dict[str, Any]]) -> None:
     """Marks the c > 1 cells whose side (method or baseline) served no more than at c=1: the server did not batch,
     or the client starved it (answers read in a burst). A ratio there compares a stalled pipeline, however clean
     its number looks (seen: eagle3 chat c=4 at 0.16×, its throughput 1.04× its own c=1)."""
@@ -201,8 +205,13 @@ def _batching_gain(rows: list[dict]) -> None:
 
 
 def _cell_row(
-    md: MethodData, base: MethodData | None, task: str, at: tuple[str, float], cells: list[dict], base_cells: list[dict]
-) -> dict:
+    md: MethodData,
+    base: MethodData | None,
+    task: str,
+    at: tuple[str, float],
+    cells: list[dict[str, Any]],
+    base_cells: list[dict[str, Any]],
+) -> dict[str, Any]:
     """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
     ok, bok = _ok(cells), _ok(base_cells)
     load, point = at
@@ -252,7 +261,7 @@ def _cell_row(
     return row
 
 
-def _stalls(row: dict, ok: list[dict], bok: list[dict], note: list[str]) -> None:
+def _stalls(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]], note: list[str]) -> None:
     """A stall in a repeat of either side marks the row and so every ratio built on it (measure/per_request.py);
     None: no repeat of either side kept per-request data, so nothing says whether one stalled."""
     # a spec row names the side that stalled; a baseline's row is its own cells only ("r0", not "method r0")
@@ -265,7 +274,7 @@ def _stalls(row: dict, ok: list[dict], bok: list[dict], note: list[str]) -> None
         note.append("⚠ stall (" + row["stall"] + "): every ratio of this row rests on it")
 
 
-def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
+def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]]) -> None:
     """Medians over repeats of every latency percentile, with the tail percentiles too thin to trust flagged."""
     for m in METRICS:
         for p in PERCENTILES:
@@ -290,7 +299,7 @@ def _percentiles(row: dict, ok: list[dict], bok: list[dict]) -> None:
         )
 
 
-def _per_chunk(row: dict, ok: list[dict]) -> None:
+def _per_chunk(row: dict[str, Any], ok: list[dict[str, Any]]) -> None:
     """Tokens per streamed chunk over the repeats (figures/chunks.py) and the ITL p50 per token: a chunk of a
     speculative step carries every token it accepted, so ITL is per chunk (None: no per-request data, unknown)."""
     per_chunk = stream.tokens_per_chunk(
@@ -307,7 +316,12 @@ def _per_chunk(row: dict, ok: list[dict]) -> None:
 
 
 def _speedups(
-    row: dict, md: MethodData, base: MethodData | None, ok: list[dict], bok: list[dict], note: list[str]
+    row: dict[str, Any],
+    md: MethodData,
+    base: MethodData | None,
+    ok: list[dict[str, Any]],
+    bok: list[dict[str, Any]],
+    note: list[str],
 ) -> tuple[st.Interval, st.Interval, st.Interval]:
     """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
     TPOT ratio is never formed from a degenerate TPOT (a burst read on either side): it would say 227× or 0.00×.
@@ -358,7 +372,13 @@ def _speedups(
 
 
 def _latency_verdict(
-    row: dict, md: MethodData, ok: list[dict], bok: list[dict], tpot: st.Interval, e2el: st.Interval, tput: st.Interval
+    row: dict[str, Any],
+    md: MethodData,
+    ok: list[dict[str, Any]],
+    bok: list[dict[str, Any]],
+    tpot: st.Interval,
+    e2el: st.Interval,
+    tput: st.Interval,
 ) -> st.Interval:
     """The latency the verdict rests on, the repeats' spread and stability, and the verdict word."""
     # TPOT is only a per-token time when the tokens arrived one by one; answers that arrived in a burst (a
@@ -398,7 +418,11 @@ def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
 
 
 def _host_load_gate(
-    row: dict, md: MethodData, base: MethodData | None, cells: list[dict], base_cells: list[dict]
+    row: dict[str, Any],
+    md: MethodData,
+    base: MethodData | None,
+    cells: list[dict[str, Any]],
+    base_cells: list[dict[str, Any]],
 ) -> None:
     """Who else used the CPU at the cell's bench windows, on both sides (measure/cpu_share.py): a verdict measured
     while other processes took the server's cores ("busy host") or while the bench client saturated its core
@@ -417,7 +441,9 @@ def _host_load_gate(
     row["client_bound"] = st.client_bound(row["bench_cpu_share"], row["baseline_bench_cpu_share"])
 
 
-def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, note: list[str]) -> None:
+def _efficiency(
+    row: dict[str, Any], md: MethodData, ok: list[dict[str, Any]], tpot: st.Interval, note: list[str]
+) -> None:
     """The TPOT speedup against what a free drafter allows: tokens per target pass over all decode passes, and
     over verify steps only (the two differ exactly when the drafter skips steps: ngram, suffix)."""
     bound = st.median(_vals(ok, "tokens_per_target_pass"))
@@ -447,7 +473,7 @@ def _efficiency(row: dict, md: MethodData, ok: list[dict], tpot: st.Interval, no
         note.append(f"TPOT degenerate{where}" + (": verdict on E2EL, no efficiency" if md.baseline else ""))
 
 
-def _bursts(cells: list[dict]) -> str:
+def _bursts(cells: list[dict[str, Any]]) -> str:
     """How much of a side was read in a burst: "4 of 16 requests read in a burst" from bench's per-request data,
     else the aggregate rule's verdict (a bundle without it)."""
     known = [c_ for c_ in cells if c_.get("per_request_data")]
@@ -457,7 +483,7 @@ def _bursts(cells: list[dict]) -> str:
     return f"{n} of {sum(c_.get('completed') or 0 for c_ in known)} requests read in a burst"
 
 
-def _kv_and_failures(row: dict, md: MethodData, base: MethodData | None, cells: list[dict]) -> None:
+def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | None, cells: list[dict[str, Any]]) -> None:
     kv = md.record.server_facts.kv_cache_tokens
     base_kv = base.record.server_facts.kv_cache_tokens if base else None
     row["preemptions"] = _sum(cells, "preemptions")
@@ -466,7 +492,7 @@ def _kv_and_failures(row: dict, md: MethodData, base: MethodData | None, cells: 
     row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
 
 
-def crossover_rows(speed: list[dict]) -> list[dict]:
+def crossover_rows(speed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
     for method, task in keys:

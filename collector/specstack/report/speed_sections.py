@@ -3,7 +3,7 @@ footnotes, and the crossover concurrency (the rows come computed from report/spe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures import stats as st
 from specstack.measure import per_request
@@ -11,6 +11,7 @@ from specstack.report import marks
 from specstack.report.cells import PERCENTILES
 from specstack.report.format import interval, num, over_repeats, pct, times
 from specstack.report.itl_chunks import per_chunk_cell, per_chunk_note
+from specstack.report.render import Block
 from specstack.report.verdicts import label as _label
 from specstack.report.verdicts import legend
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def _pcts(row: dict, m: str) -> str:
+def _pcts(row: dict[str, Any], m: str) -> str:
     parts = []
     for p in PERCENTILES:
         v = num(row.get(f"{m}_p{p}_ms"), 1)
@@ -28,7 +29,7 @@ def _pcts(row: dict, m: str) -> str:
     return " / ".join(parts)
 
 
-def _bound(row: dict) -> str:
+def _bound(row: dict[str, Any]) -> str:
     """Tokens per target pass, with the share of passes that verified a draft when not all of them did."""
     if row.get("tokens_per_target_pass") is None:
         return "n/a"
@@ -36,7 +37,7 @@ def _bound(row: dict) -> str:
     return num(row["tokens_per_target_pass"]) + ("" if share is None else f" ({pct(share, 0)})")
 
 
-def _efficiency(row: dict) -> str:
+def _efficiency(row: dict[str, Any]) -> str:
     """Efficiency against the all-passes bound; against verify steps beside it only where the drafter skipped
     passes (share under 100 %): at 100 % the two bounds differ only by drafts counted past an answer's end, which
     the per-step figure would count as a gain."""
@@ -53,27 +54,27 @@ def _efficiency(row: dict) -> str:
     return text
 
 
-def _spread(r: dict) -> str:
+def _spread(r: dict[str, Any]) -> str:
     """Relative MAD of the TPOT p50 over repeats, method / baseline; ⚠ past the stability gate."""
     parts = [pct(r["tpot_spread"], 0)] + ([pct(r["baseline_tpot_spread"], 0)] if r["role"] == "spec" else [])
     return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
 
 
-def _stall_mark(r: dict) -> str:
+def _stall_mark(r: dict[str, Any]) -> str:
     """The marks every ratio of the row carries (a stall, a slow c=1): report/marks.py decides them for all views."""
     return marks.suffix(r)
 
 
-def _throughput_mark(r: dict) -> str:
+def _throughput_mark(r: dict[str, Any]) -> str:
     return marks.suffix(r, throughput=True)
 
 
-def _beside(r: dict, m: str) -> str:
+def _beside(r: dict[str, Any], m: str) -> str:
     """The mean and p95 ratios beside a median ratio: a median hides the tail."""
     return f"; mean {times(r.get(f'{m}_mean_speedup'))}, p95 {times(r.get(f'{m}_p95_speedup'))}"
 
 
-def _tpot_ratio(r: dict) -> str:
+def _tpot_ratio(r: dict[str, Any]) -> str:
     """Never a ratio of degenerate figures: a burst read on either side leaves no per-token time to divide."""
     if r["role"] != "spec":
         return "—"
@@ -87,7 +88,7 @@ def _tpot_ratio(r: dict) -> str:
     )
 
 
-def _e2el_ratio(r: dict) -> str:
+def _e2el_ratio(r: dict[str, Any]) -> str:
     if r["role"] != "spec":
         return "—"
     return (
@@ -98,11 +99,11 @@ def _e2el_ratio(r: dict) -> str:
     )
 
 
-def _itl(r: dict) -> str:
+def _itl(r: dict[str, Any]) -> str:
     return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
 
 
-def _other_cpu(r: dict) -> str:
+def _other_cpu(r: dict[str, Any]) -> str:
     """The CPU other processes took in the method's busiest bench window of the row, ⚠ beyond the busy-host
     share (the mark on the verdict also counts the baseline's side)."""
     if r.get("other_cpu_share") is None:
@@ -111,14 +112,14 @@ def _other_cpu(r: dict) -> str:
     return f"{r['other_cpu_s']:.1f} ({r['other_cpu_share']:.1%}){mark}"
 
 
-def _client_cpu(r: dict) -> str:
+def _client_cpu(r: dict[str, Any]) -> str:
     if r.get("bench_cpu_share") is None:
         return "not measured"
     return f"{r['bench_cpu_share']:.0%}" + (" ⚠" if r["bench_cpu_share"] > st.CLIENT_SATURATED else "")
 
 
-def speed_tables(rep: Report, task: str) -> list[tuple]:
-    out: list[tuple] = []
+def speed_tables(rep: Report, task: str) -> list[Block]:
+    out: list[Block] = []
     speed = [r for r in rep.speed if r["task"] == task]
     out.append(("h3", "Speed against the baseline (perf phase, fixed output length)"))
     ci = f"95 % CI if ≥ {st.MIN_REPEATS} repeats"
@@ -284,13 +285,13 @@ def speed_tables(rep: Report, task: str) -> list[tuple]:
     return out
 
 
-def _read_in_burst(r: dict) -> bool:
+def _read_in_burst(r: dict[str, Any]) -> bool:
     """The row's own cells read answers in a burst (its TPOT is degenerate on its side, not only its baseline's)."""
     return bool(r.get("tpot_degenerate_method", r["tpot_degenerate"]))
 
 
-def crossover_table(rep: Report, task: str) -> list[tuple]:
-    out: list[tuple] = []
+def crossover_table(rep: Report, task: str) -> list[Block]:
+    out: list[Block] = []
     cross = [r for r in rep.crossover if r["task"] == task]
     if cross:
         out.append(("h3", "Crossover concurrency (where a method stops beating the baseline)"))

@@ -5,9 +5,10 @@ each server's log by server/startup.py; timings.server_ready; server.kv_cache_to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
@@ -27,7 +28,7 @@ COLUMNS = [
 ]
 
 
-def _startup(md: MethodData) -> dict:
+def _startup(md: MethodData) -> dict[str, Any]:
     """The summary's server.startup; a bundle from before the memory figures were read has them in its server
     log still, read here the same way."""
     server = md.record.server
@@ -41,7 +42,7 @@ def _startup(md: MethodData) -> dict:
     return startup
 
 
-def _figures(md: MethodData) -> dict:
+def _figures(md: MethodData) -> dict[str, Any]:
     server = md.record.server
     startup = _startup(md)
     return {
@@ -54,7 +55,7 @@ def _figures(md: MethodData) -> dict:
     }
 
 
-def cost_rows(run: RunData) -> list[dict]:
+def cost_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per method, its baseline's figures beside its own (a baseline's row compares with nothing)."""
     rows = []
     for md in run.methods.values():
@@ -75,14 +76,14 @@ def cost_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def _beside(r: dict, figure: str, digits: int) -> str:
+def _beside(r: dict[str, Any], figure: str, digits: int) -> str:
     mine, theirs = r[figure], r[f"baseline_{figure}"]
     if not r["baseline"] or mine is None or theirs is None:
         return num(mine, digits)
     return f"{num(mine, digits)} ({'+' if mine >= theirs else ''}{num(mine - theirs, digits)})"
 
 
-def cost_table(rep: Report) -> list[tuple]:
+def cost_table(rep: Report) -> list[Block]:
     rows = rep.start_costs
     if not any(r["ready_s"] is not None or r["weights_gib"] is not None for r in rows):
         return []

@@ -6,9 +6,10 @@ step to its description, the bundle's publication after it left out) and each wi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.report.format import num, pct
+from specstack.report.render import Block
 from specstack.report.verdicts import label
 from specstack.results.reader import RunData
 
@@ -30,7 +31,7 @@ COLUMNS = [
 ]
 
 
-def breakdown_rows(run: RunData) -> list[dict]:
+def breakdown_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per method with its `timings` (a bundle from before they were recorded has none: no row)."""
     rows = []
     for md in run.methods.values():
@@ -61,7 +62,7 @@ def breakdown_rows(run: RunData) -> list[dict]:
     return rows
 
 
-def totals(rows: list[dict]) -> dict | None:
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's sums over its methods (start, windows, harness), or None when no method recorded timings."""
     if not rows:
         return None
@@ -76,7 +77,7 @@ def totals(rows: list[dict]) -> dict | None:
     }
 
 
-def breakdown_table(rep: Report) -> list[tuple]:
+def breakdown_table(rep: Report) -> list[Block]:
     rows = rep.time_breakdown
     whole = totals(rows)
     if whole is None:
@@ -92,7 +93,7 @@ def breakdown_table(rep: Report) -> list[tuple]:
         "harness s (share)",
     ]
 
-    def startup(r: dict) -> str:
+    def startup(r: dict[str, Any]) -> str:
         parts = [r[f"startup_{p}_s"] for p in ("load", "compile", "warmup", "graph_capture")]
         return num(r["server_start_s"], 1) + (
             "" if all(p is None for p in parts) else " (" + " / ".join(num(p, 1) for p in parts) + ")"

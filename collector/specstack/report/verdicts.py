@@ -4,13 +4,14 @@ replication design, a single or unstable measurement."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report.format import interval, over_repeats, times
 from specstack.report.guards import guard_marks
 from specstack.report.loop_guard import verdict_lines as loop_lines
+from specstack.report.render import Block
 from specstack.results.reader import EAGER_NOTE
 
 if TYPE_CHECKING:
@@ -27,13 +28,14 @@ MARKS = {
 }
 
 
-def label(row: dict) -> str:
+def label(row: dict[str, Any]) -> str:
     """The method's name with its marks; a failed method (comparable None) has none."""
-    return (
+    text: str = (
         (row.get("label") or row["method"])
         + (" ⚠ not comparable" if row.get("comparable") is False else "")
         + (TRUSTED if row.get("server_contradicted") else "")
     )
+    return text
 
 
 VERDICT_WORDS = {
@@ -119,7 +121,7 @@ def legend(matrix_text: str) -> list[str]:
     return [text for mark, text in entries if mark in matrix_text]
 
 
-def _verdict_cell(r: dict) -> str:
+def _verdict_cell(r: dict[str, Any]) -> str:
     """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
     if r["latency_speedup"] is None:
         return "n/a (" + (r["note"] or "no baseline cell") + ")"
@@ -170,19 +172,19 @@ def _failed(rep: Report) -> list[str]:
     return out
 
 
-def _contradicted(rep: Report) -> list[tuple]:
+def _contradicted(rep: Report) -> list[Block]:
     """Above the matrix, bold: the verdicts of these methods are about the configuration the attached server ran."""
     lines = [md.contradiction_warning for md in rep.run.methods.values() if md.contradiction_warning]
     return [("p", "**Measured despite a contradicting server** (--trust-server):"), ("ul", lines)] if lines else []
 
 
-def _eager(rep: Report) -> list[tuple]:
+def _eager(rep: Report) -> list[Block]:
     """Above the matrix, bold: the figures of these methods are the eager smoke mode's, not compile mode's."""
     eager = rep.run.eager_smoke
     return [("p", f"**⚠ {EAGER_NOTE[0].upper() + EAGER_NOTE[1:]}:** {', '.join(eager)}.")] if eager else []
 
 
-def _prompt_guards(rep: Report) -> list[tuple]:
+def _prompt_guards(rep: Report) -> list[Block]:
     """Above the matrix: the tasks whose prompts bias acceptance (report/guards.py; each task's section names
     what the guard read and the fix)."""
     lines = [f"{task}:{marks}" for task in rep.run.tasks if (marks := guard_marks(rep.guards, task))]
@@ -193,10 +195,10 @@ def _prompt_guards(rep: Report) -> list[tuple]:
     )
 
 
-def verdict(rep: Report) -> list[tuple]:
+def verdict(rep: Report) -> list[Block]:
     """One method × task × concurrency matrix of verdicts, the failed runs and the warnings."""
     run = rep.run
-    out: list[tuple] = [("h2", "Verdict")]
+    out: list[Block] = [("h2", "Verdict")]
     failed = _failed(rep)
     if failed:
         out.append(("p", "**Failed runs** (reported, never used as data):"))

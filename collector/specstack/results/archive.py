@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import IO, Any, TypeVar
 
 from specstack.errors import UserError
 from specstack.results.files import atomic_write_bytes, atomic_writer
@@ -26,7 +26,7 @@ from specstack.results.layout import SUMS
 _CHUNK = 1 << 20
 
 
-def _sha256(f) -> str:
+def _sha256(f: IO[bytes]) -> str:
     h = hashlib.sha256()
     for chunk in iter(lambda: f.read(_CHUNK), b""):
         h.update(chunk)
@@ -111,7 +111,7 @@ def _tarinfo(name: str, size: int, mtime: float) -> tarfile.TarInfo:
     return info
 
 
-def pack(run_dir: Path, out: Path | None = None) -> dict:
+def pack(run_dir: Path, out: Path | None = None) -> dict[str, Any]:
     """Write `<run>.tar.gz` (default: beside the run folder): SHA256SUMS first, then every file of the bundle
     under `<run>/`. Returns the archive's path, its own sha256 and the file count."""
     run_dir = Path(run_dir)

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ class MethodBundle:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def write_json(self, rel: str, obj) -> Path:
+    def write_json(self, rel: str, obj: object) -> Path:
         return atomic_write_json(self.path(rel), obj)
 
     def write_text(self, rel: str, text: str) -> Path:
@@ -111,7 +112,7 @@ def _hold(folder: Path) -> int | None:
     return fd
 
 
-def _unused(run_dir: Path, name_of, method: str) -> Path:
+def _unused(run_dir: Path, name_of: Callable[[str, str], str], method: str) -> Path:
     """`name_of(method, <now>)` in the run folder, with a suffix if a folder of that second exists."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target, n = run_dir / name_of(method, stamp), 1
@@ -165,7 +166,7 @@ def _keep_as_failed(run_dir: Path, staging: Path, method: str) -> Path:
     return target
 
 
-def read_manifest_methods(run_dir: Path) -> dict:
+def read_manifest_methods(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / layout.MANIFEST
     try:
         return json.loads(path.read_text()).get("methods") or {}
@@ -179,7 +180,7 @@ def rewrite_summary(method_dir: Path, summary: Summary) -> Path:
     return atomic_write_json(Path(method_dir) / SUMMARY_FILE, summary.to_json())
 
 
-def update_manifest(run_dir: Path, **fields) -> dict:
+def update_manifest(run_dir: Path, **fields: Any) -> dict[str, Any]:
     """Read-modify-write the run manifest under the run folder's lock (concurrent writers are safe). The
     `methods` map is merged (a method's entry key by key), every other field is replaced."""
     run_dir = Path(run_dir)

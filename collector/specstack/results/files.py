@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from specstack.errors import UserError
 
@@ -24,7 +25,7 @@ def fsync_dir(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path):
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     """A binary file that appears at `path` (fsynced, renamed) only when the block ends without error;
     lets long phases stream their records to disk instead of holding them in memory."""
     path = Path(path)
@@ -53,7 +54,7 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: Path, obj) -> Path:
+def atomic_write_json(path: Path, obj: object) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

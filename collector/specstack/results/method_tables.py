@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -14,7 +15,7 @@ from specstack.results.summary import Summary
 _SPEC_FIELDS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens", "acceptance_histogram")
 
 
-def request_rows(method_dir: Path, summary: Summary) -> list[dict]:
+def request_rows(method_dir: Path, summary: Summary) -> list[dict[str, Any]]:
     rows = []
     for task in summary.task_figures:
         for r in read_records(Path(method_dir) / layout.acceptance_records(task)):
@@ -37,7 +38,7 @@ def request_rows(method_dir: Path, summary: Summary) -> list[dict]:
     return rows
 
 
-def window_rows(summary: Summary) -> list[dict]:
+def window_rows(summary: Summary) -> list[dict[str, Any]]:
     rows = []
     for w in summary.window_list:
         counted = w.from_counters or {}
@@ -67,11 +68,11 @@ def window_rows(summary: Summary) -> list[dict]:
     return rows
 
 
-def check_rows(summary: Summary) -> list[dict]:
+def check_rows(summary: Summary) -> list[dict[str, Any]]:
     return [{"method": summary.method, "window": w.name, **c} for w in summary.window_list for c in w.checks or []]
 
 
-def bench_rows(summary: Summary) -> list[dict]:
+def bench_rows(summary: Summary) -> list[dict[str, Any]]:
     """A cell's every scalar as the summary writes it (bench's own figures under bench's names included)."""
     return [
         {

@@ -14,18 +14,20 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from specstack.errors import UserError
 from specstack.figures import recompute
 from specstack.results import layout
-from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_FILE, SUMMARY_SCHEMA
+from specstack.results.bundle import MANIFEST_SCHEMA, SUMMARY_SCHEMA
+from specstack.results.layout import SUMMARY_FILE
 from specstack.results.records import read_records
 from specstack.results.summary import BenchCell, CrossCheck, Replication, Summary, TaskFigures, Window
 
 _SUMMARY_PREFIX = SUMMARY_SCHEMA.rsplit("/", 1)[0] + "/"
 
 
-def _to_v2(summary: dict) -> dict:
+def _to_v2(summary: dict[str, Any]) -> dict[str, Any]:
     """summary/1 -> /2: Prometheus's view became a deferred check with a status of its own (a run stopped
     before the check leaves "pending"); the first-scrape wait it replaced (`prometheus_wait`) is gone."""
     view = summary.get("prometheus_view")
@@ -34,7 +36,7 @@ def _to_v2(summary: dict) -> dict:
     return summary
 
 
-def _to_v3(summary: dict) -> dict:
+def _to_v3(summary: dict[str, Any]) -> dict[str, Any]:
     """summary/2 -> /3: the replication design the figures rest on is recorded; everything before ran its
     repeats back to back in one server session. (/3 also adds the conditional per-position rates, absent = n/a.)"""
     repeats = max(
@@ -58,7 +60,7 @@ class SchemaError(UserError):
     """A summary this specstack cannot read."""
 
 
-def summary_version(summary: dict, where: Path) -> int:
+def summary_version(summary: dict[str, Any], where: Path) -> int:
     schema = summary.get("schema")
     if not isinstance(schema, str) or not schema.startswith(_SUMMARY_PREFIX):
         raise SchemaError(
@@ -71,7 +73,7 @@ def summary_version(summary: dict, where: Path) -> int:
         raise SchemaError(f"{where}: unreadable schema version in {schema!r}") from None
 
 
-def migrate(summary: dict, where: Path) -> dict:
+def migrate(summary: dict[str, Any], where: Path) -> dict[str, Any]:
     version = summary_version(summary, where)
     if version > CURRENT_VERSION or (version < CURRENT_VERSION and version not in MIGRATIONS):
         raise SchemaError(
@@ -86,7 +88,7 @@ def migrate(summary: dict, where: Path) -> dict:
     return summary
 
 
-def read_summary(method_dir: Path) -> dict | None:
+def read_summary(method_dir: Path) -> dict[str, Any] | None:
     """A method folder's summary at the current schema version; None when the folder has none."""
     path = Path(method_dir) / SUMMARY_FILE
     if not path.exists():
@@ -101,21 +103,21 @@ def read_summary(method_dir: Path) -> dict | None:
     return migrate(summary, path)
 
 
-def closed_loop(cell: dict) -> bool:
+def closed_loop(cell: dict[str, Any]) -> bool:
     """A closed-loop bench cell as JSON (BenchCell.closed_loop)."""
     return BenchCell.from_json(cell).closed_loop
 
 
-def load_text(cell: dict) -> str:
+def load_text(cell: dict[str, Any]) -> str:
     """A bench cell's load as JSON in a few characters (BenchCell.load_text)."""
     return BenchCell.from_json(cell).load_text
 
 
-def read_manifest(run_dir: Path) -> dict:
+def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / layout.MANIFEST
     if not path.exists():
         return {}
-    manifest = json.loads(path.read_text())
+    manifest: dict[str, Any] = json.loads(path.read_text())
     if manifest.get("schema", MANIFEST_SCHEMA) != MANIFEST_SCHEMA:
         raise SchemaError(
             f"{path} has schema {manifest.get('schema')!r}; this specstack reads "
@@ -131,7 +133,7 @@ EAGER_NOTE = (
 )
 
 
-def display_name(method: str, summary: dict | Summary) -> str:
+def display_name(method: str, summary: dict[str, Any] | Summary) -> str:
     """The method's label from methods.toml where it has one ("suffix (prompt trees only)"), so a table never
     shows a configuration under a bare name that overstates it; a label always starts with the method's name
     (tests/config), and a variant such as a K-sweep member keeps its own name. A method served in the GPU's eager
@@ -153,7 +155,7 @@ class MethodData:
 
     name: str  # folder name = summary["method"]
     path: Path
-    summary: dict
+    summary: dict[str, Any]
     record: Summary = field(init=False, repr=False, compare=False)
     findings: list[recompute.Finding] = field(default_factory=list, compare=False)
 
@@ -164,11 +166,12 @@ class MethodData:
     def baseline(self) -> str | None:
         return self.record.baseline_method
 
-    def bench_file(self, file: str) -> dict | None:
+    def bench_file(self, file: str) -> dict[str, Any] | None:
         """A bench cell's `vllm bench serve` result (`file` as the cell names it, relative to this folder; a merged
         session's cell names its own folder, ../<method>-s<i>/bench/…); None where it is gone or unreadable."""
         try:
-            return json.loads((self.path / file).read_text())
+            result: dict[str, Any] = json.loads((self.path / file).read_text())
+            return result
         except (OSError, ValueError):
             return None
 
@@ -207,7 +210,7 @@ class MethodData:
         return (self.record.speculative_config or {}).get("num_speculative_tokens")
 
     @property
-    def tasks(self) -> dict:
+    def tasks(self) -> dict[str, Any]:
         """Task -> its figures as JSON (task_figures: as records)."""
         return self.summary.get("tasks") or {}
 
@@ -245,7 +248,7 @@ class FailedRun:
 @dataclass
 class RunData:
     run_dir: Path
-    manifest: dict
+    manifest: dict[str, Any]
     methods: dict[str, MethodData]
     failed: list[FailedRun]
     warnings: list[str] = field(default_factory=list)
@@ -281,7 +284,7 @@ def resolve_run_dir(arg: str | Path, results_dir: Path | None = None) -> Path:
     )
 
 
-def good_result(run_dir: Path, method: str) -> dict | None:
+def good_result(run_dir: Path, method: str) -> dict[str, Any] | None:
     """The method's published successful summary in this run, if any: what a resumed sweep skips."""
     summary = read_summary(Path(run_dir) / method)
     return summary if summary is not None and summary.get("status") == "ok" else None
@@ -380,7 +383,7 @@ def checked(md: MethodData) -> MethodData:
     every bench cell's copied figures read again from its bench file, and, where summary.json stated one otherwise
     or lost it, its findings (figures/recompute.py): a hand-edited summary never reaches a table as it was edited."""
 
-    def records(name: str) -> list[dict] | None:
+    def records(name: str) -> list[dict[str, Any]] | None:
         path = md.path / name
         return read_records(path) if path.exists() else None
 
@@ -439,7 +442,7 @@ def load_run(run_dir: Path) -> RunData:
 def _grouped(methods: dict[str, MethodData], run_order: list[str]) -> dict[str, MethodData]:
     """Each baseline followed by the methods compared with it; run order (the manifest's) within a group."""
 
-    def rank(name: str) -> tuple:
+    def rank(name: str) -> tuple[int, str]:
         return (run_order.index(name) if name in run_order else len(run_order), name)
 
     out: dict[str, MethodData] = {}

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 
-def request_fields(record: dict) -> dict:
+def request_fields(record: dict[str, Any]) -> dict[str, Any]:
     """The per-request facts the accounting and the report use."""
     body = record.get("response") or {}
     choice = (body.get("choices") or [{}])[0]
@@ -27,7 +28,7 @@ def request_fields(record: dict) -> dict:
     }
 
 
-def read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[dict[str, Any]]:
     """The request_fields of every record of an acceptance/warm-up JSONL file ([] if absent)."""
     if not path.exists():
         return []

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specstack.errors import UserError
 from specstack.results import layout
@@ -49,10 +50,11 @@ class _Holding:
 _held: dict[Path, _Holding] = {}
 
 
-def holder(run_dir: Path) -> dict:
+def holder(run_dir: Path) -> dict[str, Any]:
     """What the lock file says about who holds it ({} when unreadable or empty)."""
     try:
-        return json.loads((Path(run_dir) / layout.RUN_LOCK).read_text() or "{}")
+        held: dict[str, Any] = json.loads((Path(run_dir) / layout.RUN_LOCK).read_text() or "{}")
+        return held
     except (OSError, ValueError):
         return {}
 
@@ -76,7 +78,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def in_use_message(run_dir: Path, who: dict) -> str:
+def in_use_message(run_dir: Path, who: dict[str, Any]) -> str:
     pid, here = who.get("pid"), who.get("host") == socket.gethostname()
     what = f"pid {pid}" + ("" if here or not who.get("host") else f" on {who['host']}")
     if who.get("command"):
