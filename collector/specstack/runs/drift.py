@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstack.runs.options import Options, plan_for
 from specstack.server import model_identity, provenance
+
+if TYPE_CHECKING:
+    pass
 
 REPO = Path(__file__).resolve().parents[3]
 _SHOWN = 8  # package differences named one by one; the rest counted
@@ -144,8 +148,8 @@ def method(folder: str, summary: dict, opts: Options) -> tuple[list[Drift], list
     if asked.get("argv") is None:
         unknown.append(f"{folder} serve command")
     else:
-        changes = _argv_changes(asked["argv"], plan["argv"])
-        env_a, env_b = asked.get("env") or {}, plan["env"]
+        changes = _argv_changes(asked["argv"], plan.argv)
+        env_a, env_b = asked.get("env") or {}, plan.env
         changes += [
             f"env {k}={env_a.get(k, 'unset')} → {env_b.get(k, 'unset')}"
             for k in sorted(env_a.keys() | env_b.keys())

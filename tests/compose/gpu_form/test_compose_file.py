@@ -110,7 +110,7 @@ def test_vllm_services_differ_only_by_method_profile_and_image(raw):
 def test_compose_copies_no_serve_flag():
     """Serve arguments live in methods.toml only; compose.yaml names none of them."""
     text = COMPOSE.read_text()
-    table = methods.build("ngram", platform="gpu-container")["flags"]
+    table = methods.build("ngram", platform="gpu-container").flags
     for flag in table:
         assert f"--{flag}" not in text, f"compose.yaml copies --{flag}; it belongs in services/methods.toml"
 
@@ -138,7 +138,7 @@ def test_model_set_and_k_override_reach_thecontainer_plan(raw):
 
 def test_health_port_matches_the_plan_port(resolved):
     svc = resolved["services"]["vllm-baseline"]
-    port = methods.build("baseline", platform="gpu-container")["flags"]["port"]
+    port = methods.build("baseline", platform="gpu-container").flags["port"]
     assert f"127.0.0.1:{port}/health" in " ".join(svc["healthcheck"]["test"])
     assert any(p.endswith(f":{port}") for p in svc["ports"])
 
