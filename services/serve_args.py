@@ -56,7 +56,7 @@ class ServePlan:
     model_set: str
     platform: str
     speculative_config: dict | None  # None: plain decode
-    requires: list[str]  # Python modules the server needs (suffix: arctic_inference)
+    requires: list[str]  # Python modules the server needs (suffix: arctic_inference.suffix_decoding)
     flags: dict  # the merged flag table, before rendering
     argv: list[str]  # after `vllm serve`
     env: dict[str, str]

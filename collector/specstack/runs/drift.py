@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from specstack.runs.options import Options, plan_for
 from specstack.server import model_identity, provenance
-
-if TYPE_CHECKING:
-    pass
 
 REPO = Path(__file__).resolve().parents[3]
 _SHOWN = 8  # package differences named one by one; the rest counted

@@ -14,7 +14,6 @@ measured at the same offered rates.
 from __future__ import annotations
 
 from statistics import median
-from typing import TYPE_CHECKING
 
 from specstack.errors import UserError
 from specstack.figures import capacity
@@ -22,9 +21,6 @@ from specstack.measure import bench, goodput
 from specstack.results.bundle import update_manifest
 from specstack.results.reader import read_manifest
 from specstack.results.summary import Load, LoadTask
-
-if TYPE_CHECKING:
-    pass
 
 AUTO_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
