@@ -76,19 +76,19 @@ def is_local(model: str) -> bool:
     return model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()
 
 
-def model_refs(plan: dict) -> list[dict]:
+def model_refs(plan: serve_args.ServePlan) -> list[dict]:
     """Every checkpoint the server reads: role, model (hub id or folder), revision, code_revision."""
-    flags = plan["flags"]
+    flags = plan.flags
     refs = [
         {
             "role": "target",
-            "model": plan["target"],
+            "model": plan.target,
             "revision": flags.get("revision"),
             "code_revision": flags.get("code-revision"),
         }
     ]
     tokenizer = flags.get("tokenizer")
-    if tokenizer and tokenizer != plan["target"]:
+    if tokenizer and tokenizer != plan.target:
         refs.append(
             {
                 "role": "tokenizer",
@@ -97,7 +97,7 @@ def model_refs(plan: dict) -> list[dict]:
                 "code_revision": None,
             }
         )
-    spec = plan.get("speculative_config") or {}
+    spec = plan.speculative_config or {}
     model = spec.get("model")
     if model and model not in ("ngram", "[ngram]", "ngram_gpu", "suffix"):
         refs.append(
@@ -213,7 +213,7 @@ def fetch_hub(ref: dict, *, out=sys.stdout) -> dict:
     return {"model": repo, "snapshot": info.sha, "path": path, "bytes": total}
 
 
-def fetch(plan: dict, *, out=sys.stdout) -> list[dict]:
+def fetch(plan: serve_args.ServePlan, *, out=sys.stdout) -> list[dict]:
     fetched = []
     for ref in model_refs(plan):
         if is_local(ref["model"]):
@@ -228,8 +228,7 @@ def fetch(plan: dict, *, out=sys.stdout) -> list[dict]:
         fetched.append(fetch_hub(ref, out=out))
     if not fetched:
         print(
-            f"fetch: {plan['method']} ({plan['model_set']}) reads local folders only: no download, "
-            "the network is not used",
+            f"fetch: {plan.method} ({plan.model_set}) reads local folders only: no download, the network is not used",
             file=out,
             flush=True,
         )

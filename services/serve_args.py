@@ -11,10 +11,11 @@ anything else is merged, so no method can differ from another in it.
 Standard library only: it runs inside the stock vllm/vllm-openai image.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a dataclass resolves string annotations through sys.modules, and this
+# file is loaded by path without being registered there (config/methods.py, host/knobs.py, host/snapshot.py).
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import string
@@ -41,6 +42,29 @@ PREFIX_CACHING_VALUES = {"": None, "1": True, "0": False}
 
 class MethodError(ValueError):
     """A user-caused problem with a method, model set, platform or override."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ServePlan:
+    """Everything needed to start one method (build()). Frozen: every reader sees the plan as built.
+    to_json() is the plan as `--print` shows it: these fields, in this order."""
+
+    method: str
+    label: str  # what tables call it (e.g. "suffix (prompt trees only)")
+    baseline: str | None  # the method it is compared with; None: a baseline itself
+    target: str
+    model_set: str
+    platform: str
+    speculative_config: dict | None  # None: plain decode
+    requires: list[str]  # Python modules the server needs (suffix: arctic_inference.suffix_decoding)
+    flags: dict  # the merged flag table, before rendering
+    argv: list[str]  # after `vllm serve`
+    env: dict[str, str]
+    # The runner the env pins (None: vLLM chooses); the collector compares it with the server's log.
+    model_runner: str | None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 def load(path: Path | str | None = None) -> dict:
@@ -271,7 +295,7 @@ def build(
     spec_override: dict | None = None,
     cfg: dict | None = None,
     prefix_caching: bool | None = None,
-) -> dict:
+) -> ServePlan:
     """Everything needed to start one method: argv after `vllm serve`, env, and what it serves.
     `prefix_caching`: True/False sets enable-prefix-caching for this method as for every other; None keeps
     methods.toml's [common]."""
@@ -292,21 +316,20 @@ def build(
     )
     _pin(table, models, model_revisions(cfg, model_set_name), target_key)
     env = {k: str(v) for k, v in {**cfg.get("env", {}), **cfg["platforms"][platform].get("env", {})}.items()}
-    return {
-        "method": method,
-        "label": entry.get("label", method),  # what tables call it (e.g. "suffix (prompt trees only)")
-        "baseline": entry.get("baseline"),
-        "target": models[target_key],
-        "model_set": model_set_name,
-        "platform": platform,
-        "speculative_config": table.get(SPEC_KEY),
-        "requires": entry.get("requires", []),
-        "flags": table,
-        "argv": render(models[target_key], table),
-        "env": env,
-        # The runner the env pins (None: vLLM chooses); the collector compares it with the server's log.
-        "model_runner": _pinned_runner(env),
-    }
+    return ServePlan(
+        method=method,
+        label=entry.get("label", method),
+        baseline=entry.get("baseline"),
+        target=models[target_key],
+        model_set=model_set_name,
+        platform=platform,
+        speculative_config=table.get(SPEC_KEY),
+        requires=entry.get("requires", []),
+        flags=table,
+        argv=render(models[target_key], table),
+        env=env,
+        model_runner=_pinned_runner(env),
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -355,11 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"serve_args: {e}", file=sys.stderr)
         return 2
     if a.print:
-        print(json.dumps(plan, indent=2))
+        print(json.dumps(plan.to_json(), indent=2))
         return 0
-    os.environ.update(plan["env"])
-    print("vllm serve " + " ".join(plan["argv"]), file=sys.stderr, flush=True)
-    os.execvp("vllm", ["vllm", "serve", *plan["argv"]])
+    os.environ.update(plan.env)
+    print("vllm serve " + " ".join(plan.argv), file=sys.stderr, flush=True)
+    os.execvp("vllm", ["vllm", "serve", *plan.argv])
     return 1  # not reached
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from selfbench import prometheus as _prometheus
 from selfbench.prometheus import free_port, shipped_config
+from specstack.config.methods import ServePlan
 
 __all__ = [
     "REPO",
@@ -29,6 +30,7 @@ __all__ = [
     "npm_installed",
     "read_jsonl",
     "run_main",
+    "serve_plan",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,3 +156,22 @@ def is_vllm_serve(cmdline: list[str]) -> bool:
     children it forks for the watchdog carry `... leash launch ... -- vllm serve --port N` as their command line
     for a moment, and a process sampler must not count those as servers."""
     return "serve" in cmdline and "--port" in cmdline and "specstack.server.leash" not in cmdline
+
+
+def serve_plan(**fields) -> ServePlan:
+    """A serve plan of only the fields a unit test cares about, over a plain-decode baseline's."""
+    plain = dict(
+        method="baseline",
+        label="baseline",
+        baseline=None,
+        target="tok",
+        model_set="tiny",
+        platform="cpu-native",
+        speculative_config=None,
+        requires=[],
+        flags={},
+        argv=[],
+        env={},
+        model_runner=None,
+    )
+    return ServePlan(**{**plain, **fields})

@@ -490,7 +490,7 @@ def run_all(plan: Plan, *, models_dir: Path, work: Path) -> dict:
             report["acceptance"][key] = acceptance_load(server, work, n, plan, traced=traced)
             report["load"][f"after_acceptance_{key}"] = load_now()
         _say(f"bench: probe, then ~{plan.bench_minutes:g} min")
-        report["bench"] = bench_load(server, work, plan, server_plan["target"])
+        report["bench"] = bench_load(server, work, plan, server_plan.target)
         report["load"]["after_bench"] = load_now()
         real_page = requests.get(f"{server.base_url}/metrics", timeout=10).text
     finally:

@@ -790,7 +790,7 @@ def test_hub_model_offline_and_not_cached(tmp_path, models_dir, capsys, monkeypa
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     ctx = Ctx(tmp_path, models_dir)
     result = run_cli(capsys, ctx.args(method, "--model-set", "default"))
-    target = methods.build(method, model_set_name="default", platform="cpu-native")["target"]
+    target = methods.build(method, model_set_name="default", platform="cpu-native").target
     assert_refused(
         result,
         [

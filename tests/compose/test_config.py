@@ -112,16 +112,16 @@ def test_gpu_form_is_unchanged(forms):
 def test_cpu_serve_plan_is_methods_toml(forms):
     """The platform's flags and environment live in methods.toml; compose passes only its name."""
     plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
-    assert plan["flags"]["enforce-eager"] is True and plan["flags"]["host"] == "0.0.0.0"
-    assert plan["env"] == {
+    assert plan.flags["enforce-eager"] is True and plan.flags["host"] == "0.0.0.0"
+    assert plan.env == {
         "VLLM_USE_V2_MODEL_RUNNER": "0",
         "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "300",
         "VLLM_CPU_KVCACHE_SPACE": "1",
     }
     text = (REPO / "compose.cpu.yaml").read_text() + (REPO / "compose.yaml").read_text()
-    for name in plan["env"]:
+    for name in plan.env:
         assert name not in text, name
-    for flag in plan["flags"]:
+    for flag in plan.flags:
         assert f"--{flag}" not in text, flag
 
 

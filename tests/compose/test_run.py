@@ -101,9 +101,7 @@ def test_runner_is_read_from_the_saved_container_log(locked_run):
     log = (run_dir / "host-provenance" / "ngram.server.log").read_text()
     assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == [
         "vllm serve "
-        + " ".join(
-            methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")["argv"]
-        )
+        + " ".join(methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models").argv)
     ]
     assert "KV cache size" in log and "Using V2 Model Runner" not in log
     # The bench's requests and the stop: the log was saved when the collector had finished, before the stop.
@@ -168,9 +166,9 @@ def test_the_server_runs_the_cpu_container_plan(locked_run, stack):
     cid = server(locked_run, "vllm-ngram")["Id"]
     proc = locked_run["events"].process[cid]
     plan = methods.build("ngram", model_set_name="tiny", platform="cpu-container", models_dir="/models")
-    assert proc["argv"][-len(plan["argv"]) - 1 :] == ["serve", *plan["argv"]], proc["argv"]
+    assert proc["argv"][-len(plan.argv) - 1 :] == ["serve", *plan.argv], proc["argv"]
     assert "--enforce-eager" in proc["argv"]
-    assert {k: proc["env"].get(k) for k in plan["env"]} == plan["env"]  # VLLM_USE_V2_MODEL_RUNNER=0 too
+    assert {k: proc["env"].get(k) for k in plan.env} == plan.env  # VLLM_USE_V2_MODEL_RUNNER=0 too
     host = server(locked_run, "vllm-ngram")["HostConfig"]
     assert host["CpusetCpus"] == cpuset() and host["ShmSize"] == 2 * 1024**3
     assert not host.get("DeviceRequests")

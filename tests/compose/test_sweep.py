@@ -80,17 +80,17 @@ def test_suffix_with_vllms_default_cache_is_served_for_real_and_its_run_is_whole
     engine: its serve arguments reached vLLM (its own log of the parsed arguments), and its run is complete."""
     run_dir = sweep_run["run_dir"]
     plan = methods.build("suffix-default", model_set_name="tiny", platform="cpu-container", models_dir="/models")
-    assert plan["speculative_config"]["suffix_decoding_max_cached_requests"] == 10000
+    assert plan.speculative_config["suffix_decoding_max_cached_requests"] == 10000
     log = (run_dir / "host-provenance" / "suffix-default.server.log").read_text()
     assert [line for line in log.splitlines() if line.startswith("vllm serve ")] == [
-        "vllm serve " + " ".join(plan["argv"])
+        "vllm serve " + " ".join(plan.argv)
     ]
     (parsed,) = [line for line in log.splitlines() if "non-default args:" in line]
     assert "'suffix_decoding_max_cached_requests': 10000" in parsed and "'method': 'suffix'" in parsed
     s = json.loads((run_dir / "suffix-default" / "summary.json").read_text())
     assert s["status"] == "ok" and s["error"] is None and s["crosscheck"]["ok"], s["error"]
     # the collector attaches by url: the plan is what it asked for, K what the server showed
-    assert s["label"] == plan["label"] and s["asked_for"]["speculative_config"] == plan["speculative_config"]
+    assert s["label"] == plan.label and s["asked_for"]["speculative_config"] == plan.speculative_config
     assert s["speculative_config"] == {"num_speculative_tokens": 16} and not s["server_contradictions"]
     assert {w["phase"] for w in s["windows"]} == {"warmup", "acceptance", "bench"}
     assert all(w["status"] == "ok" for w in s["windows"])

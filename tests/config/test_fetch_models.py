@@ -113,10 +113,10 @@ def test_the_models_are_those_of_the_serve_plan(method, roles):
     plan = methods.build(method, platform="gpu-container")
     refs = fm.model_refs(plan)
     assert [r["role"] for r in refs] == roles
-    assert refs[0]["model"] == plan["target"] and refs[0]["revision"] == plan["flags"].get("revision")
+    assert refs[0]["model"] == plan.target and refs[0]["revision"] == plan.flags.get("revision")
     if "speculative" in roles:
-        assert refs[1]["model"] == plan["speculative_config"]["model"]
-        assert refs[1]["revision"] == plan["speculative_config"].get("revision")
+        assert refs[1]["model"] == plan.speculative_config["model"]
+        assert refs[1]["revision"] == plan.speculative_config.get("revision")
 
 
 def test_local_folders_need_nothing_and_it_says_so(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("name", methods.names())
 def test_every_label_starts_with_its_methods_name_so_tables_show_it(name):
-    label = methods.build(name)["label"]
+    label = methods.build(name).label
     assert label == name or label.startswith(f"{name} ("), (
         f"services/methods.toml: label of {name!r} must read '{name} (what it is)', not {label!r}"
     )

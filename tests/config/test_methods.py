@@ -14,8 +14,8 @@ pytestmark = pytest.mark.unit
 def test_every_method_builds_and_only_spec_methods_get_per_request_metrics():
     for name in methods.names():
         plan = methods.build(name)
-        argv = plan["argv"]
-        assert argv[0] == plan["target"]
+        argv = plan.argv
+        assert argv[0] == plan.target
         has_spec = "--speculative-config" in argv
         assert has_spec == methods.is_speculative(name)
         assert ("--per-request-spec-decode-metrics" in argv) == has_spec
@@ -26,20 +26,20 @@ def test_every_method_builds_and_only_spec_methods_get_per_request_metrics():
 def test_reference_defaults():
     cfg = methods.load()
     plan = methods.build("suffix")
-    assert plan["target"] == "Qwen/Qwen3-8B"
-    assert plan["speculative_config"] == {
+    assert plan.target == "Qwen/Qwen3-8B"
+    assert plan.speculative_config == {
         "method": "suffix",
         "num_speculative_tokens": 16,
         "suffix_decoding_max_cached_requests": 0,
     }
-    assert methods.build("eagle3")["speculative_config"]["model"] == "RedHatAI/Qwen3-8B-speculator.eagle3"
-    assert methods.build("mtp")["target"] == methods.build("mtp-baseline")["target"] == "XiaomiMiMo/MiMo-7B-Base"
+    assert methods.build("eagle3").speculative_config["model"] == "RedHatAI/Qwen3-8B-speculator.eagle3"
+    assert methods.build("mtp").target == methods.build("mtp-baseline").target == "XiaomiMiMo/MiMo-7B-Base"
     assert methods.baseline_of("mtp") == "mtp-baseline" and methods.baseline_of("ngram") == "baseline"
     assert cfg["common"]["served-model-name"] == "spec-demo"
 
 
 def test_spec_json_is_one_argument():
-    argv = methods.build("ngram")["argv"]
+    argv = methods.build("ngram").argv
     spec = json.loads(argv[argv.index("--speculative-config") + 1])
     assert spec == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4}
 
@@ -52,12 +52,12 @@ def test_override_platform_and_model_set():
         models_dir="/m",
         spec_override={"num_speculative_tokens": 2},
     )
-    assert plan["speculative_config"] == {
+    assert plan.speculative_config == {
         "method": "draft_model",
         "model": "/m/tiny-qwen3-draft",
         "num_speculative_tokens": 2,
     }
-    assert "--enforce-eager" in plan["argv"] and plan["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert "--enforce-eager" in plan.argv and plan.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,23 @@ def test_script_prints_the_same_plan_the_library_builds():
         text=True,
         check=True,
     )
-    assert json.loads(out.stdout) == methods.build("eagle3", platform="gpu-container")
+    printed = json.loads(out.stdout)
+    assert printed == methods.build("eagle3", platform="gpu-container").to_json()
+    # the keys in the order the plan was always printed (and written) in
+    assert list(printed) == [
+        "method",
+        "label",
+        "baseline",
+        "target",
+        "model_set",
+        "platform",
+        "speculative_config",
+        "requires",
+        "flags",
+        "argv",
+        "env",
+        "model_runner",
+    ]
     bad = subprocess.run(
         [sys.executable, str(methods.SERVICES_DIR / "serve_args.py"), "--method", "Eagle3", "--print"],
         capture_output=True,
@@ -111,8 +127,8 @@ def test_every_method_pins_the_same_model_runner_on_every_platform():
     for platform in cfg["platforms"]:
         want = ("V2", "1") if platform == "gpu-native-v2" else ("V1", "0")
         plans = [methods.build(name, model_set_name="tiny", platform=platform) for name in methods.names()]
-        assert {p["model_runner"] for p in plans} == {want[0]}, platform
-        assert {p["env"]["VLLM_USE_V2_MODEL_RUNNER"] for p in plans} == {want[1]}, platform
+        assert {p.model_runner for p in plans} == {want[0]}, platform
+        assert {p.env["VLLM_USE_V2_MODEL_RUNNER"] for p in plans} == {want[1]}, platform
 
 
 def test_a_runner_pin_vllm_cannot_read_is_refused():
@@ -124,11 +140,11 @@ def test_a_runner_pin_vllm_cannot_read_is_refused():
 
 def test_suffix_is_labelled_and_its_vllm_default_variant_differs_in_the_cache_only():
     seed, default = methods.build("suffix"), methods.build("suffix-default")
-    assert seed["label"] == "suffix (prompt trees only)"
-    assert "10000" in default["label"] and default["baseline"] == seed["baseline"] == "baseline"
-    assert seed["speculative_config"]["suffix_decoding_max_cached_requests"] == 0
-    assert default["speculative_config"] == {**seed["speculative_config"], "suffix_decoding_max_cached_requests": 10000}
-    assert {k: v for k, v in default["flags"].items() if k != "speculative-config"} == {
-        k: v for k, v in seed["flags"].items() if k != "speculative-config"
+    assert seed.label == "suffix (prompt trees only)"
+    assert "10000" in default.label and default.baseline == seed.baseline == "baseline"
+    assert seed.speculative_config["suffix_decoding_max_cached_requests"] == 0
+    assert default.speculative_config == {**seed.speculative_config, "suffix_decoding_max_cached_requests": 10000}
+    assert {k: v for k, v in default.flags.items() if k != "speculative-config"} == {
+        k: v for k, v in seed.flags.items() if k != "speculative-config"
     }
-    assert methods.build("ngram")["label"] == "ngram"
+    assert methods.build("ngram").label == "ngram"

@@ -36,7 +36,7 @@ def test_every_vllm_service_passes_the_variable_through(raw):
 def test_the_container_plan_is_the_native_plan(raw, method, value, caching):
     svc = interpolate(raw, {**lock_env(), ENV: value})["services"][f"vllm-{method}"]
     plan = container_plan(svc, {})
-    assert plan == methods.build(method, platform="gpu-container", prefix_caching=caching)
+    assert plan == methods.build(method, platform="gpu-container", prefix_caching=caching).to_json()
     assert ("--enable-prefix-caching" in plan["argv"]) is bool(caching)
 
 

@@ -70,14 +70,14 @@ def test_the_pins_reach_the_serve_arguments(method):
     models = SERVE_ARGS.model_set(cfg, "default")
     by_model = {models[k]: r for k, r in pins.items()}
     plan = methods.build(method, platform="gpu-container")
-    argv = plan["argv"]
-    want = by_model.get(plan["target"])
+    argv = plan.argv
+    want = by_model.get(plan.target)
     if want:
         assert argv[argv.index("--revision") + 1] == want
     else:
         assert "--revision" not in argv
-    assert ("--code-revision" in argv) == bool(want and plan["flags"].get("trust-remote-code"))
-    spec = plan["speculative_config"] or {}
+    assert ("--code-revision" in argv) == bool(want and plan.flags.get("trust-remote-code"))
+    spec = plan.speculative_config or {}
     if spec.get("model") in by_model:
         assert spec["revision"] == by_model[spec["model"]]
         assert json.loads(argv[argv.index("--speculative-config") + 1])["revision"] == spec["revision"]
@@ -86,7 +86,7 @@ def test_the_pins_reach_the_serve_arguments(method):
 def test_the_tiny_set_is_local_and_pins_nothing(models_dir):
     for method in methods.names():
         plan = methods.build(method, model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
-        assert "--revision" not in plan["argv"] and "revision" not in (plan["speculative_config"] or {})
+        assert "--revision" not in plan.argv and "revision" not in (plan.speculative_config or {})
 
 
 def _pinned_cfg(**pins: str) -> dict:
@@ -104,7 +104,7 @@ def test_remote_code_gets_its_code_revision_and_vllm_parses_both():
     cfg = _pinned_cfg(mtp_target=commit)
     for method in ("mtp", "mtp-baseline"):
         plan = methods.build(method, platform="gpu-container", cfg=cfg)
-        argv = plan["argv"]
+        argv = plan.argv
         assert argv[argv.index("--revision") + 1] == argv[argv.index("--code-revision") + 1] == commit
         assert "--trust-remote-code" in argv
         report = preflight.run_checks(plan, deep="off")
@@ -116,7 +116,7 @@ def test_a_remote_code_draft_gets_the_speculative_code_revision():
     cfg = _pinned_cfg(draft=commit)
     cfg["methods"]["draft_model"]["flags"] = {"trust-remote-code": True}
     plan = methods.build("draft_model", platform="gpu-container", cfg=cfg)
-    assert plan["speculative_config"]["revision"] == plan["speculative_config"]["code_revision"] == commit
+    assert plan.speculative_config["revision"] == plan.speculative_config["code_revision"] == commit
     assert preflight.run_checks(plan, deep="off").errors == []
 
 
@@ -137,5 +137,5 @@ def test_a_methods_own_revision_wins_over_the_set():
     cfg = _pinned_cfg()
     own = "1111111111111111111111111111111111111111"
     cfg["methods"]["baseline"]["flags"] = {"revision": own}
-    argv = methods.build("baseline", cfg=cfg)["argv"]
+    argv = methods.build("baseline", cfg=cfg).argv
     assert argv.count("--revision") == 1 and argv[argv.index("--revision") + 1] == own

@@ -84,4 +84,4 @@ def test_the_command_line_takes_the_same_strings():
 def test_a_recorded_plan_keeps_the_platform_string(tmp_path):
     """The plan's platform (from serve_args.build) is written into the summary as the string it always was."""
     plan = methods.build("baseline", model_set_name="tiny", platform=Platform.CPU_NATIVE, models_dir=str(tmp_path))
-    assert json.loads(json.dumps({"platform": plan["platform"]})) == {"platform": "cpu-native"}
+    assert json.loads(json.dumps({"platform": plan.platform})) == {"platform": "cpu-native"}

@@ -24,7 +24,7 @@ def plain(models_dir, tmp_path_factory):
     server.stop()
 
 
-def plan(method: str, models_dir) -> dict:
+def plan(method: str, models_dir) -> methods.ServePlan:
     return methods.build(method, model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
 
 
@@ -45,20 +45,20 @@ def test_url_alone_attaches_and_records_only_what_was_observed(plain, models_dir
     assert server["argv"] is None and server["env"] is None and server["target"] is None
     assert "argv" in server["unknown"] and "platform" not in server
     seen = server["observed"]
-    assert seen["models"]["id"] == "spec-demo" and seen["models"]["root"] == plain.plan["target"]
-    assert seen["models"]["max_model_len"] == int(plain.plan["flags"]["max-model-len"])
+    assert seen["models"]["id"] == "spec-demo" and seen["models"]["root"] == plain.plan.target
+    assert seen["models"]["max_model_len"] == int(plain.plan.flags["max-model-len"])
     assert seen["vllm_version"] == server["vllm_version"] == client_vllm_version().split("+")[0]  # 0.32.0+cpu
     assert seen["metrics"]["read"] and seen["metrics"]["spec_decode_counters"] is False
     assert seen["responses"]["with_spec_metrics"] == 0 and seen["responses"]["requests"] > 0
     assert s["speculative_config"] is None and s["server_contradictions"] is None
     # the plan, labelled as asked for
-    assert s["asked_for"]["argv"] == asked["argv"] and s["asked_for"]["speculative_config"] is None
+    assert s["asked_for"]["argv"] == asked.argv and s["asked_for"]["speculative_config"] is None
     assert s["asked_for"]["platform"] == "cpu-native"
 
 
 def test_eagle3_against_a_plain_server_fails_before_measuring_naming_both(plain, models_dir, tmp_path, capsys):
     result = run_cli(capsys, models_dir, tmp_path, "e3", "eagle3", "--url", plain.url)
-    asked_k = plan("eagle3", models_dir)["speculative_config"]["num_speculative_tokens"]
+    asked_k = plan("eagle3", models_dir).speculative_config["num_speculative_tokens"]
     assert result.code == 1 and "Traceback" not in result.err
     assert f"asked for eagle3 (speculative, num_speculative_tokens={asked_k}, services/methods.toml)" in result.text
     assert (

@@ -209,7 +209,7 @@ class TestNativeRuns:
         original_start = run_module.start_native
 
         def counting_start(plan, *args, **kwargs):
-            started.append(plan["method"])
+            started.append(plan.method)
             return original_start(plan, *args, **kwargs)
 
         monkeypatch.setattr(run_module, "start_native", counting_start)

@@ -136,11 +136,11 @@ def test_serve_args_are_serve_args_py_output(prefix_caching):
             method, model_set_name="default", platform="gpu-container", prefix_caching=prefix_caching
         )
         vllm = _containers(job)["vllm"]
-        assert vllm["args"] == plan["argv"]
+        assert vllm["args"] == plan.argv
         env = {e["name"]: e.get("value") for e in vllm["env"]}
-        assert {k: env[k] for k in plan["env"]} == plan["env"]
+        assert {k: env[k] for k in plan.env} == plan.env
         expected = (
-            "specstack-vllm-suffix:v0.32.0-arctic-inference-0.3.0" if plan["requires"] else "vllm/vllm-openai:v0.32.0"
+            "specstack-vllm-suffix:v0.32.0-arctic-inference-0.3.0" if plan.requires else "vllm/vllm-openai:v0.32.0"
         )
         assert vllm["image"] == expected
         args = _containers(job)["collector"]["args"]

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from specstack.runs import checks
+from tests.support import serve_plan
 
 pytestmark = pytest.mark.unit
 
 
 def test_only_the_synthetic_rejection_sampler_is_synthetic():
-    assert checks.synthetic({"speculative_config": {"rejection_sample_method": "synthetic"}})
-    assert not checks.synthetic({"speculative_config": {"rejection_sample_method": "strict"}})
-    assert not checks.synthetic({"speculative_config": None})  # plain decoding
+    assert checks.synthetic(serve_plan(speculative_config={"rejection_sample_method": "synthetic"}))
+    assert not checks.synthetic(serve_plan(speculative_config={"rejection_sample_method": "strict"}))
+    assert not checks.synthetic(serve_plan(speculative_config=None))  # plain decoding
 
 
 def test_importable_says_whether_a_module_can_be_found_without_importing_it():

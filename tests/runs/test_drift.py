@@ -56,7 +56,7 @@ def _method(tmp_path, models):
     opts = Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models))
     plan = plan_for(opts)
     summary = {
-        "asked_for": {"argv": plan["argv"], "env": plan["env"]},
+        "asked_for": {"argv": plan.argv, "env": plan.env},
         "provenance": {"models": model_identity.of_plan(plan)},
     }
     return opts, summary

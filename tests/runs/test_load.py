@@ -20,6 +20,7 @@ from specstack.results.summary import Summary
 from specstack.runs import load
 from specstack.runs.options import Options
 from specstack.server.runtime import Server
+from tests.support import serve_plan
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +69,7 @@ class FakeRun:
         rps: dict | None = None,
     ):
         self.opts, self.run_dir, self.summary = opts, run_dir, Summary.make()
-        self.plan = {"method": method, "baseline": baseline}
+        self.plan = serve_plan(method=method, baseline=baseline)
         self.tasks = {"code": None}
         self.console = SimpleNamespace(print=lambda *a, **k: None)
         self.share_at, self.rps, self.cells = share_at, rps or {}, []
@@ -187,7 +188,7 @@ def test_a_method_run_caps_open_loop_cells_only_when_asked(tmp_path, monkeypatch
     monkeypatch.setattr(bench, "run_bench", lambda argv, *a: argv)  # the cell's argv instead of a bench run
     fake = SimpleNamespace(
         server=Server("http://127.0.0.1:1", "spec-demo", "url"),
-        plan={"target": "tok"},
+        plan=serve_plan(target="tok"),
         bundle=SimpleNamespace(path=lambda rel: tmp_path / rel),
         windows=SimpleNamespace(run=lambda window, total, body: (window, body())),
     )

@@ -37,8 +37,8 @@ ON, OFF = "--enable-prefix-caching", "--no-enable-prefix-caching"
 @pytest.mark.parametrize("method", methods.names())
 @pytest.mark.parametrize("platform", ["gpu-native", "gpu-container", "cpu-native"])
 def test_every_method_gets_the_flag_with_the_option_and_the_no_flag_without(method, platform):
-    with_it = methods.build(method, platform=platform, prefix_caching=True)["argv"]
-    without = methods.build(method, platform=platform)["argv"]
+    with_it = methods.build(method, platform=platform, prefix_caching=True).argv
+    without = methods.build(method, platform=platform).argv
     assert ON in with_it and OFF not in with_it
     assert OFF in without and ON not in without
     # nothing else changes
@@ -46,7 +46,7 @@ def test_every_method_gets_the_flag_with_the_option_and_the_no_flag_without(meth
 
 
 def test_the_override_is_off_too_and_a_method_table_may_not_set_the_key():
-    assert OFF in methods.build("ngram", prefix_caching=False)["argv"]
+    assert OFF in methods.build("ngram", prefix_caching=False).argv
     cfg = methods.load()
     cfg["methods"]["ngram"]["flags"] = {"enable-prefix-caching": True}
     with pytest.raises(methods.MethodError, match=r"\[methods.ngram.flags\] sets enable-prefix-caching.*\[common\]"):
@@ -71,7 +71,7 @@ def test_the_container_entry_point_reads_the_env_var(monkeypatch, capsys):
     monkeypatch.setenv(methods.serve_args.PREFIX_CACHING_ENV, "1")
     assert methods.serve_args.main(["--method", "eagle3", "--platform", "gpu-container", "--print"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan == methods.build("eagle3", platform="gpu-container", prefix_caching=True)
+    assert plan == methods.build("eagle3", platform="gpu-container", prefix_caching=True).to_json()
     monkeypatch.setenv(methods.serve_args.PREFIX_CACHING_ENV, "on")
     assert methods.serve_args.main(["--method", "eagle3", "--print"]) == 2
     assert "SPECSTACK_PREFIX_CACHING" in capsys.readouterr().err
@@ -102,8 +102,8 @@ def test_demo_takes_the_option():
 
 def test_the_plan_and_the_recipe_carry_it(tmp_path):
     opts = Options(method="draft_model", run_id="r", results_dir=tmp_path, prefix_caching=True)
-    assert ON in plan_for(opts)["argv"]
-    assert OFF in plan_for(Options(method="draft_model", run_id="r"))["argv"]
+    assert ON in plan_for(opts).argv
+    assert OFF in plan_for(Options(method="draft_model", run_id="r")).argv
     rec = recipe.record(opts, tmp_path / "r")
     assert rec["prefix_caching"] is True
     assert recipe.options(rec, run_id="again", results_dir=tmp_path, run_dir=tmp_path / "r").prefix_caching is True
@@ -282,11 +282,11 @@ def test_the_drift_check_replays_the_setting_and_names_a_change(tmp_path):
     )
     plan = plan_for(opts)
     summary = {
-        "asked_for": {"argv": plan["argv"], "env": plan["env"]},
+        "asked_for": {"argv": plan.argv, "env": plan.env},
         "provenance": {"models": model_identity.of_plan(plan)},
     }
     replayed = recipe.options(recipe.record(opts, tmp_path), run_id="y", results_dir=tmp_path, run_dir=tmp_path)
     assert drift.method("ngram", summary, Options(**{**vars(replayed), "method": "ngram"})) == ([], [])
     off = plan_for(Options(method="ngram", run_id="x", model_set="tiny", platform="cpu-native", models_dir=str(models)))
-    (d,), _ = drift.method("ngram", {**summary, "asked_for": {"argv": off["argv"], "env": off["env"]}}, opts)
+    (d,), _ = drift.method("ngram", {**summary, "asked_for": {"argv": off.argv, "env": off.env}}, opts)
     assert "--enable-prefix-caching absent → True" in d.now and "--no-enable-prefix-caching True → absent" in d.now

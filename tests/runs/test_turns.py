@@ -21,11 +21,12 @@ from specstack.runs import turns
 from specstack.runs.method_summary import _turns
 from specstack.runs.options import Options, load_tasks
 from tests.datasets.wheels import MT_BENCH, jsonl
+from tests.support import serve_plan
 
 pytestmark = pytest.mark.unit
 
-BASELINE_PLAN = {"method": "baseline", "baseline": None}
-NGRAM_PLAN = {"method": "ngram", "baseline": "baseline"}
+BASELINE_PLAN = serve_plan(method="baseline", baseline=None)
+NGRAM_PLAN = serve_plan(method="ngram", baseline="baseline")
 
 
 def _task() -> Task:
@@ -84,7 +85,7 @@ def test_turn_2_rows_are_the_chat_of_turn_1_the_answer_and_turn_2_and_rows_witho
 def _run(tmp_path, plan, task, staging_answers=None):
     """What TurnTwo.measure needs of a MethodRun, with the window machinery replaced by a recorder."""
     sent = []
-    staging = tmp_path / f"staging-{plan['method']}"
+    staging = tmp_path / f"staging-{plan.method}"
     if staging_answers is not None:
         _answer_records(staging / "acceptance" / f"{task.name}.jsonl", staging_answers)
     windows = SimpleNamespace(
@@ -95,7 +96,7 @@ def _run(tmp_path, plan, task, staging_answers=None):
         bundle=SimpleNamespace(staging=staging),
         summary=Summary.make(),
         server=None,
-        opts=Options(method=plan["method"], run_id="r"),
+        opts=Options(method=plan.method, run_id="r"),
         speculative=True,
     )
     return run, sent

@@ -9,6 +9,7 @@ import http.server
 import pytest
 
 from specstack.config import methods
+from specstack.config.methods import ServePlan
 from specstack.server import model_source
 from tests.support import HttpStandIn, free_port
 
@@ -40,7 +41,7 @@ def put_in_cache(cache, model: str, files: list[str], commit: str | None = None)
         (snapshot / name).write_text("{}")
 
 
-def default_plan(method: str = "eagle3") -> dict:
+def default_plan(method: str = "eagle3") -> ServePlan:
     return methods.build(method, model_set_name="default", platform="gpu-native")
 
 
@@ -49,8 +50,8 @@ def test_offline_without_a_cached_snapshot_names_the_fix(hub_env, monkeypatch):
     found = model_source.problems(default_plan())
     plan = default_plan()
     assert [p.split(" is neither")[0] for p in found] == [
-        f"target {plan['target']}",
-        f"eagle3 model {plan['speculative_config']['model']}",
+        f"target {plan.target}",
+        f"eagle3 model {plan.speculative_config['model']}",
     ]
     for problem in found:
         assert "\n" not in problem
@@ -61,22 +62,22 @@ def test_offline_without_a_cached_snapshot_names_the_fix(hub_env, monkeypatch):
 def test_a_cached_snapshot_with_weights_is_enough_offline(hub_env, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan = default_plan("baseline")
-    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"], commit=plan["flags"]["revision"])
+    put_in_cache(hub_env, plan.target, ["config.json", "model.safetensors"], commit=plan.flags["revision"])
     assert model_source.problems(plan) == []
 
 
 def test_a_cached_snapshot_of_another_commit_than_the_pinned_one_is_not(hub_env, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan = default_plan("baseline")
-    assert len(plan["flags"]["revision"]) == 40  # methods.toml pins the default target
-    put_in_cache(hub_env, plan["target"], ["config.json", "model.safetensors"])  # refs/main: another commit
-    assert [p.split(" is neither")[0] for p in model_source.problems(plan)] == [f"target {plan['target']}"]
+    assert len(plan.flags["revision"]) == 40  # methods.toml pins the default target
+    put_in_cache(hub_env, plan.target, ["config.json", "model.safetensors"])  # refs/main: another commit
+    assert [p.split(" is neither")[0] for p in model_source.problems(plan)] == [f"target {plan.target}"]
 
 
 def test_a_cached_config_without_weights_is_not(hub_env, monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     plan = default_plan("baseline")
-    put_in_cache(hub_env, plan["target"], ["config.json"])
+    put_in_cache(hub_env, plan.target, ["config.json"])
     (problem,) = model_source.problems(plan)
     assert "TRANSFORMERS_OFFLINE=1 forbids downloads" in problem
 

@@ -12,8 +12,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.config import metric_names as m
+from specstack.config.methods import ServePlan
 from specstack.server import observed as obs
-from tests.support import HttpStandIn
+from tests.support import HttpStandIn, serve_plan
 
 pytestmark = pytest.mark.unit
 
@@ -190,12 +191,12 @@ def test_an_unreadable_metrics_page_leaves_spec_decoding_unknown(page):
     assert obs.speculative(seen) is None
 
 
-def plan(method: str, spec: dict | None, **flags) -> dict:
-    return {
-        "method": method,
-        "speculative_config": spec,
-        "flags": {"served-model-name": "spec-demo", "max-model-len": 4096, **flags},
-    }
+def plan(method: str, spec: dict | None, **flags) -> ServePlan:
+    return serve_plan(
+        method=method,
+        speculative_config=spec,
+        flags={"served-model-name": "spec-demo", "max-model-len": 4096, **flags},
+    )
 
 
 def with_models(seen: dict, *, served: str = "spec-demo", max_model_len: int = 4096) -> dict:

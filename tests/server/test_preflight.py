@@ -3,7 +3,7 @@ sets, and each bad case fails in seconds with the reason and the fix (no weights
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,6 +15,7 @@ import pytest
 
 from specstack.cli import preflight as preflight_command
 from specstack.config import methods
+from specstack.config.methods import ServePlan
 from specstack.server import model_checks, preflight
 
 from .tiny_base import without_chat_template
@@ -32,14 +33,17 @@ def vllm_imported():
     assert preflight.check(methods.build("baseline", platform="gpu-container")) == []
 
 
-def _with_spec(plan: dict, spec_json: str) -> dict:
-    plan = copy.deepcopy(plan)
-    i = plan["argv"].index("--speculative-config")
-    plan["argv"][i + 1] = spec_json
-    return plan
+def _with_spec(plan: ServePlan, spec_json: str) -> ServePlan:
+    argv = list(plan.argv)
+    argv[argv.index("--speculative-config") + 1] = spec_json
+    return dataclasses.replace(plan, argv=argv)
 
 
-def _timed(plan: dict) -> preflight.Report:
+def _with_argv(plan: ServePlan, *more: str) -> ServePlan:
+    return dataclasses.replace(plan, argv=[*plan.argv, *more])
+
+
+def _timed(plan: ServePlan) -> preflight.Report:
     t = time.monotonic()
     report = preflight.run_checks(plan)
     assert time.monotonic() - t < FAST, f"pre-flight took {time.monotonic() - t:.1f} s"
@@ -80,8 +84,7 @@ def test_engine_config_is_skipped_for_another_platform(models_dir):
 
 
 def test_unknown_flag():
-    plan = copy.deepcopy(methods.build("baseline", platform="gpu-container"))
-    plan["argv"] += ["--max-model-length", "2048"]
+    plan = _with_argv(methods.build("baseline", platform="gpu-container"), "--max-model-length", "2048")
     (error,) = _timed(plan).errors
     assert "unrecognized arguments: --max-model-length" in error
     assert "did you mean --max-model-len" in error and "services/methods.toml" in error
@@ -128,26 +131,29 @@ def test_missing_arctic_inference_for_suffix(monkeypatch):
 
 
 def test_per_request_metrics_without_a_speculative_config():
-    plan = copy.deepcopy(methods.build("baseline", platform="gpu-container"))
-    plan["argv"] += ["--per-request-spec-decode-metrics", "summary"]
+    plan = _with_argv(
+        methods.build("baseline", platform="gpu-container"), "--per-request-spec-decode-metrics", "summary"
+    )
     (error,) = _timed(plan).errors
     assert "requires speculative decoding to be enabled" in error and "[speculative_common]" in error
 
 
 def test_per_request_metrics_without_spec_fails_in_the_engine_config_too(models_dir):
-    plan = copy.deepcopy(
-        methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    plan = _with_argv(
+        methods.build("baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir)),
+        "--per-request-spec-decode-metrics",
+        "detailed",
     )
-    plan["argv"] += ["--per-request-spec-decode-metrics", "detailed"]
     (error,) = preflight.run_checks(plan).errors
     assert "requires speculative decoding" in error
 
 
 def test_engine_config_catches_what_the_flags_alone_cannot(models_dir):
-    plan = copy.deepcopy(
-        methods.build("eagle3", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    plan = _with_argv(
+        methods.build("eagle3", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir)),
+        "--max-model-len",
+        "100000",
     )
-    plan["argv"] += ["--max-model-len", "100000"]
     (error,) = preflight.run_checks(plan).errors
     assert "would not start" in error and "max_model_len" in error
 

@@ -9,14 +9,16 @@ import json
 
 import pytest
 
+from specstack.config.methods import ServePlan
 from specstack.server import prompt_lengths
+from tests.support import serve_plan
 
 pytestmark = pytest.mark.unit
 
 
-def plan(tmp_path, config: dict, **flags) -> dict:
+def plan(tmp_path, config: dict, **flags) -> ServePlan:
     (tmp_path / "config.json").write_text(json.dumps(config))
-    return {"target": str(tmp_path), "flags": flags}
+    return serve_plan(target=str(tmp_path), flags=flags)
 
 
 def test_the_plans_max_model_len_wins(tmp_path):
@@ -43,5 +45,5 @@ def test_the_config_keys_vllm_reads(tmp_path, config, expected):
 
 def test_nothing_is_refused_without_the_tokenizer_on_disk(tmp_path):
     """A hub model not downloaded yet: never fetched for this check, so not checked."""
-    p = {"target": "nobody/not-a-model-here", "flags": {"max-model-len": 8}}
+    p = serve_plan(target="nobody/not-a-model-here", flags={"max-model-len": 8})
     assert prompt_lengths.problems(p, {}, perf_output_len=4, chat_kwargs={}) == []

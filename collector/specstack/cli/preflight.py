@@ -13,11 +13,11 @@ import json
 import os
 import sys
 
-from specstack.config.methods import MethodError, build, load, resolve_method, serve_args
+from specstack.config.methods import MethodError, ServePlan, build, load, resolve_method, serve_args
 from specstack.server.preflight import Report, run_checks
 
 
-def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]]:
+def _plans(args: argparse.Namespace) -> list[tuple[str, ServePlan | None, str | None]]:
     cfg = load()
     names = list(cfg["methods"]) if args.all else [args.method]
     override = None
@@ -26,7 +26,7 @@ def _plans(args: argparse.Namespace) -> list[tuple[str, dict | None, str | None]
             override = json.loads(args.spec_override)
         except json.JSONDecodeError as e:
             return [(n, None, f"--spec-override is not valid JSON ({e.msg})") for n in names]
-    out: list[tuple[str, dict | None, str | None]] = []
+    out: list[tuple[str, ServePlan | None, str | None]] = []
     for name in names:
         try:
             caching = serve_args.prefix_caching_value(args.prefix_caching)

@@ -10,7 +10,7 @@ import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstack.config import sweep
 
@@ -30,9 +30,14 @@ def _load_serve_args() -> ModuleType:
 
 serve_args = _load_serve_args()
 MethodError = serve_args.MethodError
-build = serve_args.build
 load = serve_args.load
 resolve_method = serve_args.resolve_method
+if TYPE_CHECKING:
+    # services/ is in mypy's files: it reads the very class the import above loads at run time
+    from serve_args import ServePlan as ServePlan
+    from serve_args import build as build
+else:
+    ServePlan, build = serve_args.ServePlan, serve_args.build
 
 
 def check_model_set(method: str, model_set: str) -> None:

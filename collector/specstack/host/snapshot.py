@@ -46,13 +46,13 @@ spec.loader.exec_module(sa)
 override = os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None
 plan = sa.build(method, model_set_name=os.environ.get("SPECSTACK_MODEL_SET", "default"),
                 platform=platform, spec_override=json.loads(override) if override else None)
-flags = plan["flags"]
-models = [dict(role="target", **snapshot(plan["target"], flags.get("revision")))]
-sc = plan["speculative_config"] or {}
+flags = plan.flags
+models = [dict(role="target", **snapshot(plan.target, flags.get("revision")))]
+sc = plan.speculative_config or {}
 if sc.get("model"):
     models.append(dict(role="speculative", **snapshot(sc["model"], sc.get("revision"))))
 elif sc.get("method") == "mtp":
-    models.append(dict(role="speculative", same_as="target", id=plan["target"]))
+    models.append(dict(role="speculative", same_as="target", id=plan.target))
 runtime = {"python": sys.version.split()[0]}
 try:
     import importlib.metadata as md
@@ -70,8 +70,8 @@ try:
     runtime["torch_cuda"] = m.group(1) if m else None
 except Exception:
     pass
-print(json.dumps({"plan": {"method": plan["method"], "target": plan["target"], "model_set": plan["model_set"],
-                           "argv": plan["argv"], "speculative_config": plan["speculative_config"]},
+print(json.dumps({"plan": {"method": plan.method, "target": plan.target, "model_set": plan.model_set,
+                           "argv": plan.argv, "speculative_config": plan.speculative_config},
                   "models": models, "runtime": runtime}))
 """
 

@@ -45,16 +45,16 @@ def cluster_model_sets(cfg: dict) -> list[str]:
 
 
 def _plan(method: str, model_set: str, cfg: dict) -> dict:
-    build = methods_config.serve_args.build
+    build = methods_config.build
     off = build(method, model_set_name=model_set, platform=SERVE_PLATFORM, cfg=cfg, prefix_caching=False)
     on = build(method, model_set_name=model_set, platform=SERVE_PLATFORM, cfg=cfg, prefix_caching=True)
     return {
-        "label": off["label"],
-        "baseline": off["baseline"],
-        "requires": off["requires"],
-        "env": off["env"],
-        "argv": off["argv"],
-        "argvPrefixCaching": on["argv"],
+        "label": off.label,
+        "baseline": off.baseline,
+        "requires": off.requires,
+        "env": off.env,
+        "argv": off.argv,
+        "argvPrefixCaching": on.argv,
     }
 
 

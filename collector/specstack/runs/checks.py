@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstack import events
 from specstack.config.serving import Runtime
@@ -18,8 +19,11 @@ from specstack.runs.options import Options, load_tasks, plan_for
 from specstack.server import model_checks, model_source, preflight, prompt_lengths
 from specstack.server.runtime import native_address, port_free, port_in_use_message, probe
 
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
-def check(opts: Options) -> dict:
+
+def check(opts: Options) -> ServePlan:
     """Everything that can be known wrong before a server starts; returns the serve plan."""
     with events.step("checks"):
         opts.validate()
@@ -41,10 +45,10 @@ def check(opts: Options) -> dict:
         host, port = native_address(plan)
         if opts.port_wait <= 0 and not port_free(host, port):  # a sweep's next start waits for it instead
             raise UserError(port_in_use_message(host, port))
-        missing = [mod for mod in plan["requires"] if not importable(mod)]
+        missing = [mod for mod in plan.requires if not importable(mod)]
         if missing:
             raise UserError(
-                f"method {plan['method']!r} needs the Python module(s) {missing}; for suffix install "
+                f"method {plan.method!r} needs the Python module(s) {missing}; for suffix install "
                 "arctic-inference==0.3.0 (make venv does)"
             )
         # a hub model that cannot be had (offline, not cached, hub unreachable) would fail a minute into loading
@@ -60,7 +64,7 @@ def check(opts: Options) -> dict:
     return plan
 
 
-def check_inputs(opts: Options, plan: dict) -> None:
+def check_inputs(opts: Options, plan: ServePlan) -> None:
     """The workload files and datasets parse (load_tasks into a scratch folder: the run's inputs/ is written
     only once the run starts), so a bad file is named even when the server is unreachable; and, for a server
     this run starts, every prompt fits its max model length with the output asked (an attached server's target
@@ -79,9 +83,9 @@ def check_inputs(opts: Options, plan: dict) -> None:
                 raise UserError("; ".join(too_long))
 
 
-def synthetic(plan: dict) -> bool:
+def synthetic(plan: ServePlan) -> bool:
     """The plan's rejection sampler is vLLM's synthetic one: its output distribution is not the target's."""
-    return (plan["speculative_config"] or {}).get("rejection_sample_method") == "synthetic"
+    return (plan.speculative_config or {}).get("rejection_sample_method") == "synthetic"
 
 
 def importable(module: str) -> bool:

@@ -144,8 +144,8 @@ def method(folder: str, summary: dict, opts: Options) -> tuple[list[Drift], list
     if asked.get("argv") is None:
         unknown.append(f"{folder} serve command")
     else:
-        changes = _argv_changes(asked["argv"], plan["argv"])
-        env_a, env_b = asked.get("env") or {}, plan["env"]
+        changes = _argv_changes(asked["argv"], plan.argv)
+        env_a, env_b = asked.get("env") or {}, plan.env
         changes += [
             f"env {k}={env_a.get(k, 'unset')} → {env_b.get(k, 'unset')}"
             for k in sorted(env_a.keys() | env_b.keys())

@@ -27,7 +27,7 @@ AUTO_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 def check_rates_known(run) -> None:
     """A method that reuses its baseline's auto rates fails before its server starts when they are missing."""
-    if run.opts.rates_auto and run.plan["baseline"]:
+    if run.opts.rates_auto and run.plan.baseline:
         for task in run.tasks:
             _recorded(run, task)
 
@@ -37,10 +37,10 @@ def rates_for(run, task: str) -> tuple[list[float], str]:
     opts = run.opts
     if not opts.rates_auto:
         return list(opts.rates), "--rates"
-    if run.plan["baseline"]:
+    if run.plan.baseline:
         entry = _recorded(run, task)
     else:
-        entry = _recorded_or_none(run, run.plan["method"], task) or _derive(run, task)
+        entry = _recorded_or_none(run, run.plan.method, task) or _derive(run, task)
     return entry["rates"], entry["how"]
 
 
@@ -49,7 +49,7 @@ def _recorded_or_none(run, baseline: str, task: str) -> dict | None:
 
 
 def _recorded(run, task: str) -> dict:
-    baseline = run.plan["baseline"]
+    baseline = run.plan.baseline
     entry = _recorded_or_none(run, baseline, task)
     if entry is None:
         raise UserError(
@@ -79,11 +79,11 @@ def _derive(run, task: str) -> dict:
         "capacity_req_s": measured,
         "concurrency": c,
         "repeats": len(rps),
-        "how": f"auto: {', '.join(f'{f:g}' for f in AUTO_FRACTIONS)} × {run.plan['method']}'s {measured:.3g} "
+        "how": f"auto: {', '.join(f'{f:g}' for f in AUTO_FRACTIONS)} × {run.plan.method}'s {measured:.3g} "
         f"req/s (median of {len(rps)} repeat(s) at concurrency {c}, this run)",
     }
     recorded = read_manifest(run.run_dir).get("load_rates") or {}
-    recorded.setdefault(run.plan["method"], {})[task] = entry
+    recorded.setdefault(run.plan.method, {})[task] = entry
     update_manifest(run.run_dir, load_rates=recorded)
     return entry
 

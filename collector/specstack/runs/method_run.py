@@ -18,6 +18,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -42,6 +43,9 @@ from specstack.runs.server_checks import ServerContradiction
 from specstack.server import model_identity, observed, provenance, startup
 from specstack.server.runtime import Server as LiveServer
 from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 # Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal
 # (timeout, a scheduler) may follow it with SIGKILL, and a harness killed mid-cleanup leaves the server behind.
@@ -78,9 +82,9 @@ class MethodRun:
 
     console = console
 
-    def __init__(self, opts: Options, plan: dict, monitoring: Monitoring):
+    def __init__(self, opts: Options, plan: ServePlan, monitoring: Monitoring):
         self.opts, self.plan, self.monitoring = opts, plan, monitoring
-        self.name = opts.bundle_name or plan["method"]  # folder and summary "method" (sweep-k: <method>-k<K>)
+        self.name = opts.bundle_name or plan.method  # folder and summary "method" (sweep-k: <method>-k<K>)
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
         self.server: LiveServer | None = None
@@ -165,26 +169,28 @@ class MethodRun:
             schema=SUMMARY_SCHEMA,
             run_id=self.opts.run_id,
             method=self.name,
-            label=plan.get("label"),
-            base_method=plan["method"],
-            baseline_method=plan.get("baseline_result") or plan["baseline"],
+            label=plan.label,
+            base_method=plan.method,
+            # --baseline-result names the baseline's result folder; plan.baseline stays the method (turn-2 inputs
+            # and auto rates are the baseline method's, shared by its runs on every slot)
+            baseline_method=self.opts.baseline_result or plan.baseline,
             status="running",
             error=None,
-            speculative_config=plan["speculative_config"] if native else None,
+            speculative_config=plan.speculative_config if native else None,
             speculative_config_source="the plan specstack started" if native else "not observed",
             spec_override=self.opts.spec_override,
             comparable=not synthetic(plan),
             server=Server.make(),
             prefix_caching=prefix_cache.setting(plan, self.opts.prefix_caching),
             asked_for={
-                "method": plan["method"],
+                "method": plan.method,
                 "source": "services/methods.toml",
-                "target": plan["target"],
-                "argv": plan["argv"],
-                "env": plan["env"],
-                "platform": plan["platform"],
-                "model_set": plan["model_set"],
-                "speculative_config": plan["speculative_config"],
+                "target": plan.target,
+                "argv": plan.argv,
+                "env": plan.env,
+                "platform": plan.platform,
+                "model_set": plan.model_set,
+                "speculative_config": plan.speculative_config,
                 "spec_override": self.opts.spec_override,
             },
             server_contradictions=None,
@@ -206,7 +212,7 @@ class MethodRun:
             atomic_write_json(
                 opts.prometheus_targets, [{"targets": [self._server_url().split("://", 1)[-1]], "labels": labels}]
             )
-        console.print(f"[bold]{plan['method']}[/]: starting server ({opts.runtime})")
+        console.print(f"[bold]{plan.method}[/]: starting server ({opts.runtime})")
         events.emit("server.start", method=self.name, runtime=opts.runtime)
         with events.step("server start", method=self.name):
             if opts.runtime == Runtime.NATIVE:
@@ -264,7 +270,7 @@ class MethodRun:
             has = observed.speculative(self.summary.server_facts.observed or {"metrics": {}})
             if has is not None:
                 return has
-        return self.plan["speculative_config"] is not None
+        return self.plan.speculative_config is not None
 
     def warm_up(self) -> None:
         """Short requests in a window of their own: kernels and JIT load off every measured figure."""
@@ -363,7 +369,7 @@ class MethodRun:
             output_len=opts.perf_output_len,
             request_rate=opts.request_rate if rate is None else rate,
             burstiness=1.0 if rate is None else opts.burstiness,
-            tokenizer=server.root_model or self.plan["target"],
+            tokenizer=server.root_model or self.plan.target,
             result_dir=bundle.path(layout.BENCH_DIR),
             result_name=Path(layout.bench_file(cell)).name,
             slo=opts.slo,
@@ -443,7 +449,7 @@ class MethodRun:
         """What `make` wrote on the host for this result (name_of: a layout.host_* helper), else for its method
         (a result under another name, e.g. a parallel sweep's calibration run, is recorded under that name)."""
         own = self.run_dir / name_of(self.name)
-        return own if own.exists() else self.run_dir / name_of(self.plan["method"])
+        return own if own.exists() else self.run_dir / name_of(self.plan.method)
 
     def describe(self, help_hash: provenance.HelpHash | None) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
@@ -480,7 +486,7 @@ class MethodRun:
     def _check_runner(self) -> None:
         """A server whose log shows another model runner than methods.toml pins fails: its comparison would
         also compare runners. --allow-mismatch keeps it (recorded either way)."""
-        server, pinned = self.summary.server_facts, self.plan.get("model_runner")
+        server, pinned = self.summary.server_facts, self.plan.model_runner
         self.summary = self.summary.updated(server=server.merged({"model_runner_pinned": pinned}))
         ran = server.model_runner
         if pinned and ran and ran != pinned and self.summary.error is None and not self.opts.allow_mismatch:

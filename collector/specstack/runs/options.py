@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
+from specstack.config.methods import ServePlan
 from specstack.config.serving import Platform, Runtime
 from specstack.config.workloads import (
     DEFAULT_ACCEPTANCE_MAX_TOKENS,
@@ -485,20 +486,20 @@ class Options:
 _DEFAULTS = {f.name: f.default for f in fields(Options)}
 
 
-def check_baseline_result(plan: dict, name: str) -> None:
+def check_baseline_result(plan: ServePlan, name: str) -> None:
     """--baseline-result NAME: a run of the method's own baseline under another folder name (<baseline> or
     <baseline>-slot<i>), never another method's result."""
-    own = plan["baseline"]
+    own = plan.baseline
     if own is None:
-        raise UserError(f"--baseline-result: {plan['method']} is a baseline itself; it is compared with nothing")
+        raise UserError(f"--baseline-result: {plan.method} is a baseline itself; it is compared with nothing")
     if name != own and not re.fullmatch(rf"{re.escape(own)}-slot\d+", name):
         raise UserError(
-            f"--baseline-result {name}: {plan['method']} is compared with its baseline {own!r}; give "
+            f"--baseline-result {name}: {plan.method} is compared with its baseline {own!r}; give "
             f"{own} or a calibration run of it ({own}-slot<i>)"
         )
 
 
-def plan_for(opts: Options) -> dict:
+def plan_for(opts: Options) -> ServePlan:
     extra: dict[str, str | int] = {"served-model-name": opts.served_model_name}
     if opts.port:
         extra["port"] = opts.port
@@ -513,10 +514,7 @@ def plan_for(opts: Options) -> dict:
     )  # None: methods.toml's [common]
     if opts.baseline_result:
         check_baseline_result(plan, opts.baseline_result)
-        # what the summary names as its baseline; plan["baseline"] stays the method (turn-2 inputs and auto
-        # rates are the baseline method's, shared by its runs on every slot)
-        plan["baseline_result"] = opts.baseline_result
-    max_len = int(plan["flags"].get("max-model-len", 0) or 0)
+    max_len = int(plan.flags.get("max-model-len", 0) or 0)
     if max_len and max(opts.perf_output_len, opts.acceptance_max_tokens) >= max_len:
         raise UserError(
             f"output length {max(opts.perf_output_len, opts.acceptance_max_tokens)} does not fit "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstack.config.methods import serve_args
+from specstack.config.methods import ServePlan, serve_args
 from specstack.errors import UserError
 from specstack.figures.prefix_cache import figures
 from specstack.measure import bench, snapshots
@@ -20,11 +20,11 @@ from specstack.results.summary import BenchCell, PhaseFigures, Summary, given
 FIRST_SNAPSHOT = layout.snapshot("warmup", "before")
 
 
-def setting(plan: dict, prefix_caching: bool) -> dict:
+def setting(plan: ServePlan, prefix_caching: bool) -> dict:
     """What the summary records before the server starts: the option, and the flag the plan serves."""
     return {
         "option": bool(prefix_caching),
-        "serve_flag": plan["flags"].get(serve_args.PREFIX_CACHING_KEY),
+        "serve_flag": plan.flags.get(serve_args.PREFIX_CACHING_KEY),
         "observed": None,
     }
 

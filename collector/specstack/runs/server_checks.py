@@ -4,6 +4,8 @@ run unless --trust-server). Each check returns the summary with what it found; a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
 from specstack.config.serving import Runtime
@@ -12,6 +14,9 @@ from specstack.results.summary import JSON, Summary
 from specstack.runs.options import Options
 from specstack.server import observed
 from specstack.server.runtime import Server as LiveServer
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 console = Console(stderr=True)
 
@@ -24,7 +29,7 @@ class ServerContradiction(UserError):
         self.summary = summary
 
 
-def server_facts(server: LiveServer, plan: dict) -> dict:
+def server_facts(server: LiveServer, plan: ServePlan) -> dict:
     """What is known about the server: everything for a server specstack started (native); for one someone
     else started (url) only what its endpoints revealed, the rest listed as unknown (asked_for holds the plan)."""
     seen = observed.observe(server.base_url, server.served_model_name, server.models)
@@ -40,11 +45,11 @@ def server_facts(server: LiveServer, plan: dict) -> dict:
     if server.runtime == Runtime.NATIVE:
         assert server.process is not None  # native: the process this run started
         facts.update(
-            target=plan["target"],
-            argv=server.argv or plan["argv"],
-            env=plan["env"],
-            platform=plan["platform"],
-            model_set=plan["model_set"],
+            target=plan.target,
+            argv=server.argv or plan.argv,
+            env=plan.env,
+            platform=plan.platform,
+            model_set=plan.model_set,
             pid=server.process.pid,
             identity=server.identity,
         )
@@ -61,14 +66,14 @@ def seen_by(summary: Summary) -> JSON:
 
 
 def check_observed(
-    summary: Summary, server: LiveServer, plan: dict, opts: Options, *, after_measuring: bool = False
+    summary: Summary, server: LiveServer, plan: ServePlan, opts: Options, *, after_measuring: bool = False
 ) -> Summary:
     """url runtime: the speculative config the figures come from is the observed one; a server contradicting
     the method asked for fails the run before measuring (naming both facts and the fix) unless --trust-server.
     After measuring, the answers may reveal what /metrics did not (a page that could not be read)."""
     if server.runtime == Runtime.NATIVE:
         return summary if after_measuring else check_native_agrees(summary, server, plan, opts)
-    seen, asked = seen_by(summary), plan["speculative_config"]
+    seen, asked = seen_by(summary), plan.speculative_config
     has, k = observed.speculative(seen), observed.observed_k(seen)
     if has is None:
         summary = summary.updated(
@@ -83,7 +88,7 @@ def check_observed(
             speculative_config=({"num_speculative_tokens": k} if k is not None else {}) if has else None,
             speculative_config_source="observed (/metrics, answers); the rest of the config is unknown",
         )
-    found = observed.contradictions(plan["method"], asked, seen, server.base_url, override=bool(opts.spec_override))
+    found = observed.contradictions(plan.method, asked, seen, server.base_url, override=bool(opts.spec_override))
     if not found or (after_measuring and summary.server_contradictions):
         return summary
     summary = summary.updated(
@@ -93,7 +98,7 @@ def check_observed(
             "after_measuring": after_measuring,
         }
     )
-    message = "; ".join(found) + ". Fix: " + observed.fix_for(plan["method"], asked, seen)
+    message = "; ".join(found) + ". Fix: " + observed.fix_for(plan.method, asked, seen)
     if opts.trust_server:
         console.print(f"[bold yellow]warning[/]: --trust-server: measuring anyway: {'; '.join(found)}")
         return summary
@@ -104,7 +109,7 @@ def check_observed(
     raise ServerContradiction(message, summary)
 
 
-def check_native_agrees(summary: Summary, server: LiveServer, plan: dict, opts: Options) -> Summary:
+def check_native_agrees(summary: Summary, server: LiveServer, plan: ServePlan, opts: Options) -> Summary:
     """A server this run started must reveal what the plan asked for (spec-decode counters and K, or none;
     the served name; max-model-len): anything else means the answers come from another server or another
     config, and no figure of it may be read as this method's. No --trust-server here."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -27,6 +28,9 @@ from specstack.results import layout
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_text
 from specstack.results.records import read_records
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 PHASE = "turn2"
 KEPT = ("category", "question_id")
@@ -81,9 +85,9 @@ def _manifest_inputs(run_dir: Path) -> dict[str, str]:
 class TurnTwo:
     """The turn-2 windows of one method run: which tasks have them, and where their chats come from."""
 
-    def __init__(self, turns: int, plan: dict, run_dir: Path, tasks: dict[str, Task]):
-        self.run_dir, self.baseline = Path(run_dir), plan["baseline"] or plan["method"]
-        self.own = plan["baseline"] is None  # a baseline replays its own answers
+    def __init__(self, turns: int, plan: ServePlan, run_dir: Path, tasks: dict[str, Task]):
+        self.run_dir, self.baseline = Path(run_dir), plan.baseline or plan.method
+        self.own = plan.baseline is None  # a baseline replays its own answers
         self.tasks = {n: t for n, t in tasks.items() if turns > 1 and any(r.get("turn2") for r in t.acceptance)}
         self.inputs: dict[str, dict] = {}  # task -> the file, its sha256, requests and rows left out
 

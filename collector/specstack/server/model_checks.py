@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstack.server.model_source import looks_local
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 # Config keys that declare MTP layers, by checkpoint family.
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers")
@@ -54,19 +58,19 @@ def _same_model(a: str, b: str, base: Path | None) -> bool:
     return a.rstrip("/").lower() == b.rstrip("/").lower()
 
 
-def check(plan: dict) -> tuple[list[str], list[str]]:
+def check(plan: ServePlan) -> tuple[list[str], list[str]]:
     """(problems, skipped) for a serve plan from serve_args.build()."""
     problems: list[str] = []
     skipped: list[str] = []
-    target = plan["target"]
-    target_cfg, where = config_of(target, plan["flags"].get("revision"))
+    target = plan.target
+    target_cfg, where = config_of(target, plan.flags.get("revision"))
     if target_cfg is None:
         (problems if where == "missing" else skipped).append(
             f"target {target}: no config.json there; build or download it (tiny models: specstack tiny-models)"
             if where == "missing"
             else f"target {target}: not checked ({where})"
         )
-    spec = plan.get("speculative_config") or {}
+    spec = plan.speculative_config or {}
     method = spec.get("method")
     draft = spec.get("model")
     draft_cfg = None
@@ -179,34 +183,34 @@ def _given_template_problem(given: str) -> str | None:
     return None
 
 
-def _methods_serving(plan: dict) -> list[str]:
+def _methods_serving(plan: ServePlan) -> list[str]:
     """The methods that serve the same model as this plan's (a comparison needs the same prompts on both)."""
     try:
         from specstack.config.methods import load
 
         cfg = load()
-        key = cfg["methods"][plan["method"]].get("target", "target")
+        key = cfg["methods"][plan.method].get("target", "target")
         return [m for m, entry in cfg["methods"].items() if entry.get("target", "target") == key]
     except Exception:  # noqa: BLE001 - only the wording of the fix depends on it
-        return [plan.get("method", "?")]
+        return [plan.method]
 
 
-def chat_template_check(plan: dict) -> tuple[str | None, str | None]:
+def chat_template_check(plan: ServePlan) -> tuple[str | None, str | None]:
     """(problem, skipped): the acceptance phase sends /v1/chat/completions, which vLLM answers with HTTP 400
     ("default chat template is no longer allowed") for a tokenizer without a chat template and no
     --chat-template. Checked once the tokenizer files are on disk (local, or fetched into the cache)."""
-    flags = plan["flags"]
+    flags = plan.flags
     given = flags.get("chat-template")
     if given:
         return _given_template_problem(str(given)), None
-    tokenizer = flags.get("tokenizer") or plan["target"]
+    tokenizer = flags.get("tokenizer") or plan.target
     revision = flags.get("tokenizer-revision") or flags.get("revision")
     folder, where = tokenizer_folder(tokenizer, revision)
     if folder is None:
         return None, f"chat template of {tokenizer}: not checked ({where})"
     if chat_template_source(folder):
         return None, None
-    target_cfg, _ = config_of(plan["target"], flags.get("revision"))
+    target_cfg, _ = config_of(plan.target, flags.get("revision"))
     model_type = (target_cfg or {}).get("model_type")
     if _vllm_fallback(model_type, tokenizer):
         return None, None

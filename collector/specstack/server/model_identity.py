@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstack.server.model_source import cached_snapshot, looks_local
 from specstack.server.preflight import model_refs
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 FULL_HASH_BYTES = 64 << 20
 _EDGE = 1 << 20
@@ -65,6 +69,6 @@ def identity(model: str, revision: str | None = None) -> dict:
     return {"model": model, "kind": "hub", "revision": hub_revision(model, revision) or revision, "pinned": revision}
 
 
-def of_plan(plan: dict) -> dict[str, dict]:
+def of_plan(plan: ServePlan) -> dict[str, dict]:
     """role ("target", "speculative") -> identity, for every checkpoint the plan's server reads."""
     return {role: identity(model, revision) for role, model, revision in model_refs(plan)}

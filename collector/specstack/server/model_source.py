@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 _TRUE = ("1", "true", "yes", "on")
 FIX = (
@@ -86,16 +90,16 @@ def hub_problem(model: str, revision: str | None = None, timeout: float = 5.0) -
     return f"{endpoint()} answered HTTP {r.status_code}"
 
 
-def models_of(plan: dict) -> list[tuple[str, str, str | None]]:
+def models_of(plan: ServePlan) -> list[tuple[str, str, str | None]]:
     """(role, model, revision) of every model a serve plan loads."""
-    spec = plan.get("speculative_config") or {}
-    found = [("target", plan["target"], plan["flags"].get("revision"))]
+    spec = plan.speculative_config or {}
+    found = [("target", plan.target, plan.flags.get("revision"))]
     if spec.get("model"):
         found.append((f"{spec.get('method')} model", spec["model"], spec.get("revision")))
     return found
 
 
-def problems(plan: dict) -> list[str]:
+def problems(plan: ServePlan) -> list[str]:
     """One sentence per model that is neither local, cached nor downloadable now, each naming the fix."""
     out = []
     for role, model, revision in models_of(plan):

@@ -20,10 +20,14 @@ Everything else is unknown and recorded as such; the plan from methods.toml is k
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import requests
 
 from specstack.config import metric_names as m
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 # Families on /metrics: "# TYPE <name> <type>" lines and sample lines "<name>{labels} value" / "<name> value".
 _TYPE_LINE = re.compile(r"^# TYPE (\S+) ")
@@ -178,11 +182,11 @@ def contradictions(method: str, asked: dict | None, observed: dict, url: str, *,
     return []
 
 
-def plan_contradictions(plan: dict, observed: dict, url: str, *, override: bool = False) -> list[str]:
+def plan_contradictions(plan: ServePlan, observed: dict, url: str, *, override: bool = False) -> list[str]:
     """Where a server specstack started contradicts its own plan: the spec-decode facts (as for an attached
     server), the served model name and max-model-len. On this path every known fact must agree."""
-    found = contradictions(plan["method"], plan["speculative_config"], observed, url, override=override)
-    models, flags = observed["models"], plan["flags"]
+    found = contradictions(plan.method, plan.speculative_config, observed, url, override=override)
+    models, flags = observed["models"], plan.flags
     if models.get("id") != flags.get("served-model-name"):
         found.append(
             f"the server at {url} does not list the served model name {flags.get('served-model-name')!r} "

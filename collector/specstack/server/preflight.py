@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specstack.config.methods import load
+from specstack.config.methods import ServePlan, load
 from specstack.config.serving import device
 from specstack.server import model_checks
 
@@ -73,7 +73,7 @@ class Report:
         }
 
 
-def check(plan: dict) -> list[str]:
+def check(plan: ServePlan) -> list[str]:
     """Problems with a plan from services/serve_args.py `build()`; an empty list means vLLM accepts it."""
     return run_checks(plan).errors
 
@@ -232,11 +232,11 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else str(text)
 
 
-def model_refs(plan: dict) -> list[tuple[str, str, str | None]]:
+def model_refs(plan: ServePlan) -> list[tuple[str, str, str | None]]:
     """(role, model, revision) of every checkpoint the server reads."""
-    flags = plan["flags"]
-    refs = [("target", plan["target"], flags.get("revision"))]
-    spec = plan.get("speculative_config") or {}
+    flags = plan.flags
+    refs = [("target", plan.target, flags.get("revision"))]
+    spec = plan.speculative_config or {}
     model = spec.get("model")
     if model and model not in _BUILTIN_SPEC_MODELS:
         refs.append(("speculative", model, spec.get("revision")))
@@ -293,7 +293,7 @@ def _hf_offline(offline: bool = True):
             os.environ["HF_HUB_OFFLINE"] = saved_env
 
 
-def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
+def _deep(engine_args, plan: ServePlan, report: Report, mode: str) -> None:
     missing_local = []
     not_cached = []
     for role, model, revision in model_refs(plan):
@@ -331,10 +331,10 @@ def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
         report.skipped.append(skipped)
     else:
         report.checked.append("chat template of the target's tokenizer (the acceptance phase's /v1/chat/completions)")
-    matches, here = _platform_matches(plan["platform"])
+    matches, here = _platform_matches(plan.platform)
     if not matches and mode != "force":
         report.skipped.append(
-            f"engine config build: the plan is for platform {plan['platform']!r} but this "
+            f"engine config build: the plan is for platform {plan.platform!r} but this "
             f"machine's vLLM platform is {here!r}; the engine config is platform-specific "
             "(run pre-flight where the server runs, e.g. in its container)"
         )
@@ -351,14 +351,14 @@ def _deep(engine_args, plan: dict, report: Report, mode: str) -> None:
     report.checked.append("engine config (VllmConfig, as `vllm serve` builds it before loading weights)")
 
 
-def run_checks(plan: dict, *, deep: str = "auto") -> Report:
+def run_checks(plan: ServePlan, *, deep: str = "auto") -> Report:
     """All checks on one plan; deep is auto (engine config when possible), off, or force (any platform)."""
     t0 = time.monotonic()
-    report = Report(plan.get("method", "?"))
+    report = Report(plan.method)
     try:
-        report.errors += _check_requires(list(plan.get("requires") or []))
-        report.checked.append(f"required modules: {', '.join(plan.get('requires') or []) or 'none'}")
-        with env_overrides(dict(plan.get("env") or {})):
+        report.errors += _check_requires(list(plan.requires))
+        report.checked.append(f"required modules: {', '.join(plan.requires) or 'none'}")
+        with env_overrides(dict(plan.env)):
             try:
                 import vllm
             except ImportError as e:
@@ -376,7 +376,7 @@ def run_checks(plan: dict, *, deep: str = "auto") -> Report:
                     f"{want} (the venv or the server's image)."
                 )
                 return report
-            args, err = _parse(list(plan["argv"]))
+            args, err = _parse(list(plan.argv))
             if err is not None:
                 report.errors.append(
                     f"`vllm serve` (vLLM {have}) rejects the arguments: {_readable(err)}."

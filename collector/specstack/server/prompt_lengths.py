@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstack.config.workloads import Task, read_jsonl
 from specstack.server import model_checks
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 # vLLM 0.32.0's keys for a model's maximum length, the smallest present wins (model_arch_config_convertor.py)
 MAX_LEN_KEYS = (
@@ -41,12 +44,12 @@ MAX_LEN_KEYS = (
 SHOWN = 3  # offending rows named in the message; the rest counted
 
 
-def max_model_len(plan: dict) -> int | None:
+def max_model_len(plan: ServePlan) -> int | None:
     """The server's max model length as vLLM will set it, or None when it cannot be told offline."""
-    given = plan["flags"].get("max-model-len")
+    given = plan.flags.get("max-model-len")
     if given:
         return int(given)
-    config, _ = model_checks.config_of(plan["target"], plan["flags"].get("revision"))
+    config, _ = model_checks.config_of(plan.target, plan.flags.get("revision"))
     config = (config or {}).get("text_config") or config or {}
     if config.get("rope_scaling") or config.get("rope_parameters"):
         return None
@@ -65,10 +68,10 @@ class Counter:
     """Prompt tokens as the server started from `plan` counts them (None: the tokenizer is not on disk).
     `chat_kwargs`: the chat_template_kwargs the collector and bench send (measure/chat.py)."""
 
-    def __init__(self, plan: dict, chat_kwargs: dict):
-        flags = plan["flags"]
+    def __init__(self, plan: ServePlan, chat_kwargs: dict):
+        flags = plan.flags
         folder, _ = model_checks.tokenizer_folder(
-            flags.get("tokenizer") or plan["target"], flags.get("tokenizer-revision") or flags.get("revision")
+            flags.get("tokenizer") or plan.target, flags.get("tokenizer-revision") or flags.get("revision")
         )
         self.tokenizer = _tokenizer(str(folder)) if folder is not None else None
         self.kwargs = chat_kwargs
@@ -110,7 +113,7 @@ class Counter:
 
 
 def problems(
-    plan: dict, tasks: dict[str, Task], *, perf_output_len: int, chat_kwargs: dict, perf: bool = True
+    plan: ServePlan, tasks: dict[str, Task], *, perf_output_len: int, chat_kwargs: dict, perf: bool = True
 ) -> list[str]:
     """One message per task whose prompts do not fit: acceptance rows, and perf rows unless `perf` is False."""
     limit = max_model_len(plan)
@@ -138,7 +141,7 @@ def problems(
             more = f" (and {len(over) - SHOWN} more)" if len(over) > SHOWN else ""
             found.append(
                 f"task {name}: {'; '.join(over[:SHOWN])}{more}: over the max model length {limit} of "
-                f"{Path(plan['target']).name} (vLLM would refuse the prompt or cut its output short). "
+                f"{Path(plan.target).name} (vLLM would refuse the prompt or cut its output short). "
                 "Shorten or drop those prompts, lower the output length (--acceptance-max-tokens, a row's "
                 "max_tokens, --perf-output-len), or raise max-model-len in services/methods.toml"
             )

@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
 
@@ -25,6 +26,9 @@ from specstack.config.serving import Runtime
 from specstack.errors import UserError
 from specstack.server import identity, ipc, leash
 from specstack.server.identity import Ownership
+
+if TYPE_CHECKING:
+    from specstack.config.methods import ServePlan
 
 
 class ServerError(RuntimeError):
@@ -249,23 +253,23 @@ def attach(url: str, served_model_name: str, timeout: float) -> Server:
     return wait_ready(Server(url, served_model_name, Runtime.URL), timeout)
 
 
-def native_address(plan: dict) -> tuple[str, int]:
+def native_address(plan: ServePlan) -> tuple[str, int]:
     """The host and port a native server of this plan listens on."""
-    return str(plan["flags"].get("host", "127.0.0.1")), int(plan["flags"].get("port", 8000))
+    return str(plan.flags.get("host", "127.0.0.1")), int(plan.flags.get("port", 8000))
 
 
 def start_native(
-    plan: dict, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *, port_wait: float = 0.0
+    plan: ServePlan, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *, port_wait: float = 0.0
 ) -> Server:
     """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
     port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
-    flags = plan["flags"]
+    flags = plan.flags
     host, port = native_address(plan)
     if port_wait > 0:
         wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
     elif not port_free(host, port):
         raise UserError(port_in_use_message(host, port))
-    env = {**os.environ, **plan["env"], **(extra_env or {})}
+    env = {**os.environ, **plan.env, **(extra_env or {})}
     # vLLM's ZMQ sockets (engine core <-> API server) are files in VLLM_RPC_BASE_PATH, default the temp folder,
     # that a killed server never removes (742 were left in /tmp by the test suite): a folder of the server's own,
     # removed with it. A user's own VLLM_RPC_BASE_PATH is left as it is.
@@ -273,7 +277,7 @@ def start_native(
     if "VLLM_RPC_BASE_PATH" not in env:
         ipc_dir = ipc.new_folder()
         env["VLLM_RPC_BASE_PATH"] = str(ipc_dir)
-    argv = [vllm_executable(), "serve", *plan["argv"]]
+    argv = [vllm_executable(), "serve", *plan.argv]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "wb")  # noqa: SIM115 (the child process writes it past this block)
     server = Server(
@@ -281,7 +285,7 @@ def start_native(
         flags["served-model-name"],
         Runtime.NATIVE,
         argv,
-        dict(plan["env"]),
+        dict(plan.env),
         log_path,
         ipc_dir=ipc_dir,
     )

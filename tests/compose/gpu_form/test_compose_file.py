@@ -110,7 +110,7 @@ def test_vllm_services_differ_only_by_method_profile_and_image(raw):
 def test_compose_copies_no_serve_flag():
     """Serve arguments live in methods.toml only; compose.yaml names none of them."""
     text = COMPOSE.read_text()
-    table = methods.build("ngram", platform="gpu-container")["flags"]
+    table = methods.build("ngram", platform="gpu-container").flags
     for flag in table:
         assert f"--{flag}" not in text, f"compose.yaml copies --{flag}; it belongs in services/methods.toml"
 
@@ -122,7 +122,7 @@ def test_compose_copies_no_serve_flag():
 def test_container_command_runs_the_same_plan_as_the_native_runtime(resolved, method):
     svc = resolved["services"][f"vllm-{method}"]
     plan = container_plan(svc, {})
-    assert plan == methods.build(method, platform="gpu-container")
+    assert plan == methods.build(method, platform="gpu-container").to_json()
     assert plan["flags"]["host"] == "0.0.0.0" and plan["flags"]["port"] == 8000
 
 
@@ -130,15 +130,18 @@ def test_model_set_and_k_override_reach_thecontainer_plan(raw):
     env = {**lock_env(), "SPECSTACK_MODEL_SET": "tiny", "SPECSTACK_SPEC_OVERRIDE": '{"num_speculative_tokens": 2}'}
     svc = interpolate(raw, env)["services"]["vllm-eagle3"]
     plan = container_plan(svc, {})
-    assert plan == methods.build(
-        "eagle3", model_set_name="tiny", platform="gpu-container", spec_override={"num_speculative_tokens": 2}
+    assert (
+        plan
+        == methods.build(
+            "eagle3", model_set_name="tiny", platform="gpu-container", spec_override={"num_speculative_tokens": 2}
+        ).to_json()
     )
     assert plan["speculative_config"]["num_speculative_tokens"] == 2
 
 
 def test_health_port_matches_the_plan_port(resolved):
     svc = resolved["services"]["vllm-baseline"]
-    port = methods.build("baseline", platform="gpu-container")["flags"]["port"]
+    port = methods.build("baseline", platform="gpu-container").flags["port"]
     assert f"127.0.0.1:{port}/health" in " ".join(svc["healthcheck"]["test"])
     assert any(p.endswith(f":{port}") for p in svc["ports"])
 
