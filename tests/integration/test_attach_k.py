@@ -19,9 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 def asked_k(models_dir) -> int:
-    return methods.build("ngram", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))[
-        "speculative_config"
-    ]["num_speculative_tokens"]
+    plan = methods.build("ngram", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir))
+    assert plan.speculative_config is not None
+    return int(plan.speculative_config["num_speculative_tokens"])
 
 
 def server_k(models_dir) -> int:
