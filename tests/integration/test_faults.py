@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from specstack.pipeline.sweep import sweep
-from specstack.runs import method_run as run_module
+from specstack.runs import native_server as run_module
 from specstack.runs.method_run import run_method
 from specstack.server import runtime
 from specstack.server.runtime import port_free

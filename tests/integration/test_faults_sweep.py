@@ -30,7 +30,7 @@ from vllm.benchmarks.lib import endpoint_request_func
 from specstack.errors import UserError
 from specstack.measure import bench as bench_module
 from specstack.pipeline.sweep import sweep
-from specstack.runs import method_run as run_module
+from specstack.runs import native_server as run_module
 from specstack.server import runtime
 from specstack.server.runtime import port_free
 from tests.support import free_port

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specstack.runs.method_run import INTERRUPT_GRACE
+from specstack.runs.native_server import INTERRUPT_GRACE
 from specstack.server.runtime import port_free
 from tests.integration.faults import assert_failed_bundle, group_gone, live_group_members, windows_by_name
 from tests.support import free_port, is_vllm_serve

@@ -2,8 +2,8 @@
 
 The harness benchmark only listens to the run's events (selfbench/probe.py): a step renamed in the product would
 leave its figure at zero and its time in "unattributed" without any error. So the names are tied here to the
-product's source: every literal `events.step("...")` call in specstack/runs/method_run.py, checks.py and
-monitoring.py, found with ast (nothing is run).
+product's source: every literal `events.step("...")` call in specstack/runs/method_run.py, native_server.py (its
+server's start and stop), checks.py and monitoring.py, found with ast (nothing is run).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import inspect
 import pytest
 
 from selfbench import harness_runs
-from specstack.runs import checks, method_run, monitoring
+from specstack.runs import checks, method_run, monitoring, native_server
 
 pytestmark = pytest.mark.unit
 
@@ -37,7 +37,9 @@ def emitted(source: str) -> set[str]:
     return names
 
 
-METHOD_RUN = emitted(inspect.getsource(method_run)) | emitted(inspect.getsource(checks))  # checks: before the run
+# checks: before the run; native_server: the server's start and stop
+METHOD_RUN = emitted(inspect.getsource(method_run)) | emitted(inspect.getsource(checks))
+METHOD_RUN |= emitted(inspect.getsource(native_server))
 MONITORING = emitted(inspect.getsource(monitoring))
 
 

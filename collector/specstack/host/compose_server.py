@@ -1,7 +1,8 @@
 """One method's vLLM server as a compose service (vllm-<method>), the steps host/lifecycle.py's flow of one method
 calls in turn: prepare (its models into the cache, pre-flight in its image), start (its Prometheus target, up,
-healthy), server_log and host_facts (into results/<run-id>/host-provenance/), stop. A native backend would have
-the same shape; this one only knows compose.
+healthy), server_log and host_facts (into results/<run-id>/host-provenance/), stop. These are the steps of
+server/backend.py's ServerBackend, which runs/native_server.py's NativeServer (`specstack run`'s own server) has
+too; this one only knows compose.
 
 `up --wait` alone is not trusted: compose 2.40.3 once returned 0 for a just-recreated server whose health was still
 "starting" (the collector then found no server), so the health is checked here too, within the same WAIT_TIMEOUT.
@@ -27,6 +28,7 @@ from specstack.host.targets import write_targets
 
 if TYPE_CHECKING:
     from specstack.host.compose_stack import Stack
+    from specstack.server.backend import ServerBackend
 
 # The exception lines of a server's log (vLLM's own prefix optional): the first is usually the cause.
 EXCEPTION_LINE = re.compile(r"^(\([^)]*\) ERROR [^\]]*\] )?[A-Za-z_.]*(Error|Exception): ")
@@ -212,3 +214,6 @@ class ComposeServer:
         started = self.state(cid, "{{.State.StartedAt}}") if cid else ""
         if not started or started.startswith("0001-"):
             sh.say(f"{svc} never started; {port_hint()}", err=True)
+
+
+_: type[ServerBackend] = ComposeServer  # mypy holds it to the protocol (an annotation: never evaluated at run time)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,18 +36,15 @@ from specstack.runs import load, outcome, prefix_cache, run_manifest, sampler_pr
 from specstack.runs.checks import check, synthetic
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
+from specstack.runs.native_server import NativeServer
 from specstack.runs.options import Options, load_tasks
 from specstack.runs.server_checks import ServerContradiction
 from specstack.server import model_identity, observed, provenance, startup
 from specstack.server.runtime import Server as LiveServer
-from specstack.server.runtime import ServerError, attach, native_address, start_native, stop_native, vllm_executable
+from specstack.server.runtime import vllm_executable
 
 if TYPE_CHECKING:
     from specstack.config.methods import ServePlan
-
-# Seconds an interrupted run gives its server to stop before SIGKILL: short, since whoever sent the signal
-# (timeout, a scheduler) may follow it with SIGKILL, and a harness killed mid-cleanup leaves the server behind.
-INTERRUPT_GRACE = 10.0
 
 
 console = Console(stderr=True)
@@ -78,7 +73,7 @@ def run_method(
 
 
 class MethodRun:
-    """The steps of one method run, sharing its plan, bundle, summary and server."""
+    """The steps of one method run, sharing its plan, bundle, summary and server (its life: runs/native_server.py)."""
 
     console = console
 
@@ -87,7 +82,6 @@ class MethodRun:
         self.name = opts.bundle_name or plan.method  # folder and summary "method" (sweep-k: <method>-k<K>)
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
-        self.server: LiveServer | None = None
         self.windows: Windows | None = None
         self.ending = outcome.Ending()
         self.measured = False  # every phase ran (a failed window included): Prometheus's view can be checked
@@ -98,6 +92,16 @@ class MethodRun:
             self.turn_two = turns.TurnTwo(opts.turns, plan, self.run_dir, self.tasks)
             load.check_rates_known(self)  # --rates auto: the baseline's rates exist before this server starts
             self.bundle = MethodBundle(opts.results_dir, opts.run_id, self.name, force=opts.force)
+        self.backend = NativeServer(
+            opts,
+            plan,
+            name=self.name,
+            run_dir=self.run_dir,
+            bundle=self.bundle,
+            labels=self.labels,
+            interrupted=lambda: self.interrupted,
+            console=self.console,
+        )
         try:
             self.summary = self._new_summary()
         except BaseException:
@@ -107,6 +111,11 @@ class MethodRun:
     @property
     def interrupted(self) -> bool:
         return self.ending.interrupted
+
+    @property
+    def server(self) -> LiveServer | None:
+        """The server measured, once started and ready."""
+        return self.backend.server
 
     def run(self, index: int, total: int) -> Path:
         """Every phase, then the wind-up, whatever ended them; a signal or an unexpected exception then ends the
@@ -143,7 +152,7 @@ class MethodRun:
             except BaseException as e:
                 self.summary = self.ending.record(self.summary, e)
                 if step == self.stop_server:
-                    self._kill_server()
+                    self.backend.kill()
         if help_hash is not None:
             help_hash.cancel()  # a no-op once describe read it
         self._time("total", time.monotonic() - t0)
@@ -204,31 +213,9 @@ class MethodRun:
     # --- the server and the measured phases --------------------------------------------------------------
 
     def start_server(self) -> None:
-        opts, plan = self.opts, self.plan
-        if opts.prometheus_targets:
-            # Before the server starts: Prometheus discovers the file while vLLM loads (scrapes say up=0
-            # until it is ready) and scrapes it from the first interval after ready.
-            labels = {**self.labels, **({"slot": opts.slot} if opts.slot is not None else {})}
-            atomic_write_json(
-                opts.prometheus_targets, [{"targets": [self._server_url().split("://", 1)[-1]], "labels": labels}]
-            )
-        console.print(f"[bold]{plan.method}[/]: starting server ({opts.runtime})")
-        events.emit("server.start", method=self.name, runtime=opts.runtime)
-        with events.step("server start", method=self.name):
-            if opts.runtime == Runtime.NATIVE:
-                self.server = server = start_native(
-                    plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout, port_wait=opts.port_wait
-                )
-            else:
-                assert opts.url is not None  # validate(): the url runtime needs --url
-                self.server = server = attach(opts.url, opts.served_model_name, opts.ready_timeout)
-        process = server.process
-        events.emit(
-            "server.ready",
-            method=self.name,
-            seconds=server.ready_seconds,
-            pid=process.pid if process is not None else None,
-        )
+        self.backend.start()
+        server = self.server
+        assert server is not None  # start() set it, or raised
         self._time("server_ready", server.ready_seconds)
         with events.step("server facts", method=self.name):
             self.summary = self.summary.updated(server=Server.from_json(server_checks.server_facts(server, self.plan)))
@@ -236,18 +223,10 @@ class MethodRun:
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
             self.monitoring.settle()
-        self.windows = Windows(server, self.bundle, self.monitoring.exporter, self.labels, opts.quiet_gap)
+        self.windows = Windows(server, self.bundle, self.monitoring.exporter, self.labels, self.opts.quiet_gap)
 
     def _window_failed(self) -> bool:
         return self.windows is not None and any(w.status != "ok" for w in self.windows.records)
-
-    def _server_url(self) -> str:
-        """Where the server will listen, known before it starts."""
-        if self.opts.runtime != Runtime.NATIVE:
-            assert self.opts.url is not None  # validate(): the url runtime needs --url
-            return self.opts.url
-        host, port = native_address(self.plan)
-        return f"http://{host}:{port}"
 
     def _check_observed(self, *, after_measuring: bool = False) -> None:
         """The server against the method asked for (runs/server_checks.py); what was found goes into the summary,
@@ -409,26 +388,16 @@ class MethodRun:
 
     # --- after the measurements --------------------------------------------------------------------------
 
-    def _kill_server(self) -> None:
-        """Its stop broke: the server's whole group (its own session, runtime.start_native) is killed."""
-        process = self.server.process if self.server is not None else None
-        if process is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)
-
     def stop_server(self) -> None:
         if self.windows is not None:
             self.summary = self.summary.updated(
                 windows=[WindowRecord.from_json(w.to_dict()) for w in self.windows.records]
             )
-        if self.server is None or self.server.runtime != Runtime.NATIVE:
-            return
-        with events.step("stop server", method=self.name):
-            try:
-                stop_native(self.server, timeout=INTERRUPT_GRACE if self.interrupted else 30.0)
-            except ServerError as e:  # the measurements stand; the sweep's next start waits for the port
-                self.summary = self.summary.updated(server=self.summary.server_facts.merged({"stop_problem": str(e)}))
-                console.print(f"[bold yellow]warning[/]: {e}")
+        self.backend.stop()
+        if self.backend.stop_problem is not None:  # the measurements stand; the sweep's next start waits for the port
+            self.summary = self.summary.updated(
+                server=self.summary.server_facts.merged({"stop_problem": self.backend.stop_problem})
+            )
 
     def observe_answers(self) -> None:
         """What the answers' metrics.speculative_decoding revealed (K, drafts per step <= K), beside what the
@@ -445,12 +414,6 @@ class MethodRun:
         self.summary = self.summary.updated(server=server.updated(observed=seen))
         self._check_observed(after_measuring=True)
 
-    def _host_file(self, name_of) -> Path:
-        """What `make` wrote on the host for this result (name_of: a layout.host_* helper), else for its method
-        (a result under another name, e.g. a parallel sweep's calibration run, is recorded under that name)."""
-        own = self.run_dir / name_of(self.name)
-        return own if own.exists() else self.run_dir / name_of(self.plan.method)
-
     def describe(self, help_hash: provenance.HelpHash | None) -> None:
         """What exactly ran: the flag list's hash, the client's vLLM, the GPU host's facts, the server log's."""
         with events.step("provenance", method=self.name):
@@ -466,21 +429,18 @@ class MethodRun:
                     else "the local vllm (the bench client); the attached server's flags are unknown",
                     # written on the GPU host by `make run` (container digests, nvidia-smi, HF snapshot hashes)
                     # before the collector started; absent for native runs
-                    host=_load(self._host_file(layout.host_record)) or None,
+                    host=self.backend.host_facts(),
                     # the checkpoints a server specstack started read (reproduce checks them); unknown when attached
                     models=model_identity.of_plan(self.plan) if self.opts.runtime == Runtime.NATIVE else None,
                 )
             )
-            log = self.server.log_path if self.server is not None else None
-            # compose: the host saved this run's lines of the server container's log (`make run`)
-            log = log or self._host_file(layout.host_server_log)
+            log = self.backend.log_file()  # compose: the lines of this start the host saved (`make run`)
             if log.exists():
                 text = log.read_text(errors="replace")
                 server = self.summary.server_facts.merged(provenance.log_facts(text))
                 # load, compile, warm-up, capture
                 self.summary = self.summary.updated(server=server.merged({"startup": startup.phases(text)}))
-                if log.parent != self.bundle.staging:
-                    self.bundle.write_text(layout.SERVER_LOG, text)  # the bundle holds the server log on every path
+                self.backend.server_log()  # the bundle holds the server log on every path
             self._check_runner()
 
     def _check_runner(self) -> None:
@@ -506,7 +466,7 @@ class MethodRun:
         if check_view:  # on disk until the check has run: a run stopped before it says so
             self.summary = self.summary.updated(prometheus_view=PrometheusView.from_json(PENDING))
         with events.step("sampler probe", method=self.name):  # the server is stopped: it times nothing of it
-            if not self.interrupted:  # an interrupted run's cleanup stays short (INTERRUPT_GRACE)
+            if not self.interrupted:  # an interrupted run's cleanup stays short (native_server.INTERRUPT_GRACE)
                 self.summary = sampler_probe.record(
                     self.summary,
                     bundle,
