@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specstack.report.rows import HistogramRow, PositionRow
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
 from specstack.results.records import request_fields
@@ -85,9 +86,11 @@ def accepted_past_end(records: list[dict[str, Any]]) -> int:
     return past
 
 
-def acceptance_rows(run: RunData) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def acceptance_rows(run: RunData) -> tuple[list[dict[str, Any]], list[PositionRow], list[HistogramRow]]:
     """(per method x task, per draft position, per histogram bucket). Acceptance phase only."""
-    rows, positions, hist_rows = [], [], []
+    rows: list[dict[str, Any]] = []
+    positions: list[PositionRow] = []
+    hist_rows: list[HistogramRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.task_figures.get(task)

@@ -25,6 +25,7 @@ from typing import Any
 from specstack.figures import capacity
 from specstack.figures import stats as st
 from specstack.report import marks
+from specstack.report.rows import LoadCrossoverRow
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -37,9 +38,9 @@ def rate_rows(run: RunData) -> list[dict[str, Any]]:
     return speed_rows(run, "rate")
 
 
-def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[LoadCrossoverRow]:
     """Where a method stops beating its baseline as the offered rate grows (throughput and latency)."""
-    rows = []
+    rows: list[LoadCrossoverRow] = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
         mine = [r for r in rates if r["method"] == method and r["task"] == task]
         tput, lat = (
