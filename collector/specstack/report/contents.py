@@ -8,13 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specstack.report.rows import (
+    AcceptanceRow,
+    CapacityRow,
+    CategoryRow,
     CrossoverRow,
     EqualitySummaryRow,
     GuardRow,
     HistogramRow,
     LoadCrossoverRow,
     LoopRow,
+    LosslessRow,
     PositionRow,
+    SampledRow,
+    TurnRow,
 )
 from specstack.results.reader import RunData
 
@@ -26,23 +32,19 @@ class Report:
     cells: list[dict[str, Any]]
     speed: list[dict[str, Any]]
     crossover: list[CrossoverRow]
-    acceptance: list[dict[str, Any]]
+    acceptance: list[AcceptanceRow]
     positions: list[PositionRow]
     histogram: list[HistogramRow]
     equality: list[dict[str, Any]]
     equality_summary: list[EqualitySummaryRow]
     ksweep: list[dict[str, Any]]
-    sampled: list[dict[str, Any]] = field(default_factory=list)  # acceptance per temperature (--temperatures)
-    lossless: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # sampled outputs vs the baseline's (report/lossless.py)
-    categories: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # acceptance per dataset category (greedy and sampled)
+    sampled: list[SampledRow] = field(default_factory=list)  # acceptance per temperature (--temperatures)
+    lossless: list[LosslessRow] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
+    categories: list[CategoryRow] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
     prefix_cache: list[dict[str, Any]] = field(
         default_factory=list
     )  # hit rate per method × task × phase (--prefix-caching)
-    turns: list[dict[str, Any]] = field(default_factory=list)  # acceptance per turn (--turns 2)
+    turns: list[TurnRow] = field(default_factory=list)  # acceptance per turn (--turns 2)
     k_per_load: list[dict[str, Any]] = field(
         default_factory=list
     )  # the best K per concurrency band (figures/k_per_load.py)
@@ -51,7 +53,7 @@ class Report:
     )  # speed rows of the open-loop cells (--rates, report/load.py)
     rate_crossover: list[LoadCrossoverRow] = field(default_factory=list)
     frontier: list[dict[str, Any]] = field(default_factory=list)  # per-user vs system speed, every cell
-    capacity: list[dict[str, Any]] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
+    capacity: list[CapacityRow] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     summary_findings: list[dict[str, Any]] = field(
         default_factory=list
     )  # summary.json against its records (report/findings.py)

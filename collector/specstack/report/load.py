@@ -25,7 +25,7 @@ from typing import Any
 from specstack.figures import capacity
 from specstack.figures import stats as st
 from specstack.report import marks
-from specstack.report.rows import LoadCrossoverRow
+from specstack.report.rows import CapacityRow, LoadCrossoverRow
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -227,7 +227,7 @@ def _interpolate(points: list[dict[str, Any]], per_user: float | None) -> float 
     return next((y for x, y in pts if x == per_user), None)
 
 
-def capacity_rows(run: RunData) -> list[dict[str, Any]]:
+def capacity_rows(run: RunData) -> list[CapacityRow]:
     """--capacity: per method × task the highest rate meeting the SLO (a bracket), and its ratio to the
     baseline's with the interval both brackets allow."""
     found = {
@@ -236,7 +236,7 @@ def capacity_rows(run: RunData) -> list[dict[str, Any]]:
         for task, c in md.record.load_figures.task_loads.items()
         if c.capacity
     }
-    rows = []
+    rows: list[CapacityRow] = []
     for (name, task), (md, entry) in sorted(found.items()):
         cap = entry.capacity or {}
         base = found.get((md.baseline or "", task))

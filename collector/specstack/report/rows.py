@@ -129,6 +129,152 @@ class GuardRow(TypedDict):
     words: Any
 
 
+class AcceptanceRow(TypedDict):
+    """A row of the acceptance table."""
+
+    method: str
+    label: Any
+    baseline: Any
+    task: str
+    target: Any
+    k: Any
+    comparable: Any
+    server_contradicted: Any
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    no_accept_share: Any
+    num_spec_steps: Any
+    num_draft_tokens: Any
+    num_accepted_draft_tokens: Any
+    histogram: Any
+    per_position: Any
+    per_position_conditional: Any
+    requests: Any
+    distinct_outputs: Any
+    completion_tokens: Any
+    failed_requests: Any
+    accepted_past_end: Any
+    finish_reasons: Any
+
+
+class SampledRow(TypedDict):
+    """A row of the acceptance_sampled table."""
+
+    method: str
+    label: Any
+    task: str
+    temperature: Any
+    status: Any
+    k: Any
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    greedy_acceptance_rate: Any
+    greedy_mean_acceptance_length: Any
+    no_accept_share: Any
+    num_spec_steps: Any
+    num_draft_tokens: Any
+    num_accepted_draft_tokens: Any
+    histogram: Any
+
+
+class CategoryRow(TypedDict):
+    """A row of the acceptance_by_category table."""
+
+    method: str
+    label: Any
+    task: str
+    phase: Any
+    temperature: Any
+    category: Any
+    k: Any
+    requests: Any
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    no_accept_share: Any
+    num_spec_steps: Any
+    num_draft_tokens: Any
+    num_accepted_draft_tokens: Any
+    histogram: Any
+    per_position: Any
+    per_position_conditional: Any
+
+
+class TurnRow(TypedDict):
+    """A row of the acceptance_by_turn table."""
+
+    method: str
+    label: Any
+    task: str
+    turn: Any
+    k: Any
+    status: Any
+    requests: Any
+    left_out: Any
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    no_accept_share: Any
+    num_spec_steps: Any
+    num_draft_tokens: Any
+    num_accepted_draft_tokens: Any
+    histogram: Any
+    completion_tokens: Any
+    answers_from: Any
+    input_sha256: Any
+
+
+class LosslessRow(TypedDict):
+    """A row of the lossless table."""
+
+    method: str
+    label: Any
+    baseline: Any
+    task: str
+    temperature: Any
+    samples_per_prompt: Any
+    positions: Any
+    tests: Any
+    flagged: Any
+    min_p_holm: Any
+    alpha: Any
+    detectable_tv: Any
+    engine_sampler: Any
+    verdict: Any
+
+
+class CapacityRow(TypedDict):
+    """A row of the capacity table."""
+
+    method: str
+    label: Any
+    baseline: Any
+    task: str
+    share: Any
+    slo: Any
+    kind: Any
+    capacity_req_s: Any
+    fails_at_req_s: Any
+    resolution: Any
+    probes: Any
+    rates_from: Any
+    text: Any
+    capacity_speedup: Any
+    capacity_speedup_low: Any
+    capacity_speedup_high: Any
+
+
+class WindowFigures(TypedDict):
+    """Not a table: the acceptance window's columns that the acceptance, sampled, category and turn rows share
+    (report/acceptance.py _window_figures), spread into the category and turn rows."""
+
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    no_accept_share: Any
+    num_spec_steps: Any
+    num_draft_tokens: Any
+    num_accepted_draft_tokens: Any
+    histogram: Any
+
+
 # table name (COLUMNS) -> its row type
 ROWS: dict[str, type] = {
     "crossover": CrossoverRow,
@@ -138,4 +284,10 @@ ROWS: dict[str, type] = {
     "equality_summary": EqualitySummaryRow,
     "repetition_loops": LoopRow,
     "prompt_guards": GuardRow,
+    "acceptance": AcceptanceRow,
+    "acceptance_sampled": SampledRow,
+    "acceptance_by_category": CategoryRow,
+    "acceptance_by_turn": TurnRow,
+    "lossless": LosslessRow,
+    "capacity": CapacityRow,
 }
