@@ -15,10 +15,14 @@ from specstack.report.rows import (
     EqualitySummaryRow,
     GuardRow,
     HistogramRow,
+    KPerLoadRow,
+    KSweepRow,
     LoadCrossoverRow,
     LoopRow,
     LosslessRow,
+    MethodRow,
     PositionRow,
+    PrefixCacheRow,
     SampledRow,
     TurnRow,
 )
@@ -28,7 +32,7 @@ from specstack.results.reader import RunData
 @dataclass
 class Report:
     run: RunData
-    methods: list[dict[str, Any]]
+    methods: list[MethodRow]
     cells: list[dict[str, Any]]
     speed: list[dict[str, Any]]
     crossover: list[CrossoverRow]
@@ -37,15 +41,15 @@ class Report:
     histogram: list[HistogramRow]
     equality: list[dict[str, Any]]
     equality_summary: list[EqualitySummaryRow]
-    ksweep: list[dict[str, Any]]
+    ksweep: list[KSweepRow]
     sampled: list[SampledRow] = field(default_factory=list)  # acceptance per temperature (--temperatures)
     lossless: list[LosslessRow] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
     categories: list[CategoryRow] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
-    prefix_cache: list[dict[str, Any]] = field(
+    prefix_cache: list[PrefixCacheRow] = field(
         default_factory=list
     )  # hit rate per method × task × phase (--prefix-caching)
     turns: list[TurnRow] = field(default_factory=list)  # acceptance per turn (--turns 2)
-    k_per_load: list[dict[str, Any]] = field(
+    k_per_load: list[KPerLoadRow] = field(
         default_factory=list
     )  # the best K per concurrency band (figures/k_per_load.py)
     rates: list[dict[str, Any]] = field(

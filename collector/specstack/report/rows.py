@@ -262,6 +262,91 @@ class CapacityRow(TypedDict):
     capacity_speedup_high: Any
 
 
+class MethodRow(TypedDict):
+    """A row of the methods table."""
+
+    method: str
+    label: Any
+    status: Any
+    baseline: Any
+    comparable: Any
+    server_contradicted: Any
+    server_contradictions: Any
+    k: Any
+    speculative_config: Any
+    spec_override: Any
+    target: Any
+    model_runner: Any
+    model_runner_basis: Any
+    async_scheduling: Any
+    async_scheduling_basis: Any
+    kv_cache_tokens: Any
+    kv_cache_loss: Any
+    crosscheck_ok: Any
+    crosscheck_kinds: Any
+    prometheus_view: Any
+    error: Any
+    folder: Any
+
+
+class PrefixCacheRow(TypedDict):
+    """A row of the prefix_cache table."""
+
+    method: str
+    label: Any
+    task: str
+    phase: Any
+    concurrency: Any
+    temperature: Any
+    caching: Any
+    queries: Any
+    hits: Any
+    hit_rate: Any
+
+
+class KSweepRow(TypedDict):
+    """A row of the ksweep table."""
+
+    family: Any
+    task: str
+    concurrency: Any
+    k: Any
+    method: str
+    tpot_p50_ms: Any
+    baseline_tpot_p50_ms: Any
+    tpot_speedup: Any
+    output_throughput: Any
+    bench_acceptance_length: Any
+    acceptance_phase_mean_length: Any
+    spec_override: Any
+    gain_stops_at_k: Any
+    gain_note: Any
+
+
+class KPerLoadRow(TypedDict):
+    """A row of the k_per_load table."""
+
+    family: Any
+    task: str
+    concurrency: Any
+    band: Any
+    k: Any
+    ties: Any
+    why_no_k: Any
+    median_tok_s: Any
+    speedup: Any
+    relative_mad: Any
+    candidates: Any
+    schedule: Any
+    schedule_verdict: Any
+    best_fixed_k: Any
+    best_fixed_k_speedup: Any
+    schedule_method: Any
+    schedule_ran: Any
+    schedule_tok_s: Any
+    schedule_speedup: Any
+
+
 class WindowFigures(TypedDict):
     """Not a table: the acceptance window's columns that the acceptance, sampled, category and turn rows share
     (report/acceptance.py _window_figures), spread into the category and turn rows."""
@@ -290,4 +375,8 @@ ROWS: dict[str, type] = {
     "acceptance_by_turn": TurnRow,
     "lossless": LosslessRow,
     "capacity": CapacityRow,
+    "methods": MethodRow,
+    "prefix_cache": PrefixCacheRow,
+    "ksweep": KSweepRow,
+    "k_per_load": KPerLoadRow,
 }
