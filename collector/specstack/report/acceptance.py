@@ -7,6 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specstack.report.rows import (
+    AcceptanceRow,
+    CategoryRow,
+    HistogramRow,
+    PositionRow,
+    SampledRow,
+    TurnRow,
+    WindowFigures,
+)
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
 from specstack.results.records import request_fields
@@ -85,9 +94,11 @@ def accepted_past_end(records: list[dict[str, Any]]) -> int:
     return past
 
 
-def acceptance_rows(run: RunData) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def acceptance_rows(run: RunData) -> tuple[list[AcceptanceRow], list[PositionRow], list[HistogramRow]]:
     """(per method x task, per draft position, per histogram bucket). Acceptance phase only."""
-    rows, positions, hist_rows = [], [], []
+    rows: list[AcceptanceRow] = []
+    positions: list[PositionRow] = []
+    hist_rows: list[HistogramRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.task_figures.get(task)
@@ -148,10 +159,10 @@ def acceptance_rows(run: RunData) -> tuple[list[dict[str, Any]], list[dict[str, 
     return rows, positions, hist_rows
 
 
-def sampled_rows(run: RunData) -> list[dict[str, Any]]:
+def sampled_rows(run: RunData) -> list[SampledRow]:
     """Per method × task × temperature (--temperatures): acceptance of the sampled phase, beside the greedy
     phase's on the same prompts. Methods without drafts have no ratios (n/a, never 0 %)."""
-    rows = []
+    rows: list[SampledRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.figures(task)
@@ -179,7 +190,7 @@ def sampled_rows(run: RunData) -> list[dict[str, Any]]:
     return rows
 
 
-def _window_figures(f: Acceptance) -> dict[str, Any]:
+def _window_figures(f: Acceptance) -> WindowFigures:
     """A window's acceptance as the tidy tables keep it; ratios only where something was drafted (n/a, not 0 %)."""
     drafts = f.num_draft_tokens
     return {
@@ -195,7 +206,7 @@ def _window_figures(f: Acceptance) -> dict[str, Any]:
 
 def _category_row(
     md: MethodData, task: str, phase: str, temperature: float | None, category: str, c: Acceptance
-) -> dict[str, Any]:
+) -> CategoryRow:
     drafts = c.num_draft_tokens
     per_pos, conditional = c.per_position, c.per_position_conditional
     return {
@@ -215,10 +226,10 @@ def _category_row(
     }
 
 
-def category_rows(run: RunData) -> list[dict[str, Any]]:
+def category_rows(run: RunData) -> list[CategoryRow]:
     """Per method × task × phase (greedy, each --temperatures) × category: the acceptance window split by
     request (measure/categories.py). Tasks whose rows have no category have none."""
-    rows = []
+    rows: list[CategoryRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.figures(task)
@@ -232,7 +243,7 @@ def category_rows(run: RunData) -> list[dict[str, Any]]:
     return rows
 
 
-def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict[str, Any]:
+def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> TurnRow:
     """Turn 1 is the task's greedy window (no status, nothing left out, no input of its own); turn 2 a phase."""
     phase = f if isinstance(f, PhaseFigures) else PhaseFigures(status="ok", left_out=0)
     return {
@@ -251,10 +262,10 @@ def _turn_row(md: MethodData, task: str, turn: int, f: Acceptance) -> dict[str, 
     }
 
 
-def turn_rows(run: RunData) -> list[dict[str, Any]]:
+def turn_rows(run: RunData) -> list[TurnRow]:
     """Per method × task with a turn 2 (--turns 2): turn 1 (the task's greedy window) beside turn 2 (the
     baseline's turn-1 answer in the chat, runs/turns.py)."""
-    rows = []
+    rows: list[TurnRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.figures(task)

@@ -4,13 +4,14 @@ sampling; each cell marked where the method's summary.json disagreed on it (repo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from specstack.report import findings
 from specstack.report.acceptance import answers_by_target, finish_by_target, pooled
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import AcceptanceRow, SampledRow
 from specstack.report.verdicts import label as _label
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def _distinct(requests: int | None, distinct: int | None) -> str:
     return num(requests) + ("" if distinct is None else f" ({distinct} distinct)")
 
 
-def _finish_label(rows: list[dict[str, Any]]) -> str:
+def _finish_label(rows: list[AcceptanceRow]) -> str:
     """The phase named by how its answers actually ended, not by what it allowed; per target model when the task
     ran on more than one (their answers are not the same answers)."""
     items = [(r.get("target") or "n/a", json.loads(r["finish_reasons"] or "{}")) for r in rows]
@@ -52,7 +53,8 @@ def _rates(text: str | None, missing: str) -> str:
     return ", ".join("—" if x is None else f"{x:.2f}" for x in json.loads(text))
 
 
-def _acceptance_cells(mark: Mark, r: dict[str, Any], positions: bool = True) -> list[str]:
+# r: an acceptance, category, turn or sampled row (their window columns are the same; positions: the first two's)
+def _acceptance_cells(mark: Mark, r: Mapping[str, Any], positions: bool = True) -> list[str]:
     """rate, length, no-accept share, histogram, both per-position rates (positions=True), steps, drafts,
     accepted; each marked where summary.json disagreed on it (_marker)."""
     per_position = (
@@ -81,7 +83,7 @@ def _acceptance_cells(mark: Mark, r: dict[str, Any], positions: bool = True) -> 
     ]
 
 
-def _marker(rep: Report, r: dict[str, Any], phase: str) -> Mark:
+def _marker(rep: Report, r: Mapping[str, Any], phase: str) -> Mark:
     """mark(figure, text): the cell as it is, or flagged where the method's summary.json disagreed on that figure
     of that phase (report/findings.py; "missing" where it cannot be recomputed)."""
     md = rep.run.methods.get(r["method"])
@@ -272,12 +274,12 @@ def sampled_table(rep: Report, task: str) -> list[Block]:
     ]
 
 
-def _window_cells(mark: Mark, r: dict[str, Any]) -> list[str]:
+def _window_cells(mark: Mark, r: Mapping[str, Any]) -> list[str]:
     """rate, length, no-accept share, histogram, steps, drafts, accepted (a turn's or a sampled phase's)."""
     return _acceptance_cells(mark, r, positions=False)
 
 
-def _sampled_cells(rep: Report, r: dict[str, Any]) -> list[str]:
+def _sampled_cells(rep: Report, r: SampledRow) -> list[str]:
     """The sampled phase's figures, each beside the greedy one where the table has it."""
     mark, greedy = _marker(rep, r, f"t{r['temperature']:g}"), _marker(rep, r, "greedy")
     rate, length, *rest = _window_cells(mark, r)

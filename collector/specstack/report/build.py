@@ -32,6 +32,7 @@ from specstack.report.loops import loop_rows
 from specstack.report.lossless import lossless_rows
 from specstack.report.prefix_cache import prefix_cache_rows
 from specstack.report.render import render_html, render_markdown, title_of
+from specstack.report.rows import MethodRow
 from specstack.report.speed import crossover_rows, speed_rows
 from specstack.report.start_costs import cost_rows
 from specstack.report.tables import table_bytes
@@ -42,8 +43,8 @@ from specstack.results.reader import EAGER_NOTE, RunData, load_run
 from specstack.results.summary import PrometheusView, Server, Summary, given
 
 
-def method_rows(run: RunData) -> list[dict[str, Any]]:
-    rows = []
+def method_rows(run: RunData) -> list[MethodRow]:
+    rows: list[MethodRow] = []
     for md in run.methods.values():
         server = md.record.server_facts
         base = run.methods.get(md.baseline or "")

@@ -3,52 +3,66 @@ The sections, the plots and the tables read it; build.py fills it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from specstack.report.rows import (
+    AcceptanceRow,
+    CapacityRow,
+    CategoryRow,
+    CrossoverRow,
+    EqualitySummaryRow,
+    GuardRow,
+    HistogramRow,
+    KPerLoadRow,
+    KSweepRow,
+    LoadCrossoverRow,
+    LoopRow,
+    LosslessRow,
+    MethodRow,
+    PositionRow,
+    PrefixCacheRow,
+    SampledRow,
+    TurnRow,
+)
 from specstack.results.reader import RunData
 
 
 @dataclass
 class Report:
     run: RunData
-    methods: list[dict[str, Any]]
+    methods: list[MethodRow]
     cells: list[dict[str, Any]]
     speed: list[dict[str, Any]]
-    crossover: list[dict[str, Any]]
-    acceptance: list[dict[str, Any]]
-    positions: list[dict[str, Any]]
-    histogram: list[dict[str, Any]]
+    crossover: list[CrossoverRow]
+    acceptance: list[AcceptanceRow]
+    positions: list[PositionRow]
+    histogram: list[HistogramRow]
     equality: list[dict[str, Any]]
-    equality_summary: list[dict[str, Any]]
-    ksweep: list[dict[str, Any]]
-    sampled: list[dict[str, Any]] = field(default_factory=list)  # acceptance per temperature (--temperatures)
-    lossless: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # sampled outputs vs the baseline's (report/lossless.py)
-    categories: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # acceptance per dataset category (greedy and sampled)
-    prefix_cache: list[dict[str, Any]] = field(
+    equality_summary: list[EqualitySummaryRow]
+    ksweep: list[KSweepRow]
+    sampled: list[SampledRow] = field(default_factory=list)  # acceptance per temperature (--temperatures)
+    lossless: list[LosslessRow] = field(default_factory=list)  # sampled outputs vs the baseline's (report/lossless.py)
+    categories: list[CategoryRow] = field(default_factory=list)  # acceptance per dataset category (greedy and sampled)
+    prefix_cache: list[PrefixCacheRow] = field(
         default_factory=list
     )  # hit rate per method × task × phase (--prefix-caching)
-    turns: list[dict[str, Any]] = field(default_factory=list)  # acceptance per turn (--turns 2)
-    k_per_load: list[dict[str, Any]] = field(
+    turns: list[TurnRow] = field(default_factory=list)  # acceptance per turn (--turns 2)
+    k_per_load: list[KPerLoadRow] = field(
         default_factory=list
     )  # the best K per concurrency band (figures/k_per_load.py)
     rates: list[dict[str, Any]] = field(
         default_factory=list
     )  # speed rows of the open-loop cells (--rates, report/load.py)
-    rate_crossover: list[dict[str, Any]] = field(default_factory=list)
+    rate_crossover: list[LoadCrossoverRow] = field(default_factory=list)
     frontier: list[dict[str, Any]] = field(default_factory=list)  # per-user vs system speed, every cell
-    capacity: list[dict[str, Any]] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
+    capacity: list[CapacityRow] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     summary_findings: list[dict[str, Any]] = field(
         default_factory=list
     )  # summary.json against its records (report/findings.py)
-    loops: list[dict[str, Any]] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
-    guards: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # doubled BOS, random prompts per method × task (guards.py)
+    loops: list[LoopRow] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
+    guards: list[GuardRow] = field(default_factory=list)  # doubled BOS, random prompts per method × task (guards.py)
     time_breakdown: list[dict[str, Any]] = field(
         default_factory=list
     )  # where each method's time went (time_breakdown.py)
@@ -58,7 +72,7 @@ class Report:
     plots: dict[str, bytes] = field(default_factory=dict)  # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 
-    def tables(self) -> dict[str, list[dict[str, Any]]]:
+    def tables(self) -> dict[str, Sequence[Mapping[str, Any]]]:
         return {
             "methods": self.methods,
             "bench_cells": self.cells,

@@ -10,6 +10,7 @@ from typing import Any
 from specstack.figures import stats as st
 from specstack.figures.equality import Encoder, compare_texts, divergence_at_baseline, is_near_tie, not_compared
 from specstack.report.acceptance import acceptance_records, distinct_outputs
+from specstack.report.rows import EqualitySummaryRow
 from specstack.results.reader import MethodData, RunData
 
 
@@ -49,11 +50,12 @@ def tokenizer_path(md: MethodData) -> str | None:
 
 def equality_rows(
     run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[EqualitySummaryRow]]:
     """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
     moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()
-    rows, summary = [], []
+    rows: list[dict[str, Any]] = []
+    summary: list[EqualitySummaryRow] = []
     for md in run.methods.values():
         if not md.baseline:
             continue
@@ -61,7 +63,7 @@ def equality_rows(
         for task in run.tasks:
             if task not in md.task_figures:
                 continue
-            s: dict[str, Any] = {
+            s: EqualitySummaryRow = {
                 "method": md.name,
                 "label": md.display_name,
                 "baseline": md.baseline,

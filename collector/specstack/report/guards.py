@@ -20,6 +20,7 @@ from specstack.report.acceptance import acceptance_records
 from specstack.report.equality import Tokenizers, tokenizer_path
 from specstack.report.format import pct
 from specstack.report.render import Block
+from specstack.report.rows import GuardRow
 from specstack.results import layout
 from specstack.results.reader import RunData
 
@@ -139,12 +140,10 @@ def _user_text(messages: list[dict[str, Any]] | None) -> str | None:
     return None
 
 
-def guard_rows(
-    run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> list[dict[str, Any]]:
+def guard_rows(run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None) -> list[GuardRow]:
     """One row per method × task with acceptance records: both guards' verdicts and what they rest on."""
     tokenizers = tokenizers or Tokenizers()
-    rows = []
+    rows: list[GuardRow] = []
     for md in run.methods.values():
         tok, _ = tokenizers.get(tokenizer or tokenizer_path(md))
         bos_id = getattr(tok, "bos_token_id", None) if tok is not None else None
@@ -184,7 +183,7 @@ class NoTokenizers(Tokenizers):
         return None, "not loaded"
 
 
-def guard_marks(rows: list[dict[str, Any]], task: str) -> str:
+def guard_marks(rows: list[GuardRow], task: str) -> str:
     """The task's guards that fired as a short mark for the console's task heading ("" when none did)."""
     mine = [r for r in rows if r["task"] == task]
     marks = []

@@ -16,6 +16,7 @@ from specstack.figures import stats as st
 from specstack.report.cells import bench_cells
 from specstack.report.format import num, pct, times
 from specstack.report.render import Block
+from specstack.report.rows import KPerLoadRow, KSweepRow
 from specstack.results.reader import MethodData, RunData
 
 if TYPE_CHECKING:
@@ -51,16 +52,16 @@ def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
     return families
 
 
-def ksweep_rows(run: RunData, speed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ksweep_rows(run: RunData, speed: list[dict[str, Any]]) -> list[KSweepRow]:
     families = k_families(run)
-    rows = []
+    rows: list[KSweepRow] = []
     for fam, by_k in sorted(families.items()):
         if len(by_k) < 2:
             continue
         for task in run.tasks:
             for c in sorted({r["concurrency"] for r in speed if r["method"] in {m.name for m in by_k.values()}}):
                 tpot_by_k = {}
-                entries = []
+                entries: list[KSweepRow] = []
                 for k, md in sorted(by_k.items()):
                     r = next(
                         (x for x in speed if x["method"] == md.name and x["task"] == task and x["concurrency"] == c),
@@ -84,6 +85,8 @@ def ksweep_rows(run: RunData, speed: list[dict[str, Any]]) -> list[dict[str, Any
                             "bench_acceptance_length": r["bench_acceptance_length"],
                             "acceptance_phase_mean_length": acc.mean_acceptance_length if acc.drafted else None,
                             "spec_override": json.dumps(md.record.spec_override, sort_keys=True),
+                            "gain_stops_at_k": None,  # set below, once every K of the concurrency is in
+                            "gain_note": None,
                         }
                     )
                 if len(tpot_by_k) < 2:
@@ -147,12 +150,12 @@ def _task_cells(md: MethodData, k: int, task: str, tasks: list[str]) -> list[dic
     return _pooled([_cells(md, t, k) for t in tasks]) if task == ALL_TASKS else _cells(md, task, k)
 
 
-def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[dict[str, Any]]:
+def k_per_load_rows(run: RunData, *, every_family: bool = False) -> list[KPerLoadRow]:
     """Per method family and task (and, with several tasks, the tasks pooled: "all tasks", the workload a
     schedule run serves): the best K per concurrency band with its evidence, the schedule, the best fixed K, and
     the schedule's own run when the run holds one. A family with one K and no schedule run is a method of a
     sweep, not a K sweep: left out unless `every_family`."""
-    rows = []
+    rows: list[KPerLoadRow] = []
     tasks = run.tasks
     for fam, by_k in sorted(k_families(run).items()):
         base = run.methods.get(next(iter(by_k.values())).baseline or "")
@@ -173,13 +176,13 @@ def _family_rows(
     cells: list[dict[str, Any]],
     runs: list[MethodData],
     cells_of: Callable[[MethodData], list[dict[str, Any]]],
-) -> list[dict[str, Any]]:
+) -> list[KPerLoadRow]:
     bands = kpl.bands(cells)
     sched, why = kpl.schedule(bands)
     fixed = kpl.best_fixed_k(bands)
     ran = next((md for md in runs if schedule_of(md) == sched), runs[0] if runs else None)
     ran_by_c = {c: by_k[-1] for c, by_k in kpl.candidates(cells_of(ran)).items()} if ran else {}
-    rows = []
+    rows: list[KPerLoadRow] = []
     for b in bands:
         base = next((x for x in b["candidates"] if x["k"] == 0), None)
         fixed_cell = next((x for x in b["candidates"] if x["k"] == fixed), None)
@@ -260,14 +263,14 @@ def k_per_load_section(rep: Report) -> list[Block]:
             ],
         ),
     ]
-    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    seen: dict[tuple[str, str], KPerLoadRow] = {}
     for r in rows:
         seen.setdefault((r["family"], r["task"]), r)
     out.append(("ul", [f"{fam}, {task}: {_schedule_sentence(r)}" for (fam, task), r in seen.items()]))
     return out
 
 
-def _schedule_sentence(r: dict[str, Any]) -> str:
+def _schedule_sentence(r: KPerLoadRow) -> str:
     ran = (
         (
             f" The run's schedule {r['schedule_ran']} ran on vLLM 0.32.0 as {r['schedule_method']}: its speedup "

@@ -25,6 +25,7 @@ from typing import Any
 from specstack.figures import capacity
 from specstack.figures import stats as st
 from specstack.report import marks
+from specstack.report.rows import CapacityRow, LoadCrossoverRow
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -37,9 +38,9 @@ def rate_rows(run: RunData) -> list[dict[str, Any]]:
     return speed_rows(run, "rate")
 
 
-def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[LoadCrossoverRow]:
     """Where a method stops beating its baseline as the offered rate grows (throughput and latency)."""
-    rows = []
+    rows: list[LoadCrossoverRow] = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
         mine = [r for r in rates if r["method"] == method and r["task"] == task]
         tput, lat = (
@@ -226,7 +227,7 @@ def _interpolate(points: list[dict[str, Any]], per_user: float | None) -> float 
     return next((y for x, y in pts if x == per_user), None)
 
 
-def capacity_rows(run: RunData) -> list[dict[str, Any]]:
+def capacity_rows(run: RunData) -> list[CapacityRow]:
     """--capacity: per method × task the highest rate meeting the SLO (a bracket), and its ratio to the
     baseline's with the interval both brackets allow."""
     found = {
@@ -235,7 +236,7 @@ def capacity_rows(run: RunData) -> list[dict[str, Any]]:
         for task, c in md.record.load_figures.task_loads.items()
         if c.capacity
     }
-    rows = []
+    rows: list[CapacityRow] = []
     for (name, task), (md, entry) in sorted(found.items()):
         cap = entry.capacity or {}
         base = found.get((md.baseline or "", task))

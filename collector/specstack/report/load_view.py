@@ -14,6 +14,7 @@ from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
 from specstack.report.plots import png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
 from specstack.report.render import Block
+from specstack.report.rows import CapacityRow
 from specstack.report.verdicts import label as _label
 from specstack.results.layout import REPORT_DIR
 
@@ -88,7 +89,7 @@ def make_plots(rep: Report) -> None:
             )
 
 
-def _bracket(r: dict[str, Any]) -> str:
+def _bracket(r: CapacityRow) -> str:
     high = r["capacity_speedup_high"]
     if r["capacity_speedup"] is None:
         return "—" if not r["baseline"] else "n/a"

@@ -5,10 +5,11 @@ The rows are report/loops.py's `loop_rows`; the loop rule is figures/loops.py's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from specstack.report.format import pct
 from specstack.report.render import Block
+from specstack.report.rows import LoopRow
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
@@ -19,12 +20,12 @@ FIX = (
 )
 
 
-def looping(rows: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+def looping(rows: list[LoopRow], task: str) -> list[LoopRow]:
     """The task's rows whose method drafted and whose answers looped (a baseline's loops bias no acceptance)."""
     return [r for r in rows if r["task"] == task and r["loops"] and r["acceptance_rate"] is not None]
 
 
-def loop_line(r: dict[str, Any], bracketed: bool = False) -> str:
+def loop_line(r: LoopRow, bracketed: bool = False) -> str:
     """ "ngram: 2 of 8 answers loop; acceptance 37.3 % with them, 27.3 % without" (bracketed: the acceptance in
     brackets, for a list of methods joined by semicolons)."""
     figures = f"acceptance {pct(r['acceptance_rate'])} with them, {pct(r['acceptance_rate_without_loops'])} without"
@@ -33,7 +34,7 @@ def loop_line(r: dict[str, Any], bracketed: bool = False) -> str:
     )
 
 
-def loop_marks(rows: list[dict[str, Any]], task: str) -> str:
+def loop_marks(rows: list[LoopRow], task: str) -> str:
     """The console's task heading mark: one ⚠ per method whose answers looped ("" when none did)."""
     return "".join(f" ⚠ {loop_line(r, bracketed=True)}" for r in looping(rows, task))
 

@@ -4,12 +4,13 @@ draft, so it inflates ngram's and suffix's acceptance; the figure without it say
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from specstack.figures.loops import MAX_PERIOD, MIN_RUN, acceptance_without, loop_of
 from specstack.report.acceptance import acceptance_records
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import LoopRow
 from specstack.report.verdicts import label
 from specstack.results.reader import RunData
 
@@ -37,11 +38,11 @@ COLUMNS = [
 ]
 
 
-def loop_rows(run: RunData) -> list[dict[str, Any]]:
+def loop_rows(run: RunData) -> list[LoopRow]:
     """One row per method × task: loops among the method's own answers (each judged on its own tokens, since a
     method drafts on what it generates), acceptance over every request and over the requests that did not loop.
     `unknown`: answers without token ids (the rule needs them)."""
-    rows = []
+    rows: list[LoopRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             records = [r for r in acceptance_records(md, task) if not r["error"]]

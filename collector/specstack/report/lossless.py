@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from specstack.report.rows import LosslessRow
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
 from specstack.results.records import read_records
@@ -173,9 +174,9 @@ def sampled_records(md: MethodData, task: str, temperature: float) -> list[dict[
     return read_records(md.path / layout.sampled_records(task, temperature))
 
 
-def lossless_rows(run: RunData) -> list[dict[str, Any]]:
+def lossless_rows(run: RunData) -> list[LosslessRow]:
     """Per spec method × task × temperature both it and its baseline sampled: the test's verdict."""
-    rows = []
+    rows: list[LosslessRow] = []
     for md in run.methods.values():
         base = run.methods.get(md.baseline or "")
         if base is None:

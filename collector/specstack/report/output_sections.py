@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import EqualitySummaryRow
 from specstack.report.verdicts import label as _label
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def equality_tables(rep: Report, task: str) -> list[Block]:
     return out
 
 
-def tie_note(eqs: list[dict[str, Any]]) -> str:
+def tie_note(eqs: list[EqualitySummaryRow]) -> str:
     """What the log-prob gap column means, at the resolution of the dtype(s) the task's baselines served in."""
     text = (
         "The baseline's log-prob gap: at the first token where the answers differ, the baseline's log-probability "
@@ -163,7 +164,7 @@ def tie_note(eqs: list[dict[str, Any]]) -> str:
     )
 
 
-def _near_ties(r: dict[str, Any]) -> str:
+def _near_ties(r: EqualitySummaryRow) -> str:
     """How many of the divergences were near ties at the baseline ("n/a": no divergence, or no log-probs)."""
     diverged = r["compared"] - r["equal"]
     return "n/a" if not diverged or r.get("near_ties") is None else f"{r['near_ties']} of {diverged}"

@@ -4,6 +4,7 @@ table, the report's "Prefix cache" table and the console's. Shown when a method 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -11,6 +12,7 @@ from rich.table import Table
 from specstack.figures.prefix_cache import enabled, pooled
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import PrefixCacheRow
 from specstack.results.reader import MethodData, RunData
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ def _row(
     figures: dict[str, Any],
     concurrency: float | None = None,
     temperature: float | None = None,
-) -> dict[str, Any]:
+) -> PrefixCacheRow:
     return {
         "method": md.name,
         "label": md.display_name,
@@ -35,14 +37,16 @@ def _row(
         "concurrency": concurrency,
         "temperature": temperature,
         "caching": enabled(md.record),
-        **{k: figures.get(k) for k in UNKNOWN},
+        "queries": figures.get("queries"),  # UNKNOWN's keys, in its order
+        "hits": figures.get("hits"),
+        "hit_rate": figures.get("hit_rate"),
     }
 
 
-def prefix_cache_rows(run: RunData) -> list[dict[str, Any]]:
+def prefix_cache_rows(run: RunData) -> list[PrefixCacheRow]:
     """Per method × task: the acceptance phase, each sampled temperature, and each bench concurrency (its
     repeats pooled: Σ hits / Σ queries)."""
-    rows = []
+    rows: list[PrefixCacheRow] = []
     for md in run.methods.values():
         for task in run.tasks:
             f = md.figures(task)
@@ -64,18 +68,18 @@ def prefix_cache_rows(run: RunData) -> list[dict[str, Any]]:
     return rows
 
 
-def shown(rows: list[dict[str, Any]]) -> bool:
+def shown(rows: list[PrefixCacheRow]) -> bool:
     return any(r["caching"] or r["queries"] for r in rows)
 
 
-def rate_text(figures: dict[str, Any]) -> str:
+def rate_text(figures: Mapping[str, Any]) -> str:
     """ "41.2 % (1,234 / 2,995)": hit rate, then hit and queried prompt tokens; n/a without queries."""
     if not figures.get("queries"):
         return "n/a" if figures.get("queries") is None else "n/a (no queries)"
     return f"{pct(figures['hit_rate'])} ({num(figures['hits'])} / {num(figures['queries'])})"
 
 
-def _grid(rows: list[dict[str, Any]], task: str) -> tuple[list[str], list[list[str]]]:
+def _grid(rows: list[PrefixCacheRow], task: str) -> tuple[list[str], list[list[str]]]:
     """Header and body of one task's table: methods as rows, phases as columns."""
     mine = [r for r in rows if r["task"] == task]
     phases = list(dict.fromkeys((r["phase"], r["concurrency"]) for r in mine))

@@ -12,6 +12,7 @@ from specstack.figures.host_load import cell_cpu, host_load_per_core
 from specstack.report import drafting_cost, marks
 from specstack.report.cells import METRICS, PERCENTILES, bench_cells
 from specstack.report.format import over_repeats
+from specstack.report.rows import CrossoverRow
 from specstack.results.reader import MethodData, RunData, load_text
 
 LOADS = ("concurrency", "rate")  # closed-loop cells keyed by concurrency, open-loop ones by request rate
@@ -492,8 +493,8 @@ def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | Non
     row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
 
 
-def crossover_rows(speed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
+def crossover_rows(speed: list[dict[str, Any]]) -> list[CrossoverRow]:
+    rows: list[CrossoverRow] = []
     keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
     for method, task in keys:
         mine = [r for r in speed if r["method"] == method and r["task"] == task]

@@ -4,6 +4,7 @@ its header and a new column cannot appear without being declared here."""
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -445,7 +446,7 @@ COLUMNS["start_costs"] = START_COLUMNS
 COLUMNS["load_speed"] = COLUMNS["speed"]  # the open-loop cells' speed rows (report/load.py): the same figures
 
 
-def table_bytes(name: str, rows: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+def table_bytes(name: str, rows: Sequence[Mapping[str, Any]]) -> tuple[bytes, bytes]:
     columns = COLUMNS[name]
     extra = {k for r in rows for k in r} - set(columns)
     if extra:

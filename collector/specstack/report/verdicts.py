@@ -4,6 +4,7 @@ replication design, a single or unstable measurement."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from specstack.figures import stats as st
@@ -28,7 +29,7 @@ MARKS = {
 }
 
 
-def label(row: dict[str, Any]) -> str:
+def label(row: Mapping[str, Any]) -> str:
     """The method's name with its marks; a failed method (comparable None) has none."""
     text: str = (
         (row.get("label") or row["method"])

@@ -1,0 +1,42 @@
+"""The typed rows (report/rows.py) and the tidy tables' columns (report/tables.py COLUMNS) say the same: each row
+type's fields are its table's columns, in order, so a column added to one and not the other fails here."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import pytest
+
+from specstack.report import contents, rows, tables
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("table", sorted(rows.ROWS))
+def test_each_row_type_has_its_tables_columns_in_order(table: str) -> None:
+    assert list(rows.ROWS[table].__annotations__) == tables.COLUMNS[table]
+    assert rows.ROWS[table].__required_keys__ == frozenset(tables.COLUMNS[table])  # type: ignore[attr-defined]
+
+
+def test_every_row_type_is_named_in_rows() -> None:
+    declared = {v for v in vars(rows).values() if typing.is_typeddict(v)} - {rows.WindowFigures}
+    assert declared == set(rows.ROWS.values())
+    assert set(rows.ROWS) <= set(tables.COLUMNS)
+
+
+def test_window_figures_are_columns_of_every_acceptance_table() -> None:
+    """The cells of the acceptance sections read these from any of the four tables' rows."""
+    for table in ("acceptance", "acceptance_sampled", "acceptance_by_category", "acceptance_by_turn"):
+        assert set(rows.WindowFigures.__annotations__) <= set(tables.COLUMNS[table]), table
+
+
+def test_the_reports_fields_hold_the_row_types_of_their_tables() -> None:
+    """Report.tables() reads each table from a field: a typed table's field is a list of its row type."""
+    lists = {f.name: [] for f in dataclasses.fields(contents.Report) if f.name != "run"}
+    lists = {k: v for k, v in lists.items() if k not in ("plots", "plot_captions")}
+    rep = contents.Report(run=None, **lists)  # type: ignore[arg-type]
+    field_of = {table: next(k for k, v in lists.items() if v is got) for table, got in rep.tables().items()}
+    hints = typing.get_type_hints(contents.Report)
+    for table, row in rows.ROWS.items():
+        assert hints[field_of[table]] == list[row], table  # type: ignore[valid-type]
