@@ -13,6 +13,7 @@ from specstack.report.rows import (
     CategoryRow,
     CrossoverRow,
     EqualitySummaryRow,
+    FrontierRow,
     GuardRow,
     HistogramRow,
     KPerLoadRow,
@@ -56,7 +57,7 @@ class Report:
         default_factory=list
     )  # speed rows of the open-loop cells (--rates, report/load.py)
     rate_crossover: list[LoadCrossoverRow] = field(default_factory=list)
-    frontier: list[dict[str, Any]] = field(default_factory=list)  # per-user vs system speed, every cell
+    frontier: list[FrontierRow] = field(default_factory=list)  # per-user vs system speed, every cell
     capacity: list[CapacityRow] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     summary_findings: list[dict[str, Any]] = field(
         default_factory=list

@@ -25,7 +25,7 @@ from typing import Any
 from specstack.figures import capacity
 from specstack.figures import stats as st
 from specstack.report import marks
-from specstack.report.rows import CapacityRow, LoadCrossoverRow
+from specstack.report.rows import CapacityRow, FrontierRow, LoadCrossoverRow
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -148,7 +148,7 @@ def _flags(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[s
     return flags
 
 
-def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> list[FrontierRow]:
     """One point per method × task × cell (closed and open loop), with its flags and, for a speculative method,
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
@@ -157,7 +157,7 @@ def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> l
     for c in cells:
         groups.setdefault((c["method"], c["task"]), []).append(c)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
-    rows = []
+    rows: list[FrontierRow] = []
     for r in cells:
         per_user = _per_user(r, basis[r["task"]])
         served, e2el = r.get("request_throughput"), r.get("e2el_mean_ms")
@@ -181,10 +181,13 @@ def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> l
                 "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
                 "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])), groups[(r["method"], r["task"])]))
                 or None,
+                "on_frontier": None,  # these three: below, once every point is in
+                "baseline_system_at_equal_per_user": None,
+                "system_at_equal_per_user": None,
             }
         )
 
-    def measured(method: str, task: str) -> list[dict[str, Any]]:
+    def measured(method: str, task: str) -> list[FrontierRow]:
         return [
             p
             for p in rows
@@ -194,12 +197,16 @@ def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> l
             and p["system_tok_s"] is not None
         ]
 
-    for r in rows:
-        front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(r["method"], r["task"])])
-        r["on_frontier"] = (r["per_user_tok_s"], r["system_tok_s"]) in front
-        at = _interpolate(measured(r["baseline"], r["task"]), r["per_user_tok_s"]) if r["role"] == "spec" else None
-        r["baseline_system_at_equal_per_user"] = at
-        r["system_at_equal_per_user"] = None if not at or r["system_tok_s"] is None else r["system_tok_s"] / at
+    for row in rows:
+        front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(row["method"], row["task"])])
+        row["on_frontier"] = (row["per_user_tok_s"], row["system_tok_s"]) in front
+        at = (
+            _interpolate(measured(row["baseline"], row["task"]), row["per_user_tok_s"])
+            if row["role"] == "spec"
+            else None
+        )
+        row["baseline_system_at_equal_per_user"] = at
+        row["system_at_equal_per_user"] = None if not at or row["system_tok_s"] is None else row["system_tok_s"] / at
     return sorted(rows, key=lambda r: (r["task"], r["method"], r["per_user_tok_s"] or 0))
 
 
@@ -215,7 +222,7 @@ def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return front[::-1]
 
 
-def _interpolate(points: list[dict[str, Any]], per_user: float | None) -> float | None:
+def _interpolate(points: list[FrontierRow], per_user: float | None) -> float | None:
     """The baseline's system tok/s at `per_user` on its frontier (piecewise linear between its Pareto points);
     None outside the measured range."""
     if per_user is None:

@@ -2,7 +2,11 @@
 (report/tables.py COLUMNS), in its order; tests/report/test_rows.py holds the two equal, so neither can drift.
 A row is a dict at run time (pandas, CSV, JSON read it as before); mypy catches a misspelled or missing column where
 a row is built or read. Values are typed `Any` but the keys every table has (method, task: text).
-Tables not typed here still build `dict[str, Any]` rows: see ROWS for which are."""
+Tables not typed here still build `dict[str, Any]` rows (ROWS names the typed ones): bench_cells, speed and
+load_speed (their percentile, stability and drafting-cost columns are written under computed names),
+equality_requests (completed from figures/equality.py's dict), time_breakdown and start_costs (columns spread
+from their STARTUP/PHASES/FIGURES tuples), and summary_findings, which is open-ended: compare.json's rows of it add
+`side` and the raw values (report/findings.py rows)."""
 
 from __future__ import annotations
 
@@ -347,6 +351,31 @@ class KPerLoadRow(TypedDict):
     schedule_speedup: Any
 
 
+class FrontierRow(TypedDict):
+    """A row of the frontier table."""
+
+    method: str
+    label: Any
+    baseline: Any
+    task: str
+    role: Any
+    load: Any
+    offered: Any
+    concurrency: Any
+    request_rate: Any
+    repeats: Any
+    system_tok_s: Any
+    per_user_tok_s: Any
+    per_user_basis: Any
+    ttft_p50_ms: Any
+    served_req_s: Any
+    mean_in_flight: Any
+    flags: Any
+    on_frontier: Any
+    baseline_system_at_equal_per_user: Any
+    system_at_equal_per_user: Any
+
+
 class WindowFigures(TypedDict):
     """Not a table: the acceptance window's columns that the acceptance, sampled, category and turn rows share
     (report/acceptance.py _window_figures), spread into the category and turn rows."""
@@ -379,4 +408,5 @@ ROWS: dict[str, type] = {
     "prefix_cache": PrefixCacheRow,
     "ksweep": KSweepRow,
     "k_per_load": KPerLoadRow,
+    "frontier": FrontierRow,
 }
