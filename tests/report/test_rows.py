@@ -8,7 +8,7 @@ import typing
 
 import pytest
 
-from specstack.report import contents, rows, tables
+from specstack.report import contents, rows, start_costs, tables, time_breakdown
 
 pytestmark = pytest.mark.unit
 
@@ -40,3 +40,13 @@ def test_the_reports_fields_hold_the_row_types_of_their_tables() -> None:
     hints = typing.get_type_hints(contents.Report)
     for table, row in rows.ROWS.items():
         assert hints[field_of[table]] == list[row], table  # type: ignore[valid-type]
+
+
+def test_the_columns_generated_from_tuples_are_the_row_types_fields() -> None:
+    """time_breakdown's columns are generated from STARTUP and PHASES, start_costs' from FIGURES; their row types
+    spell each out, so a phase or figure added to a tuple fails here until its row type has it (and mypy then
+    until the row is built with it)."""
+    assert list(rows.TimeBreakdownRow.__annotations__) == time_breakdown.COLUMNS
+    assert list(rows.StartCostRow.__annotations__) == start_costs.COLUMNS
+    assert tables.COLUMNS["time_breakdown"] is time_breakdown.COLUMNS
+    assert tables.COLUMNS["start_costs"] is start_costs.COLUMNS

@@ -25,6 +25,8 @@ from specstack.report.rows import (
     PositionRow,
     PrefixCacheRow,
     SampledRow,
+    StartCostRow,
+    TimeBreakdownRow,
     TurnRow,
 )
 from specstack.results.reader import RunData
@@ -64,12 +66,10 @@ class Report:
     )  # summary.json against its records (report/findings.py)
     loops: list[LoopRow] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
     guards: list[GuardRow] = field(default_factory=list)  # doubled BOS, random prompts per method × task (guards.py)
-    time_breakdown: list[dict[str, Any]] = field(
+    time_breakdown: list[TimeBreakdownRow] = field(
         default_factory=list
     )  # where each method's time went (time_breakdown.py)
-    start_costs: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # what speculation costs at start-up (start_costs.py)
+    start_costs: list[StartCostRow] = field(default_factory=list)  # what speculation costs at start-up (start_costs.py)
     plots: dict[str, bytes] = field(default_factory=dict)  # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 

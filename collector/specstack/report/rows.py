@@ -4,9 +4,8 @@ A row is a dict at run time (pandas, CSV, JSON read it as before); mypy catches 
 a row is built or read. Values are typed `Any` but the keys every table has (method, task: text).
 Tables not typed here still build `dict[str, Any]` rows (ROWS names the typed ones): bench_cells, speed and
 load_speed (their percentile, stability and drafting-cost columns are written under computed names),
-equality_requests (completed from figures/equality.py's dict), time_breakdown and start_costs (columns spread
-from their STARTUP/PHASES/FIGURES tuples), and summary_findings, which is open-ended: compare.json's rows of it add
-`side` and the raw values (report/findings.py rows)."""
+equality_requests (completed from figures/equality.py's dict), and summary_findings, which is open-ended:
+compare.json's rows of it add `side` and the raw values (report/findings.py rows)."""
 
 from __future__ import annotations
 
@@ -376,6 +375,49 @@ class FrontierRow(TypedDict):
     system_at_equal_per_user: Any
 
 
+class TimeBreakdownRow(TypedDict):
+    """A row of the time_breakdown table; report/time_breakdown.py generates its columns from STARTUP and PHASES,
+    spelled out here (tests/report/test_rows.py holds the two equal)."""
+
+    method: str
+    label: Any
+    total_s: Any
+    server_start_s: Any
+    startup_load_s: Any
+    startup_compile_s: Any
+    startup_warmup_s: Any
+    startup_jit_kernel_warmup_s: Any
+    startup_graph_capture_s: Any
+    warmup_windows_s: Any
+    acceptance_windows_s: Any
+    sampled_windows_s: Any
+    bench_windows_s: Any
+    windows_s: Any
+    harness_s: Any
+    harness_share: Any
+
+
+class StartCostRow(TypedDict):
+    """A row of the start_costs table; report/start_costs.py generates its columns from FIGURES (each figure, then
+    the baseline's), spelled out here (tests/report/test_rows.py holds the two equal)."""
+
+    method: str
+    label: Any
+    baseline: Any
+    compile_cache: Any
+    ready_s: Any
+    baseline_ready_s: Any
+    weights_gib: Any
+    baseline_weights_gib: Any
+    cuda_graph_gib: Any
+    baseline_cuda_graph_gib: Any
+    kv_cache_gib: Any
+    baseline_kv_cache_gib: Any
+    kv_cache_tokens: Any
+    baseline_kv_cache_tokens: Any
+    kv_cache_loss: Any
+
+
 class WindowFigures(TypedDict):
     """Not a table: the acceptance window's columns that the acceptance, sampled, category and turn rows share
     (report/acceptance.py _window_figures), spread into the category and turn rows."""
@@ -409,4 +451,6 @@ ROWS: dict[str, type] = {
     "ksweep": KSweepRow,
     "k_per_load": KPerLoadRow,
     "frontier": FrontierRow,
+    "time_breakdown": TimeBreakdownRow,
+    "start_costs": StartCostRow,
 }
