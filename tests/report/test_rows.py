@@ -8,6 +8,7 @@ import typing
 
 import pytest
 
+from specstack.figures.equality import TextComparison
 from specstack.report import contents, rows, start_costs, tables, time_breakdown
 
 pytestmark = pytest.mark.unit
@@ -29,6 +30,12 @@ def test_window_figures_are_columns_of_every_acceptance_table() -> None:
     """The cells of the acceptance sections read these from any of the four tables' rows."""
     for table in ("acceptance", "acceptance_sampled", "acceptance_by_category", "acceptance_by_turn"):
         assert set(rows.WindowFigures.__annotations__) <= set(tables.COLUMNS[table]), table
+
+
+def test_an_equality_request_row_holds_what_compare_texts_says() -> None:
+    """equality_requests' rows take compare_texts' three figures under its names, with its types."""
+    hints, row = typing.get_type_hints(TextComparison), typing.get_type_hints(rows.EqualityRequestRow)
+    assert all(row[k] == v | None for k, v in hints.items()), (hints, row)
 
 
 def test_the_reports_fields_hold_the_row_types_of_their_tables() -> None:

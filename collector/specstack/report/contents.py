@@ -12,6 +12,7 @@ from specstack.report.rows import (
     CapacityRow,
     CategoryRow,
     CrossoverRow,
+    EqualityRequestRow,
     EqualitySummaryRow,
     FrontierRow,
     GuardRow,
@@ -42,7 +43,7 @@ class Report:
     acceptance: list[AcceptanceRow]
     positions: list[PositionRow]
     histogram: list[HistogramRow]
-    equality: list[dict[str, Any]]
+    equality: list[EqualityRequestRow]
     equality_summary: list[EqualitySummaryRow]
     ksweep: list[KSweepRow]
     sampled: list[SampledRow] = field(default_factory=list)  # acceptance per temperature (--temperatures)

@@ -1,11 +1,12 @@
 """The report's table rows as typed records: one TypedDict per tidy table whose fields are that table's columns
 (report/tables.py COLUMNS), in its order; tests/report/test_rows.py holds the two equal, so neither can drift.
 A row is a dict at run time (pandas, CSV, JSON read it as before); mypy catches a misspelled or missing column where
-a row is built or read. Values are typed `Any` but the keys every table has (method, task: text).
+a row is built or read. Values are typed `Any` but the keys every table has (method, task: text) and those a typed
+figure fills (equality_requests' comparison, figures/equality.py TextComparison).
 Tables not typed here still build `dict[str, Any]` rows (ROWS names the typed ones): bench_cells, speed and
-load_speed (their percentile, stability and drafting-cost columns are written under computed names),
-equality_requests (completed from figures/equality.py's dict), and summary_findings, which is open-ended:
-compare.json's rows of it add `side` and the raw values (report/findings.py rows)."""
+load_speed (their percentile, stability and drafting-cost columns are written under computed names), and
+summary_findings, which is open-ended: compare.json's rows of it add `side` and the raw values (report/findings.py
+rows)."""
 
 from __future__ import annotations
 
@@ -375,6 +376,27 @@ class FrontierRow(TypedDict):
     system_at_equal_per_user: Any
 
 
+class EqualityRequestRow(TypedDict):
+    """A row of the equality_requests table (equal and the two divergences: figures/equality.py compare_texts)."""
+
+    method: str
+    baseline: Any
+    task: str
+    id: Any
+    equal: bool | None  # None: not compared (see note)
+    first_token_divergence: int | None
+    first_char_divergence: int | None
+    unit: Any
+    finish_reason: Any
+    baseline_finish_reason: Any
+    completion_tokens: Any
+    baseline_completion_tokens: Any
+    divergence_gap_nats: Any
+    divergence_kind: Any
+    note: Any
+    divergence_cause: Any
+
+
 class TimeBreakdownRow(TypedDict):
     """A row of the time_breakdown table; report/time_breakdown.py generates its columns from STARTUP and PHASES,
     spelled out here (tests/report/test_rows.py holds the two equal)."""
@@ -451,6 +473,7 @@ ROWS: dict[str, type] = {
     "ksweep": KSweepRow,
     "k_per_load": KPerLoadRow,
     "frontier": FrontierRow,
+    "equality_requests": EqualityRequestRow,
     "time_breakdown": TimeBreakdownRow,
     "start_costs": StartCostRow,
 }
