@@ -9,7 +9,7 @@ import typing
 import pytest
 
 from specstack.figures.equality import TextComparison
-from specstack.report import contents, rows, start_costs, tables, time_breakdown
+from specstack.report import cells, contents, rows, start_costs, tables, time_breakdown
 
 pytestmark = pytest.mark.unit
 
@@ -30,6 +30,16 @@ def test_window_figures_are_columns_of_every_acceptance_table() -> None:
     """The cells of the acceptance sections read these from any of the four tables' rows."""
     for table in ("acceptance", "acceptance_sampled", "acceptance_by_category", "acceptance_by_turn"):
         assert set(rows.WindowFigures.__annotations__) <= set(tables.COLUMNS[table]), table
+
+
+def test_every_latency_column_of_a_bench_cell_is_declared() -> None:
+    """bench_cells' latency columns are named from METRICS and PERCENTILES (report/cells.py), a finite set: each is
+    a field of BenchCellRow, and a required one (every row has every one)."""
+    generated = [f"{k}_{m}_ms" for m in cells.METRICS for k in ("mean", *(f"p{p}" for p in cells.PERCENTILES))]
+    assert set(generated) <= rows.BenchCellRow.__required_keys__  # type: ignore[attr-defined]
+    assert [c for c in rows.BenchCellRow.__annotations__ if c.endswith("_ms") and c.split("_")[1] in cells.METRICS] == (
+        generated
+    )
 
 
 def test_an_equality_request_row_holds_what_compare_texts_says() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from specstack.report.rows import (
     AcceptanceRow,
+    BenchCellRow,
     CapacityRow,
     CategoryRow,
     CrossoverRow,
@@ -37,7 +38,7 @@ from specstack.results.reader import RunData
 class Report:
     run: RunData
     methods: list[MethodRow]
-    cells: list[dict[str, Any]]
+    cells: list[BenchCellRow]
     speed: list[dict[str, Any]]
     crossover: list[CrossoverRow]
     acceptance: list[AcceptanceRow]

@@ -4,6 +4,7 @@ concurrency where a method stops beating its baseline."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specstack.figures import chunks as stream
@@ -12,35 +13,35 @@ from specstack.figures.host_load import cell_cpu, host_load_per_core
 from specstack.report import drafting_cost, marks
 from specstack.report.cells import METRICS, PERCENTILES, bench_cells
 from specstack.report.format import over_repeats
-from specstack.report.rows import CrossoverRow
+from specstack.report.rows import BenchCellRow, CrossoverRow
 from specstack.results.reader import MethodData, RunData, load_text
 
 LOADS = ("concurrency", "rate")  # closed-loop cells keyed by concurrency, open-loop ones by request rate
 
 
-def _by_load(cells: list[dict[str, Any]], load: str) -> dict[float, list[dict[str, Any]]]:
+def _by_load(cells: list[BenchCellRow], load: str) -> dict[float, list[BenchCellRow]]:
     """The cells of one kind of load, by their concurrency or their request rate (capacity probes are neither)."""
-    out: dict[float, list[dict[str, Any]]] = {}
+    out: dict[float, list[BenchCellRow]] = {}
     for cell in cells:
         if cell["load"] == load:
             out.setdefault(cell["concurrency" if load == "concurrency" else "request_rate"], []).append(cell)
     return out
 
 
-def _ok(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ok(cells: list[BenchCellRow]) -> list[BenchCellRow]:
     return [c for c in cells if c["status"] == "ok"]
 
 
-def _vals(cells: list[dict[str, Any]], key: str) -> list[float]:
+def _vals(cells: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     return [c[key] for c in cells if c.get(key) is not None]
 
 
-def _sum(cells: list[dict[str, Any]], key: str) -> float | None:
+def _sum(cells: Sequence[Mapping[str, Any]], key: str) -> float | None:
     vals = _vals(cells, key)
     return sum(vals) if vals else None
 
 
-def _pairs(num: list[dict[str, Any]], den: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+def _pairs(num: Sequence[Mapping[str, Any]], den: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, float]]:
     """(num, den) values of the same session index: session i of a method ran next to session i of its
     baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
@@ -54,7 +55,11 @@ def _sessions(md: MethodData | None) -> bool:
 
 
 def _ratio(
-    md: MethodData, base: MethodData | None, num: list[dict[str, Any]], den: list[dict[str, Any]], key: str
+    md: MethodData,
+    base: MethodData | None,
+    num: Sequence[Mapping[str, Any]],
+    den: Sequence[Mapping[str, Any]],
+    key: str,
 ) -> st.Interval:
     """median(num) / median(den) of one metric with its interval: session pairs resampled together when both
     sides ran as interleaved sessions (--replicate sessions), each side's repeats independently otherwise."""
@@ -71,7 +76,7 @@ def design(md: MethodData, base: MethodData | None, n: int) -> str:
     return f"{n} repeat{'s' if n != 1 else ''} in one server session"
 
 
-def _itl_samples(cell: dict[str, Any]) -> int | None:
+def _itl_samples(cell: BenchCellRow) -> int | None:
     """ITL gaps in one repeat, estimated: (output tokens - requests) / tokens per streamed chunk (the bench
     acceptance length; 1 without drafts). The raw JSON keeps no per-chunk list unless --save-detailed."""
     out, n = cell.get("total_output_tokens"), cell.get("completed")
@@ -210,8 +215,8 @@ def _cell_row(
     base: MethodData | None,
     task: str,
     at: tuple[str, float],
-    cells: list[dict[str, Any]],
-    base_cells: list[dict[str, Any]],
+    cells: list[BenchCellRow],
+    base_cells: list[BenchCellRow],
 ) -> dict[str, Any]:
     """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
     ok, bok = _ok(cells), _ok(base_cells)
@@ -262,7 +267,7 @@ def _cell_row(
     return row
 
 
-def _stalls(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]], note: list[str]) -> None:
+def _stalls(row: dict[str, Any], ok: list[BenchCellRow], bok: list[BenchCellRow], note: list[str]) -> None:
     """A stall in a repeat of either side marks the row and so every ratio built on it (measure/per_request.py);
     None: no repeat of either side kept per-request data, so nothing says whether one stalled."""
     # a spec row names the side that stalled; a baseline's row is its own cells only ("r0", not "method r0")
@@ -275,7 +280,7 @@ def _stalls(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, A
         note.append("⚠ stall (" + row["stall"] + "): every ratio of this row rests on it")
 
 
-def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]]) -> None:
+def _percentiles(row: dict[str, Any], ok: list[BenchCellRow], bok: list[BenchCellRow]) -> None:
     """Medians over repeats of every latency percentile, with the tail percentiles too thin to trust flagged."""
     for m in METRICS:
         for p in PERCENTILES:
@@ -300,7 +305,7 @@ def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[s
         )
 
 
-def _per_chunk(row: dict[str, Any], ok: list[dict[str, Any]]) -> None:
+def _per_chunk(row: dict[str, Any], ok: list[BenchCellRow]) -> None:
     """Tokens per streamed chunk over the repeats (figures/chunks.py) and the ITL p50 per token: a chunk of a
     speculative step carries every token it accepted, so ITL is per chunk (None: no per-request data, unknown)."""
     per_chunk = stream.tokens_per_chunk(
@@ -320,8 +325,8 @@ def _speedups(
     row: dict[str, Any],
     md: MethodData,
     base: MethodData | None,
-    ok: list[dict[str, Any]],
-    bok: list[dict[str, Any]],
+    ok: list[BenchCellRow],
+    bok: list[BenchCellRow],
     note: list[str],
 ) -> tuple[st.Interval, st.Interval, st.Interval]:
     """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
@@ -375,8 +380,8 @@ def _speedups(
 def _latency_verdict(
     row: dict[str, Any],
     md: MethodData,
-    ok: list[dict[str, Any]],
-    bok: list[dict[str, Any]],
+    ok: list[BenchCellRow],
+    bok: list[BenchCellRow],
     tpot: st.Interval,
     e2el: st.Interval,
     tput: st.Interval,
@@ -422,8 +427,8 @@ def _host_load_gate(
     row: dict[str, Any],
     md: MethodData,
     base: MethodData | None,
-    cells: list[dict[str, Any]],
-    base_cells: list[dict[str, Any]],
+    cells: list[BenchCellRow],
+    base_cells: list[BenchCellRow],
 ) -> None:
     """Who else used the CPU at the cell's bench windows, on both sides (measure/cpu_share.py): a verdict measured
     while other processes took the server's cores ("busy host") or while the bench client saturated its core
@@ -443,7 +448,7 @@ def _host_load_gate(
 
 
 def _efficiency(
-    row: dict[str, Any], md: MethodData, ok: list[dict[str, Any]], tpot: st.Interval, note: list[str]
+    row: dict[str, Any], md: MethodData, ok: list[BenchCellRow], tpot: st.Interval, note: list[str]
 ) -> None:
     """The TPOT speedup against what a free drafter allows: tokens per target pass over all decode passes, and
     over verify steps only (the two differ exactly when the drafter skips steps: ngram, suffix)."""
@@ -474,7 +479,7 @@ def _efficiency(
         note.append(f"TPOT degenerate{where}" + (": verdict on E2EL, no efficiency" if md.baseline else ""))
 
 
-def _bursts(cells: list[dict[str, Any]]) -> str:
+def _bursts(cells: list[BenchCellRow]) -> str:
     """How much of a side was read in a burst: "4 of 16 requests read in a burst" from bench's per-request data,
     else the aggregate rule's verdict (a bundle without it)."""
     known = [c_ for c_ in cells if c_.get("per_request_data")]
@@ -484,7 +489,7 @@ def _bursts(cells: list[dict[str, Any]]) -> str:
     return f"{n} of {sum(c_.get('completed') or 0 for c_ in known)} requests read in a burst"
 
 
-def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | None, cells: list[dict[str, Any]]) -> None:
+def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | None, cells: list[BenchCellRow]) -> None:
     kv = md.record.server_facts.kv_cache_tokens
     base_kv = base.record.server_facts.kv_cache_tokens if base else None
     row["preemptions"] = _sum(cells, "preemptions")
