@@ -27,6 +27,7 @@ from specstack.report.rows import (
     PositionRow,
     PrefixCacheRow,
     SampledRow,
+    SpeedRow,
     StartCostRow,
     TimeBreakdownRow,
     TurnRow,
@@ -39,7 +40,7 @@ class Report:
     run: RunData
     methods: list[MethodRow]
     cells: list[BenchCellRow]
-    speed: list[dict[str, Any]]
+    speed: list[SpeedRow]
     crossover: list[CrossoverRow]
     acceptance: list[AcceptanceRow]
     positions: list[PositionRow]
@@ -57,9 +58,7 @@ class Report:
     k_per_load: list[KPerLoadRow] = field(
         default_factory=list
     )  # the best K per concurrency band (figures/k_per_load.py)
-    rates: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # speed rows of the open-loop cells (--rates, report/load.py)
+    rates: list[SpeedRow] = field(default_factory=list)  # speed rows of the open-loop cells (--rates, report/load.py)
     rate_crossover: list[LoadCrossoverRow] = field(default_factory=list)
     frontier: list[FrontierRow] = field(default_factory=list)  # per-user vs system speed, every cell
     capacity: list[CapacityRow] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)

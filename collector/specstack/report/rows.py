@@ -3,14 +3,18 @@
 A row is a dict at run time (pandas, CSV, JSON read it as before); mypy catches a misspelled or missing column where
 a row is built or read. Values are typed `Any` but the keys every table has (method, task: text) and those a typed
 figure fills (equality_requests' comparison, figures/equality.py TextComparison).
-Tables not typed here still build `dict[str, Any]` rows (ROWS names the typed ones): speed and load_speed (their
-percentile, stability and drafting-cost columns are written under computed names by ten helpers, report/speed.py),
-and summary_findings, which is open-ended: compare.json's rows of it add `side` and the raw values (report/findings.py
-rows)."""
+One table is not typed here and builds `dict[str, Any]` rows: summary_findings, which is open-ended on purpose:
+compare.json's rows of it add `side` and the raw values (report/findings.py rows). bench_cells' and speed's
+row types live in report/rows_bench.py."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
+
+# the bench tables' rows, declared beside (their generated columns make them long); named here too, so every row
+# type is found in report/rows.py
+from specstack.report.rows_bench import BenchCellRow as BenchCellRow
+from specstack.report.rows_bench import SpeedRow as SpeedRow
 
 
 class CrossoverRow(TypedDict):
@@ -397,73 +401,6 @@ class EqualityRequestRow(TypedDict):
     divergence_cause: Any
 
 
-class BenchCellRow(TypedDict):
-    """A row of the bench_cells table: one bench repeat (report/cells.py). Its latency columns, generated in
-    report/tables.py from METRICS x (mean, PERCENTILES) (report/cells.py), are a finite set, spelled out here;
-    every row has every one (test_rows.py holds the generated names equal to these fields)."""
-
-    method: str
-    task: str
-    load: Any
-    concurrency: Any
-    request_rate: Any
-    repeat: Any
-    session: Any
-    status: Any
-    file: Any
-    source: Any
-    completed: Any
-    failed: Any
-    total_output_tokens: Any
-    duration_s: Any
-    output_throughput: Any
-    request_throughput: Any
-    mean_tpot_ms: Any
-    p50_tpot_ms: Any
-    p95_tpot_ms: Any
-    p99_tpot_ms: Any
-    mean_itl_ms: Any
-    p50_itl_ms: Any
-    p95_itl_ms: Any
-    p99_itl_ms: Any
-    mean_ttft_ms: Any
-    p50_ttft_ms: Any
-    p95_ttft_ms: Any
-    p99_ttft_ms: Any
-    mean_e2el_ms: Any
-    p50_e2el_ms: Any
-    p95_e2el_ms: Any
-    p99_e2el_ms: Any
-    spec_decode_acceptance_length: Any
-    spec_decode_acceptance_rate: Any
-    spec_decode_draft_tokens: Any
-    spec_decode_num_drafts: Any
-    spec_decode_accepted_tokens: Any
-    tokens_per_target_pass: Any
-    drafting_share: Any
-    preemptions: Any
-    per_request_data: Any
-    max_send_pause_ms: Any
-    send_pauses: Any
-    ttft_outliers: Any
-    e2el_outliers: Any
-    burst_requests: Any
-    burst_chunks: Any
-    chunks: Any
-    stall: Any
-    streamed_output_tokens: Any
-    stream_chunks: Any
-    tokens_per_chunk: Any
-    tpot_degenerate: Any
-    itl_burst: Any
-    degeneracy_rule: Any
-    slo: Any
-    good_requests: Any
-    goodput_share: Any
-    request_goodput: Any
-    bench_request_goodput: Any
-
-
 class TimeBreakdownRow(TypedDict):
     """A row of the time_breakdown table; report/time_breakdown.py generates its columns from STARTUP and PHASES,
     spelled out here (tests/report/test_rows.py holds the two equal)."""
@@ -542,6 +479,8 @@ ROWS: dict[str, type] = {
     "frontier": FrontierRow,
     "equality_requests": EqualityRequestRow,
     "bench_cells": BenchCellRow,
+    "speed": SpeedRow,
+    "load_speed": SpeedRow,
     "time_breakdown": TimeBreakdownRow,
     "start_costs": StartCostRow,
 }
