@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specstack.compare.pairing import SPEED, Pair
+from specstack.compare.rows import SpeedRow
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu
 from specstack.report.cells import bench_cells
@@ -61,9 +62,10 @@ def _tail_note(figure: str, cells_a: list[BenchCellRow], cells_b: list[BenchCell
     return f"p{p} from {n} requests per repeat (needs ≥ {st.min_samples(p)})" if st.unstable(p, n) else None
 
 
-def speed_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[str]]:
+def speed_rows(pairs: list[Pair]) -> tuple[list[SpeedRow], list[str]]:
     """One row per pair × concurrency in both × figure; and the cells only one side has."""
-    rows, notes = [], []
+    rows: list[SpeedRow] = []
+    notes: list[str] = []
     for pair in pairs:
         ca, cb = _by_concurrency(pair.a, pair.task), _by_concurrency(pair.b, pair.task)
         notes += [
