@@ -13,11 +13,13 @@ turn a "changed" into noise, and the gate does not use it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import numpy as np
 
 from specstack.compare.pairing import ACCEPTANCE, SHAPE, Pair
+from specstack.compare.rows import AcceptanceRow, FigureRow
 from specstack.figures import stats as st
 from specstack.report.acceptance import acceptance_records
 from specstack.results.reader import MethodData
@@ -62,7 +64,7 @@ def decide(
     return SAME if counts_a == counts_b else CHANGED
 
 
-def moved(row: dict[str, Any]) -> bool:
+def moved(row: Mapping[str, Any]) -> bool:
     """The row's figure changed from A to B (decide)."""
     return bool(row["verdict"] == CHANGED)
 
@@ -159,7 +161,7 @@ def _row(
     counts_a: object,
     counts_b: object,
     blocked: str | None,
-) -> dict[str, Any]:
+) -> FigureRow:
     missing = _sides(pair, figure, "missing")
     return {
         "method": pair.method,
@@ -178,9 +180,11 @@ def _row(
     }
 
 
-def acceptance_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def acceptance_rows(pairs: list[Pair]) -> tuple[list[AcceptanceRow], list[FigureRow], list[FigureRow]]:
     """(rate and length, per position, histogram) rows of every pair of speculative methods."""
-    main, positions, hist = [], [], []
+    main: list[AcceptanceRow] = []
+    positions: list[FigureRow] = []
+    hist: list[FigureRow] = []
     for pair in pairs:
         if not (pair.a.speculative or pair.b.speculative):
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from specstack.compare.pairing import SPEED, Pair
+from specstack.compare.rows import CapacityRow
 from specstack.figures import capacity
 from specstack.results.reader import MethodData
 
@@ -35,8 +36,8 @@ def _verdict(pair: Pair, a: dict[str, Any], b: dict[str, Any], ratio: dict[str, 
     return "within the brackets"
 
 
-def capacity_rows(pairs: list[Pair]) -> list[dict[str, Any]]:
-    rows = []
+def capacity_rows(pairs: list[Pair]) -> list[CapacityRow]:
+    rows: list[CapacityRow] = []
     for pair in pairs:
         a, b = _entry(pair.a, pair.task), _entry(pair.b, pair.task)
         if not a and not b:

@@ -8,8 +8,134 @@ from typing import Any
 
 from specstack.compare import gate, pairing
 from specstack.compare.acceptance import moved
+from specstack.compare.rows import (
+    AcceptanceRow,
+    CapacityRow,
+    FigureRow,
+    GateRow,
+    OutputRow,
+    OutputSummaryRow,
+    SpeedRow,
+)
 from specstack.report import findings
 from specstack.results.reader import RunData
+
+# Declared columns per table, in the order compare.json writes them (compare/rows.py types each row to them;
+# tests/compare/test_rows.py holds the two equal). summary_findings is open-ended: report/findings.py rows.
+COLUMNS: dict[str, list[str]] = {
+    "acceptance": [
+        "method",
+        "label",
+        "task",
+        "figure",
+        "position",
+        "a",
+        "b",
+        "delta",
+        "relative",
+        "verdict",
+        "comparable",
+        "flagged",
+        "missing",
+        "requests_paired",
+        "ratio",
+        "ratio_low",
+        "ratio_high",
+    ],
+    "positions": [
+        "method",
+        "label",
+        "task",
+        "figure",
+        "position",
+        "a",
+        "b",
+        "delta",
+        "relative",
+        "verdict",
+        "comparable",
+        "flagged",
+        "missing",
+    ],
+    "histogram": [
+        "method",
+        "label",
+        "task",
+        "figure",
+        "position",
+        "a",
+        "b",
+        "delta",
+        "relative",
+        "verdict",
+        "comparable",
+        "flagged",
+        "missing",
+    ],
+    "speed": [
+        "method",
+        "label",
+        "task",
+        "concurrency",
+        "figure",
+        "higher_is_better",
+        "a",
+        "b",
+        "repeats_a",
+        "repeats_b",
+        "ratio",
+        "ratio_low",
+        "ratio_high",
+        "relative",
+        "verdict",
+        "comparable",
+        "design_a",
+        "design_b",
+        "note",
+    ],
+    "capacity": [
+        "method",
+        "label",
+        "task",
+        "a",
+        "b",
+        "a_rate",
+        "a_bound",
+        "b_rate",
+        "b_bound",
+        "ratio",
+        "ratio_low",
+        "ratio_high",
+        "verdict",
+    ],
+    "outputs": [
+        "method",
+        "task",
+        "id",
+        "same",
+        "first_token_divergence",
+        "first_char_divergence",
+        "unit",
+        "finish_reason_a",
+        "finish_reason_b",
+        "note",
+    ],
+    "outputs_summary": [
+        "method",
+        "label",
+        "task",
+        "requests_a",
+        "requests_b",
+        "compared",
+        "same",
+        "first_divergence_min",
+        "unit",
+        "tokenizer",
+        "verdict",
+        "first_divergence_median",
+    ],
+    "gate": ["threshold", "figure", "change", "low", "high", "basis", "failed"],
+}
 
 
 @dataclass
@@ -18,15 +144,15 @@ class Comparison:
     run_b: RunData
     pairs: list[pairing.Pair]
     unmatched: list[str]
-    acceptance: list[dict[str, Any]]
-    positions: list[dict[str, Any]]
-    histogram: list[dict[str, Any]]
-    speed: list[dict[str, Any]]
-    outputs: list[dict[str, Any]]
-    outputs_summary: list[dict[str, Any]]
+    acceptance: list[AcceptanceRow]
+    positions: list[FigureRow]
+    histogram: list[FigureRow]
+    speed: list[SpeedRow]
+    outputs: list[OutputRow]
+    outputs_summary: list[OutputSummaryRow]
     thresholds: list[gate.Threshold]
-    gate: list[dict[str, Any]]
-    capacity: list[dict[str, Any]] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
+    gate: list[GateRow]
+    capacity: list[CapacityRow] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
     plots: dict[str, bytes] = field(default_factory=dict)
     plot_captions: dict[str, str] = field(default_factory=dict)
 

@@ -15,10 +15,12 @@ metric moved beyond X % (B against A) in the threshold's direction:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from specstack.compare.acceptance import moved
+from specstack.compare.rows import GateRow
 from specstack.compare.speed import FIGURES as SPEED_FIGURES
 from specstack.errors import UserError
 
@@ -69,7 +71,7 @@ def _beyond(change: float, t: Threshold) -> bool:
     return change < limit if limit < 0 else change > limit
 
 
-def _where(r: dict[str, Any]) -> str:
+def _where(r: Mapping[str, Any]) -> str:
     return (
         f"{r['method']} {r['task']}"
         + (f" c={r['concurrency']}" if "concurrency" in r else "")
@@ -79,12 +81,13 @@ def _where(r: dict[str, Any]) -> str:
 
 def evaluate(
     thresholds: list[Threshold],
-    acceptance: list[dict[str, Any]],
-    positions: list[dict[str, Any]],
-    speed: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """One row per threshold × comparable figure of its metric (and one per threshold that found none)."""
-    rows = []
+    acceptance: Sequence[Mapping[str, Any]],
+    positions: Sequence[Mapping[str, Any]],
+    speed: Sequence[Mapping[str, Any]],
+) -> list[GateRow]:
+    """One row per threshold × comparable figure of its metric (and one per threshold that found none); reads
+    acceptance, position and speed rows alike (compare/rows.py), by the keys they share."""
+    rows: list[GateRow] = []
     for t in thresholds:
         found = 0
         if t.metric in ACCEPTANCE_METRICS:

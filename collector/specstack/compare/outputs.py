@@ -4,9 +4,8 @@ tokenizer cannot be loaded on this machine, and the table says so)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from specstack.compare.pairing import OUTPUTS, Pair
+from specstack.compare.rows import OutputRow, OutputSummaryRow
 from specstack.figures import stats as st
 from specstack.figures.equality import compare_texts, not_compared
 from specstack.report.acceptance import acceptance_records
@@ -15,15 +14,16 @@ from specstack.report.equality import Tokenizers, load_tokenizer, tokenizer_path
 
 def output_rows(
     pairs: list[Pair], tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[OutputRow], list[OutputSummaryRow]]:
     """(one row per request id of A, one summary per pair). `tokenizer` overrides the recorded path."""
     tokenizers = tokenizers or Tokenizers()
-    rows, summary = [], []
+    rows: list[OutputRow] = []
+    summary: list[OutputSummaryRow] = []
     for pair in pairs:
         blocked = pair.not_comparable(OUTPUTS)
         path = tokenizer or tokenizer_path(pair.a) or tokenizer_path(pair.b)
         tok, unit, used = load_tokenizer(tokenizers, path)
-        s: dict[str, Any] = {
+        s: OutputSummaryRow = {
             "method": pair.method,
             "label": pair.label,
             "task": pair.task,
@@ -46,7 +46,7 @@ def output_rows(
         divergences = []
         for a in ra:
             b = theirs.get(a["id"])
-            row: dict[str, Any] = {
+            row: OutputRow = {
                 "method": pair.method,
                 "task": pair.task,
                 "id": a["id"],
@@ -61,11 +61,9 @@ def output_rows(
             if row["note"] is None:
                 assert b is not None  # not_compared names a request B did not answer
                 out = compare_texts(a["text"], b["text"], tok)
-                row.update(
-                    same=out["equal"],
-                    first_token_divergence=out["first_token_divergence"],
-                    first_char_divergence=out["first_char_divergence"],
-                )
+                row["same"] = out["equal"]
+                row["first_token_divergence"] = out["first_token_divergence"]
+                row["first_char_divergence"] = out["first_char_divergence"]
                 s["compared"] += 1
                 s["same"] += out["equal"]
                 idx = out["first_token_divergence"] if tok is not None else out["first_char_divergence"]

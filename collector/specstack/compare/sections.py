@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
+from specstack.compare.rows import CapacityRow, SpeedRow
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report import format as fmt
@@ -26,7 +28,7 @@ def _value(figure: str, v: float | None) -> str:
     return fmt.num(v)
 
 
-def _side_value(r: dict[str, Any], side: str) -> str:
+def _side_value(r: Mapping[str, Any], side: str) -> str:  # a FigureRow, read by side
     """A side's figure: as recomputed, flagged where its summary.json disagreed; "missing" where it cannot be."""
     if side in (r.get("missing") or ""):
         return f"{findings.MISSING} {findings.FLAG}"
@@ -34,7 +36,7 @@ def _side_value(r: dict[str, Any], side: str) -> str:
     return f"{text} {findings.FLAG}" if side in (r.get("flagged") or "") else text
 
 
-def _delta(r: dict[str, Any]) -> str:
+def _delta(r: Mapping[str, Any]) -> str:
     if r["delta"] is None:
         return "n/a"
     if r["figure"] == "histogram":
@@ -44,7 +46,8 @@ def _delta(r: dict[str, Any]) -> str:
     return f"{r['delta']:+.3f}"
 
 
-def _acceptance_table(rows: list[dict[str, Any]], label: str) -> list[Block]:
+def _acceptance_table(rows: Sequence[Mapping[str, Any]], label: str) -> list[Block]:
+    # FigureRows, or AcceptanceRows with their request interval (compare/rows.py)
     if not rows:
         return []
     paired = "requests_paired" in rows[0]
@@ -78,7 +81,7 @@ def _acceptance_table(rows: list[dict[str, Any]], label: str) -> list[Block]:
     return [("table", head, body)]
 
 
-def _speed_table(rows: list[dict[str, Any]]) -> list[Block]:
+def _speed_table(rows: list[SpeedRow]) -> list[Block]:
     if not rows:
         return [("p", "No bench cell in both runs.")]
     head = [
@@ -204,10 +207,10 @@ def _grouped(cmp: Comparison) -> list[str]:
             name = r["figure"] if r["position"] is None else f"{r['figure']} {r['position']}"
             name += f" {_signed_pct(r['relative'])}" if r["relative"] is not None else ""
             groups.setdefault((r["label"], r["task"]), []).append(name)
-    for r in cmp.speed:
-        if r["verdict"].startswith("changed"):
-            groups.setdefault((r["label"], r["task"]), []).append(
-                f"c={r['concurrency']} {r['figure']} {_signed_pct(r['relative'])} ({r['verdict'][9:-1]})"
+    for sr in cmp.speed:
+        if sr["verdict"].startswith("changed"):
+            groups.setdefault((sr["label"], sr["task"]), []).append(
+                f"c={sr['concurrency']} {sr['figure']} {_signed_pct(sr['relative'])} ({sr['verdict'][9:-1]})"
             )
     for s in cmp.outputs_summary:
         if s["verdict"].startswith("changed"):
@@ -238,7 +241,7 @@ HOW_TO_READ = [
 ]
 
 
-def _capacity_ratio(r: dict[str, Any]) -> str:
+def _capacity_ratio(r: CapacityRow) -> str:
     if r["ratio"] is None:
         return "n/a"
     high = "∞" if r["ratio_high"] == float("inf") else f"{r['ratio_high']:.2f}"

@@ -8,12 +8,15 @@ interval includes 1.0×, "changed (better|worse)" when it excludes it, "point on
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specstack.compare.pairing import SPEED, Pair
+from specstack.compare.rows import SpeedRow
 from specstack.figures import stats as st
 from specstack.figures.host_load import cell_cpu
 from specstack.report.cells import bench_cells
+from specstack.report.rows import BenchCellRow
 from specstack.results.reader import MethodData
 
 # figure -> (bench cell key, higher is better)
@@ -25,12 +28,17 @@ FIGURES = {
 }
 
 
-def _by_concurrency(md: MethodData, task: str) -> dict[int, list[dict[str, Any]]]:
-    out: dict[int, list[dict[str, Any]]] = {}
+def _by_concurrency(md: MethodData, task: str) -> dict[int, list[BenchCellRow]]:
+    out: dict[int, list[BenchCellRow]] = {}
     for cell in bench_cells(md, task):
         if cell["status"] == "ok" and cell["load"] == "concurrency":  # open-loop cells: compare/capacity.py
             out.setdefault(cell["concurrency"], []).append(cell)
     return out
+
+
+def _values(cells: Sequence[Mapping[str, Any]], key: str) -> list[Any]:
+    """The cells' values of one bench figure (FIGURES names it), where they have one."""
+    return [x[key] for x in cells if x.get(key) is not None]
 
 
 def verdict(iv: st.Interval, higher_is_better: bool) -> str:
@@ -45,7 +53,7 @@ def verdict(iv: st.Interval, higher_is_better: bool) -> str:
     return f"changed ({'better' if better else 'worse'})"
 
 
-def _tail_note(figure: str, cells_a: list[dict[str, Any]], cells_b: list[dict[str, Any]]) -> str | None:
+def _tail_note(figure: str, cells_a: list[BenchCellRow], cells_b: list[BenchCellRow]) -> str | None:
     """A p95/p99 with fewer than MIN_TAIL requests beyond it in a repeat (the report's † rule, by requests)."""
     if not figure.endswith(("_p95", "_p99")):
         return None
@@ -54,9 +62,10 @@ def _tail_note(figure: str, cells_a: list[dict[str, Any]], cells_b: list[dict[st
     return f"p{p} from {n} requests per repeat (needs ≥ {st.min_samples(p)})" if st.unstable(p, n) else None
 
 
-def speed_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[str]]:
+def speed_rows(pairs: list[Pair]) -> tuple[list[SpeedRow], list[str]]:
     """One row per pair × concurrency in both × figure; and the cells only one side has."""
-    rows, notes = [], []
+    rows: list[SpeedRow] = []
+    notes: list[str] = []
     for pair in pairs:
         ca, cb = _by_concurrency(pair.a, pair.task), _by_concurrency(pair.b, pair.task)
         notes += [
@@ -70,8 +79,7 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[dict[str, Any]], list[str]]:
             others, clients = [x.other_share for x in cpus], [x.bench_share for x in cpus]
             busy, bound = st.host_busy(*others), st.client_bound(*clients)
             for figure, (key, higher) in FIGURES.items():
-                va = [x[key] for x in ca[c] if x.get(key) is not None]
-                vb = [x[key] for x in cb[c] if x.get(key) is not None]
+                va, vb = _values(ca[c], key), _values(cb[c], key)
                 if not va and not vb:
                     continue  # e.g. bench acceptance length of plain decode
                 iv = st.bootstrap_ratio(vb, va)

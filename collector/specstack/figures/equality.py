@@ -6,7 +6,7 @@ against the baseline) and compare (compare/outputs.py, run A against run B) both
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from specstack.figures import stats as st
 
@@ -31,11 +31,24 @@ def not_compared(a: Mapping[str, Any], b: Mapping[str, Any] | None, missing: str
     return None
 
 
-def compare_texts(a: str, b: str, tokenizer: Encoder | None = None) -> dict[str, Any]:
+class TextComparison(TypedDict):
+    """What compare_texts says of two outputs: the report's equality_requests rows and compare's output rows take
+    these three (compare names `equal` `same`)."""
+
+    equal: bool
+    first_token_divergence: int | None  # None: equal, or no tokenizer
+    first_char_divergence: int | None  # None: equal
+
+
+def compare_texts(a: str, b: str, tokenizer: Encoder | None = None) -> TextComparison:
     """Equality and first divergence of two outputs; token index when a tokenizer is given."""
     if a == b:
         return {"equal": True, "first_token_divergence": None, "first_char_divergence": None}
-    out = {"equal": False, "first_char_divergence": st.first_divergence(a, b), "first_token_divergence": None}
+    out: TextComparison = {
+        "equal": False,
+        "first_char_divergence": st.first_divergence(a, b),
+        "first_token_divergence": None,
+    }
     if tokenizer is not None:
         out["first_token_divergence"] = st.first_divergence(
             tokenizer.encode(a, add_special_tokens=False), tokenizer.encode(b, add_special_tokens=False)

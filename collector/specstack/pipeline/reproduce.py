@@ -17,11 +17,14 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from specstack.compare.build import compare, default_out, write
 from specstack.compare.contents import Comparison
+from specstack.compare.rows import SpeedRow
 from specstack.config.serving import Runtime
 from specstack.config.workloads import sha256
 from specstack.errors import UserError
@@ -165,7 +168,7 @@ def drifts(p: Plan, env: drift.Environment | None = None) -> tuple[list[drift.Dr
     return found, unknown
 
 
-def _where(r: dict) -> str:
+def _where(r: Mapping[str, Any]) -> str:  # an acceptance, position, histogram or speed row (compare/rows.py)
     return " ".join(
         str(x)
         for x in (
@@ -197,21 +200,27 @@ def judge(cmp: Comparison, tolerance: float = SPEED_TOLERANCE) -> dict:
                 "verdict": s["verdict"],
             }
         )
-    for r in cmp.speed:
-        if r["figure"] == "bench_acceptance_length" and r["concurrency"] == EXACT_BENCH_CONCURRENCY:
-            ok = r["comparable"] and r["a"] == r["b"]
+    for sr in cmp.speed:
+        if sr["figure"] == "bench_acceptance_length" and sr["concurrency"] == EXACT_BENCH_CONCURRENCY:
+            ok = sr["comparable"] and sr["a"] == sr["b"]
             exact.append(
                 {
-                    "figure": _where(r),
-                    "a": r["a"],
-                    "b": r["b"],
+                    "figure": _where(sr),
+                    "a": sr["a"],
+                    "b": sr["b"],
                     "ok": ok,
-                    "verdict": "same" if ok else r["verdict"] if not r["comparable"] else "changed",
+                    "verdict": "same" if ok else sr["verdict"] if not sr["comparable"] else "changed",
                 }
             )
-        elif r["figure"] in JUDGED_SPEED:
+        elif sr["figure"] in JUDGED_SPEED:
             speed.append(
-                {"figure": _where(r), "a": r["a"], "b": r["b"], "change": r["relative"], **_judge_speed(r, tolerance)}
+                {
+                    "figure": _where(sr),
+                    "a": sr["a"],
+                    "b": sr["b"],
+                    "change": sr["relative"],
+                    **_judge_speed(sr, tolerance),
+                }
             )
     missing = [n for n in cmp.unmatched if "only in A" in n or "failed in B" in n]
     exact_ok = bool(exact) and all(r["ok"] for r in exact)
@@ -227,7 +236,7 @@ def judge(cmp: Comparison, tolerance: float = SPEED_TOLERANCE) -> dict:
     }
 
 
-def _judge_speed(r: dict, tolerance: float) -> dict:
+def _judge_speed(r: SpeedRow, tolerance: float) -> dict:
     """ok: True / False, or None when the figure cannot be judged (said why). With an interval over repeats, a
     change inside it is noise whatever its size; a cell measured on a busy host is not judged (as in the report)."""
     note = r.get("note") or ""

@@ -9,10 +9,13 @@ from typing import Any
 
 from specstack.report.rows import (
     AcceptanceRow,
+    BenchCellRow,
     CapacityRow,
     CategoryRow,
     CrossoverRow,
+    EqualityRequestRow,
     EqualitySummaryRow,
+    FrontierRow,
     GuardRow,
     HistogramRow,
     KPerLoadRow,
@@ -24,6 +27,9 @@ from specstack.report.rows import (
     PositionRow,
     PrefixCacheRow,
     SampledRow,
+    SpeedRow,
+    StartCostRow,
+    TimeBreakdownRow,
     TurnRow,
 )
 from specstack.results.reader import RunData
@@ -33,13 +39,13 @@ from specstack.results.reader import RunData
 class Report:
     run: RunData
     methods: list[MethodRow]
-    cells: list[dict[str, Any]]
-    speed: list[dict[str, Any]]
+    cells: list[BenchCellRow]
+    speed: list[SpeedRow]
     crossover: list[CrossoverRow]
     acceptance: list[AcceptanceRow]
     positions: list[PositionRow]
     histogram: list[HistogramRow]
-    equality: list[dict[str, Any]]
+    equality: list[EqualityRequestRow]
     equality_summary: list[EqualitySummaryRow]
     ksweep: list[KSweepRow]
     sampled: list[SampledRow] = field(default_factory=list)  # acceptance per temperature (--temperatures)
@@ -52,23 +58,19 @@ class Report:
     k_per_load: list[KPerLoadRow] = field(
         default_factory=list
     )  # the best K per concurrency band (figures/k_per_load.py)
-    rates: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # speed rows of the open-loop cells (--rates, report/load.py)
+    rates: list[SpeedRow] = field(default_factory=list)  # speed rows of the open-loop cells (--rates, report/load.py)
     rate_crossover: list[LoadCrossoverRow] = field(default_factory=list)
-    frontier: list[dict[str, Any]] = field(default_factory=list)  # per-user vs system speed, every cell
+    frontier: list[FrontierRow] = field(default_factory=list)  # per-user vs system speed, every cell
     capacity: list[CapacityRow] = field(default_factory=list)  # highest rate meeting the SLO (--capacity)
     summary_findings: list[dict[str, Any]] = field(
         default_factory=list
     )  # summary.json against its records (report/findings.py)
     loops: list[LoopRow] = field(default_factory=list)  # repetition loops per method × task (report/loops.py)
     guards: list[GuardRow] = field(default_factory=list)  # doubled BOS, random prompts per method × task (guards.py)
-    time_breakdown: list[dict[str, Any]] = field(
+    time_breakdown: list[TimeBreakdownRow] = field(
         default_factory=list
     )  # where each method's time went (time_breakdown.py)
-    start_costs: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # what speculation costs at start-up (start_costs.py)
+    start_costs: list[StartCostRow] = field(default_factory=list)  # what speculation costs at start-up (start_costs.py)
     plots: dict[str, bytes] = field(default_factory=dict)  # report/<name>.png -> bytes
     plot_captions: dict[str, str] = field(default_factory=dict)
 

@@ -4,11 +4,12 @@ slower than its acceptance promises says by how much each pass paid ("drafting c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from specstack.figures import drafting_cost as dc
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import SpeedRow
 from specstack.report.verdicts import label
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 FIELDS = ("free_drafting_tpot_ms", "pass_ms", "drafting_cost_ms_per_pass", "drafting_cost_share")
 
 
-def add_to_row(row: dict[str, Any]) -> None:
+def add_to_row(row: SpeedRow) -> None:
     """The row's drafting-cost fields, from its own TPOT p50, its baseline's and its tokens per target pass (the
     medians over repeats the speed table shows); None where a TPOT is degenerate (no per-token time) or the row
     is a baseline's."""
@@ -81,7 +82,7 @@ def drafting_cost_table(rep: Report, task: str) -> list[Block]:
     ]
 
 
-def _sentence(r: dict[str, Any]) -> str:
+def _sentence(r: SpeedRow) -> str:
     cost = r["drafting_cost_ms_per_pass"]
     what = "drafting costs" if cost >= 0 else "a pass is cheaper than a plain step by"
     return (

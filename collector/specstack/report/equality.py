@@ -5,12 +5,11 @@ outputs itself is figures/equality.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from specstack.figures import stats as st
 from specstack.figures.equality import Encoder, compare_texts, divergence_at_baseline, is_near_tie, not_compared
 from specstack.report.acceptance import acceptance_records, distinct_outputs
-from specstack.report.rows import EqualitySummaryRow
+from specstack.report.rows import EqualityRequestRow, EqualitySummaryRow
 from specstack.results.reader import MethodData, RunData
 
 
@@ -50,11 +49,11 @@ def tokenizer_path(md: MethodData) -> str | None:
 
 def equality_rows(
     run: RunData, tokenizers: Tokenizers | None = None, tokenizer: str | None = None
-) -> tuple[list[dict[str, Any]], list[EqualitySummaryRow]]:
+) -> tuple[list[EqualityRequestRow], list[EqualitySummaryRow]]:
     """(one row per request, one summary per method × task). `tokenizer` overrides the recorded path: a bundle
     moved to another machine names a target folder that is not there."""
     tokenizers = tokenizers or Tokenizers()
-    rows: list[dict[str, Any]] = []
+    rows: list[EqualityRequestRow] = []
     summary: list[EqualitySummaryRow] = []
     for md in run.methods.values():
         if not md.baseline:
@@ -104,7 +103,7 @@ def equality_rows(
             for a in mine:
                 b = theirs.get(a["id"])
                 s["requests"] += 1
-                row = {
+                row: EqualityRequestRow = {
                     "method": md.name,
                     "baseline": md.baseline,
                     "task": task,
@@ -123,7 +122,10 @@ def equality_rows(
                     "note": not_compared(a, b, "no baseline response with this id"),
                 }
                 if row["note"] is None and b is not None:  # a missing baseline response has a note
-                    row.update(compare_texts(a["text"], b["text"], tok))
+                    same = compare_texts(a["text"], b["text"], tok)
+                    row["equal"] = same["equal"]
+                    row["first_token_divergence"] = same["first_token_divergence"]
+                    row["first_char_divergence"] = same["first_char_divergence"]
                     s["compared"] += 1
                     s["equal"] += row["equal"]
                     s["finish_reason_differs"] += a["finish_reason"] != b["finish_reason"]

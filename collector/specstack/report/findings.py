@@ -65,6 +65,8 @@ def _raw(value: Any) -> Any:
     return None if value is ABSENT or value is UNKNOWN else value
 
 
+# Open-ended rows, so dict[str, Any] (no TypedDict in report/rows.py): COLUMNS["summary_findings"] for the report's
+# table, and compare's rows add "side" and, raw, the two JSON values.
 def rows(findings: list[Finding], side: str | None = None, raw: bool = False) -> list[dict[str, Any]]:
     """One row per finding, for a table: every value as text, in the report's units; `raw` (compare.json) adds
     both values as the JSON holds them (`summary_json_value`, `recomputed_value`; null where absent or unknown)."""

@@ -4,19 +4,18 @@ gap per chunk, with the gap per token beside it. The figures are report/speed.py
 
 from __future__ import annotations
 
-from typing import Any
-
 from specstack.report.format import num
 from specstack.report.render import Block
+from specstack.report.rows import SpeedRow
 from specstack.report.verdicts import label
 
 
-def per_chunk_cell(r: dict[str, Any]) -> str:
+def per_chunk_cell(r: SpeedRow) -> str:
     """The latency table's cell: "2.50 ⚠" where ITL is per chunk, "1.00", or "n/a" (no per-request data)."""
     return num(r.get("tokens_per_chunk")) + (" ⚠" if r.get("itl_per_chunk") else "")
 
 
-def per_chunk_note(rows: list[dict[str, Any]]) -> list[Block]:
+def per_chunk_note(rows: list[SpeedRow]) -> list[Block]:
     """The rows whose chunks carried more than one token, each with its ITL p50 per chunk and per token."""
     found = [r for r in rows if r.get("itl_per_chunk")]
     if not found:

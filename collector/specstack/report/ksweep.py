@@ -16,7 +16,7 @@ from specstack.figures import stats as st
 from specstack.report.cells import bench_cells
 from specstack.report.format import num, pct, times
 from specstack.report.render import Block
-from specstack.report.rows import KPerLoadRow, KSweepRow
+from specstack.report.rows import KPerLoadRow, KSweepRow, SpeedRow
 from specstack.results.reader import MethodData, RunData
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def k_families(run: RunData) -> dict[str, dict[int, MethodData]]:
     return families
 
 
-def ksweep_rows(run: RunData, speed: list[dict[str, Any]]) -> list[KSweepRow]:
+def ksweep_rows(run: RunData, speed: list[SpeedRow]) -> list[KSweepRow]:
     families = k_families(run)
     rows: list[KSweepRow] = []
     for fam, by_k in sorted(families.items()):

@@ -20,12 +20,13 @@ Validity flags name points that measure queueing rather than decoding:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from specstack.figures import capacity
 from specstack.figures import stats as st
 from specstack.report import marks
-from specstack.report.rows import CapacityRow, LoadCrossoverRow
+from specstack.report.rows import CapacityRow, FrontierRow, LoadCrossoverRow, SpeedRow
 from specstack.report.speed import speed_rows
 from specstack.results.reader import RunData, load_text
 
@@ -33,16 +34,17 @@ TTFT_QUEUE_FACTOR = 3.0
 LITTLE_TOLERANCE = 0.25
 
 
-def rate_rows(run: RunData) -> list[dict[str, Any]]:
+def rate_rows(run: RunData) -> list[SpeedRow]:
     """The report's speed rows of the open-loop cells, one per method × task × offered rate."""
     return speed_rows(run, "rate")
 
 
-def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[LoadCrossoverRow]:
+def rate_crossover_rows(rates: list[SpeedRow]) -> list[LoadCrossoverRow]:
     """Where a method stops beating its baseline as the offered rate grows (throughput and latency)."""
     rows: list[LoadCrossoverRow] = []
     for method, task in sorted({(r["method"], r["task"]) for r in rates if r["role"] == "spec"}):
-        mine = [r for r in rates if r["method"] == method and r["task"] == task]
+        # read by the figure `key` names: SpeedRow columns under a computed name
+        mine: list[Mapping[str, Any]] = [r for r in rates if r["method"] == method and r["task"] == task]
         tput, lat = (
             st.crossover(
                 {r["request_rate"]: r[key] for r in mine},
@@ -72,11 +74,11 @@ def rate_crossover_rows(rates: list[dict[str, Any]]) -> list[LoadCrossoverRow]:
     return rows
 
 
-def _tpot_usable(row: dict[str, Any]) -> bool:
+def _tpot_usable(row: SpeedRow) -> bool:
     return bool(row.get("tpot_p50_ms")) and not row.get("tpot_degenerate")
 
 
-def _per_user(row: dict[str, Any], basis: str) -> float | None:
+def _per_user(row: SpeedRow, basis: str) -> float | None:
     """Per-user tok/s on the task's basis: 1000 / TPOT p50, or tokens per answer / E2EL p50 (TTFT included)."""
     if basis == "TPOT":
         per_user: float = 1000 / row["tpot_p50_ms"]
@@ -85,27 +87,27 @@ def _per_user(row: dict[str, Any], basis: str) -> float | None:
     return n * 1000 / e2el if e2el and n else None
 
 
-def _basis(rows: list[dict[str, Any]]) -> str:
+def _basis(rows: list[SpeedRow]) -> str:
     """One basis per task, so every point of its frontier is comparable: TPOT when every cell has a usable one;
     else E2EL (answers read in a burst leave TPOT ~0; ITL is per streamed chunk for a speculative method, not
     per token, so it cannot stand in)."""
     return "TPOT" if all(_tpot_usable(r) for r in rows) else "E2EL"
 
 
-def _load_order(row: dict[str, Any]) -> tuple[bool, float, float]:
+def _load_order(row: SpeedRow) -> tuple[bool, float, float]:
     """Lighter load first: closed-loop cells by concurrency, then open-loop cells by offered rate."""
     return (row["load"] != "concurrency", row.get("concurrency") or 0, row.get("request_rate") or 0)
 
 
-def _lowest_load(cells: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+def _lowest_load(cells: list[SpeedRow]) -> dict[tuple[str, str], SpeedRow]:
     """Per method × task, its lowest-load cell with a TTFT: the reference its queueing is judged against."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], SpeedRow] = {}
     for r in sorted((r for r in cells if r.get("ttft_p50_ms")), key=_load_order):
         out.setdefault((r["method"], r["task"]), r)
     return out
 
 
-def _queueing(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[str, Any]]) -> str | None:
+def _queueing(row: SpeedRow, lowest: SpeedRow | None, same: list[SpeedRow]) -> str | None:
     ttft = row.get("ttft_p50_ms")
     if ttft is None or lowest is None:
         return None
@@ -126,7 +128,7 @@ def _queueing(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dic
     return None
 
 
-def _flags(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[str, Any]]) -> list[str]:
+def _flags(row: SpeedRow, lowest: SpeedRow | None, same: list[SpeedRow]) -> list[str]:
     queueing = _queueing(row, lowest, same)
     flags = [queueing] if queueing else []
     served, e2el = row.get("request_throughput"), row.get("e2el_mean_ms")
@@ -148,16 +150,16 @@ def _flags(row: dict[str, Any], lowest: dict[str, Any] | None, same: list[dict[s
     return flags
 
 
-def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def frontier_rows(speed: list[SpeedRow], rates: list[SpeedRow]) -> list[FrontierRow]:
     """One point per method × task × cell (closed and open loop), with its flags and, for a speculative method,
     the system throughput against the baseline's at equal per-user speed."""
     cells = speed + rates
     lowest = _lowest_load(cells)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}  # a method's cells on a task, grouped once
+    groups: dict[tuple[str, str], list[SpeedRow]] = {}  # a method's cells on a task, grouped once
     for c in cells:
         groups.setdefault((c["method"], c["task"]), []).append(c)
     basis = {t: _basis([r for r in cells if r["task"] == t]) for t in {r["task"] for r in cells}}
-    rows = []
+    rows: list[FrontierRow] = []
     for r in cells:
         per_user = _per_user(r, basis[r["task"]])
         served, e2el = r.get("request_throughput"), r.get("e2el_mean_ms")
@@ -181,10 +183,13 @@ def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> l
                 "mean_in_flight": None if served is None or e2el is None else served * e2el / 1000,
                 "flags": "; ".join(_flags(r, lowest.get((r["method"], r["task"])), groups[(r["method"], r["task"])]))
                 or None,
+                "on_frontier": None,  # these three: below, once every point is in
+                "baseline_system_at_equal_per_user": None,
+                "system_at_equal_per_user": None,
             }
         )
 
-    def measured(method: str, task: str) -> list[dict[str, Any]]:
+    def measured(method: str, task: str) -> list[FrontierRow]:
         return [
             p
             for p in rows
@@ -194,12 +199,16 @@ def frontier_rows(speed: list[dict[str, Any]], rates: list[dict[str, Any]]) -> l
             and p["system_tok_s"] is not None
         ]
 
-    for r in rows:
-        front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(r["method"], r["task"])])
-        r["on_frontier"] = (r["per_user_tok_s"], r["system_tok_s"]) in front
-        at = _interpolate(measured(r["baseline"], r["task"]), r["per_user_tok_s"]) if r["role"] == "spec" else None
-        r["baseline_system_at_equal_per_user"] = at
-        r["system_at_equal_per_user"] = None if not at or r["system_tok_s"] is None else r["system_tok_s"] / at
+    for row in rows:
+        front = pareto([(p["per_user_tok_s"], p["system_tok_s"]) for p in measured(row["method"], row["task"])])
+        row["on_frontier"] = (row["per_user_tok_s"], row["system_tok_s"]) in front
+        at = (
+            _interpolate(measured(row["baseline"], row["task"]), row["per_user_tok_s"])
+            if row["role"] == "spec"
+            else None
+        )
+        row["baseline_system_at_equal_per_user"] = at
+        row["system_at_equal_per_user"] = None if not at or row["system_tok_s"] is None else row["system_tok_s"] / at
     return sorted(rows, key=lambda r: (r["task"], r["method"], r["per_user_tok_s"] or 0))
 
 
@@ -215,7 +224,7 @@ def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return front[::-1]
 
 
-def _interpolate(points: list[dict[str, Any]], per_user: float | None) -> float | None:
+def _interpolate(points: list[FrontierRow], per_user: float | None) -> float | None:
     """The baseline's system tok/s at `per_user` on its frontier (piecewise linear between its Pareto points);
     None outside the measured range."""
     if per_user is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 
@@ -14,7 +14,7 @@ from specstack.report.format import interval, num, times
 from specstack.report.load import LITTLE_TOLERANCE, TTFT_QUEUE_FACTOR
 from specstack.report.plots import png_bytes, safe_name, speedup_caption, speedup_series, speedup_vs_concurrency
 from specstack.report.render import Block
-from specstack.report.rows import CapacityRow
+from specstack.report.rows import CapacityRow, FrontierRow
 from specstack.report.verdicts import label as _label
 from specstack.results.layout import REPORT_DIR
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def frontier_plot(task: str, points: dict[str, list[dict[str, Any]]], baselines: set[str]) -> bytes:
+def frontier_plot(task: str, points: dict[str, list[FrontierRow]], baselines: set[str]) -> bytes:
     """System output tok/s against per-user tok/s: every cell a marker (closed loop ●, open loop ▲), one line per
     method through its frontier (the cells no other of its cells beats on both); baselines dashed; a flagged
     point (queueing, Little's law) hollow."""
@@ -75,7 +75,7 @@ def make_plots(rep: Report) -> None:
             name = f"{REPORT_DIR}/speedup_vs_rate_{safe_name(t)}.png"
             rep.plots[name] = speedup_vs_concurrency(t, series, xlabel="offered rate (requests/s, open loop)")
             rep.plot_captions[name] = speedup_caption(f"offered rate, {t}", series)
-        points: dict[str, list[dict[str, Any]]] = {}
+        points: dict[str, list[FrontierRow]] = {}
         for p in (p for p in rep.frontier if p["task"] == t):
             points.setdefault(p["method"], []).append(p)
         if any(p["per_user_tok_s"] for pts in points.values() for p in pts) and rep.rates:
@@ -266,7 +266,7 @@ def _frontier(rep: Report, task: str) -> list[Block]:
     ]
 
 
-def _equal_speed(rows: list[dict[str, Any]]) -> list[Block]:
+def _equal_speed(rows: list[FrontierRow]) -> list[Block]:
     """One line per speculative method: its frontier's system throughput against the baseline's at equal
     per-user speed, point by point (only where the baseline's frontier reaches that speed)."""
     lines = []

@@ -3,12 +3,12 @@ the log-prob gap at each divergence) and when sampling (the lossless test, repor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from specstack.figures.equality import NEAR_TIE_NATS, NUMERICS, numerics
 from specstack.report.format import num, pct
 from specstack.report.render import Block
-from specstack.report.rows import EqualitySummaryRow
+from specstack.report.rows import EqualityRequestRow, EqualitySummaryRow
 from specstack.report.verdicts import label as _label
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def _near_ties(r: EqualitySummaryRow) -> str:
     return "n/a" if not diverged or r.get("near_ties") is None else f"{r['near_ties']} of {diverged}"
 
 
-def _gap(r: dict[str, Any]) -> str:
+def _gap(r: EqualityRequestRow) -> str:
     kind = r.get("divergence_kind")
     if kind is None:
         return "n/a"

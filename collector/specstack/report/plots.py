@@ -161,7 +161,8 @@ def histogram(method: str, task: str, hist: list[int] | None) -> bytes:
     return png_bytes(fig)
 
 
-def speedup_series(rows: list[dict[str, Any]], task: str, x: str) -> Series:
+def speedup_series(rows: Sequence[Mapping[str, Any]], task: str, x: str) -> Series:
+    # rows of speed or load_speed (SpeedRow), read by the load column `x` names
     """The speedup_vs_concurrency series of one task's speed rows, `x` their load ("concurrency", "request_rate")."""
     series: Series = {}
     for r in rows:

@@ -1,12 +1,20 @@
 """The report's table rows as typed records: one TypedDict per tidy table whose fields are that table's columns
 (report/tables.py COLUMNS), in its order; tests/report/test_rows.py holds the two equal, so neither can drift.
 A row is a dict at run time (pandas, CSV, JSON read it as before); mypy catches a misspelled or missing column where
-a row is built or read. Values are typed `Any` but the keys every table has (method, task: text).
-Tables not typed here still build `dict[str, Any]` rows: see ROWS for which are."""
+a row is built or read. Values are typed `Any` but the keys every table has (method, task: text) and those a typed
+figure fills (equality_requests' comparison, figures/equality.py TextComparison).
+One table is not typed here and builds `dict[str, Any]` rows: summary_findings, which is open-ended on purpose:
+compare.json's rows of it add `side` and the raw values (report/findings.py rows). bench_cells' and speed's
+row types live in report/rows_bench.py."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
+
+# the bench tables' rows, declared beside (their generated columns make them long); named here too, so every row
+# type is found in report/rows.py
+from specstack.report.rows_bench import BenchCellRow as BenchCellRow
+from specstack.report.rows_bench import SpeedRow as SpeedRow
 
 
 class CrossoverRow(TypedDict):
@@ -347,6 +355,95 @@ class KPerLoadRow(TypedDict):
     schedule_speedup: Any
 
 
+class FrontierRow(TypedDict):
+    """A row of the frontier table."""
+
+    method: str
+    label: Any
+    baseline: Any
+    task: str
+    role: Any
+    load: Any
+    offered: Any
+    concurrency: Any
+    request_rate: Any
+    repeats: Any
+    system_tok_s: Any
+    per_user_tok_s: Any
+    per_user_basis: Any
+    ttft_p50_ms: Any
+    served_req_s: Any
+    mean_in_flight: Any
+    flags: Any
+    on_frontier: Any
+    baseline_system_at_equal_per_user: Any
+    system_at_equal_per_user: Any
+
+
+class EqualityRequestRow(TypedDict):
+    """A row of the equality_requests table (equal and the two divergences: figures/equality.py compare_texts)."""
+
+    method: str
+    baseline: Any
+    task: str
+    id: Any
+    equal: bool | None  # None: not compared (see note)
+    first_token_divergence: int | None
+    first_char_divergence: int | None
+    unit: Any
+    finish_reason: Any
+    baseline_finish_reason: Any
+    completion_tokens: Any
+    baseline_completion_tokens: Any
+    divergence_gap_nats: Any
+    divergence_kind: Any
+    note: Any
+    divergence_cause: Any
+
+
+class TimeBreakdownRow(TypedDict):
+    """A row of the time_breakdown table; report/time_breakdown.py generates its columns from STARTUP and PHASES,
+    spelled out here (tests/report/test_rows.py holds the two equal)."""
+
+    method: str
+    label: Any
+    total_s: Any
+    server_start_s: Any
+    startup_load_s: Any
+    startup_compile_s: Any
+    startup_warmup_s: Any
+    startup_jit_kernel_warmup_s: Any
+    startup_graph_capture_s: Any
+    warmup_windows_s: Any
+    acceptance_windows_s: Any
+    sampled_windows_s: Any
+    bench_windows_s: Any
+    windows_s: Any
+    harness_s: Any
+    harness_share: Any
+
+
+class StartCostRow(TypedDict):
+    """A row of the start_costs table; report/start_costs.py generates its columns from FIGURES (each figure, then
+    the baseline's), spelled out here (tests/report/test_rows.py holds the two equal)."""
+
+    method: str
+    label: Any
+    baseline: Any
+    compile_cache: Any
+    ready_s: Any
+    baseline_ready_s: Any
+    weights_gib: Any
+    baseline_weights_gib: Any
+    cuda_graph_gib: Any
+    baseline_cuda_graph_gib: Any
+    kv_cache_gib: Any
+    baseline_kv_cache_gib: Any
+    kv_cache_tokens: Any
+    baseline_kv_cache_tokens: Any
+    kv_cache_loss: Any
+
+
 class WindowFigures(TypedDict):
     """Not a table: the acceptance window's columns that the acceptance, sampled, category and turn rows share
     (report/acceptance.py _window_figures), spread into the category and turn rows."""
@@ -379,4 +476,11 @@ ROWS: dict[str, type] = {
     "prefix_cache": PrefixCacheRow,
     "ksweep": KSweepRow,
     "k_per_load": KPerLoadRow,
+    "frontier": FrontierRow,
+    "equality_requests": EqualityRequestRow,
+    "bench_cells": BenchCellRow,
+    "speed": SpeedRow,
+    "load_speed": SpeedRow,
+    "time_breakdown": TimeBreakdownRow,
+    "start_costs": StartCostRow,
 }

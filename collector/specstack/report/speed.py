@@ -4,7 +4,8 @@ concurrency where a method stops beating its baseline."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any, cast
 
 from specstack.figures import chunks as stream
 from specstack.figures import stats as st
@@ -12,35 +13,35 @@ from specstack.figures.host_load import cell_cpu, host_load_per_core
 from specstack.report import drafting_cost, marks
 from specstack.report.cells import METRICS, PERCENTILES, bench_cells
 from specstack.report.format import over_repeats
-from specstack.report.rows import CrossoverRow
+from specstack.report.rows import BenchCellRow, CrossoverRow, SpeedRow
 from specstack.results.reader import MethodData, RunData, load_text
 
 LOADS = ("concurrency", "rate")  # closed-loop cells keyed by concurrency, open-loop ones by request rate
 
 
-def _by_load(cells: list[dict[str, Any]], load: str) -> dict[float, list[dict[str, Any]]]:
+def _by_load(cells: list[BenchCellRow], load: str) -> dict[float, list[BenchCellRow]]:
     """The cells of one kind of load, by their concurrency or their request rate (capacity probes are neither)."""
-    out: dict[float, list[dict[str, Any]]] = {}
+    out: dict[float, list[BenchCellRow]] = {}
     for cell in cells:
         if cell["load"] == load:
             out.setdefault(cell["concurrency" if load == "concurrency" else "request_rate"], []).append(cell)
     return out
 
 
-def _ok(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ok(cells: list[BenchCellRow]) -> list[BenchCellRow]:
     return [c for c in cells if c["status"] == "ok"]
 
 
-def _vals(cells: list[dict[str, Any]], key: str) -> list[float]:
+def _vals(cells: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     return [c[key] for c in cells if c.get(key) is not None]
 
 
-def _sum(cells: list[dict[str, Any]], key: str) -> float | None:
+def _sum(cells: Sequence[Mapping[str, Any]], key: str) -> float | None:
     vals = _vals(cells, key)
     return sum(vals) if vals else None
 
 
-def _pairs(num: list[dict[str, Any]], den: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+def _pairs(num: Sequence[Mapping[str, Any]], den: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, float]]:
     """(num, den) values of the same session index: session i of a method ran next to session i of its
     baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
@@ -54,7 +55,11 @@ def _sessions(md: MethodData | None) -> bool:
 
 
 def _ratio(
-    md: MethodData, base: MethodData | None, num: list[dict[str, Any]], den: list[dict[str, Any]], key: str
+    md: MethodData,
+    base: MethodData | None,
+    num: Sequence[Mapping[str, Any]],
+    den: Sequence[Mapping[str, Any]],
+    key: str,
 ) -> st.Interval:
     """median(num) / median(den) of one metric with its interval: session pairs resampled together when both
     sides ran as interleaved sessions (--replicate sessions), each side's repeats independently otherwise."""
@@ -71,7 +76,7 @@ def design(md: MethodData, base: MethodData | None, n: int) -> str:
     return f"{n} repeat{'s' if n != 1 else ''} in one server session"
 
 
-def _itl_samples(cell: dict[str, Any]) -> int | None:
+def _itl_samples(cell: BenchCellRow) -> int | None:
     """ITL gaps in one repeat, estimated: (output tokens - requests) / tokens per streamed chunk (the bench
     acceptance length; 1 without drafts). The raw JSON keeps no per-chunk list unless --save-detailed."""
     out, n = cell.get("total_output_tokens"), cell.get("completed")
@@ -107,11 +112,11 @@ def cell_verdict(tpot: st.Interval, tput: st.Interval) -> str:
     return "faster per token only"
 
 
-def speed_rows(run: RunData, load: str = "concurrency") -> list[dict[str, Any]]:
+def speed_rows(run: RunData, load: str = "concurrency") -> list[SpeedRow]:
     """One row per method x task x concurrency (load "rate": x request rate, the open-loop cells): medians over
     its repeats and, for a speculative method, the speedups against the baseline cell of the same target, task
     and load."""
-    rows = []
+    rows: list[SpeedRow] = []
     for md in run.methods.values():
         base = run.methods.get(md.baseline or "")
         for task in run.tasks:
@@ -120,89 +125,11 @@ def speed_rows(run: RunData, load: str = "concurrency") -> list[dict[str, Any]]:
             for point in sorted(mine):
                 rows.append(_cell_row(md, base, task, (load, point), mine[point], theirs.get(point, [])))
     if load == "concurrency":
-        _batching_gain(rows)
-        _slow_c1(rows)
+        marks.mark_no_batching_gain(rows)
+        marks.mark_slow_c1(rows)
     for r in rows:
-        _beyond_bound(r)
+        marks.mark_beyond_bound(r)
     return rows
-
-
-def _add_note(row: dict[str, Any], text: str) -> None:
-    row["note"] = "; ".join(x for x in (row.get("note"), text) if x)
-
-
-def _beyond_bound(r: dict[str, Any]) -> None:
-    """A throughput ratio above the method's tokens per target pass: more than a drafter that cost nothing could
-    give, so the baseline's cell was slow, not the method fast (seen: ngram 1.23× with a bound of 1.09, against a
-    c=1 baseline slower per request than its own c=4)."""
-    bound, ratio = r.get("tokens_per_target_pass"), r.get("throughput_speedup")
-    r["beyond_bound"] = None
-    if bound and ratio and marks.beyond_bound(ratio, bound):  # (both known: the formats below need them)
-        r["beyond_bound"] = f"{ratio:.2f}× > {bound:.2f} tokens per target pass"
-        _add_note(
-            r,
-            f"throughput {ratio:.2f}× is above the {bound:.2f}× a free drafter allows (its tokens per "
-            "target pass): not physically the method's; the baseline's cell was slow",
-        )
-
-
-def _slow_c1(rows: list[dict[str, Any]]) -> None:
-    """Names a c=1 cell slower per request than the same server's higher-concurrency cells (mean E2EL above theirs:
-    at c=1 nothing waits, so a stall or a warm-up), on its own row and on every row compared with it."""
-    slow: dict[tuple[str, str], str] = {}
-    for r in rows:
-        if r["concurrency"] == 1 and r.get("e2el_mean_ms"):
-            higher = {
-                x["concurrency"]: x.get("e2el_mean_ms")
-                for x in rows
-                if (x["method"], x["task"]) == (r["method"], r["task"]) and (x["concurrency"] or 0) > 1
-            }
-            faster = marks.slow_c1(r["e2el_mean_ms"], higher)
-            if faster is not None:
-                slow[(r["method"], r["task"])] = (
-                    f"{r['method']}'s c=1 slower per request than its c="
-                    f"{faster:g} (mean E2EL {r['e2el_mean_ms']:.0f} "
-                    f"against {higher[faster]:.0f} ms)"
-                )
-    for r in rows:
-        r["slow_c1"] = None
-        if r["concurrency"] != 1:
-            continue
-        found = [slow[k] for k in ((r["method"], r["task"]), (r["baseline"], r["task"])) if k in slow]
-        if found:
-            r["slow_c1"] = "; ".join(found)
-            _add_note(
-                r,
-                "; ".join(found) + ": nothing waits at c=1, so a stall or a warm-up; a ratio against "
-                "it is inflated or deflated by that",
-            )
-
-
-def _batching_gain(rows: list[dict[str, Any]]) -> None:
-    """Marks the c > 1 cells whose side (method or baseline) served no more than at c=1: the server did not batch,
-    or the client starved it (answers read in a burst). A ratio there compares a stalled pipeline, however clean
-    its number looks (seen: eagle3 chat c=4 at 0.16×, its throughput 1.04× its own c=1)."""
-    at_c1 = {(r["method"], r["task"]): r["output_throughput"] for r in rows if r["concurrency"] == 1}
-    for r in rows:
-        r["no_batching_gain"] = None
-        if not r["concurrency"] or r["concurrency"] <= 1:
-            continue
-        sides = {"method": (r["output_throughput"], at_c1.get((r["method"], r["task"])))}
-        if r["baseline"]:
-            sides["baseline"] = (r["baseline_output_throughput"], at_c1.get((r["baseline"], r["task"])))
-        flat = [
-            f"{side} {tp / one:.2f}× its c=1"
-            for side, (tp, one) in sides.items()
-            if tp and one and tp < st.BATCHING_GAIN_MIN * one
-        ]
-        if flat:
-            r["no_batching_gain"] = "; ".join(flat)
-            _add_note(
-                r,
-                f"no batching gain at c={r['concurrency']:g}: "
-                + "; ".join(flat)
-                + " (the server did not batch, or the client starved it)",
-            )
 
 
 def _cell_row(
@@ -210,27 +137,30 @@ def _cell_row(
     base: MethodData | None,
     task: str,
     at: tuple[str, float],
-    cells: list[dict[str, Any]],
-    base_cells: list[dict[str, Any]],
-) -> dict[str, Any]:
+    cells: list[BenchCellRow],
+    base_cells: list[BenchCellRow],
+) -> SpeedRow:
     """The named steps of one row; each adds its fields, `note` collects what a reader must know."""
     ok, bok = _ok(cells), _ok(base_cells)
     load, point = at
-    row = {
+    # every column but the two closed-loop ones (speed_rows); those not known yet None, each filled by a step below
+    row: SpeedRow = {
         "method": md.name,
         "label": md.display_name,
         "baseline": md.baseline,
         "task": task,
+        "load": load,
         "concurrency": point if load == "concurrency" else None,
         "request_rate": point if load == "rate" else None,
-        "load": load,
         "role": "spec" if md.baseline else "baseline",
         "comparable": md.comparable,
         "server_contradicted": bool(md.server_contradictions),
         "repeats": len(ok),
         "baseline_repeats": len(bok),
+        "design": design(md, base if md.baseline else None, len(ok)),
         "cells_failed": len(cells) - len(ok),
         "output_throughput": st.median(_vals(ok, "output_throughput")),
+        "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
         # the frontier and Little's law (report/load.py): served requests/s, mean E2EL, tokens per answer
         "request_throughput": st.median(_vals(ok, "request_throughput")),
         "e2el_mean_ms": st.median(_vals(ok, "mean_e2el_ms")),
@@ -241,8 +171,92 @@ def _cell_row(
                 if c_.get("total_output_tokens") and c_.get("completed")
             ]
         ),
-        "baseline_output_throughput": st.median(_vals(bok, "output_throughput")),
-        "design": design(md, base if md.baseline else None, len(ok)),
+        "tpot_p50_ms": None,
+        "tpot_p95_ms": None,
+        "tpot_p99_ms": None,
+        "itl_p50_ms": None,
+        "itl_p95_ms": None,
+        "itl_p99_ms": None,
+        "ttft_p50_ms": None,
+        "ttft_p95_ms": None,
+        "ttft_p99_ms": None,
+        "e2el_p50_ms": None,
+        "e2el_p95_ms": None,
+        "e2el_p99_ms": None,
+        "baseline_tpot_p50_ms": None,
+        "requests_per_repeat": None,
+        "itl_samples_per_repeat_est": None,
+        "tpot_p95_unstable": None,
+        "tpot_p99_unstable": None,
+        "itl_p95_unstable": None,
+        "itl_p99_unstable": None,
+        "ttft_p95_unstable": None,
+        "ttft_p99_unstable": None,
+        "e2el_p95_unstable": None,
+        "e2el_p99_unstable": None,
+        "bench_acceptance_length": None,
+        "bench_acceptance_rate": None,
+        "tpot_speedup": None,
+        "tpot_speedup_low": None,
+        "tpot_speedup_high": None,
+        "tpot_verdict": None,
+        "throughput_speedup": None,
+        "throughput_speedup_low": None,
+        "throughput_speedup_high": None,
+        "throughput_verdict": None,
+        "e2el_speedup": None,
+        "e2el_speedup_low": None,
+        "e2el_speedup_high": None,
+        "tpot_mean_speedup": None,
+        "tpot_p95_speedup": None,
+        "e2el_mean_speedup": None,
+        "e2el_p95_speedup": None,
+        "tpot_degenerate": None,
+        "tpot_degenerate_method": None,
+        "tpot_degenerate_baseline": None,
+        "tpot_burst_method": None,
+        "tpot_burst_baseline": None,
+        "latency_basis": None,
+        "latency_statistic": None,
+        "latency_speedup": None,
+        "latency_speedup_low": None,
+        "latency_speedup_high": None,
+        "latency_mean_speedup": None,
+        "latency_p95_speedup": None,
+        "tail_disagrees": None,
+        "stall": None,
+        "stalled": None,
+        "beyond_bound": None,
+        "verdict": None,
+        "stability": None,
+        "tpot_spread": None,
+        "baseline_tpot_spread": None,
+        "host_load_per_core": None,
+        "baseline_host_load_per_core": None,
+        "other_cpu_s": None,
+        "other_cpu_share": None,
+        "baseline_other_cpu_share": None,
+        "bench_cpu_share": None,
+        "baseline_bench_cpu_share": None,
+        "host_busy": None,
+        "client_bound": None,
+        "itl_degenerate": None,
+        "tokens_per_chunk": None,
+        "itl_per_chunk": None,
+        "itl_p50_per_token_ms": None,
+        "tokens_per_target_pass": None,
+        "drafting_share": None,
+        "efficiency": None,
+        "efficiency_verify_steps": None,
+        "preemptions": None,
+        "failed_requests": None,
+        "kv_cache_tokens": None,
+        "kv_cache_loss": None,
+        "note": None,
+        "free_drafting_tpot_ms": None,
+        "pass_ms": None,
+        "drafting_cost_ms_per_pass": None,
+        "drafting_cost_share": None,
     }
     note: list[str] = []
     _stalls(row, ok, bok, note)
@@ -257,12 +271,23 @@ def _cell_row(
         note.append("NOT COMPARABLE: synthetic rejection sampling")
     if md.speculative and row["bench_acceptance_length"] is None and ok:
         note.append("bench saw no drafts")
-    row.update(latency_speedup=latency.point, latency_speedup_low=latency.low, latency_speedup_high=latency.high)
+    row["latency_speedup"], row["latency_speedup_low"], row["latency_speedup_high"] = (
+        latency.point,
+        latency.low,
+        latency.high,
+    )
     row["note"] = "; ".join(note) or None
     return row
 
 
-def _stalls(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]], note: list[str]) -> None:
+def _by_name(row: SpeedRow) -> MutableMapping[str, Any]:
+    """The row, to write the columns named at run time (METRICS x PERCENTILES, METRICS x (95, 99), the mean and
+    p95 ratios): each is a declared SpeedRow field (tests/report/test_rows.py holds them equal to the names
+    generated), which mypy cannot see through an f-string."""
+    return cast(MutableMapping[str, Any], row)
+
+
+def _stalls(row: SpeedRow, ok: list[BenchCellRow], bok: list[BenchCellRow], note: list[str]) -> None:
     """A stall in a repeat of either side marks the row and so every ratio built on it (measure/per_request.py);
     None: no repeat of either side kept per-request data, so nothing says whether one stalled."""
     # a spec row names the side that stalled; a baseline's row is its own cells only ("r0", not "method r0")
@@ -275,11 +300,11 @@ def _stalls(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, A
         note.append("⚠ stall (" + row["stall"] + "): every ratio of this row rests on it")
 
 
-def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[str, Any]]) -> None:
+def _percentiles(row: SpeedRow, ok: list[BenchCellRow], bok: list[BenchCellRow]) -> None:
     """Medians over repeats of every latency percentile, with the tail percentiles too thin to trust flagged."""
     for m in METRICS:
         for p in PERCENTILES:
-            row[f"{m}_p{p}_ms"] = st.median(_vals(ok, f"p{p}_{m}_ms"))
+            _by_name(row)[f"{m}_p{p}_ms"] = st.median(_vals(ok, f"p{p}_{m}_ms"))
     row["baseline_tpot_p50_ms"] = st.median(_vals(bok, "p50_tpot_ms"))
     n_req = min(_vals(ok, "completed"), default=None)
     n_itl = min((x for x in (_itl_samples(c_) for c_ in ok) if x is not None), default=None)
@@ -288,7 +313,7 @@ def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[s
     for m in METRICS:
         n = n_itl if m == "itl" else n_req
         for p in (95, 99):
-            row[f"{m}_p{p}_unstable"] = st.unstable(p, n)
+            _by_name(row)[f"{m}_p{p}_unstable"] = st.unstable(p, n)
     row["bench_acceptance_length"] = st.median(_vals(ok, "spec_decode_acceptance_length"))
     row["bench_acceptance_rate"] = st.median(_vals(ok, "spec_decode_acceptance_rate"))
     _per_chunk(row, ok)
@@ -300,7 +325,7 @@ def _percentiles(row: dict[str, Any], ok: list[dict[str, Any]], bok: list[dict[s
         )
 
 
-def _per_chunk(row: dict[str, Any], ok: list[dict[str, Any]]) -> None:
+def _per_chunk(row: SpeedRow, ok: list[BenchCellRow]) -> None:
     """Tokens per streamed chunk over the repeats (figures/chunks.py) and the ITL p50 per token: a chunk of a
     speculative step carries every token it accepted, so ITL is per chunk (None: no per-request data, unknown)."""
     per_chunk = stream.tokens_per_chunk(
@@ -317,11 +342,11 @@ def _per_chunk(row: dict[str, Any], ok: list[dict[str, Any]]) -> None:
 
 
 def _speedups(
-    row: dict[str, Any],
+    row: SpeedRow,
     md: MethodData,
     base: MethodData | None,
-    ok: list[dict[str, Any]],
-    bok: list[dict[str, Any]],
+    ok: list[BenchCellRow],
+    bok: list[BenchCellRow],
     note: list[str],
 ) -> tuple[st.Interval, st.Interval, st.Interval]:
     """TPOT, E2EL (baseline / method: > 1 = faster) and throughput (method / baseline) with their intervals. A
@@ -341,14 +366,16 @@ def _speedups(
         for m in ("tpot", "e2el"):
             for stat in ("mean", "p95"):
                 usable = not (m == "tpot" and row["tpot_degenerate"])
-                row[f"{m}_{stat}_speedup"] = _ratio(md, base, bok, ok, f"{stat}_{m}_ms").point if usable else None
+                _by_name(row)[f"{m}_{stat}_speedup"] = (
+                    _ratio(md, base, bok, ok, f"{stat}_{m}_ms").point if usable else None
+                )
         if base is None:
             note.append(f"baseline {md.baseline!r} missing or failed: no ratios")
         elif not bok:
             note.append(f"baseline has no {load_text(row)} cell")
     else:
         tpot = e2el = tput = st.Interval(None, None, None, len(ok), len(ok))
-        row.update({f"{m}_{stat}_speedup": None for m in ("tpot", "e2el") for stat in ("mean", "p95")})
+        _by_name(row).update({f"{m}_{stat}_speedup": None for m in ("tpot", "e2el") for stat in ("mean", "p95")})
     tpot_verdict = (
         "reference"
         if not md.baseline
@@ -356,27 +383,20 @@ def _speedups(
         if row["tpot_degenerate"]
         else tpot.verdict("faster", "slower")
     )
-    row.update(
-        tpot_speedup=tpot.point,
-        tpot_speedup_low=tpot.low,
-        tpot_speedup_high=tpot.high,
-        tpot_verdict=tpot_verdict,
-        e2el_speedup=e2el.point,
-        e2el_speedup_low=e2el.low,
-        e2el_speedup_high=e2el.high,
-        throughput_speedup=tput.point,
-        throughput_speedup_low=tput.low,
-        throughput_speedup_high=tput.high,
-        throughput_verdict=tput.verdict("higher", "lower") if md.baseline else "reference",
-    )
+    row["tpot_speedup"], row["tpot_speedup_low"], row["tpot_speedup_high"] = tpot.point, tpot.low, tpot.high
+    row["tpot_verdict"] = tpot_verdict
+    row["e2el_speedup"], row["e2el_speedup_low"], row["e2el_speedup_high"] = e2el.point, e2el.low, e2el.high
+    row["throughput_speedup"], row["throughput_speedup_low"] = tput.point, tput.low
+    row["throughput_speedup_high"] = tput.high
+    row["throughput_verdict"] = tput.verdict("higher", "lower") if md.baseline else "reference"
     return tpot, e2el, tput
 
 
 def _latency_verdict(
-    row: dict[str, Any],
+    row: SpeedRow,
     md: MethodData,
-    ok: list[dict[str, Any]],
-    bok: list[dict[str, Any]],
+    ok: list[BenchCellRow],
+    bok: list[BenchCellRow],
     tpot: st.Interval,
     e2el: st.Interval,
     tput: st.Interval,
@@ -419,11 +439,11 @@ def _tail_disagrees(median: float | None, *others: float | None) -> bool | None:
 
 
 def _host_load_gate(
-    row: dict[str, Any],
+    row: SpeedRow,
     md: MethodData,
     base: MethodData | None,
-    cells: list[dict[str, Any]],
-    base_cells: list[dict[str, Any]],
+    cells: list[BenchCellRow],
+    base_cells: list[BenchCellRow],
 ) -> None:
     """Who else used the CPU at the cell's bench windows, on both sides (measure/cpu_share.py): a verdict measured
     while other processes took the server's cores ("busy host") or while the bench client saturated its core
@@ -442,9 +462,7 @@ def _host_load_gate(
     row["client_bound"] = st.client_bound(row["bench_cpu_share"], row["baseline_bench_cpu_share"])
 
 
-def _efficiency(
-    row: dict[str, Any], md: MethodData, ok: list[dict[str, Any]], tpot: st.Interval, note: list[str]
-) -> None:
+def _efficiency(row: SpeedRow, md: MethodData, ok: list[BenchCellRow], tpot: st.Interval, note: list[str]) -> None:
     """The TPOT speedup against what a free drafter allows: tokens per target pass over all decode passes, and
     over verify steps only (the two differ exactly when the drafter skips steps: ngram, suffix)."""
     bound = st.median(_vals(ok, "tokens_per_target_pass"))
@@ -461,9 +479,12 @@ def _efficiency(
         )
     if row["tpot_degenerate"]:
         sides = [
-            (name, row[f"tpot_burst_{key}"])
-            for name, key in (("the method's", "method"), ("the baseline's", "baseline"))
-            if row[f"tpot_burst_{key}"]
+            (name, burst)
+            for name, burst in (
+                ("the method's", row["tpot_burst_method"]),
+                ("the baseline's", row["tpot_burst_baseline"]),
+            )
+            if burst
         ]
         if not md.baseline:
             where = f" ({sides[0][1]})"
@@ -474,7 +495,7 @@ def _efficiency(
         note.append(f"TPOT degenerate{where}" + (": verdict on E2EL, no efficiency" if md.baseline else ""))
 
 
-def _bursts(cells: list[dict[str, Any]]) -> str:
+def _bursts(cells: list[BenchCellRow]) -> str:
     """How much of a side was read in a burst: "4 of 16 requests read in a burst" from bench's per-request data,
     else the aggregate rule's verdict (a bundle without it)."""
     known = [c_ for c_ in cells if c_.get("per_request_data")]
@@ -484,7 +505,7 @@ def _bursts(cells: list[dict[str, Any]]) -> str:
     return f"{n} of {sum(c_.get('completed') or 0 for c_ in known)} requests read in a burst"
 
 
-def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | None, cells: list[dict[str, Any]]) -> None:
+def _kv_and_failures(row: SpeedRow, md: MethodData, base: MethodData | None, cells: list[BenchCellRow]) -> None:
     kv = md.record.server_facts.kv_cache_tokens
     base_kv = base.record.server_facts.kv_cache_tokens if base else None
     row["preemptions"] = _sum(cells, "preemptions")
@@ -493,7 +514,7 @@ def _kv_and_failures(row: dict[str, Any], md: MethodData, base: MethodData | Non
     row["kv_cache_loss"] = st.kv_loss(kv, base_kv) if md.baseline else None
 
 
-def crossover_rows(speed: list[dict[str, Any]]) -> list[CrossoverRow]:
+def crossover_rows(speed: list[SpeedRow]) -> list[CrossoverRow]:
     rows: list[CrossoverRow] = []
     keys = sorted({(r["method"], r["task"]) for r in speed if r["role"] == "spec"})
     for method, task in keys:

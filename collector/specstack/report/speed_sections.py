@@ -3,6 +3,7 @@ footnotes, and the crossover concurrency (the rows come computed from report/spe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from specstack.figures import stats as st
@@ -12,6 +13,7 @@ from specstack.report.cells import PERCENTILES
 from specstack.report.format import interval, num, over_repeats, pct, times
 from specstack.report.itl_chunks import per_chunk_cell, per_chunk_note
 from specstack.report.render import Block
+from specstack.report.rows import SpeedRow
 from specstack.report.verdicts import label as _label
 from specstack.report.verdicts import legend
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 
-def _pcts(row: dict[str, Any], m: str) -> str:
+def _pcts(row: Mapping[str, Any], m: str) -> str:  # a SpeedRow: its columns of metric m
     parts = []
     for p in PERCENTILES:
         v = num(row.get(f"{m}_p{p}_ms"), 1)
@@ -29,7 +31,7 @@ def _pcts(row: dict[str, Any], m: str) -> str:
     return " / ".join(parts)
 
 
-def _bound(row: dict[str, Any]) -> str:
+def _bound(row: SpeedRow) -> str:
     """Tokens per target pass, with the share of passes that verified a draft when not all of them did."""
     if row.get("tokens_per_target_pass") is None:
         return "n/a"
@@ -37,7 +39,7 @@ def _bound(row: dict[str, Any]) -> str:
     return num(row["tokens_per_target_pass"]) + ("" if share is None else f" ({pct(share, 0)})")
 
 
-def _efficiency(row: dict[str, Any]) -> str:
+def _efficiency(row: SpeedRow) -> str:
     """Efficiency against the all-passes bound; against verify steps beside it only where the drafter skipped
     passes (share under 100 %): at 100 % the two bounds differ only by drafts counted past an answer's end, which
     the per-step figure would count as a gain."""
@@ -54,27 +56,27 @@ def _efficiency(row: dict[str, Any]) -> str:
     return text
 
 
-def _spread(r: dict[str, Any]) -> str:
+def _spread(r: SpeedRow) -> str:
     """Relative MAD of the TPOT p50 over repeats, method / baseline; ⚠ past the stability gate."""
     parts = [pct(r["tpot_spread"], 0)] + ([pct(r["baseline_tpot_spread"], 0)] if r["role"] == "spec" else [])
     return " / ".join(parts) + (" ⚠" if r["stability"] == "unstable" else "")
 
 
-def _stall_mark(r: dict[str, Any]) -> str:
+def _stall_mark(r: SpeedRow) -> str:
     """The marks every ratio of the row carries (a stall, a slow c=1): report/marks.py decides them for all views."""
     return marks.suffix(r)
 
 
-def _throughput_mark(r: dict[str, Any]) -> str:
+def _throughput_mark(r: SpeedRow) -> str:
     return marks.suffix(r, throughput=True)
 
 
-def _beside(r: dict[str, Any], m: str) -> str:
+def _beside(r: Mapping[str, Any], m: str) -> str:  # a SpeedRow: its ratios of metric m
     """The mean and p95 ratios beside a median ratio: a median hides the tail."""
     return f"; mean {times(r.get(f'{m}_mean_speedup'))}, p95 {times(r.get(f'{m}_p95_speedup'))}"
 
 
-def _tpot_ratio(r: dict[str, Any]) -> str:
+def _tpot_ratio(r: SpeedRow) -> str:
     """Never a ratio of degenerate figures: a burst read on either side leaves no per-token time to divide."""
     if r["role"] != "spec":
         return "—"
@@ -88,7 +90,7 @@ def _tpot_ratio(r: dict[str, Any]) -> str:
     )
 
 
-def _e2el_ratio(r: dict[str, Any]) -> str:
+def _e2el_ratio(r: SpeedRow) -> str:
     if r["role"] != "spec":
         return "—"
     return (
@@ -99,11 +101,11 @@ def _e2el_ratio(r: dict[str, Any]) -> str:
     )
 
 
-def _itl(r: dict[str, Any]) -> str:
+def _itl(r: SpeedRow) -> str:
     return _pcts(r, "itl") + (" ‡" if r.get("itl_degenerate") else "")
 
 
-def _other_cpu(r: dict[str, Any]) -> str:
+def _other_cpu(r: SpeedRow) -> str:
     """The CPU other processes took in the method's busiest bench window of the row, ⚠ beyond the busy-host
     share (the mark on the verdict also counts the baseline's side)."""
     if r.get("other_cpu_share") is None:
@@ -112,7 +114,7 @@ def _other_cpu(r: dict[str, Any]) -> str:
     return f"{r['other_cpu_s']:.1f} ({r['other_cpu_share']:.1%}){mark}"
 
 
-def _client_cpu(r: dict[str, Any]) -> str:
+def _client_cpu(r: SpeedRow) -> str:
     if r.get("bench_cpu_share") is None:
         return "not measured"
     return f"{r['bench_cpu_share']:.0%}" + (" ⚠" if r["bench_cpu_share"] > st.CLIENT_SATURATED else "")
@@ -285,7 +287,7 @@ def speed_tables(rep: Report, task: str) -> list[Block]:
     return out
 
 
-def _read_in_burst(r: dict[str, Any]) -> bool:
+def _read_in_burst(r: SpeedRow) -> bool:
     """The row's own cells read answers in a burst (its TPOT is degenerate on its side, not only its baseline's)."""
     return bool(r.get("tpot_degenerate_method", r["tpot_degenerate"]))
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import StartCostRow
 from specstack.report.verdicts import label
 from specstack.results import layout
 from specstack.results.reader import MethodData, RunData
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 FIGURES = ("ready_s", "weights_gib", "cuda_graph_gib", "kv_cache_gib", "kv_cache_tokens")
+# generated from FIGURES; StartCostRow (report/rows.py) spells the same columns out, and tests/report/test_rows.py
+# holds the two equal
 COLUMNS = [
     "method",
     "label",
@@ -55,9 +58,9 @@ def _figures(md: MethodData) -> dict[str, Any]:
     }
 
 
-def cost_rows(run: RunData) -> list[dict[str, Any]]:
+def cost_rows(run: RunData) -> list[StartCostRow]:
     """One row per method, its baseline's figures beside its own (a baseline's row compares with nothing)."""
-    rows = []
+    rows: list[StartCostRow] = []
     for md in run.methods.values():
         mine = _figures(md)
         base = run.methods.get(md.baseline or "")
@@ -69,15 +72,24 @@ def cost_rows(run: RunData) -> list[dict[str, Any]]:
                 "label": md.display_name,
                 "baseline": md.baseline,
                 "compile_cache": mine["compile_cache"],
-                **{c: v for f in FIGURES for c, v in ((f, mine[f]), (f"baseline_{f}", theirs.get(f)))},
+                "ready_s": mine["ready_s"],  # FIGURES, each beside its baseline's
+                "baseline_ready_s": theirs.get("ready_s"),
+                "weights_gib": mine["weights_gib"],
+                "baseline_weights_gib": theirs.get("weights_gib"),
+                "cuda_graph_gib": mine["cuda_graph_gib"],
+                "baseline_cuda_graph_gib": theirs.get("cuda_graph_gib"),
+                "kv_cache_gib": mine["kv_cache_gib"],
+                "baseline_kv_cache_gib": theirs.get("kv_cache_gib"),
+                "kv_cache_tokens": tokens,
+                "baseline_kv_cache_tokens": base_tokens,
                 "kv_cache_loss": (1 - tokens / base_tokens) if tokens and base_tokens else None,
             }
         )
     return rows
 
 
-def _beside(r: dict[str, Any], figure: str, digits: int) -> str:
-    mine, theirs = r[figure], r[f"baseline_{figure}"]
+def _beside(r: StartCostRow, mine: Any, theirs: Any, digits: int) -> str:
+    """A figure of the row with its difference from the baseline's (`theirs`) in brackets."""
     if not r["baseline"] or mine is None or theirs is None:
         return num(mine, digits)
     return f"{num(mine, digits)} ({'+' if mine >= theirs else ''}{num(mine - theirs, digits)})"
@@ -106,12 +118,12 @@ def cost_table(rep: Report) -> list[Block]:
                 [
                     label(r),
                     r["baseline"] or "—",
-                    _beside(r, "ready_s", 1),
+                    _beside(r, r["ready_s"], r["baseline_ready_s"], 1),
                     r["compile_cache"] or "n/a",
-                    _beside(r, "weights_gib", 2),
-                    _beside(r, "cuda_graph_gib", 2),
-                    _beside(r, "kv_cache_gib", 2),
-                    _beside(r, "kv_cache_tokens", 0),
+                    _beside(r, r["weights_gib"], r["baseline_weights_gib"], 2),
+                    _beside(r, r["cuda_graph_gib"], r["baseline_cuda_graph_gib"], 2),
+                    _beside(r, r["kv_cache_gib"], r["baseline_kv_cache_gib"], 2),
+                    _beside(r, r["kv_cache_tokens"], r["baseline_kv_cache_tokens"], 0),
                     pct(r["kv_cache_loss"]) if r["baseline"] else "—",
                 ]
                 for r in rows

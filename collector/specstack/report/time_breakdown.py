@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from specstack.report.format import num, pct
 from specstack.report.render import Block
+from specstack.report.rows import TimeBreakdownRow
 from specstack.report.verdicts import label
 from specstack.results.reader import RunData
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 PHASES = ("warmup", "acceptance", "sampled", "bench")
 STARTUP = ("load", "compile", "warmup", "jit_kernel_warmup", "graph_capture")  # server.startup, as vLLM logs them
+# generated from the two tuples; TimeBreakdownRow (report/rows.py) spells the same columns out, and
+# tests/report/test_rows.py holds the two equal
 COLUMNS = [
     "method",
     "label",
@@ -31,9 +34,9 @@ COLUMNS = [
 ]
 
 
-def breakdown_rows(run: RunData) -> list[dict[str, Any]]:
+def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
     """One row per method with its `timings` (a bundle from before they were recorded has none: no row)."""
-    rows = []
+    rows: list[TimeBreakdownRow] = []
     for md in run.methods.values():
         timings = md.record.timings or {}
         total, start = timings.get("total"), timings.get("server_ready")
@@ -52,8 +55,15 @@ def breakdown_rows(run: RunData) -> list[dict[str, Any]]:
                 "label": md.display_name,
                 "total_s": total,
                 "server_start_s": start,
-                **{f"startup_{p}_s": startup.get(p) for p in STARTUP},
-                **{f"{p}_windows_s": by_phase[p] for p in PHASES},
+                "startup_load_s": startup.get("load"),  # STARTUP's phases, each its column
+                "startup_compile_s": startup.get("compile"),
+                "startup_warmup_s": startup.get("warmup"),
+                "startup_jit_kernel_warmup_s": startup.get("jit_kernel_warmup"),
+                "startup_graph_capture_s": startup.get("graph_capture"),
+                "warmup_windows_s": by_phase["warmup"],  # PHASES', each its column
+                "acceptance_windows_s": by_phase["acceptance"],
+                "sampled_windows_s": by_phase["sampled"],
+                "bench_windows_s": by_phase["bench"],
                 "windows_s": windows,
                 "harness_s": harness,
                 "harness_share": harness / total,
@@ -62,7 +72,7 @@ def breakdown_rows(run: RunData) -> list[dict[str, Any]]:
     return rows
 
 
-def totals(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def totals(rows: list[TimeBreakdownRow]) -> dict[str, Any] | None:
     """The run's sums over its methods (start, windows, harness), or None when no method recorded timings."""
     if not rows:
         return None
@@ -93,8 +103,8 @@ def breakdown_table(rep: Report) -> list[Block]:
         "harness s (share)",
     ]
 
-    def startup(r: dict[str, Any]) -> str:
-        parts = [r[f"startup_{p}_s"] for p in ("load", "compile", "warmup", "graph_capture")]
+    def startup(r: TimeBreakdownRow) -> str:
+        parts = [r["startup_load_s"], r["startup_compile_s"], r["startup_warmup_s"], r["startup_graph_capture_s"]]
         return num(r["server_start_s"], 1) + (
             "" if all(p is None for p in parts) else " (" + " / ".join(num(p, 1) for p in parts) + ")"
         )
@@ -104,7 +114,15 @@ def breakdown_table(rep: Report) -> list[Block]:
             label(r),
             num(r["total_s"], 1),
             startup(r),
-            *[num(r[f"{p}_windows_s"], 1) for p in PHASES],
+            *[
+                num(w, 1)
+                for w in (
+                    r["warmup_windows_s"],
+                    r["acceptance_windows_s"],
+                    r["sampled_windows_s"],
+                    r["bench_windows_s"],
+                )
+            ],
             f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])})",
         ]
         for r in rows

@@ -13,6 +13,7 @@ from specstack.report.format import interval, over_repeats, times
 from specstack.report.guards import guard_marks
 from specstack.report.loop_guard import verdict_lines as loop_lines
 from specstack.report.render import Block
+from specstack.report.rows import SpeedRow
 from specstack.results.reader import EAGER_NOTE
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def legend(matrix_text: str) -> list[str]:
     return [text for mark, text in entries if mark in matrix_text]
 
 
-def _verdict_cell(r: dict[str, Any]) -> str:
+def _verdict_cell(r: SpeedRow) -> str:
     """A matrix cell: the verdict word, the two speedups with their intervals, and what the verdict rests on."""
     if r["latency_speedup"] is None:
         return "n/a (" + (r["note"] or "no baseline cell") + ")"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def closed_loop(cell: dict[str, Any]) -> bool:
     return BenchCell.from_json(cell).closed_loop
 
 
-def load_text(cell: dict[str, Any]) -> str:
+def load_text(cell: Mapping[str, Any]) -> str:
     """A bench cell's load as JSON in a few characters (BenchCell.load_text)."""
     return BenchCell.from_json(cell).load_text
 
