@@ -4,7 +4,8 @@ No container gets the Docker socket: anyone who can write to it is root on the h
 to the network. So the facts only Docker knows are gathered here, on the host, by the user who already runs
 `docker compose`, and written to files the collector reads. One module a job:
 
-  cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`)
+  cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`); parallel /
+               check-slots are pipeline/slots.py's queue and slots (make sweep GPUS=0,1 / CPUSETS=0,1)
   lifecycle    compose: the flows make calls (run, sweep serial or on slots, the compose path of reproduce, logs,
                status), and the flow of one method: its server prepared and started, its log and provenance, the
                collector, the server stopped whatever happens
@@ -25,8 +26,6 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                GPU's compute capability for the dtype (names the fix: the -cu129 image, a driver upgrade);
                wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
   targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
-  slots        parallel / check-slots: a sweep's methods on several GPUs or CPU sets at once, a queue per
-               slot, a thread each (make sweep GPUS=0,1 / CPUSETS=0,1); the manifest says mode parallel
   reproduction reproduce-plan: what make reproduce of a compose run takes from its bundle
   image_ref    image references: their parts, and whether one is pinned (check-lock)
   registry     the digest a tag points to now (registry API, token auth; `docker buildx` as a fallback)
@@ -36,8 +35,9 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 Standard library only, on purpose: make starts it with the host's plain `python3` (`$(HOST_PYTHON)`, with
 PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
 imports only specstack/__init__.py, errors.py, interrupts.py (SIGINT/SIGTERM/SIGHUP as one exception, shared with
-the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer) and
-results/bundle.py (the manifest's one writer, under its lock), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
+the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer),
+results/bundle.py (the manifest's one writer, under its lock) and pipeline/slots.py (the parallel sweep's slots and
+queue, shared with the native parallel sweep: make sweep GPUS=0,1 / CPUSETS=0,1), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
 and is optional.
 """
 

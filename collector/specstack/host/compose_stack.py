@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Callable
 from specstack import interrupts
 from specstack.host import HostError, buildx, knobs
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
-from specstack.host.slots import parse_slots, plan_jobs
 from specstack.host.stack import (
     GRAFANA_SECRET,
     RESULTS,
@@ -27,6 +26,7 @@ from specstack.host.stack import (
     port,
     port_hint,
 )
+from specstack.pipeline.slots import parse_slots, plan_jobs
 from specstack.results import run_lock
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from specstack.host.compose_stack import Stack
 from specstack.host.gpu import nvidia_smi_host
 from specstack.host.image_lock import read_lock
 from specstack.host.provenance import cpu_host
-from specstack.host.slots import parallel
 from specstack.host.stack import GRAFANA_SECRET, RESULTS, Place, Shell
+from specstack.pipeline.slots import parallel
 from specstack.results import layout, run_lock
 
 
