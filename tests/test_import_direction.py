@@ -27,7 +27,7 @@ FORBIDDEN = {
 ONLY_FROM = {"pipeline": {"cli", "pipeline"}}
 # folder -> the modules of an ONLY_FROM folder it may import all the same: make's compose flows (host/) drive the
 # loops of pipeline/ that are standard library only and Python 3.8-safe (tests/host/test_cli.py holds them to it)
-OPEN_TO = {"host": {"specstack.pipeline.slots"}}
+OPEN_TO = {"host": {"specstack.pipeline.serial", "specstack.pipeline.slots"}}
 # folder -> the folder whose private names (a leading underscore: module or attribute) it must not use
 NO_PRIVATE = {"compare": "report"}
 # Known violations still to remove: (file, imported module). Must only shrink: a fixed one left here fails too.

@@ -7,10 +7,11 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
   cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`); parallel /
                check-slots are pipeline/slots.py's queue and slots (make sweep GPUS=0,1 / CPUSETS=0,1)
   lifecycle    compose: the flows make calls (run, sweep serial or on slots, the compose path of reproduce, logs,
-               status), and the flow of one method: its server prepared and started, its log and provenance, the
-               collector, the server stopped whatever happens
+               status; their loops are pipeline/serial.py's and pipeline/slots.py's), and the flow of one method:
+               its server prepared and started, its log and provenance, the collector, the server stopped whatever
+               happens
   compose_stack  the compose stack of one make call: pre-checks, folders and secrets, images once, Prometheus
-               (and Grafana), models, the collector of one method, a serial sweep's order, the report, down
+               (and Grafana), models, the collector of one method, a GPU's memory released, the report, down
   compose_server  one method's server as a compose service: models into the cache and pre-flight in its image,
                its Prometheus target, up and healthy (killed if not), its log and provenance, stopped or killed
   stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
@@ -36,9 +37,10 @@ Standard library only, on purpose: make starts it with the host's plain `python3
 PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
 imports only specstack/__init__.py, errors.py, interrupts.py (SIGINT/SIGTERM/SIGHUP as one exception, shared with
 the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer),
-results/bundle.py (the manifest's one writer, under its lock) and pipeline/slots.py (the parallel sweep's slots and
-queue, shared with the native parallel sweep: make sweep GPUS=0,1 / CPUSETS=0,1), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
-and is optional.
+results/bundle.py (the manifest's one writer, under its lock), pipeline/serial.py (the serial sweep's loop) and
+pipeline/slots.py (the parallel sweep's slots and queue: make sweep GPUS=0,1 / CPUSETS=0,1), both shared with the
+native sweeps, which are standard library only too (tests/host/test_cli.py checks the whole import graph and that
+it parses as Python 3.8); the docker SDK is imported lazily and is optional.
 """
 
 
