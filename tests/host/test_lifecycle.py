@@ -1,13 +1,15 @@
-"""collector/specstack/host/lifecycle.py: make sweep's and make reproduce's methods one by one (on
-pipeline/serial.py's loop)."""
+"""collector/specstack/host/lifecycle.py: the stop rule make sweep and make reproduce give pipeline/serial.py's
+loop (on a GPU, a memory not released drops the rest)."""
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import pytest
 
-from specstack.host.lifecycle import one_by_one
+from specstack.host import lifecycle
+from specstack.pipeline.serial import one_by_one
 
 pytestmark = pytest.mark.unit
 
@@ -22,17 +24,25 @@ def _stack(gpu_platform: bool, freed: list[bool]):
     return stack, said
 
 
-def test_each_method_under_its_heading_and_the_failures_named():
-    stack, said = _stack(False, [])
-    steps = [(m, f"=== {m} ===", lambda m=m: 3 if m in ("b", "c") else 0) for m in ("a", "b", "c")]
-    assert one_by_one(stack, steps) == " b c"
-    assert said == [("=== a ===", False), ("=== b ===", False), ("=== c ===", False)]
+def _steps(ran: list[str]):
+    return [(m, f"=== {m} ===", lambda m=m: ran.append(m) or (1 if m == "b" else 0)) for m in ("a", "b", "c")]
 
 
 def test_on_a_gpu_a_memory_not_released_drops_the_rest():
     stack, said = _stack(True, [True, False])
-    ran = []
-    steps = [(m, f"=== {m} ===", lambda m=m: ran.append(m) or (1 if m == "b" else 0)) for m in ("a", "b", "c")]
-    assert one_by_one(stack, steps) == " b (stopped)"
+    ran: list[str] = []
+    stop = functools.partial(lifecycle._gpu_held, stack)
+    assert one_by_one(_steps(ran), say=stack.sh.say, stop=stop) == " b (stopped)"
     assert ran == ["a", "b"]
-    assert said[-1] == ("sweep stopped: the GPU did not free up after b", True)
+    assert said == [
+        ("=== a ===", False),
+        ("=== b ===", False),
+        ("sweep stopped: the GPU did not free up after b", True),
+    ]
+
+
+def test_on_the_cpu_platform_no_gpu_is_waited_for():
+    stack, said = _stack(False, [])  # gpu_free would fail: never asked
+    ran: list[str] = []
+    assert one_by_one(_steps(ran), say=stack.sh.say, stop=functools.partial(lifecycle._gpu_held, stack)) == " b"
+    assert ran == ["a", "b", "c"] and not [text for text, err in said if err]

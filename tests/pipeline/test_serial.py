@@ -1,11 +1,11 @@
-"""collector/specstack/pipeline/serial.py: the serial loop of both front doors (specstack sweep's run_all, make
+"""collector/specstack/pipeline/serial.py: the serial loop of both front doors (specstack sweep's run_all; make
 sweep's and make reproduce's one_by_one)."""
 
 from __future__ import annotations
 
 import pytest
 
-from specstack.pipeline.serial import Serial, serially
+from specstack.pipeline.serial import Serial, one_by_one, serially
 
 pytestmark = pytest.mark.unit
 
@@ -46,3 +46,18 @@ def test_a_stop_that_raises_ends_the_loop_with_its_error():
 
     with pytest.raises(ValueError, match=r"stopped at a, not run: \['b'\]"):
         serially(["a", "b"], lambda i, x: x, stop=stop)
+
+
+def test_one_by_one_says_each_heading_and_names_the_failures():
+    said: list[str] = []
+    steps = [(m, f"=== {m} ===", lambda m=m: 3 if m in ("b", "c") else 0) for m in ("a", "b", "c")]
+    assert one_by_one(steps, say=said.append) == " b c"
+    assert said == ["=== a ===", "=== b ===", "=== c ==="]
+
+
+def test_one_by_one_stopped_keeps_the_failures_then_says_stopped():
+    ran: list[str] = []
+    steps = [(m, m, lambda m=m: ran.append(m) or (1 if m == "b" else 0)) for m in ("a", "b", "c")]
+    assert one_by_one(steps, say=lambda text: None, stop=lambda m: m == "b") == " b (stopped)"
+    assert ran == ["a", "b"]
+    assert one_by_one(steps[:1], say=lambda text: None, stop=lambda m: True) == " (stopped)"

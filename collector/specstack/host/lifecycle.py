@@ -17,7 +17,6 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from specstack import interrupts
 from specstack.errors import UserError
@@ -28,7 +27,7 @@ from specstack.host.gpu import nvidia_smi_host
 from specstack.host.image_lock import read_lock
 from specstack.host.provenance import cpu_host
 from specstack.host.stack import GRAFANA_SECRET, RESULTS, Place, Shell
-from specstack.pipeline.serial import serially
+from specstack.pipeline.serial import one_by_one
 from specstack.pipeline.slots import parallel
 from specstack.results import layout, run_lock
 
@@ -141,11 +140,12 @@ def sweep(stack: Stack) -> int:
                     failed = " (see the methods above)"
             else:
                 failed = one_by_one(
-                    stack,
                     [
                         (m, f"=== sweep {s.run_id}: {m} ===", functools.partial(one_method, stack, m, run_id=s.run_id))
                         for m in s.sweep
                     ],
+                    say=stack.sh.say,
+                    stop=functools.partial(_gpu_held, stack),
                 )
             if stack.report() != 0:
                 failed += " report"
@@ -160,24 +160,13 @@ def sweep(stack: Stack) -> int:
             run_lock.release(RESULTS / s.run_id)
 
 
-def one_by_one(stack: Stack, steps: list[tuple[str, str, Callable[[], int]]]) -> str:
-    """(method, heading, measure) in turn on pipeline/serial.py's loop (the native sweep's too), a non-zero measure
-    a failure; on a GPU each next method waits for the last one's memory, and the rest are dropped if it is not
-    released. The failures, as " m1 m2" (" (stopped)" after them when the GPU stopped the sweep)."""
-
-    def step(_: int, item: tuple[str, str, Callable[[], int]]) -> int:
-        stack.sh.say(item[1])
-        return item[2]()
-
-    def gpu_held(item: tuple[str, str, Callable[[], int]], rc: int, rest: object) -> bool:
-        if stack.s.gpu_platform and not stack.gpu_free(stack.s.gpu):
-            stack.sh.say(f"sweep stopped: the GPU did not free up after {item[0]}", err=True)
-            return True
-        return False
-
-    ran = serially(steps, step, stop=gpu_held)
-    failed = "".join(f" {m}" for (m, _, _), rc in zip(steps, ran.results) if rc)
-    return failed + (" (stopped)" if ran.stopped else "")
+def _gpu_held(stack: Stack, method: str) -> bool:
+    """On a GPU each next method waits for the last one's memory: the rest of a serial flow is dropped if it is
+    not released."""
+    if stack.s.gpu_platform and not stack.gpu_free(stack.s.gpu):
+        stack.sh.say(f"sweep stopped: the GPU did not free up after {method}", err=True)
+        return True
+    return False
 
 
 def parallel_sweep(stack: Stack) -> list[str]:
@@ -303,7 +292,6 @@ def reproduce(
     with interrupts.as_exception():
         try:
             failed = one_by_one(
-                stack,
                 [
                     (
                         m,
@@ -314,6 +302,8 @@ def reproduce(
                     )
                     for m, k in p.methods
                 ],
+                say=stack.sh.say,
+                stop=functools.partial(_gpu_held, stack),
             )
             if stack.report() != 0:
                 failed += " report"

@@ -1,7 +1,7 @@
 """The serial loop of a sweep: its methods strictly one after another, one server at a time. The one loop of both
 front doors: `specstack sweep`, `sweep-k` and `reproduce` (pipeline/sweep.py `run_all`, each step `run_method`)
-and `make sweep` / the compose path of `make reproduce` (host/lifecycle.py, each step `one_method`, a compose
-method flow). What a step is, which results count as finished and what ends the loop early are the caller's:
+and `make sweep` / the compose path of `make reproduce` (`one_by_one` below, from host/lifecycle.py, each step
+`one_method`, a compose method flow under its heading). What a step is, which results count as finished and what ends the loop early are the caller's:
 
 - natively, a finished result of the run is kept and not run again (unless --force), and a server's port that
   was not released stops the sweep (every later method would meet it) by raising;
@@ -52,3 +52,26 @@ def serially(
             out.stopped = True
             break
     return out
+
+
+def one_by_one(
+    steps: Sequence[tuple[str, str, Callable[[], int]]],
+    *,
+    say: Callable[[str], object],
+    stop: Callable[[str], bool] | None = None,
+) -> str:
+    """make's serial flows on this loop (make sweep, the compose path of make reproduce): each (method, heading,
+    measure) in turn, its heading said first, a non-zero measure (the method flow's exit status) a failure;
+    `stop(method)`, asked after each, True ends the loop there (host/lifecycle.py: a GPU whose memory was not
+    released). The failures, as " m1 m2", with " (stopped)" after them when the loop was stopped."""
+
+    def step(_: int, item: tuple[str, str, Callable[[], int]]) -> int:
+        say(item[1])
+        return item[2]()
+
+    def stopped(item: tuple[str, str, Callable[[], int]], rc: int, rest: object) -> bool:
+        return stop is not None and stop(item[0])
+
+    ran = serially(steps, step, stop=stopped)
+    failed = "".join(f" {m}" for (m, _, _), rc in zip(steps, ran.results) if rc)
+    return failed + (" (stopped)" if ran.stopped else "")
