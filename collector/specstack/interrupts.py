@@ -28,7 +28,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # A KeyboardInterrupt, not a bare BaseException: the native run treats a plain Ctrl+C (Python's own SIGINT
 # handler, outside `as_exception()`) and a handled signal alike (runs/outcome.py, measure/windows.py and
-# cli/main.py catch KeyboardInterrupt). host/ catches Interrupted by name, and host/slots.py tells an interruption
+# cli/main.py catch KeyboardInterrupt). host/ catches Interrupted by name, and pipeline/slots.py tells an interruption
 # from a job's failure by "not an Exception", which a KeyboardInterrupt is not either.
 class Interrupted(KeyboardInterrupt):
     """A signal asked the run to stop; `exit_code` is the status it ends with (128 + the signal's number)."""

@@ -3,6 +3,7 @@ only) and as `specstack containers`; a HostError is one line and exit code 2."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -49,6 +50,9 @@ ALLOWED = {
     "specstack.config",
     "specstack.config.sweep",
     "specstack.interrupts",
+    "specstack.pipeline",
+    "specstack.pipeline.serial",
+    "specstack.pipeline.slots",
 }
 
 IMPORT_ALL = """
@@ -86,6 +90,25 @@ def test_the_host_helper_imports_the_standard_library_only():
     ]
     assert not foreign and not ours, (foreign, ours)
     assert "docker" not in loaded  # the SDK is imported lazily, only when a client is made
+
+
+def test_every_module_the_host_helper_loads_is_python_3_8():
+    """Its own modules and those it borrows (pipeline/'s loops, interrupts.py, results/...): the host's
+    python3 may be 3.8, so none of them may use a later syntax."""
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", IMPORT_ALL, str(COLLECTOR)],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    ours = [m for m in json.loads(out.stdout) if m.split(".")[0] == "specstack"]
+    assert {"specstack.pipeline.serial", "specstack.pipeline.slots"} <= set(ours)
+    for m in ours:
+        path = COLLECTOR.joinpath(*m.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
 
 
 def test_the_module_runs_with_no_site_packages(tmp_path):

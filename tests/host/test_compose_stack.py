@@ -77,17 +77,3 @@ def test_an_unknown_knob_is_refused(capsys):
     assert "unknown knob PLATFROM" in capsys.readouterr().err
     with pytest.raises(HostError, match="PLATFORM must be gpu"):
         cli._knobs([("PLATFORM", "tpu")])
-
-
-def test_the_queue_runs_a_callable_per_job_with_its_fields():
-    from specstack.host.slots import run_queue
-
-    seen = []
-
-    def one(fields: dict) -> int:
-        seen.append((fields["method"], fields["name"], fields["index"], fields["slot"]))
-        return 1 if fields["method"] == "b" else 0
-
-    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], ["a", "b", "c"], one)
-    assert failed == ["b"] and sorted(m for m, *_ in seen) == ["a", "b", "c"]
-    assert all(index in ("0", "1") and slot == index for _, _, index, slot in seen)

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specstack.host.slots import calibration_name
+from specstack.pipeline.slots import calibration_name
 from specstack.results import layout
 from tests.support import is_vllm_serve
 

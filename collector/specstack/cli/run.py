@@ -69,7 +69,7 @@ def _cmd_slot_run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("run", help="run one method end to end")
     p.add_argument("--method", required=True, help=f"one of: {', '.join(methods.names())}")
-    add_option(p, "bundle_name")  # set by a calibrated parallel sweep (host/slots.py)
+    add_option(p, "bundle_name")  # set by a calibrated parallel sweep (pipeline/slots.py)
     add_option(p, "baseline_result")
     add_run_options(p)
     p.set_defaults(func=_cmd_run)

@@ -4,12 +4,14 @@ No container gets the Docker socket: anyone who can write to it is root on the h
 to the network. So the facts only Docker knows are gathered here, on the host, by the user who already runs
 `docker compose`, and written to files the collector reads. One module a job:
 
-  cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`)
+  cli          the actions below (`python3 -m specstack.host ACTION`, or `specstack containers ACTION`); parallel /
+               check-slots are pipeline/slots.py's queue and slots (make sweep GPUS=0,1 / CPUSETS=0,1)
   lifecycle    compose: the flows make calls (run, sweep serial or on slots, the compose path of reproduce, logs,
-               status), and the flow of one method: its server prepared and started, its log and provenance, the
-               collector, the server stopped whatever happens
+               status; their loops are pipeline/serial.py's and pipeline/slots.py's), and the flow of one method:
+               its server prepared and started, its log and provenance, the collector, the server stopped whatever
+               happens
   compose_stack  the compose stack of one make call: pre-checks, folders and secrets, images once, Prometheus
-               (and Grafana), models, the collector of one method, a serial sweep's order, the report, down
+               (and Grafana), models, the collector of one method, a GPU's memory released, the report, down
   compose_server  one method's server as a compose service: models into the cache and pre-flight in its image,
                its Prometheus target, up and healthy (killed if not), its log and provenance, stopped or killed
   stack        make's knobs (services/compose.mk), the `docker compose` command, the shell commands run in
@@ -25,8 +27,6 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
                GPU's compute capability for the dtype (names the fix: the -cu129 image, a driver upgrade);
                wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
   targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
-  slots        parallel / check-slots: a sweep's methods on several GPUs or CPU sets at once, a queue per
-               slot, a thread each (make sweep GPUS=0,1 / CPUSETS=0,1); the manifest says mode parallel
   reproduction reproduce-plan: what make reproduce of a compose run takes from its bundle
   image_ref    image references: their parts, and whether one is pinned (check-lock)
   registry     the digest a tag points to now (registry API, token auth; `docker buildx` as a fallback)
@@ -36,9 +36,11 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
 Standard library only, on purpose: make starts it with the host's plain `python3` (`$(HOST_PYTHON)`, with
 PYTHONPATH=collector), before any venv exists and outside every container. Besides the standard library it
 imports only specstack/__init__.py, errors.py, interrupts.py (SIGINT/SIGTERM/SIGHUP as one exception, shared with
-the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer) and
-results/bundle.py (the manifest's one writer, under its lock), which are standard library only too (tests/host/test_cli.py checks the whole import graph); the docker SDK is imported lazily
-and is optional.
+the native run: each step's cleanup, then make down, exit 128 + N), results/files.py (the one atomic writer),
+results/bundle.py (the manifest's one writer, under its lock), pipeline/serial.py (the serial sweep's loop) and
+pipeline/slots.py (the parallel sweep's slots and queue: make sweep GPUS=0,1 / CPUSETS=0,1), both shared with the
+native sweeps, which are standard library only too (tests/host/test_cli.py checks the whole import graph and that
+it parses as Python 3.8); the docker SDK is imported lazily and is optional.
 """
 
 

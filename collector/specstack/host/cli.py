@@ -18,9 +18,9 @@ from specstack.host.image_lock import lock, read_lock
 from specstack.host.image_ref import pin_problem
 from specstack.host.provenance import record
 from specstack.host.server_log import save_server_log
-from specstack.host.slots import parallel, parse_slots, plan_jobs
 from specstack.host.stack import METHODS_TOML, PLATFORMS, Settings, Shell, sweep_methods
 from specstack.host.targets import write_targets
+from specstack.pipeline.slots import parallel, parse_slots, plan_jobs
 
 
 def _record(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 """The compose stack of one make call (`Stack`): make's pre-checks, the folders and secrets compose mounts, the
-images, Prometheus (and Grafana) and the models once per run or sweep, the collector of one method, the methods of
-a serial sweep one at a time (on a GPU each waits for the last one's memory), the report, and `make down`. One
-method's server is host/compose_server.py; the flows that put them together are host/lifecycle.py."""
+images, Prometheus (and Grafana) and the models once per run or sweep, the collector of one method, whether a GPU's
+memory was released, the report, and `make down`. One method's server is host/compose_server.py; the flows that
+put them together are host/lifecycle.py, on pipeline/'s loops (serial.py, slots.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import re
 import secrets
 import shlex
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from specstack import interrupts
 from specstack.host import HostError, buildx, knobs
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
-from specstack.host.slots import parse_slots, plan_jobs
 from specstack.host.stack import (
     GRAFANA_SECRET,
     RESULTS,
@@ -27,6 +26,7 @@ from specstack.host.stack import (
     port,
     port_hint,
 )
+from specstack.pipeline.slots import parse_slots, plan_jobs
 from specstack.results import run_lock
 
 if TYPE_CHECKING:
@@ -362,20 +362,6 @@ class Stack:
             return False
         self.sh.say(f"GPU {gpu} free: {used} MiB in use")
         return True
-
-    def serially(self, steps: list[tuple[str, str, Callable[[], int]]]) -> str:
-        """(method, heading, measure) in turn, a non-zero measure a failure; on a GPU each next method waits for
-        the last one's memory, and the rest are dropped if it is not released. The failures, as " m1 m2"."""
-        failed = ""
-        for m, heading, measure in steps:
-            self.sh.say(heading)
-            if measure():
-                failed += f" {m}"
-            if self.s.gpu_platform and not self.gpu_free(self.s.gpu):
-                self.sh.say(f"sweep stopped: the GPU did not free up after {m}", err=True)
-                failed += " (stopped)"
-                break
-        return failed
 
     def report(self) -> int:
         return self.compose("run", "--rm", "collector", "report", *self.s.report, echo=True)

@@ -26,8 +26,9 @@ from specstack.host.compose_stack import Stack
 from specstack.host.gpu import nvidia_smi_host
 from specstack.host.image_lock import read_lock
 from specstack.host.provenance import cpu_host
-from specstack.host.slots import parallel
 from specstack.host.stack import GRAFANA_SECRET, RESULTS, Place, Shell
+from specstack.pipeline.serial import one_by_one
+from specstack.pipeline.slots import parallel
 from specstack.results import layout, run_lock
 
 
@@ -138,11 +139,13 @@ def sweep(stack: Stack) -> int:
                 if parallel_sweep(stack):
                     failed = " (see the methods above)"
             else:
-                failed = stack.serially(
+                failed = one_by_one(
                     [
                         (m, f"=== sweep {s.run_id}: {m} ===", functools.partial(one_method, stack, m, run_id=s.run_id))
                         for m in s.sweep
-                    ]
+                    ],
+                    say=stack.sh.say,
+                    stop=functools.partial(_gpu_held, stack),
                 )
             if stack.report() != 0:
                 failed += " report"
@@ -157,9 +160,18 @@ def sweep(stack: Stack) -> int:
             run_lock.release(RESULTS / s.run_id)
 
 
+def _gpu_held(stack: Stack, method: str) -> bool:
+    """On a GPU each next method waits for the last one's memory: the rest of a serial flow is dropped if it is
+    not released."""
+    if stack.s.gpu_platform and not stack.gpu_free(stack.s.gpu):
+        stack.sh.say(f"sweep stopped: the GPU did not free up after {method}", err=True)
+        return True
+    return False
+
+
 def parallel_sweep(stack: Stack) -> list[str]:
-    """The methods of the sweep on its slots at once (slots.py: the queue), each a whole method flow in a thread
-    of its own with its output prefixed; on GPU the next method of a slot waits for that GPU's memory."""
+    """The methods of the sweep on its slots at once (pipeline/slots.py: the queue), each a whole method flow in a
+    thread of its own with its output prefixed; on GPU the next method of a slot waits for that GPU's memory."""
     s = stack.s
 
     def one(job: dict) -> int:
@@ -279,7 +291,7 @@ def reproduce(
         return 2
     with interrupts.as_exception():
         try:
-            failed = stack.serially(
+            failed = one_by_one(
                 [
                     (
                         m,
@@ -289,7 +301,9 @@ def reproduce(
                         ),
                     )
                     for m, k in p.methods
-                ]
+                ],
+                say=stack.sh.say,
+                stop=functools.partial(_gpu_held, stack),
             )
             if stack.report() != 0:
                 failed += " report"

@@ -1,7 +1,7 @@
 """`specstack sweep --gpus 0,1 | --cpusets 0,1 [--calibrate]`: a sweep's methods side by side on a host's slots,
 natively (no Docker: GPU hosts under Slurm, air-gapped ones), as `make sweep GPUS=0,1` does through compose.
 
-The slots, the queue and calibration are host/slots.py's, one owner for both forms: a free slot takes the next
+The slots, the queue and calibration are pipeline/slots.py's, one owner for both forms: a free slot takes the next
 method; calibrating, each baseline runs on every slot (`<baseline>-slot<i>`) and each method is compared with the
 baseline measured on its own slot. Each method is a process of its own (`specstack slot-run`, one server and one
 collector, as a compose slot is one server container and one collector container): pinned to its slot's GPU
@@ -26,9 +26,10 @@ from specstack import interrupts
 from specstack.config import methods
 from specstack.config.serving import Runtime
 from specstack.errors import UserError
-from specstack.host import HostError, slots
+from specstack.host import HostError
 from specstack.host.gpu import nvidia_smi_host, wait_gpu_free
 from specstack.host.provenance import cpu_host, slot_of
+from specstack.pipeline import slots
 from specstack.results import layout, run_lock
 from specstack.results.bundle import update_manifest
 from specstack.results.files import atomic_write_json
@@ -205,7 +206,7 @@ def parallel_sweep(
             from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
 
             print(f"report: {write_report(run_dir)}", file=sys.stderr)
-    except HostError as e:  # host/slots.py names make's knobs: say the sweep's own options instead
+    except HostError as e:  # pipeline/slots.py names make's knobs: say the sweep's own options instead
         message = str(e)
         for knob, option in KNOBS.items():
             message = message.replace(knob, option)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from specstack import events
 from specstack.config import methods
 from specstack.config.serving import Runtime
 from specstack.errors import UserError
+from specstack.pipeline.serial import serially
 from specstack.results import run_lock
 from specstack.results.reader import good_result
 from specstack.runs import prefix_cache
@@ -30,33 +32,44 @@ _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 def run_all(
     opts: Options, entries: list[tuple[str, Options]], *, report: bool = True, port_may_be_held: bool = False
 ) -> list[dict]:
-    """The sweep loop: each (result folder, options) in order, sharing one Monitoring (one window exporter;
-    each method's Prometheus check overlaps the next server's start). Returns the summaries in order.
+    """The sweep loop: each (result folder, options) in order (pipeline/serial.py, the loop make's sweep drives
+    too), sharing one Monitoring (one window exporter; each method's Prometheus check overlaps the next server's
+    start); a result already done in the run is kept, and a port not released stops the sweep. Returns the
+    summaries in order.
     `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
     run_dir = Path(opts.results_dir) / opts.run_id
     for _, one in entries:  # eagle3 or mtp on a set without their models fails before any server starts
         methods.check_model_set(one.method, one.model_set)
     prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
-    results = []
     started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
     events.emit("sweep.start", methods=[name for name, _ in entries])
     # one harness per run: held from before the first skip decision to the seal (each method takes it again)
     with run_lock.held(run_dir):
         with Monitoring.for_options(opts) as monitoring:
-            for i, (name, one) in enumerate(entries):
+
+            def finished(entry: tuple[str, Options]) -> dict | None:
+                name = entry[0]
                 done = None if opts.force else good_result(run_dir, name)
                 if done is not None:
                     console.print(f"[dim]{name}: already done in run {opts.run_id}, skipped (--force reruns it)[/]")
                     events.emit("method.skip", method=name, reason="already done in this run")
-                    results.append(done)
-                    continue
+                return done
+
+            def step(i: int, entry: tuple[str, Options]) -> dict:
+                nonlocal started
                 one = dataclasses.replace(
-                    one, port_wait=opts.port_release_timeout if started and opts.runtime == Runtime.NATIVE else 0.0
+                    entry[1],
+                    port_wait=opts.port_release_timeout if started and opts.runtime == Runtime.NATIVE else 0.0,
                 )
                 summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
-                results.append(summary)
                 started = True
-                stop_if_port_blocked(summary, name, [n for n, _ in entries[i + 1 :]])
+                return summary
+
+            def blocked(entry: tuple[str, Options], summary: dict, rest: Sequence[tuple[str, Options]]) -> bool:
+                stop_if_port_blocked(summary, entry[0], [n for n, _ in rest])
+                return False
+
+            results = serially(entries, step, finished=finished, stop=blocked).results
         events.emit("sweep.end")
         if report:
             from specstack.report.build import write_report  # pandas and matplotlib only when a report is written

@@ -285,7 +285,7 @@ class Options:
         default=0.0, metadata=flag("idle seconds around each window so a Prometheus scrape falls between windows")
     )
     # options of `run` only; the other commands set them per method: sweep-k's <method>-k<K>, and a calibrated
-    # parallel sweep's (host/slots.py) baseline on slot i, <b>-slot<i>, with which a method on slot i is compared
+    # parallel sweep's (pipeline/slots.py) baseline on slot i, <b>-slot<i>, with which a method on slot i is compared
     bundle_name: str | None = field(
         default=None,
         metadata=flag(  # the folder and the summary's "method"

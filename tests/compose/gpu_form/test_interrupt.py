@@ -39,7 +39,7 @@ def _interrupt(fake_stack, *args: str) -> tuple[int, str]:
 
 # The parallel sweep's case: both slots' servers stopped. It once failed under CI load with one server never
 # stopped: the main thread's interrupted Thread.join marked that slot's thread stopped (CPython 3.11), so the
-# stack went down first; host/slots.py now waits for each slot's own end (tests/host/test_slots.py).
+# stack went down first; pipeline/slots.py now waits for each slot's own end (tests/pipeline/test_slots.py).
 CASES = [
     (("run", "METHOD=ngram", "RUN_ID=i1"), {"vllm-ngram"}),
     (

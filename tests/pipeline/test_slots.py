@@ -1,4 +1,5 @@
-"""collector/specstack/host/slots.py: the slots of a parallel sweep and the queue that runs methods on them."""
+"""collector/specstack/pipeline/slots.py: the slots of a parallel sweep and the queue that runs methods on them
+(both front doors: make sweep GPUS=... and specstack sweep --gpus ...)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import sys
 import pytest
 
 from specstack.host import HostError
-from specstack.host.provenance import slot_of
-from specstack.host.slots import Job, parallel, parse_slots, plan_jobs, run_queue
+from specstack.pipeline.slots import Job, parallel, parse_slots, plan_jobs, run_queue
 
 pytestmark = pytest.mark.unit
 
@@ -86,6 +86,18 @@ def test_the_queue_runs_one_method_per_slot_at_a_time(tmp_path, capsys):
     assert "[d] measured d" in out and "=== slot" in out
 
 
+def test_the_queue_runs_a_callable_per_job_with_its_fields():
+    seen = []
+
+    def one(fields: dict) -> int:
+        seen.append((fields["method"], fields["name"], fields["index"], fields["slot"]))
+        return 1 if fields["method"] == "b" else 0
+
+    failed = run_queue([{"slot": "0", "cpuset": "0"}, {"slot": "1", "cpuset": "1"}], ["a", "b", "c"], one)
+    assert failed == ["b"] and sorted(m for m, *_ in seen) == ["a", "b", "c"]
+    assert all(index in ("0", "1") and slot == index for _, _, index, slot in seen)
+
+
 def test_parallel_marks_the_manifest_before_any_method(tmp_path):
     seen = tmp_path / "seen.json"
     script = f"import shutil, sys; shutil.copy({str(tmp_path / 'r' / 'manifest.json')!r}, {str(seen)!r})"
@@ -102,29 +114,6 @@ def test_parallel_marks_the_manifest_before_any_method(tmp_path):
     )
     assert json.loads(seen.read_text())["mode"] == "parallel"
     assert json.loads(seen.read_text())["slots"] == [{"cpuset": "0"}]
-
-
-def test_a_slot_is_found_on_the_host_by_index_or_uuid_and_inside_its_container():
-    gpus = [{"index": "0", "uuid": "GPU-a", "name": "A"}, {"index": "1", "uuid": "GPU-b", "name": "B"}]
-    host = {"source": "host", "gpus": gpus}
-    assert slot_of(host, None, "1", "8-15") == {
-        "asked": "1",
-        "gpu_index": "1",
-        "gpu_uuid": "GPU-b",
-        "gpu_name": "B",
-        "cpuset": "8-15",
-    }
-    assert slot_of(host, None, "GPU-a")["gpu_index"] == "0"
-    assert "error" in slot_of(host, None, "2")
-    inside = {"source": "container specstack-vllm-ngram-1", "gpus": [{**gpus[0], "uuid": "GPU-c"}]}
-    assert slot_of(inside, None, "3") == {
-        "asked": "3",
-        "gpu_index": "3",
-        "gpu_uuid": "GPU-c",
-        "gpu_name": "A",
-        "cpuset": None,
-    }
-    assert slot_of(None, {"server_cpuset": "1"}, "1") == {"cpuset": "1", "asked": "1"}
 
 
 BASELINES = {"ngram": "baseline", "suffix": "baseline", "mtp": "mtp-baseline"}
@@ -202,7 +191,7 @@ def test_parallel_records_calibration_in_the_manifest(tmp_path):
 _INTERRUPTED_QUEUE = """
 import os, signal, sys, threading, time
 from specstack import interrupts
-from specstack.host.slots import run_queue
+from specstack.pipeline.slots import run_queue
 
 started = threading.Barrier(3)
 

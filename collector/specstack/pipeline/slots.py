@@ -1,18 +1,23 @@
-"""`parallel`: a sweep's methods on several slots at once (make sweep GPUS=0,1 / PLATFORM=cpu CPUSETS=0,1; the
-native form, `specstack sweep --gpus 0,1 | --cpusets 0,1`, is pipeline/parallel.py on the same queue).
+"""The slots of a parallel sweep and the queue that runs a sweep's methods on them: the one loop of both front doors,
+`make sweep GPUS=0,1 / PLATFORM=cpu CPUSETS=0,1` (host/lifecycle.py `parallel_sweep`, each job a compose method
+flow) and `specstack sweep --gpus 0,1 | --cpusets 0,1` (pipeline/parallel.py, each job a `specstack slot-run`).
 
 A slot is one GPU (an index or a UUID; with GPUS=0,1 CPUSETS=0-15,16-31 also the cores of its server) or one
 CPU set (a core or a range of cores). Each slot runs one method
 at a time; a free slot takes the next method of the queue, so more methods than slots just wait their turn.
-Each method is a whole one-method flow (lifecycle.py's, in a thread of its own, with that slot's GPU or CPUSET),
+Each method is a whole one-method flow (the caller's, in a thread of its own, with that slot's GPU or CPUSET),
 its output lines prefixed with its name. The manifest says `mode: parallel` and the slots; each method's own slot (GPU
-index, UUID and name, or the server's cpuset) is recorded beside it by `record --slot` (provenance.py).
+index, UUID and name, or the server's cpuset) is recorded beside it by `record --slot` (host/provenance.py).
 
 Calibration (CALIBRATE=1): two GPUs of one model still differ (clocks, thermals, PCIe), so every baseline of the
 sweep also runs on every slot: slot 0's run keeps the baseline's name, slot i's is `<baseline>-slot<i>`, and each
 method is compared with the baseline measured on its own slot (`--baseline-result`); the report shows the
 slot-to-slot spread beside each speedup (report/placement.py). Two runs of one method are never up at once: they
 are one compose service, so a slot whose calibration run waits for that service takes other methods meanwhile.
+
+Standard library only and Python 3.8-safe: host/ runs it under the host's plain `python3` (make, before any venv
+exists; tests/host/test_cli.py checks the import graph and the syntax). Its errors are HostError, naming make's
+knobs; pipeline/parallel.py says its own options instead.
 """
 
 from __future__ import annotations
@@ -186,7 +191,7 @@ def run_queue(
     # before 3.13 then marks the joined thread stopped while it still runs (python/cpython#90882, "Thread
     # spuriously marked dead after interrupting a join call"), so the run went down, and the process ended,
     # before that slot's cleanup had stopped its server (the parallel compose interrupt test, twice in CI;
-    # tests/host/test_slots.py reproduces it).
+    # tests/pipeline/test_slots.py reproduces it).
     ended = [threading.Event() for _ in slots]
 
     def worker(index: int, slot: dict[str, str]) -> None:
