@@ -4,7 +4,6 @@ run are built from Options' own fields (their flag(...) metadata, runs/options.p
 from __future__ import annotations
 
 import argparse
-import os
 import time
 import types
 from collections.abc import Callable
@@ -13,10 +12,10 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 from specstack.config import methods
+from specstack.config.flags import KEY, Flag, add_flag
 from specstack.config.serving import Runtime
 from specstack.config.workloads import TASKS
 from specstack.errors import UserError
-from specstack.runs.flags import AS_FIELD, KEY, Flag
 from specstack.runs.options import Options
 
 
@@ -94,18 +93,7 @@ def _parser_of(name: str) -> Callable[[str], Any] | None:
 def add_option(p: argparse.ArgumentParser, name: str) -> None:
     """The option of Options field `name` as its Flag declares it, the field's default its default (or $ENV's)."""
     f, spec = FLAGS[name]
-    option, dest = spec.option or f"--{name.replace('_', '-')}", spec.dest or name
-    default: Any = f.default if spec.cli_default is AS_FIELD else spec.cli_default
-    if spec.env:  # argparse passes a string default through the option's type, as it would a typed value
-        default = os.environ.get(spec.env, default)
-    if isinstance(f.default, bool):
-        p.add_argument(option, dest=dest, action="store_true", help=spec.help)
-        return
-    kw: dict[str, Any] = {"action": "append", "default": list(default)} if spec.repeatable else {"default": default}
-    parse = spec.parse or _parser_of(name)
-    if parse is not None:  # none: the string as given
-        kw["type"] = parse
-    p.add_argument(option, dest=dest, help=spec.help, metavar=spec.metavar, choices=spec.choices, **kw)
+    add_flag(p, name, spec, f.default, _parser_of(name))
 
 
 def add_run_options(p: argparse.ArgumentParser, *, single_k: bool = True) -> None:

@@ -3,7 +3,9 @@ classes before any server starts (what is checked: server/preflight.py).
 
 Runs inside the method's own server image too, where specstack is mounted, not installed (`make run` does so
 before the server starts): `python3 -m specstack.cli.preflight --method suffix --platform gpu-container`.
-Imports nothing beyond the standard library, config/ and server/preflight.py for that reason.
+Imports nothing beyond the standard library, config/ and server/preflight.py for that reason; its serve-plan
+options are run's and sweep's (config/flags.py). --spec-override and --prefix-caching stay its own: the server
+container passes them as environment variables, the second three-valued (unset: methods.toml's [common]).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import sys
 
+from specstack.config.flags import add_plan_options
 from specstack.config.methods import MethodError, ServePlan, build, load, resolve_method, serve_args
 from specstack.server.preflight import Report, run_checks
 
@@ -77,17 +80,7 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", help="a method of services/methods.toml")
     p.add_argument("--all", action="store_true", help="every method")
-    p.add_argument(
-        "--model-set",
-        default=os.environ.get("SPECSTACK_MODEL_SET", "default"),
-        help="a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or default)",
-    )
-    p.add_argument(
-        "--platform",
-        default=os.environ.get("SPECSTACK_PLATFORM", "gpu-native"),
-        help="a [platforms] table of methods.toml (default: $SPECSTACK_PLATFORM or gpu-native)",
-    )
-    p.add_argument("--models-dir", default=None, help="folder of local models ({models} in methods.toml)")
+    add_plan_options(p)  # --model-set, --platform, --models-dir: declared once, as run and sweep have them
     p.add_argument(
         "--spec-override",
         default=os.environ.get("SPECSTACK_SPEC_OVERRIDE") or None,

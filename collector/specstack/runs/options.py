@@ -1,6 +1,6 @@
 """What a method run is asked to do (Options), and what follows from it before anything starts: the serve plan
 from services/methods.toml and the run's workloads. Every bad value fails here, with the option to fix.
-Each field that is a command-line option declares it here, once (flag(...) metadata, runs/flags.py): its help,
+Each field that is a command-line option declares it here, once (flag(...) metadata, config/flags.py): its help,
 its spelling and parser; its default is the field's (cli/options.py builds run, sweep and sweep-k's options)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from specstack.config import methods
+from specstack.config.flags import flag, plan_default, plan_metadata
 from specstack.config.methods import ServePlan
 from specstack.config.serving import Platform, Runtime
 from specstack.config.workloads import (
@@ -30,7 +31,6 @@ from specstack.errors import UserError
 from specstack.results import layout
 from specstack.results.files import atomic_write_bytes
 from specstack.runs.flags import (
-    flag,
     parse_floats,
     parse_ints,
     parse_json_object,
@@ -83,23 +83,10 @@ class Options:
             "baseline, none on a spec method, another K); the summary records it"
         ),
     )
-    model_set: str = field(
-        default="default",
-        metadata=flag(
-            "which models serve the method: a [model_sets] table of methods.toml (default: $SPECSTACK_MODEL_SET or "
-            "default)",
-            env="SPECSTACK_MODEL_SET",
-        ),
-    )
-    platform: Platform = field(
-        default=Platform.GPU_NATIVE,
-        metadata=flag(
-            "the machine's overrides: a [platforms] table of methods.toml, e.g. gpu-native, gpu-native-eager, "
-            "cpu-native (default: $SPECSTACK_PLATFORM or gpu-native)",
-            env="SPECSTACK_PLATFORM",
-        ),
-    )
-    models_dir: str | None = field(default=None, metadata=flag("folder of local models ({models} in methods.toml)"))
+    # the serve plan's options, declared in config/flags.py: preflight, in a server image, adds the same
+    model_set: str = field(default=plan_default("model_set"), metadata=plan_metadata("model_set"))
+    platform: Platform = field(default=plan_default("platform"), metadata=plan_metadata("platform"))
+    models_dir: str | None = field(default=plan_default("models_dir"), metadata=plan_metadata("models_dir"))
     port: int | None = field(default=None, metadata=flag("native server port (default from methods.toml)"))
     served_model_name: str = field(
         default="spec-demo",
