@@ -259,7 +259,7 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
     gauges keep its exact times for the dashboards' windows table.)"""
     s = sweep_run["summaries"]["ngram"]
     end = s["windows"][-1]["settled_at"] + 5
-    edge = 0.25  # the exporter opens a window just before its start is taken and closes it just after its end
+    edge = 0.25  # the active flag turns on just after the start is taken and off just after the end
     # A sample is stamped when its scrape began, but the exporter answers later (on a loaded host by more than
     # the edge): a sample says "open" only if the window was open for the whole of its scrape.
     took = dict(prometheus.samples('scrape_duration_seconds{job="specstack"}', s["windows"][0]["start"] - 30, end))
@@ -278,7 +278,8 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
                 assert v == 0, (w["name"], t, v)
         seen.add((w["phase"], w["task"]))
     assert {("acceptance", "code"), ("acceptance", "chat"), ("bench", "code"), ("bench", "chat")} <= seen
-    # ... and the exact times, whatever the window's length (stored by the scrape in the quiet gap after it).
+    # ... and the exact times, whatever the window's length (stored by the scrape in the quiet gap after it): the
+    # exporter is given the instants the summary records, so a loaded host adds no difference.
     sel = '{method="ngram",run_id="it-sweep"}'
 
     def by_window(query: str) -> dict:
@@ -294,7 +295,7 @@ def test_run_windows_reach_prometheus(sweep_run, prometheus):
     assert len(starts) == len(ends) == len(s["windows"])
     for w in s["windows"]:
         key = (w["phase"], w["task"] or "", str(w["concurrency"] or ""))
-        assert abs(starts[key] - w["start"]) < 0.05 and abs(ends[key] - w["end"]) < 0.05, (key, w)
+        assert abs(starts[key] - w["start"]) < 1e-6 and abs(ends[key] - w["end"]) < 1e-6, (key, w)
 
 
 def test_hf_token_never_reaches_the_bundle(sweep_run):

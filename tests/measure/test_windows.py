@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+import requests
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.measure.windows import Outcome, Window, Windows
@@ -148,3 +149,27 @@ def test_a_server_without_a_local_process_leaves_other_cpu_unmeasured(vllm, tmp_
     vllm.server.process = vllm.process
     assert window.cpu["server"] is None and window.cpu["other"] is None and window.cpu["bench"] is None
     assert "server" in window.cpu["not_measured"] and window.cpu["other_or_server"] >= 0
+
+
+def test_the_exporter_serves_the_windows_own_start_and_end(vllm, tmp_path, monkeypatch):
+    """Prometheus must store the instants the record holds, however long the work after the body takes."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from specstack.config import metric_names as m
+    from specstack.measure import windows as windows_module
+    from specstack.measure.exporter import WindowExporter
+
+    slow_load = windows_module._load1
+    monkeypatch.setattr(windows_module, "_load1", lambda: (time.sleep(0.2), slow_load())[1])  # a loaded host
+    exporter = WindowExporter(port=0)
+    try:
+        windows = Windows(
+            vllm.server, MethodBundle(tmp_path, "r", "baseline"), exporter, labels={"run_id": "r", "method": "m"}
+        )
+        window, _ = windows.run(Window(name="bench/code-c1-r0", phase="bench", task="code", concurrency=1), Outcome)
+        page = requests.get(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5).text
+    finally:
+        exporter.shutdown(max_wait=0)
+    served = {s.name: s.value for f in text_string_to_metric_families(page) for s in f.samples}
+    assert served[m.WINDOW_START] == window.start and served[m.WINDOW_END] == window.end, (served, window)
+    assert exporter.windows[0]["start"] == window.start and exporter.windows[0]["end"] == window.end

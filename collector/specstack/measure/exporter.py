@@ -102,9 +102,19 @@ class WindowExporter:
         return self._current
 
     def open(
-        self, phase: str, *, run_id: str, method: str, task: str = "", concurrency: int | str = ""
+        self,
+        phase: str,
+        *,
+        run_id: str,
+        method: str,
+        task: str = "",
+        concurrency: int | str = "",
+        at: float | None = None,
     ) -> dict[str, Any]:
-        """Open a window (closing the one still open, with a warning). Returns its record in `windows`."""
+        """Open a window (closing the one still open, with a warning). Returns its record in `windows`.
+
+        `at`: the Unix time the caller took as the window's start, so the series say the same instant as the
+        caller's own record (default: now)."""
         if not phase:
             raise ValueError("a window needs a phase")
         with self._lock:
@@ -113,7 +123,7 @@ class WindowExporter:
                     "window %s opened while %s was still open; closing that one first", phase, self._current["phase"]
                 )
                 self._close_locked()
-            now = time.time()
+            now = time.time() if at is None else at
             record = {"phase": phase, "task": task, "concurrency": concurrency, "start": now, "end": None}
             self.windows.append(record)
             self._current = record
@@ -133,16 +143,17 @@ class WindowExporter:
                 self._changed_at_scrape = self._scrapes.count
             return record
 
-    def close(self) -> dict[str, Any] | None:
-        """Close the open window; returns its record, or None when no window was open."""
+    def close(self, at: float | None = None) -> dict[str, Any] | None:
+        """Close the open window (at the Unix time `at`, default now); returns its record, or None when no
+        window was open."""
         with self._lock:
-            return self._close_locked()
+            return self._close_locked(at)
 
-    def _close_locked(self) -> dict[str, Any] | None:
+    def _close_locked(self, at: float | None = None) -> dict[str, Any] | None:
         record = self._current
         if record is None:
             return None
-        now = time.time()
+        now = time.time() if at is None else at
         record["end"] = now
         self._current = None
         if self.serving and self._labels is not None:

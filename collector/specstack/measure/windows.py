@@ -181,11 +181,16 @@ class Windows:
         except requests.RequestException as e:
             window.status, window.reason = "failed", f"could not read /metrics before the window: {e}"
             return window, outcome
+        # One clock reading for the record and the exporter: Prometheus then stores this window's exact times.
+        window.start = time.time()
         if self.exporter is not None:
             self.exporter.open(
-                window.phase, task=window.task or "", concurrency=str(window.concurrency or ""), **self.labels
+                window.phase,
+                task=window.task or "",
+                concurrency=str(window.concurrency or ""),
+                at=window.start,
+                **self.labels,
             )
-        window.start = time.time()
         window.host_load = {"cores": os.cpu_count(), "open": _load1()}
         cpu_before = _cpu_snapshot()
         events.emit("window.open", name=window.name, phase=window.phase)
@@ -194,11 +199,11 @@ class Windows:
         except Exception as e:  # the phase broke: record why, keep the earlier windows intact
             outcome = Outcome(error=f"{type(e).__name__}: {e}")
         window.end = time.time()
+        if self.exporter is not None:
+            self.exporter.close(at=window.end)
         window.host_load["close"] = _load1()
         window.cpu = self._cpu(window, cpu_before, outcome)
         events.emit("window.close", name=window.name, phase=window.phase, error=outcome.error, bench=outcome.bench)
-        if self.exporter is not None:
-            self.exporter.close()
         if outcome.error:
             window.status, window.reason = "failed", self._with_exit(outcome.error)
         try:
