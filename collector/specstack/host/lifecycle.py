@@ -326,7 +326,7 @@ def reproduce(
                 return 1
             return rc
         except interrupts.Interrupted as e:
-            return e.exit_code
+            return _interrupted(stack, e)
         finally:
             run_lock.release(RESULTS / run_id)
 
