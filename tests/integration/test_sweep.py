@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from specstack.config import methods, workloads
-from specstack.report import console_table
+from specstack.report import console_table, time_breakdown
 from specstack.results import reader
 from specstack.results.summary import Summary
 from specstack.runs.demo import DEMO_METHODS
@@ -36,6 +36,26 @@ def test_every_method_ran_with_exact_crosschecks(sweep_run):
             f"bench/{t}-c{c}-r0" for t in ("code", "chat") for c in WORKLOAD["concurrencies"]
         ]
         assert all(w["status"] == "ok" for w in s["windows"])
+
+
+def test_each_method_s_pre_flight_is_timed_and_is_the_harness_s(sweep_run):
+    """#42: the steps before a method's first one (its checks, vLLM's pre-flight, its inputs) are in its
+    timings["checks"] and in the breakdown's harness, not outside every row."""
+    before: dict[str, float] = {}
+    seconds = 0.0
+    for event, f in sweep_run["events"].events:
+        if event == "step.end" and f["name"] in ("checks", "preflight", "inputs"):
+            seconds += f["seconds"]
+        elif event == "method.start":
+            before[f["method"]], seconds = seconds, 0.0
+    rows = {r["method"]: r for r in time_breakdown.breakdown_rows(reader.load_run(sweep_run["run_dir"]))}
+    for name in DEMO_METHODS:
+        timings = sweep_run["summaries"][name]["timings"]
+        assert 0 < before[name] <= timings["checks"] < before[name] + 1.0, (name, before[name], timings)
+        row = rows[name]
+        assert row["checks_s"] == timings["checks"]
+        assert row["total_s"] == pytest.approx(timings["total"] + timings["checks"])
+        assert row["harness_s"] == pytest.approx(row["total_s"] - timings["server_ready"] - row["windows_s"])
 
 
 def test_every_summary_reads_as_typed_records_and_writes_back_byte_for_byte(sweep_run):

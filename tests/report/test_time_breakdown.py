@@ -15,7 +15,15 @@ pytestmark = pytest.mark.unit
 TEXTS = {"code": {"r0": ("a b", "stop")}}
 
 
-def _timed(run_dir, method: str, ready: float, total: float, windows: dict[str, float], startup: dict | None) -> None:
+def _timed(
+    run_dir,
+    method: str,
+    ready: float,
+    total: float,
+    windows: dict[str, float],
+    startup: dict | None,
+    checks: float | None = None,
+) -> None:
     """Give the method's summary the timings and window spans a real run records."""
     path = run_dir / method / "summary.json"
     s = json.loads(path.read_text())
@@ -24,7 +32,7 @@ def _timed(run_dir, method: str, ready: float, total: float, windows: dict[str, 
         spans.append({"name": f"{phase}/x", "phase": phase, "start": t, "end": t + seconds, "checks": []})
         t += seconds + 0.5
     s["windows"] = spans
-    s["timings"] = {"server_ready": ready, "total": total}
+    s["timings"] = {"server_ready": ready, "total": total, **({} if checks is None else {"checks": checks})}
     if startup:
         s["server"]["startup"] = startup
     path.write_text(json.dumps(s))
@@ -60,6 +68,22 @@ def test_each_method_s_time_is_start_windows_and_the_harness_rest(tmp_path):
     assert "| all methods | 500.0 | 326.0 |  |  |  | 158.0 (every window) | 16.0 (3.2 %) |" in md
     csv, _ = tables.table_bytes("time_breakdown", rep.time_breakdown)
     assert csv.decode().splitlines()[0].split(",") == tables.COLUMNS["time_breakdown"]
+
+
+def test_the_pre_flight_before_the_first_step_is_the_harness_s(tmp_path):
+    """timings["checks"] (vLLM's pre-flight, the model, the prompts' lengths, the inputs: before timings["total"]
+    begins) goes into the method's total and its harness, and its part is named beside the share."""
+    run_dir = tmp_path / "t"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})]}, texts=TEXTS)
+    manifest(run_dir, {"baseline": {"status": "ok", "dir": "baseline", "error": None}})
+    _timed(run_dir, "baseline", 100.0, 180.0, {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0}, None, checks=20.0)
+    rep = build.build(run_dir, with_plots=False)
+    (row,) = rep.time_breakdown
+    assert row["total_s"] == pytest.approx(200.0) and row["checks_s"] == 20.0
+    assert row["harness_s"] == pytest.approx(36.0) and row["harness_share"] == pytest.approx(0.18)
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| baseline | 200.0 | 100.0 | 4.0 | 20.0 | 0.0 | 40.0 | 36.0 (18.0 %; pre-flight 20.0) |" in md
 
 
 def test_a_bundle_without_timings_has_no_breakdown(tmp_path):

@@ -408,6 +408,7 @@ class TimeBreakdownRow(TypedDict):
     method: str
     label: Any
     total_s: Any
+    checks_s: Any
     server_start_s: Any
     startup_load_s: Any
     startup_compile_s: Any

@@ -1,8 +1,10 @@
 """Where a run's time went (#42): per method, its server start (with vLLM's own start-up phases), its measurement
-windows by phase, and what is neither, the harness's own time (the manifest, the pre-flight, waiting for the
-first Prometheus sample, the gaps between windows, stopping the server, describing what ran).
-From what every summary already holds: `timings` (server_ready; total, the method's wall time from its first
-step to its description, the bundle's publication after it left out) and each window's start and end. The goal: the harness's share a few per cent."""
+windows by phase, and what is neither, the harness's own time (the pre-flight checks, the manifest, waiting for
+the first Prometheus sample, the gaps between windows, stopping the server, describing what ran).
+From what every summary already holds: `timings` (checks: the pre-flight, the run lock and the inputs before the
+method's first step; server_ready; total: the method's wall time from its first step to its description, the
+bundle's publication after it left out) and each window's start and end. A bundle from before `checks` was
+recorded has its pre-flight in no row. The goal: the harness's share a few per cent."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ COLUMNS = [
     "method",
     "label",
     "total_s",
+    "checks_s",
     "server_start_s",
     *[f"startup_{p}_s" for p in STARTUP],
     *[f"{p}_windows_s" for p in PHASES],
@@ -39,9 +42,10 @@ def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
     rows: list[TimeBreakdownRow] = []
     for md in run.methods.values():
         timings = md.record.timings or {}
-        total, start = timings.get("total"), timings.get("server_ready")
+        total, start, checks = timings.get("total"), timings.get("server_ready"), timings.get("checks")
         if not total:
             continue
+        total += checks or 0.0  # the pre-flight before the first step is the harness's too
         by_phase = dict.fromkeys(PHASES, 0.0)
         for w in md.record.window_list:
             if w.start is not None and w.end is not None and w.phase in by_phase:
@@ -54,6 +58,7 @@ def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
                 "method": md.name,
                 "label": md.display_name,
                 "total_s": total,
+                "checks_s": checks,
                 "server_start_s": start,
                 "startup_load_s": startup.get("load"),  # STARTUP's phases, each its column
                 "startup_compile_s": startup.get("compile"),
@@ -123,7 +128,9 @@ def breakdown_table(rep: Report) -> list[Block]:
                     r["bench_windows_s"],
                 )
             ],
-            f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])})",
+            f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])}"
+            + ("" if r["checks_s"] is None else f"; pre-flight {num(r['checks_s'], 1)}")
+            + ")",
         ]
         for r in rows
     ]
@@ -144,12 +151,12 @@ def breakdown_table(rep: Report) -> list[Block]:
         ("table", head, body),
         (
             "p",
-            "Per method, from its summary: total = its wall time from its first step until what ran is described "
-            "(the bundle's publication after it is not in it); "
+            "Per method, from its summary: total = its wall time from its pre-flight checks until what ran is "
+            "described (the bundle's publication after it is not in it); "
             "server start = until vLLM answered (in brackets vLLM's own start-up phases, as its log states "
-            "them); the windows are the measurements, by phase; harness = the rest (manifest, pre-flight, the "
-            "first Prometheus sample, the gaps between windows, stopping the server, describing what ran). "
-            "The run's inputs and its report, before the first method and after "
-            "the last, are not in it.",
+            "them); the windows are the measurements, by phase; harness = the rest (pre-flight, manifest, the "
+            "first Prometheus sample, the gaps between windows, stopping the server, describing what ran; in "
+            "brackets the pre-flight's part: vLLM's own argument checks, the model, the prompts' lengths, the "
+            "run's inputs). The run's report, after the last method, is not in it.",
         ),
     ]

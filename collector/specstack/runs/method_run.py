@@ -56,6 +56,7 @@ def run_method(
     """Run one method end to end; returns (summary, published folder). Never raises for a failed phase.
     `index` of `total`: its place in a sweep (progress display). Without `monitoring` (a sweep passes one),
     the run has its own and closes it before returning, so the summary holds Prometheus's view."""
+    began = time.monotonic()  # the pre-flight, the run lock and the inputs go into timings["checks"]
     own = monitoring is None
     monitoring = monitoring or Monitoring.for_options(opts)
     run_dir = Path(opts.results_dir) / opts.run_id
@@ -65,7 +66,7 @@ def run_method(
             for kept in keep_dead_staging(run_dir):
                 console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
             method = MethodRun(opts, plan, monitoring)
-            published = method.run(index, total)
+            published = method.run(index, total, began=began)
     finally:
         if own:
             monitoring.close()
@@ -117,10 +118,14 @@ class MethodRun:
         """The server measured, once started and ready."""
         return self.backend.server
 
-    def run(self, index: int, total: int) -> Path:
+    def run(self, index: int, total: int, began: float | None = None) -> Path:
         """Every phase, then the wind-up, whatever ended them; a signal or an unexpected exception then ends the
-        command (outcome.Ending.raise_if_fatal) once the bundle is published as failed. Returns where."""
+        command (outcome.Ending.raise_if_fatal) once the bundle is published as failed. Returns where.
+        `began`: time.monotonic() when the method's first step (its pre-flight checks) began; the seconds until
+        now are its timings["checks"], outside timings["total"] as before."""
         t0 = time.monotonic()
+        if began is not None:
+            self._time("checks", t0 - began)
         events.emit("method.start", method=self.name, index=index, total=total)
         help_hash = None
         try:
