@@ -16,7 +16,11 @@ import time
 import pytest
 import requests
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
+from specstack.config import metric_names as m
+from specstack.measure import windows as windows_module
+from specstack.measure.exporter import WindowExporter
 from specstack.measure.windows import Outcome, Window, Windows
 from specstack.results.bundle import MethodBundle
 from specstack.server import identity
@@ -153,14 +157,13 @@ def test_a_server_without_a_local_process_leaves_other_cpu_unmeasured(vllm, tmp_
 
 def test_the_exporter_serves_the_windows_own_start_and_end(vllm, tmp_path, monkeypatch):
     """Prometheus must store the instants the record holds, however long the work after the body takes."""
-    from prometheus_client.parser import text_string_to_metric_families
+    load1 = windows_module._load1
 
-    from specstack.config import metric_names as m
-    from specstack.measure import windows as windows_module
-    from specstack.measure.exporter import WindowExporter
+    def slow_load1() -> float | None:  # a loaded host: reading the load takes 0.2 s
+        time.sleep(0.2)
+        return load1()
 
-    slow_load = windows_module._load1
-    monkeypatch.setattr(windows_module, "_load1", lambda: (time.sleep(0.2), slow_load())[1])  # a loaded host
+    monkeypatch.setattr(windows_module, "_load1", slow_load1)
     exporter = WindowExporter(port=0)
     try:
         windows = Windows(

@@ -114,6 +114,10 @@ def breakdown_table(rep: Report) -> list[Block]:
             "" if all(p is None for p in parts) else " (" + " / ".join(num(p, 1) for p in parts) + ")"
         )
 
+    def harness(r: TimeBreakdownRow) -> str:
+        pre_flight = "" if r["checks_s"] is None else f"; pre-flight {num(r['checks_s'], 1)}"
+        return f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])}{pre_flight})"
+
     body = [
         [
             label(r),
@@ -128,9 +132,7 @@ def breakdown_table(rep: Report) -> list[Block]:
                     r["bench_windows_s"],
                 )
             ],
-            f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])}"
-            + ("" if r["checks_s"] is None else f"; pre-flight {num(r['checks_s'], 1)}")
-            + ")",
+            harness(r),
         ]
         for r in rows
     ]

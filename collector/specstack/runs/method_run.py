@@ -121,8 +121,8 @@ class MethodRun:
     def run(self, index: int, total: int, began: float | None = None) -> Path:
         """Every phase, then the wind-up, whatever ended them; a signal or an unexpected exception then ends the
         command (outcome.Ending.raise_if_fatal) once the bundle is published as failed. Returns where.
-        `began`: time.monotonic() when the method's first step (its pre-flight checks) began; the seconds until
-        now are its timings["checks"], outside timings["total"] as before."""
+        `began`: time.monotonic() when run_method began (its pre-flight checks); the seconds until now are the
+        method's timings["checks"], kept out of timings["total"], which starts here."""
         t0 = time.monotonic()
         if began is not None:
             self._time("checks", t0 - began)
