@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from specstack.report.contents import Report
 
 PHASES = ("warmup", "acceptance", "sampled", "bench")
-STARTUP = ("load", "compile", "warmup", "jit_kernel_warmup", "graph_capture")  # server.startup, as vLLM logs them
+# server.startup's phases (server/startup.py), as vLLM's log states them; to_engine: from its first line to the engine
+# core's, which a spawned engine core spends importing vLLM again
+STARTUP = ("to_engine", "load", "compile", "warmup", "jit_kernel_warmup", "graph_capture")
 # generated from the two tuples; TimeBreakdownRow (report/rows.py) spells the same columns out, and
 # tests/report/test_rows.py holds the two equal
 COLUMNS = [
@@ -29,6 +31,7 @@ COLUMNS = [
     "total_s",
     "checks_s",
     "server_start_s",
+    "startup_process_s",
     *[f"startup_{p}_s" for p in STARTUP],
     *[f"{p}_windows_s" for p in PHASES],
     "windows_s",
@@ -53,6 +56,10 @@ def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
         startup = (md.record.server.extra.get("startup") if md.record.server else None) or {}
         windows = sum(by_phase.values())
         harness = total - (start or 0.0) - windows
+        logged = startup.get("total")  # vLLM's first log line to its last before ready
+        # the rest of the start: the process's start and vLLM's imports before its first log line (and up to a
+        # second of the harness's readiness poll after its last)
+        process = None if start is None or logged is None else max(0.0, start - logged)
         rows.append(
             {
                 "method": md.name,
@@ -60,6 +67,8 @@ def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
                 "total_s": total,
                 "checks_s": checks,
                 "server_start_s": start,
+                "startup_process_s": process,
+                "startup_to_engine_s": startup.get("to_engine"),
                 "startup_load_s": startup.get("load"),  # STARTUP's phases, each its column
                 "startup_compile_s": startup.get("compile"),
                 "startup_warmup_s": startup.get("warmup"),
@@ -100,7 +109,7 @@ def breakdown_table(rep: Report) -> list[Block]:
     head = [
         "method",
         "total s",
-        "server start s (load / compile / warm-up / graph capture)",
+        "server start s (process / to engine / load / compile / warm-up / graph capture)",
         "warm-up windows s",
         "acceptance s",
         "sampled s",
@@ -109,7 +118,14 @@ def breakdown_table(rep: Report) -> list[Block]:
     ]
 
     def startup(r: TimeBreakdownRow) -> str:
-        parts = [r["startup_load_s"], r["startup_compile_s"], r["startup_warmup_s"], r["startup_graph_capture_s"]]
+        parts = [
+            r["startup_process_s"],
+            r["startup_to_engine_s"],
+            r["startup_load_s"],
+            r["startup_compile_s"],
+            r["startup_warmup_s"],
+            r["startup_graph_capture_s"],
+        ]
         return num(r["server_start_s"], 1) + (
             "" if all(p is None for p in parts) else " (" + " / ".join(num(p, 1) for p in parts) + ")"
         )
@@ -155,8 +171,10 @@ def breakdown_table(rep: Report) -> list[Block]:
             "p",
             "Per method, from its summary: total = its wall time from its pre-flight checks until what ran is "
             "described (the bundle's publication after it is not in it); "
-            "server start = until vLLM answered (in brackets vLLM's own start-up phases, as its log states "
-            "them); the windows are the measurements, by phase; harness = the rest (pre-flight, manifest, the "
+            "server start = until vLLM answered (in brackets: process = before vLLM's first log line, the "
+            "process's start and vLLM's imports; to engine = from that line to the engine core's first, its "
+            "configuration and the engine core's start, which re-imports vLLM when spawned; then vLLM's own "
+            "start-up phases, as its log states them); the windows are the measurements, by phase; harness = the rest (pre-flight, manifest, the "
             "first Prometheus sample, the gaps between windows, stopping the server, describing what ran; in "
             "brackets the pre-flight's part: vLLM's own argument checks, the model, the prompts' lengths, the "
             "run's inputs). The run's report, after the last method, is not in it.",

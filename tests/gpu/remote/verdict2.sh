@@ -14,7 +14,8 @@
 # AFTER_RESERVE seconds (default 620), so the after is kept whole when both do not fit.
 #   METHODS (default baseline,ngram,draft_model,suffix, in the order they run; BEFORE_METHODS and AFTER_METHODS:
 #   one sweep's own list), SWEEPS (default "before after";
-#   "after" alone: the 3-repeat sweep on whatever caches the machine has), AFTER_LABEL (default after)
+#   "after" alone: the 3-repeat sweep on whatever caches the machine has; "imports": a vLLM import's profile; the
+#   steps run in the order given), AFTER_LABEL (default after), AFTER_REPEATS (default 3)
 # Run 2026-12-04 (docs/measured.md "#42 before and after at 16 prompts"): the before on one machine (baseline and
 # ngram; the machine went back mid-sweep), then SWEEPS=after AFTER_LABEL=after-r3 METHODS=baseline,ngram,suffix,
 # draft_model on a fresh one (cold), cut at the deadline in suffix. Set END from the lease: the budget ends about
@@ -41,5 +42,34 @@ sweep() {  # label methods acceptance-concurrency repeats reserve [VAR=VALUE ...
 }
 fi_env=()
 [ "${FLASHINFER_COLD:-0}" = 1 ] && { mkdir -p "$W/fi-cold"; fi_env=(FLASHINFER_WORKSPACE_BASE="$W/fi-cold"); }
-case " $SWEEPS " in *" before "*) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";; esac
-case " $SWEEPS " in *" after "*) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" 3 0;; esac
+# AFTER_FORK=1: the after's servers fork their engine core from the API server (VLLM_WORKER_MULTIPROC_METHOD=fork in
+# its own copy of the services folder's [env], as SERVE_DTYPE's copy) instead of vLLM's CLI default, spawn, whose new
+# interpreter imports vLLM again (to_engine 16-19 s a start on the lent H100, docs/measured.md): the candidate
+# cut of #42 that no GPU has run yet, so methods.toml does not set it
+after_env=()
+if [ "${AFTER_FORK:-0}" = 1 ]; then
+  after_svc=$W/services-after; rm -rf "$after_svc"; cp -r "$SPECSTACK_SERVICES_DIR" "$after_svc"
+  sed -i 's/^VLLM_HTTP_TIMEOUT_KEEP_ALIVE = "300"$/&\nVLLM_WORKER_MULTIPROC_METHOD = "fork"/' "$after_svc/methods.toml"
+  grep -qx 'VLLM_WORKER_MULTIPROC_METHOD = "fork"' "$after_svc/methods.toml" \
+    || { echo "AFTER_FORK: no [env] line to add it after in $after_svc/methods.toml" >> $W/log/verdict-plan.log; exit 2; }
+  after_env=(SPECSTACK_SERVICES_DIR="$after_svc")
+fi
+imports() {  # where a vLLM import's seconds go on this machine: what every `vllm serve` imports before its first
+  # log line (-X importtime, to $W/log/importtime-N.txt), twice timed (the second with the files in the page cache)
+  [ $(( $(deadline) - $(date +%s) )) -gt 90 ] || { echo "imports no-time 0" >> $W/log/verdict.tsv; return; }
+  local i s
+  for i in 1 2; do
+    s=$(date +%s.%N)
+    timeout 40 .venv-gpu/bin/python -X importtime -c "import vllm.entrypoints.cli.main, vllm.entrypoints.openai.api_server" \
+      2> "$W/log/importtime-$i.txt"
+    echo "imports-$i $? $(python3 -c "import time; print(round(time.time() - $s, 1))")" >> $W/log/verdict.tsv
+  done
+}
+for step in $SWEEPS; do  # in the order given
+  case $step in
+    before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";;
+    after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0 "${after_env[@]}";;
+    imports) imports;;
+    *) echo "unknown step $step" >> $W/log/verdict-plan.log;;
+  esac
+done
