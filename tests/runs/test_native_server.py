@@ -79,7 +79,8 @@ def test_start_writes_the_target_first_then_starts_into_the_bundle_s_log_and_say
     b = backend(tmp_path, targets=targets, slot=1)
     seen = []
 
-    def start_native(plan, log_path, timeout, *, port_wait):
+    def start_native(plan, log_path, timeout, *, port_wait, held):
+        assert held is None  # a backend made without a held server
         seen.append(("start", json.loads(targets.read_text()), log_path, timeout, port_wait))
         return live(log_path)
 

@@ -41,7 +41,7 @@ from specstack.runs.options import Options, load_tasks
 from specstack.runs.server_checks import ServerContradiction
 from specstack.server import model_identity, observed, provenance, startup
 from specstack.server.runtime import Server as LiveServer
-from specstack.server.runtime import vllm_executable
+from specstack.server.runtime import cancel_held, vllm_executable
 
 if TYPE_CHECKING:
     from specstack.config.methods import ServePlan
@@ -61,12 +61,16 @@ def run_method(
     monitoring = monitoring or Monitoring.for_options(opts)
     run_dir = Path(opts.results_dir) / opts.run_id
     try:
-        plan = check(opts)
-        with run_lock.held(run_dir):  # before any server starts: a second harness of this run is refused
-            for kept in keep_dead_staging(run_dir):
-                console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
-            method = MethodRun(opts, plan, monitoring)
-            published = method.run(index, total, began=began)
+        checked = check(opts)
+        try:
+            with run_lock.held(run_dir):  # before any server starts: a second harness of this run is refused
+                for kept in keep_dead_staging(run_dir):
+                    console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
+                method = MethodRun(opts, checked.plan, monitoring, held=checked.held)
+                published = method.run(index, total, began=began)
+        finally:
+            if checked.held is not None:
+                cancel_held(checked.held)  # one never released (the run ended before its start); else nothing
     finally:
         if own:
             monitoring.close()
@@ -78,7 +82,9 @@ class MethodRun:
 
     console = console
 
-    def __init__(self, opts: Options, plan: ServePlan, monitoring: Monitoring):
+    def __init__(self, opts: Options, plan: ServePlan, monitoring: Monitoring, held: LiveServer | None = None):
+        """held: the plan's native server, started held while the pre-flight ran (runs/checks.py), released at
+        the server's start."""
         self.opts, self.plan, self.monitoring = opts, plan, monitoring
         self.name = opts.bundle_name or plan.method  # folder and summary "method" (sweep-k: <method>-k<K>)
         self.run_dir = Path(opts.results_dir) / opts.run_id
@@ -102,6 +108,7 @@ class MethodRun:
             labels=self.labels,
             interrupted=lambda: self.interrupted,
             console=self.console,
+            held=held,
         )
         try:
             self.summary = self._new_summary()
@@ -222,6 +229,8 @@ class MethodRun:
         server = self.server
         assert server is not None  # start() set it, or raised
         self._time("server_ready", server.ready_seconds)
+        if server.held_seconds is not None:  # its process imported that long, beside the pre-flight, before it
+            self._time("server_held", server.held_seconds)  # was released: server_ready counts from its release
         with events.step("server facts", method=self.name):
             self.summary = self.summary.updated(server=Server.from_json(server_checks.server_facts(server, self.plan)))
             self._check_observed()

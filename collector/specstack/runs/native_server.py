@@ -52,8 +52,10 @@ class NativeServer:
         labels: dict[str, str],
         interrupted: Callable[[], bool],
         console: Console,
+        held: Server | None = None,
     ):
         self.opts, self.plan, self.name, self.run_dir, self.bundle = opts, plan, name, run_dir, bundle
+        self.held = held  # native: the plan's server, held while the pre-flight ran (runs/checks.py); start releases it
         self.labels, self.interrupted, self.console = labels, interrupted, console
         self.server: Server | None = None  # once started and ready (a failed start stopped its own)
         self.stop_problem: str | None = None  # a stop that could not be confirmed: the measurements stand
@@ -90,7 +92,11 @@ class NativeServer:
         with events.step("server start", method=self.name):
             if self.native:
                 self.server = server = start_native(
-                    plan, self.bundle.path(layout.SERVER_LOG), opts.ready_timeout, port_wait=opts.port_wait
+                    plan,
+                    self.bundle.path(layout.SERVER_LOG),
+                    opts.ready_timeout,
+                    port_wait=opts.port_wait,
+                    held=self.held,
                 )
             else:
                 assert opts.url is not None  # validate(): the url runtime needs --url

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ class Server:
     ready_seconds: float | None = None
     identity: str | None = None  # native: why the server answering is the one started (identity.py)
     ipc_dir: Path | None = field(default=None, repr=False)  # native: its IPC sockets, removed when it stops
+    held: bool = False  # native: started by prestart_native and not yet told to serve (log_path: what it printed)
+    held_since: float | None = field(default=None, repr=False)
+    held_seconds: float | None = None  # native, held: how long it imported before it was told to serve
 
     @property
     def root_model(self) -> str | None:
@@ -258,17 +262,8 @@ def native_address(plan: ServePlan) -> tuple[str, int]:
     return str(plan.flags.get("host", "127.0.0.1")), int(plan.flags.get("port", 8000))
 
 
-def start_native(
-    plan: ServePlan, log_path: Path, timeout: float, extra_env: dict[str, str] | None = None, *, port_wait: float = 0.0
-) -> Server:
-    """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
-    port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail."""
-    flags = plan.flags
-    host, port = native_address(plan)
-    if port_wait > 0:
-        wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
-    elif not port_free(host, port):
-        raise UserError(port_in_use_message(host, port))
+def _native_env(plan: ServePlan, extra_env: dict[str, str] | None) -> tuple[dict[str, str], Path | None]:
+    """The server's environment and its IPC folder (None where the user set VLLM_RPC_BASE_PATH)."""
     env = {**os.environ, **plan.env, **(extra_env or {})}
     # vLLM's ZMQ sockets (engine core <-> API server) are files in VLLM_RPC_BASE_PATH, default the temp folder,
     # that a killed server never removes (742 were left in /tmp by the test suite): a folder of the server's own,
@@ -277,12 +272,139 @@ def start_native(
     if "VLLM_RPC_BASE_PATH" not in env:
         ipc_dir = ipc.new_folder()
         env["VLLM_RPC_BASE_PATH"] = str(ipc_dir)
-    argv = [vllm_executable(), "serve", *plan.argv]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "wb")  # noqa: SIM115 (the child process writes it past this block)
+    return env, ipc_dir
+
+
+def _popen_leashed(
+    argv: list[str], out: Path, env: dict[str, str], ipc_dir: Path | None, *, stdin: int
+) -> subprocess.Popen:
+    # Own session: stopping the server's process group also stops its engine core and workers. Through the
+    # leash (leash.py): a watchdog in that group kills it, and clears the IPC folder, if this process dies
+    # without stopping it (SIGKILL, OOM killer).
+    with open(out, "ab") as log:
+        return subprocess.Popen(
+            leash.command(argv, str(ipc_dir) if ipc_dir else None),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=stdin,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) -> Server | None:
+    """A native server's process, held (server/held_serve.py): it imports what `vllm serve` imports and waits to
+    be told to serve, so that its imports overlap the harness's pre-flight. No port, GPU or model is touched until
+    start_native releases it; cancel_held stops it. None where the `vllm` to run is not this Python's (a `vllm`
+    found on PATH: its environment may not hold specstack), which start_native then starts as before."""
+    vllm = vllm_executable()
+    if Path(vllm) != Path(sys.executable).with_name("vllm"):
+        return None
+    host, port = native_address(plan)
+    env, ipc_dir = _native_env(plan, extra_env)
+    # what it prints while held: in its IPC folder, which the leash's watchdog removes if this process dies
+    if ipc_dir is not None:
+        pre_log = str(ipc_dir / "held-server.log")
+    else:
+        fd, pre_log = tempfile.mkstemp(prefix="specstack-held-", suffix=".log")
+        os.close(fd)
+    argv = [vllm, "serve", *plan.argv]
     server = Server(
         f"http://{host}:{port}",
-        flags["served-model-name"],
+        plan.flags["served-model-name"],
+        Runtime.NATIVE,
+        argv,
+        dict(plan.env),
+        Path(pre_log),
+        ipc_dir=ipc_dir,
+        held=True,
+    )
+    try:
+        held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, "--", *argv]
+        server.process = _popen_leashed(held, Path(pre_log), env, ipc_dir, stdin=subprocess.PIPE)
+        server.held_since = time.monotonic()
+    except BaseException:
+        cancel_held(server)
+        raise
+    return server
+
+
+def cancel_held(server: Server) -> None:
+    """A held server that will not serve (the pre-flight failed, the run ended before its start): its group
+    stopped, its IPC folder and what it printed removed. Nothing for a released one (stop_native's)."""
+    if not server.held:
+        return
+    server.held = False
+    process = server.process
+    if process is not None and process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()  # EOF: a held server that is still importing ends once it reads it
+    # SIGKILL for its group; a stop that cannot be confirmed must not hide why the run ended (a listener left on
+    # the port is named by the next start's port check)
+    with contextlib.suppress(ServerError):
+        stop_native(server, timeout=10)
+    if server.log_path is not None:
+        server.log_path.unlink(missing_ok=True)
+
+
+def _release(server: Server, log_path: Path) -> None:
+    """Tell a held server to serve, its output from now on (and what it printed while held) in log_path."""
+    process, pre_log = server.process, server.log_path
+    assert process is not None and process.stdin is not None and pre_log is not None
+    server.held = False
+    server.log_path = log_path
+    if server.held_since is not None:
+        server.held_seconds = time.monotonic() - server.held_since
+    if process.poll() is not None:  # it died while held (a broken install): its words where the log is read
+        shutil.copyfile(pre_log, log_path)
+        pre_log.unlink(missing_ok=True)
+        return
+    try:
+        process.stdin.write(f"go {log_path}\n".encode())
+        process.stdin.close()
+    except OSError:  # it died between the two lines above: wait_ready says so with the log's tail
+        if pre_log.exists():
+            shutil.copyfile(pre_log, log_path)
+            pre_log.unlink(missing_ok=True)
+
+
+def start_native(
+    plan: ServePlan,
+    log_path: Path,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+    *,
+    port_wait: float = 0.0,
+    held: Server | None = None,
+) -> Server:
+    """The `native` runtime: start `vllm serve <plan argv>` as a child process and wait until ready.
+    port_wait > 0 (a sweep, after its previous server stopped): wait that long for the port, then fail.
+    held: the plan's server from prestart_native (its environment set then), released here instead of starting
+    another; its ready_seconds then count from its release (held_seconds: how long it imported before)."""
+    host, port = native_address(plan)
+    try:
+        if port_wait > 0:
+            wait_port_free(host, port, port_wait, after="the previous server of this sweep stopped")
+        elif not port_free(host, port):
+            raise UserError(port_in_use_message(host, port))
+    except BaseException:
+        if held is not None:
+            cancel_held(held)
+        raise
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if held is not None:
+        server = held
+        try:
+            _release(server, log_path)
+            return wait_ready(server, timeout)
+        except BaseException:
+            stop_native(server)
+            raise
+    env, ipc_dir = _native_env(plan, extra_env)
+    argv = [vllm_executable(), "serve", *plan.argv]
+    server = Server(
+        f"http://{host}:{port}",
+        plan.flags["served-model-name"],
         Runtime.NATIVE,
         argv,
         dict(plan.env),
@@ -290,18 +412,8 @@ def start_native(
         ipc_dir=ipc_dir,
     )
     try:
-        # Own session: stopping the server's process group also stops its engine core and workers. Through the
-        # leash (leash.py): a watchdog in that group kills it, and clears the IPC folder, if this process dies
-        # without stopping it (SIGKILL, OOM killer).
-        server.process = subprocess.Popen(
-            leash.command(argv, str(ipc_dir) if ipc_dir else None),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-        log.close()
+        log_path.write_bytes(b"")
+        server.process = _popen_leashed(argv, log_path, env, ipc_dir, stdin=subprocess.DEVNULL)
         return wait_ready(server, timeout)
     except BaseException:
         stop_native(server)

@@ -15,7 +15,10 @@
 #   METHODS (default baseline,ngram,draft_model,suffix, in the order they run; BEFORE_METHODS and AFTER_METHODS:
 #   one sweep's own list), SWEEPS (default "before after";
 #   "after" alone: the 3-repeat sweep on whatever caches the machine has; "imports": a vLLM import's profile; the
-#   steps run in the order given), AFTER_LABEL (default after), AFTER_REPEATS (default 3)
+#   steps run in the order given), AFTER_LABEL (default after), AFTER_REPEATS (default 3), BEFORE_FRESH_CACHE=1 (the
+#   before on a torch.compile cache root of its own, empty, so a before that runs after another sweep is still cold)
+# Run 2026-12-06 evening (docs/measured.md "#42 after, on a lent H100"): SWEEPS="after imports before"
+# BEFORE_METHODS=ngram BEFORE_FRESH_CACHE=1 AFTER_RESERVE=0, the after whole in 831 s.
 # Run 2026-12-04 (docs/measured.md "#42 before and after at 16 prompts"): the before on one machine (baseline and
 # ngram; the machine went back mid-sweep), then SWEEPS=after AFTER_LABEL=after-r3 METHODS=baseline,ngram,suffix,
 # draft_model on a fresh one (cold), cut at the deadline in suffix. Set END from the lease: the budget ends about
@@ -42,18 +45,13 @@ sweep() {  # label methods acceptance-concurrency repeats reserve [VAR=VALUE ...
 }
 fi_env=()
 [ "${FLASHINFER_COLD:-0}" = 1 ] && { mkdir -p "$W/fi-cold"; fi_env=(FLASHINFER_WORKSPACE_BASE="$W/fi-cold"); }
-# AFTER_FORK=1: the after's servers fork their engine core from the API server (VLLM_WORKER_MULTIPROC_METHOD=fork in
-# its own copy of the services folder's [env], as SERVE_DTYPE's copy) instead of vLLM's CLI default, spawn, whose new
-# interpreter imports vLLM again (to_engine 16-19 s a start on the lent H100, docs/measured.md): the candidate
-# cut of #42 that no GPU has run yet, so methods.toml does not set it
-after_env=()
-if [ "${AFTER_FORK:-0}" = 1 ]; then
-  after_svc=$W/services-after; rm -rf "$after_svc"; cp -r "$SPECSTACK_SERVICES_DIR" "$after_svc"
-  sed -i 's/^VLLM_HTTP_TIMEOUT_KEEP_ALIVE = "300"$/&\nVLLM_WORKER_MULTIPROC_METHOD = "fork"/' "$after_svc/methods.toml"
-  grep -qx 'VLLM_WORKER_MULTIPROC_METHOD = "fork"' "$after_svc/methods.toml" \
-    || { echo "AFTER_FORK: no [env] line to add it after in $after_svc/methods.toml" >> $W/log/verdict-plan.log; exit 2; }
-  after_env=(SPECSTACK_SERVICES_DIR="$after_svc")
-fi
+# The before's servers spawn their engine core, as vLLM's CLI does when VLLM_WORKER_MULTIPROC_METHOD is unset and as
+# the recorded "before" ran: its own copy of the services folder (as SERVE_DTYPE's copy) with methods.toml's fork
+# (#42's cut, measured on 2026-12-06: docs/measured.md) set back to spawn
+before_svc=$W/services-before; rm -rf "$before_svc"; cp -r "$SPECSTACK_SERVICES_DIR" "$before_svc"
+sed -i 's/^VLLM_WORKER_MULTIPROC_METHOD = "fork"$/VLLM_WORKER_MULTIPROC_METHOD = "spawn"/' "$before_svc/methods.toml"
+grep -qx 'VLLM_WORKER_MULTIPROC_METHOD = "spawn"' "$before_svc/methods.toml" \
+  || { echo "no fork line in $before_svc/methods.toml to set to spawn" >> $W/log/verdict-plan.log; exit 2; }
 imports() {  # where a vLLM import's seconds go on this machine: what every `vllm serve` imports before its first
   # log line (-X importtime, to $W/log/importtime-N.txt), twice timed (the second with the files in the page cache)
   [ $(( $(deadline) - $(date +%s) )) -gt 90 ] || { echo "imports no-time 0" >> $W/log/verdict.tsv; return; }
@@ -64,11 +62,18 @@ imports() {  # where a vLLM import's seconds go on this machine: what every `vll
       2> "$W/log/importtime-$i.txt"
     echo "imports-$i $? $(python3 -c "import time; print(round(time.time() - $s, 1))")" >> $W/log/verdict.tsv
   done
+  # and what the sweep's pre-flight imports, which a sweep pays once before its first server (19.4 s on the H100)
+  s=$(date +%s.%N)
+  timeout 60 .venv-gpu/bin/python -X importtime -m specstack.cli.preflight --method baseline --model-set smollm2 \
+    --platform gpu-native --models-dir "$SPECSTACK_TEST_MODELS" > "$W/log/preflight.out" 2> "$W/log/importtime-preflight.txt"
+  echo "imports-preflight $? $(python3 -c "import time; print(round(time.time() - $s, 1))")" >> $W/log/verdict.tsv
 }
+before_env=("${fi_env[@]}" SPECSTACK_SERVICES_DIR="$before_svc")
+[ "${BEFORE_FRESH_CACHE:-0}" = 1 ] && { rm -rf "$W/vllm-cache/before"; before_env+=(VLLM_CACHE_ROOT="$W/vllm-cache/before"); }
 for step in $SWEEPS; do  # in the order given
   case $step in
-    before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${fi_env[@]}";;
-    after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0 "${after_env[@]}";;
+    before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${before_env[@]}";;
+    after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0;;
     imports) imports;;
     *) echo "unknown step $step" >> $W/log/verdict-plan.log;;
   esac

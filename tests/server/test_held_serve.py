@@ -1,0 +1,104 @@
+"""A native server held while the pre-flight runs (server/held_serve.py, runtime.prestart_native), on the real engine
+(vLLM 0.32.0, CPU, model set tiny): held, its process has done vLLM's imports and started nothing (no port, no
+engine core); released, it is the same process serving, its log holding what it printed while held; cancelled,
+nothing of it is left. And a run whose pre-flight refuses the plan leaves no held process behind."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+import requests
+
+from specstack.config import methods
+from specstack.errors import UserError
+from specstack.runs import checks
+from specstack.runs.options import Options
+from specstack.server import held_serve, leash
+from specstack.server.runtime import cancel_held, port_free, prestart_native, start_native, stop_native
+
+from ..support import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def tiny_plan(models_dir, port: int):
+    return methods.build(
+        "baseline", model_set_name="tiny", platform="cpu-native", models_dir=str(models_dir), extra={"port": port}
+    )
+
+
+def wait_imported(server, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while held_serve.IMPORTED not in server.log_path.read_text(errors="replace"):
+        assert server.process.poll() is None, server.log_path.read_text(errors="replace")
+        assert time.monotonic() < deadline, f"vLLM not imported after {seconds:.0f} s"
+        time.sleep(0.2)
+
+
+def group_commands(pgid: int) -> list[str]:
+    return [" ".join(psutil.Process(p).cmdline()) for p in leash.group_members(pgid)]
+
+
+def test_held_it_starts_nothing_and_released_it_serves_with_what_it_printed_in_its_log(models_dir, tmp_path):
+    port = free_port()
+    plan = tiny_plan(models_dir, port)
+    server = prestart_native(plan)
+    assert server is not None and server.held
+    pre_log, pid = server.log_path, server.process.pid
+    try:
+        wait_imported(server)
+        # vLLM imported, and nothing started: the port free, no engine core, only the held process and its watchdog
+        assert port_free("127.0.0.1", port)
+        commands = group_commands(pid)
+        assert len(commands) == 2 and not any("EngineCore" in c for c in commands), commands
+        assert any("specstack.server.held_serve" in c and "serve" in c for c in commands), commands
+        log = tmp_path / "server.log"
+        started = start_native(plan, log, 300, held=server)
+        assert started is server and started.process.pid == pid and not server.held  # the same process serves
+        r = requests.post(
+            f"{server.base_url}/v1/completions",
+            json={"model": server.served_model_name, "prompt": "def f(x):", "max_tokens": 4},
+            timeout=120,
+        )
+        assert r.status_code == 200, r.text
+        text = log.read_text(errors="replace")
+        # what it printed while held comes first, then vLLM's own start (its banner names the version)
+        assert text.index(held_serve.IMPORTED) < text.index("version 0.32.0"), text[:2000]
+        assert not pre_log.exists() and server.held_seconds is not None and server.held_seconds > 0
+    finally:
+        stop_native(server)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_cancelled_nothing_of_it_is_left(models_dir):
+    server = prestart_native(tiny_plan(models_dir, free_port()))
+    assert server is not None
+    pid, pre_log, ipc = server.process.pid, server.log_path, server.ipc_dir
+    cancel_held(server)  # before its imports are done: SIGKILL for the group, whatever it was doing
+    assert leash.group_members(pid) == [] and not pre_log.exists() and (ipc is None or not ipc.exists())
+    cancel_held(server)  # again: nothing to do
+
+
+def test_a_plan_the_preflight_refuses_leaves_no_held_server(models_dir, tmp_path):
+    """The pre-flight runs beside the held server; its refusal stops that server before the error reaches the user."""
+    opts = Options(
+        method="ngram",
+        model_set="tiny",
+        platform="cpu-native",
+        models_dir=str(models_dir),
+        results_dir=str(tmp_path / "results"),
+        run_id="refused",
+        port=free_port(),
+        spec_override={"prompt_lookup_minn": 2},  # a key only vLLM's SpeculativeConfig refuses
+    )
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with pytest.raises(UserError, match="prompt_lookup_minn"):
+        checks.check(opts)
+    left = [
+        " ".join(p.cmdline())
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and "held_serve" in " ".join(p.cmdline())
+    ]
+    assert left == [], left
