@@ -90,6 +90,9 @@ def test_kill_9_of_the_harness_leaves_no_server(models_dir, tmp_path, when):
         f"processes of the server's group outlived the killed harness: {live_group_members(server_pid)}"
     )
     wait_port_free("127.0.0.1", port, 30, after="the harness was killed")
+    # what happened is in the server's log the killed run left (a held server's log moved there at its release)
+    [log] = (results / "kill9").glob(".baseline.staging-*/server.log")
+    assert "specstack watchdog: the harness" in log.read_text(errors="replace"), log.read_text(errors="replace")[-2000:]
     # the watchdog removes the folder once the group it left is gone, a poll after the group_gone above saw it
     deadline = time.monotonic() + leash.GONE_SECONDS
     while ipc_dir.exists() and time.monotonic() < deadline:

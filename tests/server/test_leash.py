@@ -94,6 +94,38 @@ def test_sigkill_of_the_harness_kills_the_group_and_clears_the_ipc_folder(tmp_pa
     harness.wait()
 
 
+# A server that moves its output after the launch, as a held one does at its release (server/held_serve.py)
+MOVES_ITS_OUTPUT = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+os.dup2(fd, 1)
+print("moved", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_watchdog_says_why_it_killed_into_the_server_s_log_as_it_is_then(tmp_path):
+    """The line that tells a reader of a killed run's server log what happened goes where the server writes at
+    that moment, not where the launcher's output went (a held server's output before its release)."""
+    launched, moved = tmp_path / "launched.log", tmp_path / "moved.log"
+    harness_code = HARNESS.replace('["sleep", "600"]', "[sys.executable, '-c', sys.argv[2], sys.argv[3]]").replace(
+        "start_new_session=True)", f"start_new_session=True, stdout=open({str(launched)!r}, 'ab'))"
+    )
+    harness = subprocess.Popen(
+        [sys.executable, "-c", harness_code, leash.NO_FOLDER, MOVES_ITS_OUTPUT, str(moved)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    group = int(harness.stdout.readline())
+    wait_until(lambda: moved.exists() and "moved" in moved.read_text(), 30, "the server's moved output")
+    harness.send_signal(signal.SIGKILL)
+    wait_until(lambda: not leash.group_members(group), 30, "end of the server's group after the harness died")
+    harness.wait()
+    assert "specstack watchdog: the harness" in moved.read_text(), (moved.read_text(), launched.read_text())
+    assert "specstack watchdog" not in launched.read_text()
+
+
 def test_a_stopped_server_takes_its_watchdog_along(tmp_path):
     """While the harness lives, stop_native's killpg ends the watchdog with the server (no group member left)."""
     folder = tmp_path / "ipc"

@@ -94,10 +94,14 @@ def watch(harness: int, started: float, ipc_dir: str) -> None:
     while harness_alive(harness, started):
         time.sleep(POLL_SECONDS)
     os.setpgid(0, 0)
-    print(
-        f"specstack watchdog: the harness (pid {harness}) is gone; killing the server's process group {group}",
-        flush=True,
-    )
+    say = f"specstack watchdog: the harness (pid {harness}) is gone; killing the server's process group {group}"
+    # into the server's log as it is now: a held server (held_serve.py) moved its output to the bundle's log at its
+    # release, after this watchdog was started with the output of its held part
+    try:
+        with open(f"/proc/{group}/fd/1", "a") as server_output:
+            print(say, file=server_output, flush=True)
+    except OSError:  # the server (the group's leader) is gone already
+        print(say, flush=True)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
     deadline = time.monotonic() + GONE_SECONDS
