@@ -116,6 +116,7 @@ def test_cpu_serve_plan_is_methods_toml(forms):
     assert plan.env == {
         "VLLM_USE_V2_MODEL_RUNNER": "0",
         "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "300",
+        "VLLM_WORKER_MULTIPROC_METHOD": "fork",  # vLLM's CPU platform spawns its engine core whatever this says
         "VLLM_CPU_KVCACHE_SPACE": "1",
     }
     text = (REPO / "compose.cpu.yaml").read_text() + (REPO / "compose.yaml").read_text()
