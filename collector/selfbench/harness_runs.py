@@ -54,6 +54,7 @@ STEP_LABELS = {
     "manifest": "checks, inputs, manifest (before the server start)",
     "server facts": "server facts (/version)",
     "previous Prometheus check": PREVIOUS_CHECK,
+    "next server's imports": "a sweep's next server's imports (finished before measuring)",
     "stop server": "stop server",
     "provenance": "provenance (--help=all hash, server log facts)",
     "verdict and bundle": "verdict, packages, tables, summary.json, publishing",

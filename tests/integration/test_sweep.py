@@ -62,9 +62,10 @@ def test_each_method_s_pre_flight_is_timed_and_is_the_harness_s(sweep_run):
 def test_each_server_start_names_its_process_start_and_its_way_to_the_engine(sweep_run):
     """#42: the start's breakdown covers what vLLM's own phases leave out: the process's start and vLLM's imports
     before its first log line, and the way from that line to the engine core's first (on the CPU platform vLLM
-    always spawns the engine core, which imports vLLM again). Each server's process was started held while its
-    method's checks ran (server/held_serve.py): its log says so before vLLM's first line, and the seconds it
-    imported before its release (timings server_held) are not in its start."""
+    always spawns the engine core, which imports vLLM again). Each server's process was started held
+    (server/held_serve.py): the first while its method's checks ran, every later one as the method before it
+    started its own server (runs/next_server.py); its log says so before vLLM's first line, and the seconds it was
+    held before its release (timings server_held) are not in its start."""
     rows = {r["method"]: r for r in time_breakdown.breakdown_rows(reader.load_run(sweep_run["run_dir"]))}
     for name in DEMO_METHODS:
         row = rows[name]
@@ -78,6 +79,13 @@ def test_each_server_start_names_its_process_start_and_its_way_to_the_engine(swe
     # the first method's checks include vLLM's pre-flight import, which its held server's imports overlapped
     first = sweep_run["summaries"][DEMO_METHODS[0]]["timings"]
     assert first["server_held"] > 1.0, first
+    # every later server was held through the windows of the method before it, its imports done by its release:
+    # what is left before vLLM's first line is shorter than the spawned engine core's import of vLLM
+    for before, name in zip(DEMO_METHODS, DEMO_METHODS[1:]):
+        held, previous = sweep_run["summaries"][name]["timings"], sweep_run["summaries"][before]["timings"]
+        windows = previous["warmup"] + previous["acceptance"] + previous["bench"]
+        assert held["server_held"] > windows, (name, held, previous)
+        assert rows[name]["startup_process_s"] < rows[name]["startup_to_engine_s"], (name, rows[name])
 
 
 def test_every_summary_reads_as_typed_records_and_writes_back_byte_for_byte(sweep_run):

@@ -15,7 +15,7 @@ from specstack.config import methods
 from specstack.errors import UserError
 from specstack.runs import checks
 from specstack.runs.options import Options
-from specstack.server import held_serve, leash
+from specstack.server import held_serve, leash, modelinfo_cache
 from specstack.server.runtime import cancel_held, port_free, prestart_native, start_native, stop_native
 
 from ..support import free_port
@@ -50,8 +50,9 @@ def test_held_it_starts_nothing_and_released_it_serves_with_what_it_printed_in_i
     try:
         wait_imported(server)
         # vLLM imported, and nothing started: the port free, no engine core, only the held process and its watchdog
+        # (and, while a fresh cache root's model-class inspection runs, its process: modelinfo_cache.py)
         assert port_free("127.0.0.1", port)
-        commands = group_commands(pid)
+        commands = [c for c in group_commands(pid) if "specstack.server.modelinfo_cache" not in c]
         assert len(commands) == 2 and not any("EngineCore" in c for c in commands), commands
         assert any("specstack.server.held_serve" in c and "serve" in c for c in commands), commands
         log = tmp_path / "server.log"
@@ -70,6 +71,42 @@ def test_held_it_starts_nothing_and_released_it_serves_with_what_it_printed_in_i
     finally:
         stop_native(server)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_held_it_fills_vllms_model_class_cache_which_the_released_server_reads(models_dir, tmp_path):
+    """On a fresh cache root (a new machine's) vLLM inspects the model's class in a subprocess that imports vLLM
+    again, after the release; held, that runs beside the imports, so the released server reads the cache."""
+    port = free_port()
+    plan = tiny_plan(models_dir, port)
+    root = tmp_path / "vllm-cache"
+    [arch] = modelinfo_cache.architectures([plan.target])
+    server = prestart_native(plan, {"VLLM_CACHE_ROOT": str(root)})
+    assert server is not None
+    try:
+        # and one Triton cache for every method, in that root (server/vllm_caches.py), as the compose stack's
+        held_env = psutil.Process(server.process.pid).environ()
+        assert held_env["TRITON_CACHE_DIR"] == str(root / "triton"), held_env.get("TRITON_CACHE_DIR")
+        deadline = time.monotonic() + 240
+        while not list((root / "modelinfos").glob(f"*-{arch}.json")):  # written while held, never told to serve
+            assert server.held and server.process.poll() is None, server.log_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, "no model-class cache after 240 s held"
+            time.sleep(0.2)
+        [cached] = (root / "modelinfos").glob(f"*-{arch}.json")
+        written = cached.stat()
+        log = tmp_path / "server.log"
+        start_native(plan, log, 300, held=server)
+        r = requests.post(
+            f"{server.base_url}/v1/completions",
+            json={"model": server.served_model_name, "prompt": "def f(x):", "max_tokens": 4},
+            timeout=120,
+        )
+        assert r.status_code == 200, r.text
+        text = log.read_text(errors="replace")
+        assert text.index(f"{modelinfo_cache.FILLED} {arch} in ") < text.index("version 0.32.0"), text[:3000]
+        # vLLM writes the file anew (atomically: a new inode) after an inspection of its own; it read this one
+        assert (written.st_ino, written.st_mtime_ns) == (cached.stat().st_ino, cached.stat().st_mtime_ns)
+    finally:
+        stop_native(server)
 
 
 def test_cancelled_nothing_of_it_is_left(models_dir):

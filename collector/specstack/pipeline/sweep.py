@@ -23,7 +23,9 @@ from specstack.results.reader import good_result
 from specstack.runs import prefix_cache
 from specstack.runs.method_run import run_method
 from specstack.runs.monitoring import Monitoring
-from specstack.runs.options import Options
+from specstack.runs.next_server import NextServer
+from specstack.runs.options import Options, plan_for
+from specstack.server.runtime import Server, cancel_held, prestart_native
 
 console = Console(stderr=True)
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -42,6 +44,7 @@ def run_all(
         methods.check_model_set(one.method, one.model_set)
     prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
     started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
+    pending: Server | None = None  # the next method's server, started held (runs/next_server.py)
     events.emit("sweep.start", methods=[name for name, _ in entries])
     # one harness per run: held from before the first skip decision to the seal (each method takes it again)
     with run_lock.held(run_dir):
@@ -56,12 +59,25 @@ def run_all(
                 return done
 
             def step(i: int, entry: tuple[str, Options]) -> dict:
-                nonlocal started
+                nonlocal started, pending
                 one = dataclasses.replace(
                     entry[1],
                     port_wait=opts.port_release_timeout if started and opts.runtime == Runtime.NATIVE else 0.0,
                 )
-                summary, _ = run_method(one, index=i + 1, total=len(entries), monitoring=monitoring)
+                # this method's server, if the method before started it held; the next's, as this one starts
+                mine, pending = pending, None
+                following = NextServer(lambda: held_next(opts, run_dir, entries[i + 1 :]))
+                try:
+                    summary, _ = run_method(
+                        one,
+                        index=i + 1,
+                        total=len(entries),
+                        monitoring=monitoring,
+                        held=mine,
+                        next_server=following if opts.runtime == Runtime.NATIVE else None,
+                    )
+                finally:
+                    pending = following.server
                 started = True
                 return summary
 
@@ -69,7 +85,11 @@ def run_all(
                 stop_if_port_blocked(summary, entry[0], [n for n, _ in rest])
                 return False
 
-            results = serially(entries, step, finished=finished, stop=blocked).results
+            try:
+                results = serially(entries, step, finished=finished, stop=blocked).results
+            finally:
+                if pending is not None:
+                    cancel_held(pending)  # a sweep that stopped early: nothing of it is left
         events.emit("sweep.end")
         if report:
             from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
@@ -80,6 +100,15 @@ def run_all(
 
             seal_run(run_dir)
     return results
+
+
+def held_next(opts: Options, run_dir: Path, rest: Sequence[tuple[str, Options]]) -> Server | None:
+    """The server of the next method this sweep will run (one whose result is not kept), started held."""
+    for name, one in rest:
+        if not opts.force and good_result(run_dir, name) is not None:
+            continue  # kept, not run (finished() above)
+        return prestart_native(plan_for(one))
+    return None
 
 
 def stop_if_port_blocked(summary: dict, name: str, rest: list[str]) -> None:

@@ -26,6 +26,7 @@ from specstack.server.runtime import (
     port_in_use_message,
     prestart_native,
     probe,
+    same_plan,
 )
 
 if TYPE_CHECKING:
@@ -41,9 +42,10 @@ class Checked:
     held: Server | None = None
 
 
-def check(opts: Options) -> Checked:
-    """Everything that can be known wrong before a server starts; returns the serve plan (and a held server)."""
-    held = None
+def check(opts: Options, held: Server | None = None) -> Checked:
+    """Everything that can be known wrong before a server starts; returns the serve plan (and a held server).
+    held: a server a sweep started held for this method (runs/next_server.py), released instead of a new one where
+    it is still this plan's; else cancelled, as on any refusal."""
     try:
         with events.step("checks"):
             opts.validate()
@@ -57,7 +59,10 @@ def check(opts: Options) -> Checked:
                     "rejection_sample_method=synthetic does not preserve the output distribution; pass "
                     "--allow-synthetic for a stress run (its results are marked not comparable)"
                 )
-            if opts.runtime == Runtime.NATIVE:
+            if held is not None and (opts.runtime != Runtime.NATIVE or not same_plan(held, plan)):
+                cancel_held(held)
+                held = None
+            if opts.runtime == Runtime.NATIVE and held is None:
                 # The checks below import what vLLM imports (the pre-flight: about 20 s on a lent H100,
                 # docs/measured.md), as the server's own process does before its first log line: that process
                 # starts now, held (server/held_serve.py: imports only, no port, GPU or model), so the two

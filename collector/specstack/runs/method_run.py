@@ -37,6 +37,7 @@ from specstack.runs.checks import check, synthetic
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
 from specstack.runs.native_server import NativeServer
+from specstack.runs.next_server import NextServer
 from specstack.runs.options import Options, load_tasks
 from specstack.runs.server_checks import ServerContradiction
 from specstack.server import model_identity, observed, provenance, startup
@@ -51,22 +52,30 @@ console = Console(stderr=True)
 
 
 def run_method(
-    opts: Options, *, index: int = 1, total: int = 1, monitoring: Monitoring | None = None
+    opts: Options,
+    *,
+    index: int = 1,
+    total: int = 1,
+    monitoring: Monitoring | None = None,
+    held: LiveServer | None = None,
+    next_server: NextServer | None = None,
 ) -> tuple[dict, Path]:
     """Run one method end to end; returns (summary, published folder). Never raises for a failed phase.
     `index` of `total`: its place in a sweep (progress display). Without `monitoring` (a sweep passes one),
-    the run has its own and closes it before returning, so the summary holds Prometheus's view."""
+    the run has its own and closes it before returning, so the summary holds Prometheus's view.
+    A sweep passes `held`, this method's server started held by the method before (released if still this plan's,
+    runs/checks.py), and `next_server`, the next method's, started as this server starts (runs/next_server.py)."""
     began = time.monotonic()  # the pre-flight, the run lock and the inputs go into timings["checks"]
     own = monitoring is None
     monitoring = monitoring or Monitoring.for_options(opts)
     run_dir = Path(opts.results_dir) / opts.run_id
     try:
-        checked = check(opts)
+        checked = check(opts, held)
         try:
             with run_lock.held(run_dir):  # before any server starts: a second harness of this run is refused
                 for kept in keep_dead_staging(run_dir):
                     console.print(f"[bold yellow]warning[/]: {kept.name}: a killed run's files, kept as failed")
-                method = MethodRun(opts, checked.plan, monitoring, held=checked.held)
+                method = MethodRun(opts, checked.plan, monitoring, held=checked.held, next_server=next_server)
                 published = method.run(index, total, began=began)
         finally:
             if checked.held is not None:
@@ -82,10 +91,18 @@ class MethodRun:
 
     console = console
 
-    def __init__(self, opts: Options, plan: ServePlan, monitoring: Monitoring, held: LiveServer | None = None):
+    def __init__(
+        self,
+        opts: Options,
+        plan: ServePlan,
+        monitoring: Monitoring,
+        held: LiveServer | None = None,
+        next_server: NextServer | None = None,
+    ):
         """held: the plan's native server, started held while the pre-flight ran (runs/checks.py), released at
-        the server's start."""
+        the server's start. next_server: a sweep's next method's, started held as this one starts."""
         self.opts, self.plan, self.monitoring = opts, plan, monitoring
+        self.next_server = next_server
         self.name = opts.bundle_name or plan.method  # folder and summary "method" (sweep-k: <method>-k<K>)
         self.run_dir = Path(opts.results_dir) / opts.run_id
         self.labels = {"run_id": opts.run_id, "method": self.name}
@@ -225,6 +242,8 @@ class MethodRun:
     # --- the server and the measured phases --------------------------------------------------------------
 
     def start_server(self) -> None:
+        if self.next_server is not None:
+            self.next_server.begin()  # its vLLM imports beside this start (runs/next_server.py)
         self.backend.start()
         server = self.server
         assert server is not None  # start() set it, or raised
@@ -237,6 +256,9 @@ class MethodRun:
         # the previous method's Prometheus check must not run beside this one's windows
         with events.step("previous Prometheus check", method=self.name):
             self.monitoring.settle()
+        if self.next_server is not None:  # nor the next server's imports
+            with events.step("next server's imports", method=self.name):
+                self.next_server.settle()
         self.windows = Windows(server, self.bundle, self.monitoring.exporter, self.labels, self.opts.quiet_gap)
 
     def _window_failed(self) -> bool:

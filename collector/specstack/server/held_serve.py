@@ -1,6 +1,7 @@
 """`vllm serve` whose imports run before it is told to serve (#42): the native runtime starts it while the
 harness's pre-flight runs (runtime.prestart_native), so the two vLLM imports of a run's first start (the
-pre-flight's and the server's own, about 20 s each on a lent H100) overlap instead of following each other.
+pre-flight's and the server's own, about 20 s each on a lent H100) overlap instead of following each other; and a
+sweep starts each later method's server so as the method before starts its own (runs/next_server.py).
 
 Held, it only imports what the `vllm` console script and `serve` import: no port, no GPU, no model, no engine
 core. It then reads one line from stdin: `go LOG` moves what it printed so far into LOG, points its stdout and
@@ -8,18 +9,26 @@ stderr at LOG and runs vLLM's own CLI main with the `vllm serve` argument list (
 group and leash as an unheld start). Anything else (EOF: the harness cancelled, or died) ends it without starting
 anything.
 
-Usage (by the native runtime, behind the leash): python -m specstack.server.held_serve PRE_LOG -- VLLM serve ARGS...
+Before its imports it starts modelinfo_cache.py's process for the model folders it is given (the target's, a
+drafter's), so that vLLM's model-class inspection, which a fresh cache root makes the first start pay after the
+release, runs while held; the release waits for it (it started first, so it ends first).
+
+Usage (by the native runtime, behind the leash):
+  python -m specstack.server.held_serve PRE_LOG [MODEL_DIR...] -- VLLM serve ARGS...
 Only the standard library is imported before vLLM.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+
+from specstack.server import modelinfo_cache
 
 # Written to PRE_LOG once the imports are done: the harness's tests, and a reader of a server log, see where the
 # held part ended
-IMPORTED = "specstack: vLLM imported; held until the pre-flight passed"
+IMPORTED = "specstack: vLLM imported; held until its method's checks passed"
 
 
 def release(pre_log: str, log: str) -> None:
@@ -40,17 +49,45 @@ def release(pre_log: str, log: str) -> None:
     os.close(null)
 
 
-def main(args: list[str]) -> int:
-    if len(args) < 3 or args[1] != "--":
-        sys.exit("usage: python -m specstack.server.held_serve PRE_LOG -- VLLM serve ARGS... (started by specstack)")
-    pre_log, argv = args[0], args[2:]
-    import vllm.entrypoints.cli.main as cli  # what the `vllm` console script imports
-    import vllm.entrypoints.openai.api_server  # noqa: F401 (what `serve` imports before its first log line)
+# The longest the release waits for the model-class cache: past it vLLM inspects the class itself, as unheld
+MODELINFO_WAIT_S = 120.0
 
-    print(IMPORTED, flush=True)
-    line = sys.stdin.readline()
+
+def finish(cache_filler: subprocess.Popen | None, *, wait: bool) -> None:
+    if cache_filler is None:
+        return
+    if wait:
+        try:
+            cache_filler.wait(MODELINFO_WAIT_S)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    cache_filler.kill()
+    cache_filler.wait()
+
+
+def main(args: list[str]) -> int:
+    if len(args) < 3 or "--" not in args[1:]:
+        sys.exit(
+            "usage: python -m specstack.server.held_serve PRE_LOG [MODEL_DIR...] -- VLLM serve ARGS... "
+            "(started by specstack)"
+        )
+    split = args.index("--", 1)
+    pre_log, model_dirs, argv = args[0], args[1:split], args[split + 1 :]
+    cache_filler = modelinfo_cache.start(model_dirs)
+    try:
+        import vllm.entrypoints.cli.main as cli  # what the `vllm` console script imports
+        import vllm.entrypoints.openai.api_server  # noqa: F401 (what `serve` imports before its first log line)
+
+        print(IMPORTED, flush=True)
+        line = sys.stdin.readline()
+    except BaseException:
+        finish(cache_filler, wait=False)
+        raise
     if not line.startswith("go "):
+        finish(cache_filler, wait=False)
         return 0  # cancelled: nothing was started
+    finish(cache_filler, wait=True)  # its line, if any, then lands in what release moves to the log
     release(pre_log, line[3:].rstrip("\n"))
     sys.argv = argv
     cli.main()

@@ -25,7 +25,7 @@ import requests
 
 from specstack.config.serving import Runtime
 from specstack.errors import UserError
-from specstack.server import identity, ipc, leash
+from specstack.server import held_serve, identity, ipc, leash, vllm_caches
 from specstack.server.identity import Ownership
 
 if TYPE_CHECKING:
@@ -265,6 +265,7 @@ def native_address(plan: ServePlan) -> tuple[str, int]:
 def _native_env(plan: ServePlan, extra_env: dict[str, str] | None) -> tuple[dict[str, str], Path | None]:
     """The server's environment and its IPC folder (None where the user set VLLM_RPC_BASE_PATH)."""
     env = {**os.environ, **plan.env, **(extra_env or {})}
+    env.update(vllm_caches.shared_kernel_cache(env))  # one Triton cache for every method (vllm_caches.py)
     # vLLM's ZMQ sockets (engine core <-> API server) are files in VLLM_RPC_BASE_PATH, default the temp folder,
     # that a killed server never removes (742 were left in /tmp by the test suite): a folder of the server's own,
     # removed with it. A user's own VLLM_RPC_BASE_PATH is left as it is.
@@ -320,13 +321,47 @@ def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) ->
         held=True,
     )
     try:
-        held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, "--", *argv]
+        held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, *_model_dirs(plan), "--", *argv]
         server.process = _popen_leashed(held, Path(pre_log), env, ipc_dir, stdin=subprocess.PIPE)
         server.held_since = time.monotonic()
     except BaseException:
         cancel_held(server)
         raise
     return server
+
+
+def _model_dirs(plan: ServePlan) -> list[str]:
+    """The models whose classes the server inspects at its start: the target's and a drafter's (held_serve fills
+    vLLM's cache of them while held, server/modelinfo_cache.py)."""
+    drafter = (plan.speculative_config or {}).get("model")
+    return [plan.target, *([drafter] if isinstance(drafter, str) else [])]
+
+
+def same_plan(server: Server, plan: ServePlan) -> bool:
+    """A held server that is still the plan's to release: alive and held, with its argument list and environment."""
+    return (
+        server.held
+        and server.process is not None
+        and server.process.poll() is None
+        and server.argv == [vllm_executable(), "serve", *plan.argv]
+        and server.env == dict(plan.env)
+    )
+
+
+def wait_imported(server: Server, timeout: float) -> None:
+    """Until a held server's imports are done (held_serve's IMPORTED line in what it printed), it is no longer
+    held or alive, or timeout: from then on it only waits, using no CPU."""
+    deadline = time.monotonic() + timeout
+    marker = held_serve.IMPORTED.encode()
+    while server.held and server.process is not None and server.process.poll() is None:
+        try:
+            if server.log_path is None or marker in server.log_path.read_bytes():
+                return
+        except OSError:
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.2)
 
 
 def cancel_held(server: Server) -> None:

@@ -14,9 +14,13 @@
 # AFTER_RESERVE seconds (default 620), so the after is kept whole when both do not fit.
 #   METHODS (default baseline,ngram,draft_model,suffix, in the order they run; BEFORE_METHODS and AFTER_METHODS:
 #   one sweep's own list), SWEEPS (default "before after";
-#   "after" alone: the 3-repeat sweep on whatever caches the machine has; "imports": a vLLM import's profile; the
-#   steps run in the order given), AFTER_LABEL (default after), AFTER_REPEATS (default 3), BEFORE_FRESH_CACHE=1 (the
-#   before on a torch.compile cache root of its own, empty, so a before that runs after another sweep is still cold)
+#   "after" alone: the 3-repeat sweep on whatever caches the machine has; "warm": the after's methods again, on the
+#   caches the steps before it left, WARM_REPEATS (default 3) repeats, run id verdict-WARM_LABEL (default warm);
+#   "imports": a vLLM import's profile; the steps run in the order given), AFTER_LABEL (default after),
+#   AFTER_REPEATS (default 3), BEFORE_FRESH_CACHE=1 (the before on a torch.compile cache root of its own, empty,
+#   so a before that runs after another sweep is still cold)
+# Run 2026-12-06 night (docs/measured.md "#42 on a lent H100, 2026-12-06 night"): SWEEPS="after warm"
+# AFTER_LABEL=cold1 AFTER_REPEATS=1 WARM_LABEL=warm3, both whole (519.4 s and 677.5 s).
 # Run 2026-12-06 evening (docs/measured.md "#42 after, on a lent H100"): SWEEPS="after imports before"
 # BEFORE_METHODS=ngram BEFORE_FRESH_CACHE=1 AFTER_RESERVE=0, the after whole in 831 s.
 # Run 2026-12-04 (docs/measured.md "#42 before and after at 16 prompts"): the before on one machine (baseline and
@@ -74,6 +78,7 @@ for step in $SWEEPS; do  # in the order given
   case $step in
     before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${before_env[@]}";;
     after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0;;
+    warm) sweep "${WARM_LABEL:-warm}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${WARM_REPEATS:-3}" 0;;
     imports) imports;;
     *) echo "unknown step $step" >> $W/log/verdict-plan.log;;
   esac
