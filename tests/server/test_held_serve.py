@@ -37,6 +37,15 @@ def wait_imported(server, seconds: float = 180) -> None:
         time.sleep(0.2)
 
 
+def assert_completes(server) -> None:
+    r = requests.post(
+        f"{server.base_url}/v1/completions",
+        json={"model": server.served_model_name, "prompt": "def f(x):", "max_tokens": 4},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+
+
 def group_commands(pgid: int) -> list[str]:
     return [" ".join(psutil.Process(p).cmdline()) for p in leash.group_members(pgid)]
 
@@ -58,12 +67,7 @@ def test_held_it_starts_nothing_and_released_it_serves_with_what_it_printed_in_i
         log = tmp_path / "server.log"
         started = start_native(plan, log, 300, held=server)
         assert started is server and started.process.pid == pid and not server.held  # the same process serves
-        r = requests.post(
-            f"{server.base_url}/v1/completions",
-            json={"model": server.served_model_name, "prompt": "def f(x):", "max_tokens": 4},
-            timeout=120,
-        )
-        assert r.status_code == 200, r.text
+        assert_completes(server)
         text = log.read_text(errors="replace")
         # what it printed while held comes first, then vLLM's own start (its banner names the version)
         assert text.index(held_serve.IMPORTED) < text.index("version 0.32.0"), text[:2000]
@@ -95,12 +99,7 @@ def test_held_it_fills_vllms_model_class_cache_which_the_released_server_reads(m
         written = cached.stat()
         log = tmp_path / "server.log"
         start_native(plan, log, 300, held=server)
-        r = requests.post(
-            f"{server.base_url}/v1/completions",
-            json={"model": server.served_model_name, "prompt": "def f(x):", "max_tokens": 4},
-            timeout=120,
-        )
-        assert r.status_code == 200, r.text
+        assert_completes(server)
         text = log.read_text(errors="replace")
         assert text.index(f"{modelinfo_cache.FILLED} {arch} in ") < text.index("version 0.32.0"), text[:3000]
         # vLLM writes the file anew (atomically: a new inode) after an inspection of its own; it read this one

@@ -276,6 +276,27 @@ def _native_env(plan: ServePlan, extra_env: dict[str, str] | None) -> tuple[dict
     return env, ipc_dir
 
 
+def _serve_argv(plan: ServePlan) -> list[str]:
+    return [vllm_executable(), "serve", *plan.argv]
+
+
+def _native_server(
+    plan: ServePlan, argv: list[str], log_path: Path, ipc_dir: Path | None, *, held: bool = False
+) -> Server:
+    """The plan's native server running argv (`vllm serve` and its arguments), not started yet."""
+    host, port = native_address(plan)
+    return Server(
+        f"http://{host}:{port}",
+        plan.flags["served-model-name"],
+        Runtime.NATIVE,
+        argv,
+        dict(plan.env),
+        log_path,
+        ipc_dir=ipc_dir,
+        held=held,
+    )
+
+
 def _popen_leashed(
     argv: list[str], out: Path, env: dict[str, str], ipc_dir: Path | None, *, stdin: int
 ) -> subprocess.Popen:
@@ -301,7 +322,6 @@ def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) ->
     vllm = vllm_executable()
     if Path(vllm) != Path(sys.executable).with_name("vllm"):
         return None
-    host, port = native_address(plan)
     env, ipc_dir = _native_env(plan, extra_env)
     # what it prints while held: in its IPC folder, which the leash's watchdog removes if this process dies
     if ipc_dir is not None:
@@ -309,17 +329,8 @@ def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) ->
     else:
         fd, pre_log = tempfile.mkstemp(prefix="specstack-held-", suffix=".log")
         os.close(fd)
-    argv = [vllm, "serve", *plan.argv]
-    server = Server(
-        f"http://{host}:{port}",
-        plan.flags["served-model-name"],
-        Runtime.NATIVE,
-        argv,
-        dict(plan.env),
-        Path(pre_log),
-        ipc_dir=ipc_dir,
-        held=True,
-    )
+    argv = _serve_argv(plan)
+    server = _native_server(plan, argv, Path(pre_log), ipc_dir, held=True)
     try:
         held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, *_model_dirs(plan), "--", *argv]
         server.process = _popen_leashed(held, Path(pre_log), env, ipc_dir, stdin=subprocess.PIPE)
@@ -343,7 +354,7 @@ def same_plan(server: Server, plan: ServePlan) -> bool:
         server.held
         and server.process is not None
         and server.process.poll() is None
-        and server.argv == [vllm_executable(), "serve", *plan.argv]
+        and server.argv == _serve_argv(plan)
         and server.env == dict(plan.env)
     )
 
@@ -390,17 +401,17 @@ def _release(server: Server, log_path: Path) -> None:
     server.log_path = log_path
     if server.held_since is not None:
         server.held_seconds = time.monotonic() - server.held_since
-    if process.poll() is not None:  # it died while held (a broken install): its words where the log is read
+    if process.poll() is None:
+        try:
+            process.stdin.write(f"go {log_path}\n".encode())
+            process.stdin.close()
+            return
+        except OSError:  # it died between the two lines above: wait_ready says so with the log's tail
+            pass
+    # it died while held (a broken install): its words where the log is read
+    if pre_log.exists():
         shutil.copyfile(pre_log, log_path)
         pre_log.unlink(missing_ok=True)
-        return
-    try:
-        process.stdin.write(f"go {log_path}\n".encode())
-        process.stdin.close()
-    except OSError:  # it died between the two lines above: wait_ready says so with the log's tail
-        if pre_log.exists():
-            shutil.copyfile(pre_log, log_path)
-            pre_log.unlink(missing_ok=True)
 
 
 def start_native(
@@ -436,16 +447,8 @@ def start_native(
             stop_native(server)
             raise
     env, ipc_dir = _native_env(plan, extra_env)
-    argv = [vllm_executable(), "serve", *plan.argv]
-    server = Server(
-        f"http://{host}:{port}",
-        plan.flags["served-model-name"],
-        Runtime.NATIVE,
-        argv,
-        dict(plan.env),
-        log_path,
-        ipc_dir=ipc_dir,
-    )
+    argv = _serve_argv(plan)
+    server = _native_server(plan, argv, log_path, ipc_dir)
     try:
         log_path.write_bytes(b"")
         server.process = _popen_leashed(argv, log_path, env, ipc_dir, stdin=subprocess.DEVNULL)
