@@ -23,6 +23,7 @@ def _timed(
     windows: dict[str, float],
     startup: dict | None,
     checks: float | None = None,
+    held: float | None = None,
 ) -> None:
     """Give the method's summary the timings and window spans a real run records."""
     path = run_dir / method / "summary.json"
@@ -33,6 +34,8 @@ def _timed(
         t += seconds + 0.5
     s["windows"] = spans
     s["timings"] = {"server_ready": ready, "total": total, **({} if checks is None else {"checks": checks})}
+    if held is not None:
+        s["timings"]["server_imports_beside_checks"] = held
     if startup:
         s["server"]["startup"] = startup
     path.write_text(json.dumps(s))
@@ -68,7 +71,7 @@ def test_each_method_s_time_is_start_windows_and_the_harness_rest(tmp_path):
     assert ngram["startup_compile_s"] is None and ngram["startup_process_s"] is None
     md = render.render_markdown(sections.blocks(rep))
     assert (
-        "| baseline | 300.0 | 224.0 (24.0 / 20.0 / 12.0 / 60.0 / 136.0 / 8.0) | 4.0 | 20.0 | 0.0 | 40.0 | 12.0 (4.0 %) |"
+        "| baseline | 300.0 | 224.0 (n/a / 24.0 / 20.0 / 12.0 / 60.0 / 136.0 / 8.0) | 4.0 | 20.0 | 0.0 | 40.0 | 12.0 (4.0 %) |"
         in md
     )
     assert "| all methods | 500.0 | 326.0 |  |  |  | 158.0 (every window) | 16.0 (3.2 %) |" in md
@@ -90,6 +93,36 @@ def test_the_pre_flight_before_the_first_step_is_the_harness_s(tmp_path):
     assert row["harness_s"] == pytest.approx(36.0) and row["harness_share"] == pytest.approx(0.18)
     md = render.render_markdown(sections.blocks(rep))
     assert "| baseline | 200.0 | 100.0 | 4.0 | 20.0 | 0.0 | 40.0 | 36.0 (18.0 %; pre-flight 20.0) |" in md
+
+
+def test_a_held_server_s_imports_beside_the_pre_flight_are_its_start_not_the_harness_s(tmp_path):
+    """The server started held while the pre-flight ran imported vLLM for 18 of its 20 s: those seconds are the
+    start's (it could not serve sooner), the other 2 the harness's; the pre-flight's whole 20 s stay named."""
+    run_dir = tmp_path / "t"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})]}, texts=TEXTS)
+    manifest(run_dir, {"baseline": {"status": "ok", "dir": "baseline", "error": None}})
+    startup = {"mode": "compile", "to_engine": 1.0, "load": 2.0, "compile": 17.0, "warmup": 40.0}
+    _timed(
+        run_dir,
+        "baseline",
+        70.0,
+        180.0,
+        {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0},
+        startup | {"graph_capture": 2.0, "total": 66.0},
+        checks=20.0,
+        held=18.0,
+    )
+    rep = build.build(run_dir, with_plots=False)
+    (row,) = rep.time_breakdown
+    assert row["total_s"] == pytest.approx(200.0) and row["server_start_s"] == pytest.approx(88.0)
+    assert row["startup_held_s"] == 18.0 and row["startup_process_s"] == pytest.approx(4.0)  # of the 70 s after it
+    assert row["harness_s"] == pytest.approx(48.0) and row["harness_share"] == pytest.approx(0.24)
+    md = render.render_markdown(sections.blocks(rep))
+    assert (
+        "| baseline | 200.0 | 88.0 (18.0 / 4.0 / 1.0 / 2.0 / 17.0 / 40.0 / 2.0) | 4.0 | 20.0 | 0.0 | 40.0 | "
+        "48.0 (24.0 %; pre-flight 20.0) |" in md
+    )
 
 
 def test_a_bundle_without_timings_has_no_breakdown(tmp_path):

@@ -50,46 +50,29 @@ def group_commands(pgid: int) -> list[str]:
     return [" ".join(psutil.Process(p).cmdline()) for p in leash.group_members(pgid)]
 
 
-def test_held_it_starts_nothing_and_released_it_serves_with_what_it_printed_in_its_log(models_dir, tmp_path):
-    port = free_port()
-    plan = tiny_plan(models_dir, port)
-    server = prestart_native(plan)
-    assert server is not None and server.held
-    pre_log, pid = server.log_path, server.process.pid
-    try:
-        wait_imported(server)
-        # vLLM imported, and nothing started: the port free, no engine core, only the held process and its watchdog
-        # (and, while a fresh cache root's model-class inspection runs, its process: modelinfo_cache.py)
-        assert port_free("127.0.0.1", port)
-        commands = [c for c in group_commands(pid) if "specstack.server.modelinfo_cache" not in c]
-        assert len(commands) == 2 and not any("EngineCore" in c for c in commands), commands
-        assert any("specstack.server.held_serve" in c and "serve" in c for c in commands), commands
-        log = tmp_path / "server.log"
-        started = start_native(plan, log, 300, held=server)
-        assert started is server and started.process.pid == pid and not server.held  # the same process serves
-        assert_completes(server)
-        text = log.read_text(errors="replace")
-        # what it printed while held comes first, then vLLM's own start (its banner names the version)
-        assert text.index(held_serve.IMPORTED) < text.index("version 0.32.0"), text[:2000]
-        assert not pre_log.exists() and server.held_seconds is not None and server.held_seconds > 0
-    finally:
-        stop_native(server)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-
-
-def test_held_it_fills_vllms_model_class_cache_which_the_released_server_reads(models_dir, tmp_path):
-    """On a fresh cache root (a new machine's) vLLM inspects the model's class in a subprocess that imports vLLM
-    again, after the release; held, that runs beside the imports, so the released server reads the cache."""
+def test_held_it_starts_nothing_fills_the_model_class_cache_and_released_it_serves(models_dir, tmp_path):
+    """One server (CI time), on a fresh cache root (a new machine's). Held, its process has done vLLM's imports and
+    started nothing; vLLM's model-class inspection, which a fresh root makes vLLM run after the release in a
+    subprocess that imports vLLM again, ran beside those imports. Released, the same process serves, its log holding
+    what it printed while held, and it read that cache."""
     port = free_port()
     plan = tiny_plan(models_dir, port)
     root = tmp_path / "vllm-cache"
     [arch] = modelinfo_cache.architectures([plan.target])
     server = prestart_native(plan, {"VLLM_CACHE_ROOT": str(root)})
-    assert server is not None
+    assert server is not None and server.held
+    pre_log, pid = server.log_path, server.process.pid
     try:
-        # and one Triton cache for every method, in that root (server/vllm_caches.py), as the compose stack's
-        held_env = psutil.Process(server.process.pid).environ()
+        # one Triton cache for every method, in that root (server/vllm_caches.py), as the compose stack's
+        held_env = psutil.Process(pid).environ()
         assert held_env["TRITON_CACHE_DIR"] == str(root / "triton"), held_env.get("TRITON_CACHE_DIR")
+        wait_imported(server)
+        # vLLM imported, and nothing started: the port free, no engine core, only the held process and its watchdog
+        # (and, while the model-class inspection runs, its process: modelinfo_cache.py)
+        assert port_free("127.0.0.1", port)
+        commands = [c for c in group_commands(pid) if "specstack.server.modelinfo_cache" not in c]
+        assert len(commands) == 2 and not any("EngineCore" in c for c in commands), commands
+        assert any("specstack.server.held_serve" in c and "serve" in c for c in commands), commands
         deadline = time.monotonic() + 240
         while not list((root / "modelinfos").glob(f"*-{arch}.json")):  # written while held, never told to serve
             assert server.held and server.process.poll() is None, server.log_path.read_text(errors="replace")
@@ -98,14 +81,26 @@ def test_held_it_fills_vllms_model_class_cache_which_the_released_server_reads(m
         [cached] = (root / "modelinfos").glob(f"*-{arch}.json")
         written = cached.stat()
         log = tmp_path / "server.log"
-        start_native(plan, log, 300, held=server)
+        started = start_native(plan, log, 300, held=server)
+        assert started is server and started.process.pid == pid and not server.held  # the same process serves
         assert_completes(server)
         text = log.read_text(errors="replace")
-        assert text.index(f"{modelinfo_cache.FILLED} {arch} in ") < text.index("version 0.32.0"), text[:3000]
+        # what it printed while held comes first, then vLLM's own start (its banner names the version)
+        banner = text.index("version 0.32.0")
+        assert text.index(held_serve.IMPORTED) < banner, text[:2000]
+        assert text.index(f"{modelinfo_cache.FILLED} {arch} in ") < banner, text[:3000]
+        assert not pre_log.exists() and server.held_seconds is not None and server.held_seconds > 0
+        # when its imports ended, read at the release from what it printed: the time breakdown's held seconds
+        assert server.held_at is not None and server.imported_at is not None and server.released_at is not None
+        assert server.held_at < server.imported_at <= server.released_at
+        during = server.imports_between(server.held_at - 5, server.released_at)
+        assert during == pytest.approx(server.imported_at - server.held_at)
+        assert server.imports_between(server.imported_at, server.released_at) == 0.0
         # vLLM writes the file anew (atomically: a new inode) after an inspection of its own; it read this one
         assert (written.st_ino, written.st_mtime_ns) == (cached.stat().st_ino, cached.stat().st_mtime_ns)
     finally:
         stop_native(server)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_cancelled_nothing_of_it_is_left(models_dir):

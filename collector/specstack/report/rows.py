@@ -410,6 +410,7 @@ class TimeBreakdownRow(TypedDict):
     total_s: Any
     checks_s: Any
     server_start_s: Any
+    startup_held_s: Any
     startup_process_s: Any
     startup_to_engine_s: Any
     startup_load_s: Any

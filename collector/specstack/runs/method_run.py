@@ -110,6 +110,7 @@ class MethodRun:
         self.ending = outcome.Ending()
         self.measured = False  # every phase ran (a failed window included): Prometheus's view can be checked
         self.written: JSON = {}  # the summary.json written, returned by run_method (kept up to date, _view_checked)
+        self.checks_span: tuple[float, float] | None = None  # its pre-flight checks, epoch seconds (run's began)
         with events.step("inputs"):
             # bad workload files fail here, before any result folder
             self.tasks: dict[str, Task] = load_tasks(opts, self.run_dir / layout.INPUTS_DIR)
@@ -150,6 +151,7 @@ class MethodRun:
         t0 = time.monotonic()
         if began is not None:
             self._time("checks", t0 - began)
+            self.checks_span = (time.time() - (t0 - began), time.time())
         events.emit("method.start", method=self.name, index=index, total=total)
         help_hash = None
         try:
@@ -250,6 +252,9 @@ class MethodRun:
         self._time("server_ready", server.ready_seconds)
         if server.held_seconds is not None:  # its process imported that long, beside the pre-flight, before it
             self._time("server_held", server.held_seconds)  # was released: server_ready counts from its release
+            if self.checks_span is not None:  # of the checks, the seconds its vLLM imports ran beside them: the
+                # server's start as much as the harness's (report/time_breakdown.py counts them as the start)
+                self._time("server_imports_beside_checks", server.imports_between(*self.checks_span))
         with events.step("server facts", method=self.name):
             self.summary = self.summary.updated(server=Server.from_json(server_checks.server_facts(server, self.plan)))
             self._check_observed()

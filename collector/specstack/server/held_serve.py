@@ -21,14 +21,29 @@ Only the standard library is imported before vLLM.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 
 from specstack.server import modelinfo_cache
 
 # Written to PRE_LOG once the imports are done: the harness's tests, and a reader of a server log, see where the
 # held part ended
 IMPORTED = "specstack: vLLM imported; held until its method's checks passed"
+# ... followed by when (epoch seconds): the harness reads it at the release, to tell how much of its own pre-flight
+# the server's imports ran beside (the time breakdown counts those seconds as the server's start)
+_IMPORTED_AT = re.compile(re.escape(IMPORTED) + r" \(imports done at (\d+(?:\.\d+)?)\)")
+
+
+def imported_line(at: float) -> str:
+    return f"{IMPORTED} (imports done at {at:.3f})"
+
+
+def imported_at(printed: str) -> float | None:
+    """When a held server's imports ended (epoch seconds), from what it printed; None while it still imports."""
+    found = _IMPORTED_AT.search(printed)
+    return float(found.group(1)) if found else None
 
 
 def release(pre_log: str, log: str) -> None:
@@ -79,7 +94,7 @@ def main(args: list[str]) -> int:
         import vllm.entrypoints.cli.main as cli  # what the `vllm` console script imports
         import vllm.entrypoints.openai.api_server  # noqa: F401 (what `serve` imports before its first log line)
 
-        print(IMPORTED, flush=True)
+        print(imported_line(time.time()), flush=True)
         line = sys.stdin.readline()
     except BaseException:
         finish(cache_filler, wait=False)

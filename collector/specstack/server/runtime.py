@@ -52,6 +52,19 @@ class Server:
     held: bool = False  # native: started by prestart_native and not yet told to serve (log_path: what it printed)
     held_since: float | None = field(default=None, repr=False)
     held_seconds: float | None = None  # native, held: how long it imported before it was told to serve
+    # native, held: when (epoch seconds) it was started, its imports ended (None: still importing at its release)
+    # and it was released; imports_between() reads them
+    held_at: float | None = field(default=None, repr=False)
+    imported_at: float | None = field(default=None, repr=False)
+    released_at: float | None = field(default=None, repr=False)
+
+    def imports_between(self, start: float, end: float) -> float:
+        """The seconds of [start, end] (epoch) during which this server's held process was importing vLLM: 0 for a
+        server not started held."""
+        if self.held_at is None:
+            return 0.0
+        done = self.imported_at if self.imported_at is not None else (self.released_at or time.time())
+        return max(0.0, min(done, end) - max(self.held_at, start))
 
     @property
     def root_model(self) -> str | None:
@@ -334,7 +347,7 @@ def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) ->
     try:
         held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, *_model_dirs(plan), "--", *argv]
         server.process = _popen_leashed(held, Path(pre_log), env, ipc_dir, stdin=subprocess.PIPE)
-        server.held_since = time.monotonic()
+        server.held_since, server.held_at = time.monotonic(), time.time()
     except BaseException:
         cancel_held(server)
         raise
@@ -401,6 +414,9 @@ def _release(server: Server, log_path: Path) -> None:
     server.log_path = log_path
     if server.held_since is not None:
         server.held_seconds = time.monotonic() - server.held_since
+    server.released_at = time.time()
+    with contextlib.suppress(OSError):  # what it printed is moved into log_path by the server itself, after "go"
+        server.imported_at = held_serve.imported_at(pre_log.read_text(errors="replace"))
     if process.poll() is None:
         try:
             process.stdin.write(f"go {log_path}\n".encode())

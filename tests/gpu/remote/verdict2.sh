@@ -16,7 +16,8 @@
 #   one sweep's own list), SWEEPS (default "before after";
 #   "after" alone: the 3-repeat sweep on whatever caches the machine has; "warm": the after's methods again, on the
 #   caches the steps before it left, WARM_REPEATS (default 3) repeats, run id verdict-WARM_LABEL (default warm);
-#   "imports": a vLLM import's profile; the steps run in the order given), AFTER_LABEL (default after),
+#   WARM_REPLICATE=sessions: each of its repeats a server session of its own, so that its intervals hold the
+#   session-to-session variance a next sweep meets; "imports": a vLLM import's profile; the steps run in the order given), AFTER_LABEL (default after),
 #   AFTER_REPEATS (default 3), BEFORE_FRESH_CACHE=1 (the before on a torch.compile cache root of its own, empty,
 #   so a before that runs after another sweep is still cold)
 # Run 2026-12-06 night (docs/measured.md "#42 on a lent H100, 2026-12-06 night"): SWEEPS="after warm"
@@ -38,12 +39,12 @@ sweep() {  # label methods acceptance-concurrency repeats reserve [VAR=VALUE ...
   local label=$1 methods=$2 acc=$3 reps=$4 reserve=$5; shift 5
   local left=$(( $(deadline) - reserve - $(date +%s) ))
   [ $left -gt 60 ] || { echo "$label no-time 0" >> $W/log/verdict.tsv; return; }
-  echo "$label start $(date -u +%T) cut-in ${left}s methods=$methods acc=$acc repeats=$reps $*" >> $W/log/verdict-plan.log
+  echo "$label start $(date -u +%T) cut-in ${left}s methods=$methods acc=$acc repeats=$reps ${SWEEP_EXTRA:-} $*" >> $W/log/verdict-plan.log
   local s; s=$(date +%s.%N)
   env "$@" timeout -k 20 $left .venv-gpu/bin/specstack sweep --model-set smollm2 --platform gpu-native \
     --methods "$methods" --tasks code,chat --num-prompts "$PROMPTS" --concurrency 1,4,16 \
     --repeats "$reps" --acceptance-concurrency "$acc" --run-id "verdict-$label" \
-    --results "$W/results" --models-dir "$SPECSTACK_TEST_MODELS" > "$W/log/verdict-$label.log" 2>&1
+    --results "$W/results" --models-dir "$SPECSTACK_TEST_MODELS" ${SWEEP_EXTRA:-} > "$W/log/verdict-$label.log" 2>&1
   local rc=$?
   echo "$label $rc $(python3 -c "import time; print(round(time.time() - $s, 1))")" >> $W/log/verdict.tsv
 }
@@ -78,7 +79,7 @@ for step in $SWEEPS; do  # in the order given
   case $step in
     before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${before_env[@]}";;
     after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0;;
-    warm) sweep "${WARM_LABEL:-warm}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${WARM_REPEATS:-3}" 0;;
+    warm) SWEEP_EXTRA="${WARM_REPLICATE:+--replicate $WARM_REPLICATE}" sweep "${WARM_LABEL:-warm}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${WARM_REPEATS:-3}" 0;;
     imports) imports;;
     *) echo "unknown step $step" >> $W/log/verdict-plan.log;;
   esac
