@@ -4,7 +4,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specstack.config import metric_names as m
-from specstack.measure.snapshots import ServerRestarted, diff, filter_exposition, parse
+from specstack.measure import snapshots
+from specstack.measure.snapshots import ServerRestarted, Snapshot, diff, filter_exposition, parse
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +94,27 @@ def test_baseline_page_has_no_spec_counters():
     snap = parse(generate_latest(reg).decode())
     assert not snap.has_spec
     assert snap.counters[m.GENERATION_TOKENS] == 7
+
+
+def _reading(drafts: int) -> Snapshot:
+    return parse(exposition({"0": {"drafts": drafts, "tokens": 0, "pos": [0]}}))
+
+
+@pytest.mark.parametrize(
+    ("pages", "fetches"),
+    [
+        ([5, 5, 5], 1),  # agrees with the last close at once: nothing ran since
+        ([6, 7, 7], 3),  # counters moved since (a request between windows): settled as without `last`
+    ],
+)
+def test_a_reading_that_agrees_with_the_last_settled_one_is_settled(monkeypatch, pages, fetches):
+    readings = iter([_reading(n) for n in pages])
+    monkeypatch.setattr(snapshots, "fetch", lambda *a, **k: next(readings))
+    snap = snapshots.settled("http://x", interval=0.0, last=_reading(5))
+    assert snap.counters[m.SPEC_NUM_DRAFTS] == pages[fetches - 1] and snap.fetches == fetches
+
+
+def test_without_last_two_readings_must_agree(monkeypatch):
+    readings = iter([_reading(5), _reading(5)])
+    monkeypatch.setattr(snapshots, "fetch", lambda *a, **k: next(readings))
+    assert snapshots.settled("http://x", interval=0.0).fetches == 2

@@ -18,10 +18,12 @@ import requests
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from specstack import events
 from specstack.config import metric_names as m
 from specstack.measure import windows as windows_module
 from specstack.measure.exporter import WindowExporter
 from specstack.measure.windows import Outcome, Window, Windows
+from specstack.results import layout
 from specstack.results.bundle import MethodBundle
 from specstack.server import identity
 from specstack.server.runtime import Server
@@ -176,3 +178,24 @@ def test_the_exporter_serves_the_windows_own_start_and_end(vllm, tmp_path, monke
     served = {s.name: s.value for f in text_string_to_metric_families(page) for s in f.samples}
     assert served[m.WINDOW_START] == window.start and served[m.WINDOW_END] == window.end, (served, window)
     assert exporter.windows[0]["start"] == window.start and exporter.windows[0]["end"] == window.end
+
+
+def test_a_window_opens_on_one_reading_where_it_agrees_with_the_last_window_s_close(vllm, tmp_path):
+    """#42: the close of a window was settled by two agreeing readings; where nothing ran since, the next window's
+    first reading agrees with it and opens the window, instead of a second fetch after the wait."""
+    windows = Windows(vllm.server, MethodBundle(tmp_path, "r", "baseline"))
+    recorder = events.Recorder()
+    with events.listening(recorder):
+        for name in ("acceptance/code", "acceptance/chat"):
+            window, _ = windows.run(Window(name=name, phase="acceptance", task=name[11:]), Outcome)
+            assert window.status == "ok", window.reason
+    fetches = {(f["name"], f["when"]): f["fetches"] for f in recorder.named("window.snapshot")}
+    assert fetches == {
+        ("acceptance/code", "before"): 2,  # nothing to agree with: two readings
+        ("acceptance/code", "after"): 2,
+        ("acceptance/chat", "before"): 1,  # the same counters as the close before it
+        ("acceptance/chat", "after"): 2,
+    }
+    # the window's before file is a reading of its own, as every edge's
+    served = (tmp_path / "metrics.txt").read_text()
+    assert windows.bundle.path(layout.snapshot("acceptance/chat", "before")).read_text() == served

@@ -86,20 +86,34 @@ def fetch(base_url: str, session: requests.Session | None = None, timeout: float
 
 
 def settled(
-    base_url: str, session: requests.Session | None = None, *, interval: float = 0.05, max_wait: float = 2.0
+    base_url: str,
+    session: requests.Session | None = None,
+    *,
+    interval: float = 0.05,
+    max_wait: float = 2.0,
+    last: Snapshot | None = None,
 ) -> Snapshot:
     """Fetch until two consecutive spec/engine readings agree (bounded): vLLM updates counters in its
-    output loop, right around the time the last response is released."""
+    output loop, right around the time the last response is released.
+    `last`: this server's previous settled reading (the window before's after-snapshot). A first reading that
+    agrees with it is settled at once: one fetch, no wait, where nothing ran since (#42: every window edge of a
+    sweep paid a second fetch and the interval)."""
     previous = fetch(base_url, session)
+    if last is not None and _agree(previous, last):
+        return previous
     deadline = time.monotonic() + max_wait
     while time.monotonic() < deadline:
         time.sleep(interval)
         current = fetch(base_url, session)
         current.fetches = previous.fetches + 1
-        if current.counters == previous.counters and current.split == previous.split:
+        if _agree(current, previous):
             return current
         previous = current
     return previous
+
+
+def _agree(a: Snapshot, b: Snapshot) -> bool:
+    return a.counters == b.counters and a.split == b.split and a.process_start == b.process_start
 
 
 @dataclass

@@ -96,10 +96,16 @@ class Windows:
         self.quiet_gap = quiet_gap
         self.http = requests.Session()
         self.records: list[Window] = []
+        # the last window's after-snapshot: the next window's before agrees with it after one fetch (snapshots.py)
+        self.last_after: snapshots.Snapshot | None = None
 
     def _snapshot(self, name: str, when: str) -> snapshots.Snapshot:
         wall, cpu = time.perf_counter(), time.process_time()
-        snap = snapshots.settled(self.server.base_url, self.http)
+        last = self.last_after if when == "before" else None
+        self.last_after = None  # used once: a window that fails before its after starts the next one afresh
+        snap = snapshots.settled(self.server.base_url, self.http, last=last)
+        if when == "after":
+            self.last_after = snap
         atomic_write_text(self.bundle.path(layout.snapshot(name, when)), snap.raw)
         events.emit(
             "window.snapshot",
