@@ -4,7 +4,8 @@ pre-flight's and the server's own, about 20 s each on a lent H100) overlap inste
 sweep starts each later method's server so as the method before starts its own (runs/next_server.py).
 
 Held, it only imports what the `vllm` console script and `serve` import: no port, no GPU, no model, no engine
-core. It then reads one line from stdin: `go LOG` moves what it printed so far into LOG, points its stdout and
+core; it prints IMPORTED with the time they ended (the harness reads it at the release, so that the time
+breakdown counts the pre-flight's seconds beside those imports as the start). It then reads one line from stdin: `go LOG` moves what it printed so far into LOG, points its stdout and
 stderr at LOG and runs vLLM's own CLI main with the `vllm serve` argument list (the same process, so the same pid,
 group and leash as an unheld start). Anything else (EOF: the harness cancelled, or died) ends it without starting
 anything.
