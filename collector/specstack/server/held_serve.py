@@ -5,10 +5,10 @@ sweep starts each later method's server so as the method before starts its own (
 
 Held, it only imports what the `vllm` console script and `serve` import: no port, no GPU, no model, no engine
 core; it prints IMPORTED with the time they ended (the harness reads it at the release, so that the time
-breakdown counts the pre-flight's seconds beside those imports as the start). It then reads one line from stdin: `go LOG` moves what it printed so far into LOG, points its stdout and
-stderr at LOG and runs vLLM's own CLI main with the `vllm serve` argument list (the same process, so the same pid,
-group and leash as an unheld start). Anything else (EOF: the harness cancelled, or died) ends it without starting
-anything.
+breakdown counts the pre-flight's seconds beside those imports as the start). It then reads one line from stdin:
+`go LOG` moves what it printed so far into LOG, points its stdout and stderr at LOG and runs vLLM's own CLI main
+with the `vllm serve` argument list (the same process, so the same pid, group and leash as an unheld start).
+Anything else (EOF: the harness cancelled, or died) ends it without starting anything.
 
 Before its imports it starts modelinfo_cache.py's process for the model folders it is given (the target's, a
 drafter's), so that vLLM's model-class inspection, which a fresh cache root makes the first start pay after the
