@@ -50,10 +50,9 @@ class Server:
     identity: str | None = None  # native: why the server answering is the one started (identity.py)
     ipc_dir: Path | None = field(default=None, repr=False)  # native: its IPC sockets, removed when it stops
     held: bool = False  # native: started by prestart_native and not yet told to serve (log_path: what it printed)
-    held_since: float | None = field(default=None, repr=False)
     held_seconds: float | None = None  # native, held: how long it imported before it was told to serve
     # native, held: when (epoch seconds) it was started, its imports ended (None: still importing at its release)
-    # and it was released; imports_between() reads them
+    # and it was released; held_seconds and imports_between() are read from them
     held_at: float | None = field(default=None, repr=False)
     imported_at: float | None = field(default=None, repr=False)
     released_at: float | None = field(default=None, repr=False)
@@ -347,7 +346,7 @@ def prestart_native(plan: ServePlan, extra_env: dict[str, str] | None = None) ->
     try:
         held = [sys.executable, "-m", "specstack.server.held_serve", pre_log, *_model_dirs(plan), "--", *argv]
         server.process = _popen_leashed(held, Path(pre_log), env, ipc_dir, stdin=subprocess.PIPE)
-        server.held_since, server.held_at = time.monotonic(), time.time()
+        server.held_at = time.time()
     except BaseException:
         cancel_held(server)
         raise
@@ -376,10 +375,10 @@ def wait_imported(server: Server, timeout: float) -> None:
     """Until a held server's imports are done (held_serve's IMPORTED line in what it printed), it is no longer
     held or alive, or timeout: from then on it only waits, using no CPU."""
     deadline = time.monotonic() + timeout
-    marker = held_serve.IMPORTED.encode()
     while server.held and server.process is not None and server.process.poll() is None:
         try:
-            if server.log_path is None or marker in server.log_path.read_bytes():
+            printed = None if server.log_path is None else server.log_path.read_text(errors="replace")
+            if printed is None or held_serve.imported_at(printed) is not None:
                 return
         except OSError:
             return
@@ -412,9 +411,9 @@ def _release(server: Server, log_path: Path) -> None:
     assert process is not None and process.stdin is not None and pre_log is not None
     server.held = False
     server.log_path = log_path
-    if server.held_since is not None:
-        server.held_seconds = time.monotonic() - server.held_since
     server.released_at = time.time()
+    if server.held_at is not None:
+        server.held_seconds = server.released_at - server.held_at
     with contextlib.suppress(OSError):  # what it printed is moved into log_path by the server itself, after "go"
         server.imported_at = held_serve.imported_at(pre_log.read_text(errors="replace"))
     if process.poll() is None:
