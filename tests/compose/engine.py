@@ -1,10 +1,11 @@
 """The real Docker engine, as the compose tests read it: the CLI (pinned by path, never an SDK that might
 talk to another daemon), an event recorder that inspects every container of a project the moment it
-starts (the collector's `run --rm` containers are gone afterwards), and a real registry on loopback."""
+is created and started (the collector's `run --rm` containers are gone afterwards), and a real registry on loopback."""
 
 from __future__ import annotations
 
 import json
+import queue
 import shutil
 import subprocess
 import threading
@@ -76,17 +77,22 @@ def service_of(container: dict) -> str | None:
 
 class Events:
     """`docker events` (containers, volumes, networks) of one compose project while a block runs. Each
-    container start is inspected at
-    once (and, for a vLLM server, its /run/secrets/hf_token read), so short-lived containers are seen too."""
+    container is inspected at its create and its start events, on the reader's thread, so a short-lived `run
+    --rm` one-off is recorded even when it is gone by its start; the `docker exec`s into a server (its
+    /run/secrets/hf_token, its process once healthy) run on a thread of their own, so they never delay an
+    inspection."""
 
     def __init__(self, project: str):
         self.project = project
         self.events: list[dict] = []
-        self.started: dict[str, dict] = {}  # container id -> inspect at start
+        self.started: dict[str, dict] = {}  # container id -> inspect at start (or at create, if gone by start)
+        self.start_ns: dict[str, int] = {}  # container id -> the engine's time of its start event
         self.secrets: dict[str, str] = {}  # container id -> content of /run/secrets/hf_token
         self.process: dict[str, dict] = {}  # container id -> pid 1's environment and argv once healthy
+        self._created: dict[str, dict] = {}  # container id -> inspect at create
+        self._execs: queue.Queue = queue.Queue()
         self._proc = None
-        self._thread = None
+        self._threads: list[threading.Thread] = []
 
     def __enter__(self) -> Events:
         self._proc = subprocess.Popen(
@@ -107,8 +113,9 @@ class Events:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=f, daemon=True) for f in (self._read, self._exec)]
+        for thread in self._threads:
+            thread.start()
         time.sleep(0.5)  # the subscription is live before the block starts anything
         return self
 
@@ -119,17 +126,39 @@ class Events:
             except json.JSONDecodeError:
                 continue
             self.events.append(event)
-            if event.get("status") == "health_status: healthy":
-                self.process[event["id"]] = self._pid1(event["id"])
-            if event.get("status") == "start":
-                cid = event["id"]
-                try:
-                    (self.started[cid],) = inspect(cid)
-                except AssertionError:
-                    continue  # gone already
-                if (service_of(self.started[cid]) or "").startswith("vllm-"):
-                    out = docker("exec", cid, "cat", "/run/secrets/hf_token", check=False)
-                    self.secrets[cid] = out.stdout if out.returncode == 0 else f"(unreadable: {out.stderr})"
+            status = event.get("status")
+            if status == "health_status: healthy":
+                self._execs.put(("process", event["id"]))
+            elif event.get("Type") == "container" and status in ("create", "start"):
+                self._inspect(event)
+        self._execs.put(None)  # the stream ended: the exec thread finishes its queue and stops
+
+    def _inspect(self, event: dict) -> None:
+        cid = event["id"]
+        try:
+            (found,) = inspect(cid)
+        except AssertionError:
+            found = None  # removed already: a one-off that ran and ended within the engine's event delivery
+        if event["status"] == "create":
+            if found is not None:
+                self._created[cid] = found
+            return
+        self.start_ns[cid] = event["timeNano"]
+        record = found or self._created.get(cid)
+        if record is None:
+            return  # gone at create and at start: nothing of it can be read any more
+        self.started[cid] = record
+        if (service_of(record) or "").startswith("vllm-"):
+            self._execs.put(("secret", cid))
+
+    def _exec(self) -> None:
+        while (job := self._execs.get()) is not None:
+            what, cid = job
+            if what == "process":
+                self.process[cid] = self._pid1(cid)
+            else:
+                out = docker("exec", cid, "cat", "/run/secrets/hf_token", check=False)
+                self.secrets[cid] = out.stdout if out.returncode == 0 else f"(unreadable: {out.stderr})"
 
     @staticmethod
     def _pid1(cid: str) -> dict:
@@ -152,7 +181,8 @@ class Events:
         time.sleep(1.0)  # the last die/destroy events arrive
         self._proc.terminate()
         self._proc.wait(10)
-        self._thread.join(10)
+        for thread in self._threads:
+            thread.join(60)
 
     def of(self, action: str, service_prefix: str = "") -> list[dict]:
         return [

@@ -59,18 +59,15 @@ def test_sweep_runs_one_server_at_a_time(sweep_run):
     assert all(die is not None for _, _, die in spans), spans
     for (a, _a_start, a_die), (b, b_start, _) in zip(spans, spans[1:]):
         assert a_die < b_start, f"{b} started before {a} stopped"
-    servers = [
-        c
-        for c in sweep_run["events"].started.values()
-        if (engine.service_of(c) or "").startswith("vllm-") and not engine.is_oneoff(c)
+    # in the order the engine started them (its event clock, which a container gone by its start still has)
+    events = sweep_run["events"]
+    vllm = [
+        events.started[cid]
+        for cid in sorted(events.started, key=events.start_ns.__getitem__)
+        if (engine.service_of(events.started[cid]) or "").startswith("vllm-")
     ]
-    assert [engine.service_of(c) for c in sorted(servers, key=lambda c: c["State"]["StartedAt"])] == [
-        f"vllm-{m}" for m in METHODS
-    ]
-    vllm = sorted(
-        (c for c in sweep_run["events"].started.values() if (engine.service_of(c) or "").startswith("vllm-")),
-        key=lambda c: c["State"]["StartedAt"],
-    )
+    servers = [c for c in vllm if not engine.is_oneoff(c)]
+    assert [engine.service_of(c) for c in servers] == [f"vllm-{m}" for m in METHODS]
     kinds = ["fetch" if engine.is_fetch(c) else "preflight" if engine.is_preflight(c) else "server" for c in vllm]
     assert kinds == ["fetch", "preflight", "server"] * len(METHODS)
 

@@ -86,9 +86,10 @@ def test_each_server_start_names_its_process_start_and_its_way_to_the_engine(swe
         assert process + held > 1.0 and to_engine > 1.0 and process + to_engine < start, (name, process, held, row)
         log = (sweep_run["run_dir"] / name / "server.log").read_text(errors="replace")
         assert 0 <= log.find(held_serve.IMPORTED) < log.index("version 0.32.0"), (name, log[:1500])
-    # the first method's checks include vLLM's pre-flight import, which its held server's imports overlapped
+    # the first server was held from before its method's checks (vLLM's pre-flight import among them) to after
+    # them; their length, not a fixed second: a test process that imported vLLM already makes the pre-flight quick
     first = sweep_run["summaries"][DEMO_METHODS[0]]["timings"]
-    assert first["server_held"] > 1.0, first
+    assert first["server_held"] > first["checks"] > 0, first
     # every later server was held through the windows of the method before it, its imports done by its release:
     # what is left before vLLM's first line is shorter than the spawned engine core's import of vLLM
     for before, name in zip(DEMO_METHODS, DEMO_METHODS[1:]):
