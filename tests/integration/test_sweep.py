@@ -15,6 +15,7 @@ from specstack.config import methods, workloads
 from specstack.report import console_table, time_breakdown
 from specstack.results import reader
 from specstack.results.summary import Summary
+from specstack.results.sweep_time import SweepTime
 from specstack.runs.demo import DEMO_METHODS
 from specstack.server import held_serve
 from tests.support import read_jsonl
@@ -67,6 +68,29 @@ def test_each_method_s_pre_flight_is_timed_and_is_the_harness_s(sweep_run):
     assert first["server_imports_beside_checks"] > 0.5 * first["checks"], first
     for name in DEMO_METHODS[1:]:
         assert sweep_run["summaries"][name]["timings"]["server_imports_beside_checks"] == 0.0, name
+
+
+def test_the_sweep_s_time_outside_its_methods_is_recorded_and_closes_the_breakdown(sweep_run):
+    """#42: the sweep loop records its wall time and what its methods' rows hold (results/sweep_time.py); the rest,
+    outside every method (here the last Prometheus checks and the window exporter's final scrape after the last
+    method), is the breakdown's last row, and the rows then add up to the sweep's wall time."""
+    run = reader.load_run(sweep_run["run_dir"])
+    record = SweepTime.from_manifest(run.manifest)
+    assert record is not None and record.methods == tuple(DEMO_METHODS)
+    assert record.startup_s == 0.0  # run in-process by a test, not by the console script: no start-up of its own
+    at: dict[str, float] = {}
+    for event, f in sweep_run["events"].events:  # the events' monotonic clock, against the record's wall clock
+        if event in ("sweep.start", "sweep.end", "method.end"):
+            at[event] = f["at"]
+    assert record.wall_s == pytest.approx(at["sweep.end"] - at["sweep.start"], abs=0.5)
+    timings = [s["timings"] for s in sweep_run["summaries"].values()]
+    assert record.methods_s == pytest.approx(sum(t["checks"] + t["total"] for t in timings))
+    assert 0 < at["sweep.end"] - at["method.end"] <= record.outside_s + 0.1, (record, at)  # the tail is outside
+    rows = time_breakdown.breakdown_rows(run)
+    assert [r["method"] for r in rows] == [*DEMO_METHODS, time_breakdown.OUTSIDE]
+    assert rows[-1]["harness_s"] == pytest.approx(record.outside_s)
+    whole = time_breakdown.totals(rows)
+    assert whole is not None and whole["total_s"] == pytest.approx(record.wall_s)
 
 
 def test_each_server_start_names_its_process_start_and_its_way_to_the_engine(sweep_run):

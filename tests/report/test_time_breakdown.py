@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from specstack.report import build, render, sections, tables
+from specstack.report import build, render, sections, tables, time_breakdown
+from specstack.results.sweep_time import SweepTime
 from tests.bundles import manifest, write_method
 
 pytestmark = pytest.mark.unit
@@ -132,3 +133,46 @@ def test_a_bundle_without_timings_has_no_breakdown(tmp_path):
     manifest(run_dir, {"baseline": {"status": "ok", "dir": "baseline", "error": None}})
     rep = build.build(run_dir, with_plots=False)
     assert rep.time_breakdown == [] and "Where the run's time went" not in render.render_markdown(sections.blocks(rep))
+
+
+def test_a_sweep_s_time_outside_its_methods_is_a_harness_row_and_the_total_is_its_wall_time(tmp_path):
+    """The manifest's sweep_time (results/sweep_time.py): from the process's start (2 s of start-up) to the report's,
+    530 s, of which the two methods' rows hold 500 s: the other 30 s are a row of their own, all harness, and the
+    last row is the whole sweep, its harness share counting them."""
+    run_dir = tmp_path / "t"
+    run_dir.mkdir()
+    write_method(run_dir, "baseline", baseline=None, k=None, cells={("code", 1): [(10.0, 100.0, {})]}, texts=TEXTS)
+    write_method(
+        run_dir, "ngram", baseline="baseline", cells={("code", 1): [(8.0, 120.0, {"acc_len": 2.0})]}, texts=TEXTS
+    )
+    record = SweepTime(
+        process_started=1000.0, began=1002.0, methods_ended=1530.0, methods=("baseline", "ngram"), methods_s=500.0
+    )
+    manifest(
+        run_dir,
+        {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")},
+        sweep_time=record.to_json(),
+    )
+    _timed(run_dir, "baseline", 200.0, 280.0, {"warmup": 4.0, "acceptance": 20.0, "bench": 40.0}, None, checks=20.0)
+    _timed(run_dir, "ngram", 100.0, 200.0, {"warmup": 3.0, "acceptance": 30.0, "bench": 61.0}, None)
+    rep = build.build(run_dir, with_plots=False)
+    *methods, outside = rep.time_breakdown
+    assert [r["method"] for r in methods] == ["baseline", "ngram"] and outside["method"] == time_breakdown.OUTSIDE
+    assert outside["total_s"] == outside["harness_s"] == pytest.approx(30.0) and outside["windows_s"] == 0.0
+    whole = time_breakdown.totals(rep.time_breakdown)
+    assert whole is not None and whole["total_s"] == pytest.approx(record.wall_s)
+    assert whole["harness_s"] == pytest.approx(36.0 + 6.0 + 30.0)  # baseline's, ngram's, outside
+    md = render.render_markdown(sections.blocks(rep))
+    assert "| outside the methods (start-up 2.0 s) | 30.0 |  |  |  |  |  | 30.0 (all of it) |" in md
+    assert (
+        "| the sweep, from its start to its report | 530.0 | 300.0 |  |  |  | 158.0 (every window) | 72.0 (13.6 %) |"
+        in md
+    )
+    csv, _ = tables.table_bytes("time_breakdown", rep.time_breakdown)
+    assert (
+        csv.decode().splitlines()[-1].startswith(f"{time_breakdown.OUTSIDE},outside the methods (start-up 2.0 s),30.0,")
+    )
+    # a bundle without the record (or with one that does not read as one) has the methods' rows alone
+    manifest(run_dir, {m: {"status": "ok", "dir": m, "error": None} for m in ("baseline", "ngram")}, sweep_time={})
+    rows = build.build(run_dir, with_plots=False).time_breakdown
+    assert [r["method"] for r in rows] == ["baseline", "ngram"]

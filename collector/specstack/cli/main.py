@@ -29,6 +29,7 @@ from specstack.config.methods import MethodError
 from specstack.config.workloads import WorkloadError
 from specstack.errors import UserError
 from specstack.host import cli as host
+from specstack.results import sweep_time
 from specstack.runs.outcome import RunBroke
 
 # In the order `specstack --help` lists them.
@@ -85,6 +86,7 @@ def entry() -> None:
     """Console-script entry. Once vLLM is imported (pre-flight, the bench client), triton's bindings print
     hundreds of "nanobind: leaked ..." lines at interpreter teardown; everything is written and flushed by
     then, so skip that teardown instead of burying the result under noise."""
+    sweep_time.command_started()  # a sweep's start-up counts from this process's start (results/sweep_time.py)
     code = main()
     if "triton" in sys.modules:
         sys.stdout.flush()

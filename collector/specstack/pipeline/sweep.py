@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from specstack.config import methods
 from specstack.config.serving import Runtime
 from specstack.errors import UserError
 from specstack.pipeline.serial import serially
-from specstack.results import run_lock
+from specstack.results import run_lock, sweep_time
 from specstack.results.reader import good_result
 from specstack.runs import prefix_cache
 from specstack.runs.method_run import run_method
@@ -39,12 +40,14 @@ def run_all(
     start); a result already done in the run is kept, and a port not released stops the sweep. Returns the
     summaries in order.
     `port_may_be_held`: a server that just stopped may still hold the first port (reproduce, right after a run)."""
+    began = time.time()
     run_dir = Path(opts.results_dir) / opts.run_id
     for _, one in entries:  # eagle3 or mtp on a set without their models fails before any server starts
         methods.check_model_set(one.method, one.model_set)
     prefix_cache.check_same_setting(opts.run_id, run_dir, opts.prefix_caching)  # before any method is skipped
     started = port_may_be_held  # once a server stopped, the next start waits (bounded) for its port
     pending: Server | None = None  # the next method's server, started held (runs/next_server.py)
+    ran: list[tuple[str, dict]] = []  # (result folder, summary) of each method this loop ran, not kept
     events.emit("sweep.start", methods=[name for name, _ in entries])
     # one harness per run: held from before the first skip decision to the seal (each method takes it again)
     with run_lock.held(run_dir):
@@ -79,6 +82,7 @@ def run_all(
                 finally:
                     pending = following.server
                 started = True
+                ran.append((entry[0], summary))
                 return summary
 
             def blocked(entry: tuple[str, Options], summary: dict, rest: Sequence[tuple[str, Options]]) -> bool:
@@ -91,6 +95,8 @@ def run_all(
                 if pending is not None:
                     cancel_held(pending)  # a sweep that stopped early: nothing of it is left
         events.emit("sweep.end")
+        if ran and run_dir.is_dir():  # its time outside every method, for the time breakdown (before the report)
+            sweep_time.record(run_dir, began=began, methods_ended=time.time(), ran=ran)
         if report:
             from specstack.report.build import write_report  # pandas and matplotlib only when a report is written
 

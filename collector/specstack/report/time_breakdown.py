@@ -18,6 +18,7 @@ from specstack.report.render import Block
 from specstack.report.rows import TimeBreakdownRow
 from specstack.report.verdicts import label
 from specstack.results.reader import RunData
+from specstack.results.sweep_time import SweepTime
 
 if TYPE_CHECKING:
     from specstack.report.contents import Report
@@ -42,6 +43,8 @@ COLUMNS = [
     "harness_s",
     "harness_share",
 ]
+# The row of a sweep's time outside every method (results/sweep_time.py), after the methods' rows
+OUTSIDE = "(outside the methods)"
 
 
 def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
@@ -90,7 +93,25 @@ def breakdown_rows(run: RunData) -> list[TimeBreakdownRow]:
                 "harness_share": harness / total,
             }
         )
-    return rows
+    outside = outside_row(SweepTime.from_manifest(run.manifest))
+    return rows + [outside] if rows and outside else rows
+
+
+def outside_row(sweep: SweepTime | None) -> TimeBreakdownRow | None:
+    """What a `specstack sweep` spent outside every method (the process's start-up, the loop's own steps between
+    and after the methods), all of it the harness's; None for a run without the record."""
+    if sweep is None:
+        return None
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(
+        method=OUTSIDE,
+        label=f"outside the methods (start-up {num(sweep.startup_s, 1)} s)",
+        total_s=sweep.outside_s,
+        windows_s=0.0,
+        harness_s=sweep.outside_s,
+        harness_share=1.0,
+    )
+    return row  # type: ignore[return-value]  # every column of TimeBreakdownRow, from COLUMNS
 
 
 def totals(rows: list[TimeBreakdownRow]) -> dict[str, Any] | None:
@@ -142,8 +163,13 @@ def breakdown_table(rep: Report) -> list[Block]:
         pre_flight = "" if r["checks_s"] is None else f"; pre-flight {num(r['checks_s'], 1)}"
         return f"{num(r['harness_s'], 1)} ({pct(r['harness_share'])}{pre_flight})"
 
+    def outside(r: TimeBreakdownRow) -> list[str]:
+        return [label(r), num(r["total_s"], 1), "", "", "", "", "", f"{num(r['harness_s'], 1)} (all of it)"]
+
     body = [
-        [
+        outside(r)
+        if r["method"] == OUTSIDE
+        else [
             label(r),
             num(r["total_s"], 1),
             startup(r),
@@ -160,9 +186,10 @@ def breakdown_table(rep: Report) -> list[Block]:
         ]
         for r in rows
     ]
+    whole_sweep = any(r["method"] == OUTSIDE for r in rows)
     body.append(
         [
-            "all methods",
+            "the sweep, from its start to its report" if whole_sweep else "all methods",
             num(whole["total_s"], 1),
             num(whole["server_start_s"], 1),
             "",
@@ -188,6 +215,16 @@ def breakdown_table(rep: Report) -> list[Block]:
             "rest, neither a start nor a window (pre-flight, manifest, the first Prometheus sample, the gaps "
             "between windows, stopping the server, describing what ran; in brackets the whole pre-flight's "
             "seconds, of which the held ones are the start's: vLLM's own argument checks, the model, the prompts' "
-            "lengths, the run's inputs). The run's report, after the last method, is not in it.",
+            "lengths, the run's inputs). "
+            + (
+                "Outside the methods = the rest of the `specstack sweep` process's time until its report began: "
+                "its start-up (the interpreter, specstack's imports, the command line's checks, in brackets) and, "
+                "between and after the methods, the run lock, the last Prometheus checks, a held server handed "
+                "back. The report itself and the seal after it are not in it."
+                if whole_sweep
+                else "The run's report, after the last method, is not in it; nor is the time outside the methods "
+                "(a run without the sweep loop's record of it: a parallel, compose or cluster run, or a bundle "
+                "from before it was recorded)."
+            ),
         ),
     ]

@@ -17,7 +17,10 @@
 #   "after" alone: the 3-repeat sweep on whatever caches the machine has; "warm": the after's methods again, on the
 #   caches the steps before it left, WARM_REPEATS (default 3) repeats, run id verdict-WARM_LABEL (default warm);
 #   WARM_REPLICATE=sessions: each of its repeats a server session of its own, so that its intervals hold the
-#   session-to-session variance a next sweep meets; "imports": a vLLM import's profile; the steps run in the order given), AFTER_LABEL (default after),
+#   session-to-session variance a next sweep meets; "imports": a vLLM import's profile; "forked" and "spawned": the
+#   after's methods and settings with the engine core forked (methods.toml) or spawned (the before's services
+#   copy), each occurrence a run of its own (verdict-forked-1, verdict-spawned-1, ...), for an A/B of the fork on
+#   one machine (SWEEPS="forked spawned forked spawned"); the steps run in the order given), AFTER_LABEL (default after),
 #   AFTER_REPEATS (default 3), BEFORE_FRESH_CACHE=1 (the before on a torch.compile cache root of its own, empty,
 #   so a before that runs after another sweep is still cold)
 # Run 2026-12-06 night (docs/measured.md "#42 on a lent H100, 2026-12-06 night"): SWEEPS="after warm"
@@ -75,11 +78,17 @@ imports() {  # where a vLLM import's seconds go on this machine: what every `vll
 }
 before_env=("${fi_env[@]}" SPECSTACK_SERVICES_DIR="$before_svc")
 [ "${BEFORE_FRESH_CACHE:-0}" = 1 ] && { rm -rf "$W/vllm-cache/before"; before_env+=(VLLM_CACHE_ROOT="$W/vllm-cache/before"); }
+declare -A seen=()
 for step in $SWEEPS; do  # in the order given
   case $step in
     before) sweep before "$BEFORE_METHODS" 1 1 "${AFTER_RESERVE:-620}" "${before_env[@]}";;
     after) sweep "${AFTER_LABEL:-after}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0;;
     warm) SWEEP_EXTRA="${WARM_REPLICATE:+--replicate $WARM_REPLICATE}" sweep "${WARM_LABEL:-warm}" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${WARM_REPEATS:-3}" 0;;
+    forked|spawned)  # the after's settings with the engine core forked (methods.toml) or spawned (the before's
+      # services copy): a same-machine A/B of the fork, each occurrence its own run id (forked-1, spawned-1, ...)
+      n=$(( ${seen[$step]:-0} + 1 )); seen[$step]=$n
+      env_=(); [ $step = spawned ] && env_=(SPECSTACK_SERVICES_DIR="$before_svc")
+      sweep "$step-$n" "$AFTER_METHODS" "$SPECSTACK_GPU_CONCURRENCY" "${AFTER_REPEATS:-3}" 0 "${env_[@]}";;
     imports) imports;;
     *) echo "unknown step $step" >> $W/log/verdict-plan.log;;
   esac
