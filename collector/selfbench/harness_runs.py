@@ -55,6 +55,7 @@ STEP_LABELS = {
     "server facts": "server facts (/version)",
     "previous Prometheus check": PREVIOUS_CHECK,
     "next server's imports": "a sweep's next server's imports (finished before measuring)",
+    "harness imports": "the harness's own later imports, beside the server start (finished before measuring)",
     "stop server": "stop server",
     "provenance": "provenance (--help=all hash, server log facts)",
     "verdict and bundle": "verdict, packages, tables, summary.json, publishing",

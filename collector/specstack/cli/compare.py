@@ -10,7 +10,6 @@ from pathlib import Path
 
 from specstack.cli.options import add_tokenizer_option
 from specstack.compare import gate
-from specstack.compare.build import compare, default_out, write
 from specstack.errors import UserError
 from specstack.report import findings
 from specstack.results.files import check_writable
@@ -18,6 +17,9 @@ from specstack.results.reader import resolve_run_dir
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    # matplotlib's pyplot (its plot) only for this command: every other one starts without it
+    from specstack.compare.build import compare, default_out, write
+
     thresholds = gate.parse(args.fail_on)  # before reading anything: a typo fails at once
     dir_a = resolve_run_dir(args.run_a, args.results_dir)
     dir_b = resolve_run_dir(args.run_b, args.results_dir)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from specstack.cli.options import add_tokenizer_option
 from specstack.report import console_table
-from specstack.report.build import write_report
 from specstack.results import layout
 from specstack.results.reader import resolve_run_dir
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from specstack.report.build import write_report  # pandas and matplotlib: only for this command
+
     run_dir = resolve_run_dir(args.run, args.results_dir)
     md = write_report(run_dir, tokenizer=args.tokenizer)
     if args.seal:

@@ -13,7 +13,6 @@ from specstack.cli import progress
 from specstack.cli.options import add_run_options, options_from_args
 from specstack.config import methods
 from specstack.pipeline.sweep import console, parse_ks, schedule_name, sweep_k
-from specstack.report.build import gain_summary
 from specstack.report.ksweep import schedule_for
 from specstack.results import layout
 
@@ -25,6 +24,8 @@ def _cmd_sweep_k(args: argparse.Namespace) -> int:
         results = sweep_k(opts, ks, with_baseline=not args.no_baseline, per_load=args.k_per_load)
     failed = [s["method"] for s in results if s["status"] != "ok"]
     run_dir = Path(opts.results_dir) / opts.run_id
+    from specstack.report.build import gain_summary  # pandas and matplotlib: not in the sweep's start-up
+
     out: dict[str, object] = {
         "run_id": opts.run_id,
         "failed": failed,

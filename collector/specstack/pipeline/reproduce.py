@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specstack.compare.build import compare, default_out, write
 from specstack.compare.contents import Comparison
 from specstack.compare.rows import SpeedRow
 from specstack.config.serving import Runtime
@@ -323,6 +322,8 @@ def conclude(original: Path, run_dir: Path, tolerance: float = SPEED_TOLERANCE) 
             f"{run_dir.name} is not a reproduction of {original.name} (its manifest says "
             f"{began.get('folder') or 'it is no reproduction'}); name the run `make reproduce` wrote"
         )
+    from specstack.compare.build import compare, default_out, write  # pyplot: only once there is a comparison
+
     cmp = compare(original, run_dir)
     out = default_out(original, run_dir)
     files = write(cmp, out)

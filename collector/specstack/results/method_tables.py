@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from specstack.results import layout
 from specstack.results.files import atomic_write_text
 from specstack.results.records import read_records
@@ -86,6 +84,8 @@ def bench_rows(summary: Summary) -> list[dict[str, Any]]:
 
 
 def write_method_tables(method_dir: Path, summary: Summary) -> None:
+    import pandas as pd  # not at import: a sweep's start-up does without it (runs/warm_imports.py loads it early)
+
     for name, rows in (
         ("requests", request_rows(method_dir, summary)),
         ("windows", window_rows(summary)),

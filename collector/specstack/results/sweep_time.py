@@ -11,6 +11,8 @@ on the same run id (kept methods skipped) replaces it with its own."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ FIELD = "sweep_time"  # the manifest's key
 
 @dataclasses.dataclass(frozen=True)
 class SweepTime:
-    process_started: float  # epoch seconds: the `specstack sweep` process's creation (psutil), imports included
+    process_started: float  # epoch seconds: the `specstack sweep` process began (process_start()), imports included
     began: float  # epoch seconds: the sweep loop's start, after the command line was read
     methods_ended: float  # epoch seconds: the last method's end, before the report
     methods: tuple[str, ...]  # the result folders this sweep ran (not those it kept from an earlier one)
@@ -85,13 +87,26 @@ def command_started() -> None:
     _command_process = True
 
 
+def process_start() -> float:
+    """This process's creation, epoch seconds, to the kernel's clock tick (10 ms). psutil's create_time() adds the
+    start's ticks to /proc/stat's boot time, which is whole seconds: up to 1 s early (0.86 s on the CPU host of
+    2026-12-07), all of it read as start-up. The boot time from CLOCK_BOOTTIME, the clock the start's ticks count
+    on, has no such cut; psutil where that clock or /proc is missing."""
+    try:
+        with open(f"/proc/{os.getpid()}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime; the name may hold spaces
+        return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME) + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, AttributeError, IndexError, ValueError):
+        return float(psutil.Process().create_time())
+
+
 def _process_started(began: float) -> float:
     """The process's creation for the first sweep of a command's process, else the loop's start (no start-up)."""
     global _command_process
     if not _command_process:
         return began
     _command_process = False
-    return min(float(psutil.Process().create_time()), began)
+    return min(process_start(), began)
 
 
 def record(run_dir: Path, *, began: float, methods_ended: float, ran: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

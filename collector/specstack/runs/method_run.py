@@ -32,7 +32,7 @@ from specstack.results.method_tables import write_method_tables
 from specstack.results.records import read_records
 from specstack.results.summary import JSON, PrometheusView, Provenance, Replication, Server, Summary
 from specstack.results.summary import Window as WindowRecord
-from specstack.runs import load, outcome, prefix_cache, run_manifest, sampler_probe, server_checks, turns
+from specstack.runs import load, outcome, prefix_cache, run_manifest, sampler_probe, server_checks, turns, warm_imports
 from specstack.runs.checks import check, synthetic
 from specstack.runs.method_summary import finish
 from specstack.runs.monitoring import PENDING, Monitoring
@@ -246,6 +246,7 @@ class MethodRun:
     def start_server(self) -> None:
         if self.next_server is not None:
             self.next_server.begin()  # its vLLM imports beside this start (runs/next_server.py)
+        warm_imports.begin()  # and this process's own, for after the windows (runs/warm_imports.py)
         self.backend.start()
         server = self.server
         assert server is not None  # start() set it, or raised
@@ -264,6 +265,8 @@ class MethodRun:
         if self.next_server is not None:  # nor the next server's imports
             with events.step("next server's imports", method=self.name):
                 self.next_server.settle()
+        with events.step("harness imports", method=self.name):  # nor this process's
+            warm_imports.settle()
         self.windows = Windows(server, self.bundle, self.monitoring.exporter, self.labels, self.opts.quiet_gap)
 
     def _window_failed(self) -> bool:
