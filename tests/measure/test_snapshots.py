@@ -118,3 +118,28 @@ def test_without_last_two_readings_must_agree(monkeypatch):
     readings = iter([_reading(5), _reading(5)])
     monkeypatch.setattr(snapshots, "fetch", lambda *a, **k: next(readings))
     assert snapshots.settled("http://x", interval=0.0).fetches == 2
+
+
+def _finished(drafts: int, length: int, start_time: float = 1000.0) -> Snapshot:
+    return parse(exposition({"0": {"drafts": drafts, "tokens": 0, "pos": [0], "length": length}}, start_time))
+
+
+@pytest.mark.parametrize(
+    ("pages", "answered", "fetches"),
+    [
+        ([(9, 4), (9, 4)], 4, 1),  # every request the window saw answered is counted finished: settled at once
+        ([(8, 3), (9, 4), (9, 4)], 4, 3),  # the last one not counted yet: two readings must agree, as before
+        ([(9, 5), (9, 5)], 4, 2),  # one more finished than answered (not this window's): two readings
+    ],
+)
+def test_a_close_that_counts_every_answered_request_finished_is_settled(monkeypatch, pages, answered, fetches):
+    readings = iter([_finished(d, n) for d, n in pages])
+    monkeypatch.setattr(snapshots, "fetch", lambda *a, **k: next(readings))
+    snap = snapshots.settled("http://x", interval=0.0, finishes=(_finished(2, 0), answered))
+    assert snap.fetches == fetches and snap.counters[m.SPEC_NUM_DRAFTS] == pages[fetches - 1][0]
+
+
+def test_a_restarted_server_is_never_settled_by_its_finished_count(monkeypatch):
+    readings = iter([_finished(9, 4, start_time=2000.0), _finished(9, 4, start_time=2000.0)])
+    monkeypatch.setattr(snapshots, "fetch", lambda *a, **k: next(readings))
+    assert snapshots.settled("http://x", interval=0.0, finishes=(_finished(2, 0), 4)).fetches == 2

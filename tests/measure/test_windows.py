@@ -31,10 +31,12 @@ from specstack.server.runtime import Server
 pytestmark = pytest.mark.unit
 
 
-def metrics_page() -> bytes:
+def metrics_page(finished: int = 0) -> bytes:
     reg = CollectorRegistry()
     Gauge("process_start_time_seconds", "st", registry=reg).set(1000.0)
     Counter("vllm:spec_decode_num_drafts", "d", ["model_name", "engine"], registry=reg).labels("m", "0").inc(3)
+    success = Counter(m.REQUEST_SUCCESS, "s", ["model_name", "engine", "finished_reason"], registry=reg)
+    success.labels("m", "0", "length").inc(finished)
     return generate_latest(reg)
 
 
@@ -42,12 +44,11 @@ def metrics_page() -> bytes:
 # SIGUSR1 closes its socket while it lives on (a /metrics gone on a live server).
 _SERVE = """
 import http.server, signal, sys, threading, time
-page = open(sys.argv[1], "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
-    def do_GET(self):
+    def do_GET(self):  # the page as the file holds it now (a test replaces it to move the counters)
         self.send_response(200); self.send_header("Content-Type", "text/plain; version=0.0.4"); self.end_headers()
-        self.wfile.write(page)
+        self.wfile.write(open(sys.argv[1], "rb").read())
 httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 def close(*_):
     threading.Thread(target=lambda: (httpd.shutdown(), httpd.server_close())).start()
@@ -199,3 +200,25 @@ def test_a_window_opens_on_one_reading_where_it_agrees_with_the_last_window_s_cl
     # the window's before file is a reading of its own, as every edge's
     served = (tmp_path / "metrics.txt").read_text()
     assert windows.bundle.path(layout.snapshot("acceptance/chat", "before")).read_text() == served
+
+
+@pytest.mark.parametrize(("counted", "fetches"), [(3, 1), (2, 2)])
+def test_a_window_closes_on_one_reading_where_vllm_counts_every_answer_finished(vllm, tmp_path, counted, fetches):
+    """#42: a close was settled by two agreeing readings 50 ms apart; where the first already counts every request
+    the window saw answered finished, it holds the window's last step (measure/snapshots.py) and closes it."""
+    page = tmp_path / "metrics.txt"
+
+    def body() -> Outcome:  # three answers; vLLM's page counts `counted` of them finished
+        staged = tmp_path / "next.txt"
+        staged.write_bytes(metrics_page(finished=counted))
+        os.replace(staged, page)
+        return Outcome(requests_sent=3)
+
+    recorder = events.Recorder()
+    with events.listening(recorder):
+        window, _ = Windows(vllm.server, MethodBundle(tmp_path, "r", "baseline")).run(
+            Window(name="acceptance/code", phase="acceptance", task="code"), body
+        )
+    assert window.status == "ok", window.reason
+    closes = [f["fetches"] for f in recorder.named("window.snapshot") if f["when"] == "after"]
+    assert closes == [fetches]

@@ -99,11 +99,14 @@ class Windows:
         # the last window's after-snapshot: the next window's before agrees with it after one fetch (snapshots.py)
         self.last_after: snapshots.Snapshot | None = None
 
-    def _snapshot(self, name: str, when: str) -> snapshots.Snapshot:
+    def _snapshot(
+        self, name: str, when: str, finishes: tuple[snapshots.Snapshot, int] | None = None
+    ) -> snapshots.Snapshot:
+        """`finishes`: at a window's close, its before-snapshot and the requests it saw answered (snapshots.py)."""
         wall, cpu = time.perf_counter(), time.process_time()
         last = self.last_after if when == "before" else None
         self.last_after = None  # used once: a window that fails before its after starts the next one afresh
-        snap = snapshots.settled(self.server.base_url, self.http, last=last)
+        snap = snapshots.settled(self.server.base_url, self.http, last=last, finishes=finishes)
         if when == "after":
             self.last_after = snap
         atomic_write_text(self.bundle.path(layout.snapshot(name, when)), snap.raw)
@@ -213,7 +216,8 @@ class Windows:
         if outcome.error:
             window.status, window.reason = "failed", self._with_exit(outcome.error)
         try:
-            after = self._snapshot(window.name, "after")
+            answered = _answered(outcome)
+            after = self._snapshot(window.name, "after", None if answered is None else (before, answered))
             window.counters_before, window.counters_after = before.counters, after.counters
             window.settled_at = after.taken_at
             delta = snapshots.diff(before, after)
@@ -258,6 +262,17 @@ class Windows:
             checks += goodput.crosscheck(outcome.bench, outcome.slo)
         window.checks = [c.to_dict() for c in checks]
         return window, outcome
+
+
+def _answered(outcome: Outcome) -> int | None:
+    """The requests a window saw answered where it saw every one it sent answered, else None (its close then
+    settles on two readings that agree): bench's completed with none failed, a request phase's sent."""
+    if outcome.error:
+        return None
+    if outcome.bench is not None:
+        completed, failed = outcome.bench.get("completed"), outcome.bench.get("failed")
+        return completed if isinstance(completed, int) and completed > 0 and failed == 0 else None
+    return outcome.requests_sent or None
 
 
 def _cpu_snapshot() -> cpu_share.Table | None:
