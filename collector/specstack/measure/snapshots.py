@@ -85,9 +85,9 @@ def fetch(base_url: str, session: requests.Session | None = None, timeout: float
     return parse(response.text, time.time())
 
 
-def finished(snap: Snapshot) -> float:
-    """The requests vLLM has counted finished, every finish reason."""
-    return sum(snap.split.get(m.REQUEST_SUCCESS, {}).values())
+def finished(counts: Snapshot | Delta) -> float:
+    """The requests vLLM has counted finished, every finish reason: in a reading, or between two."""
+    return sum(counts.split.get(m.REQUEST_SUCCESS, {}).values())
 
 
 def settled(

@@ -235,7 +235,7 @@ class Windows:
         # counters read from another server than the one measured are no figure: the method stops here
         self._verify_server(window, "invalid", f"when window {window.name} closed")
         window.counters = {"counters": delta.counters, "split": delta.split}
-        finished = int(sum(delta.split.get(m.REQUEST_SUCCESS, {}).values()))
+        finished = int(snapshots.finished(delta))
         if window.status == "failed" and outcome.requests_sent and finished < outcome.requests_sent:
             # Say why counters and answers cannot agree. (vLLM counts a request the client left as neither
             # finished nor aborted: the frontend drops it without a finish reason.)

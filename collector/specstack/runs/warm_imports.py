@@ -1,5 +1,6 @@
 """What a sweep imports only after it measured, imported beside its first server's start (#42): pandas for each
-method's tables (results/method_tables.py) and the report's pandas and matplotlib (report/build.py). A command
+method's tables (results/method_tables.py imports it where it writes them) and the report's pandas and matplotlib
+(report/build.py). A command
 starts without them (about 0.6 s of its start-up on the CPU host, before any server could start); imported on a
 thread of their own while a server starts, which measures nothing, they cost no wall time, and the method's
 wind-up and the report find them loaded. Joined before the method's first window: no import of this process
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib
 import threading
 
-MODULES = ("pandas", "specstack.results.method_tables", "specstack.report.build")
+MODULES = ("pandas", "specstack.report.build")
 
 _thread: threading.Thread | None = None
 
