@@ -69,10 +69,13 @@ def window_annotations() -> list[JSON]:
     """Run windows written by the collector's WindowExporter: warm-up, acceptance phases, bench runs."""
     sel = SPEC_SELECTOR
 
-    def window(name: str, expr: str, *, color: str, title: str) -> JSON:
+    def window(name: str, selector: str, *, color: str, title: str) -> JSON:
+        # The max over each step's own interval: a window open for a single scrape shows at every step, even where
+        # scrapes come a few ms apart from the step (a plain `active > 0` at a step lands on the sample before or
+        # after it, both 0, and drew no region: test_dashboards_live saw it on real data).
         return P.annotation(
             name,
-            expr,
+            f"max_over_time({m.WINDOW_ACTIVE}{{{sel}, {selector}}}[$__interval]) > 0",
             color=color,
             title=title,
             step=SCRAPE_INTERVAL,
@@ -83,19 +86,19 @@ def window_annotations() -> list[JSON]:
     return [
         window(
             "Warm-up windows",
-            f'{m.WINDOW_ACTIVE}{{{sel}, phase=~"warm.*"}} > 0',
+            'phase=~"warm.*"',
             color="#8f8f8f",
             title="{{method}} warm-up",
         ),
         window(
             "Acceptance windows",
-            f'{m.WINDOW_ACTIVE}{{{sel}, phase="{m.PHASE_ACCEPTANCE}"}} > 0',
+            f'phase="{m.PHASE_ACCEPTANCE}"',
             color="green",
             title="{{method}} acceptance {{task}}",
         ),
         window(
             "Bench windows",
-            f'{m.WINDOW_ACTIVE}{{{sel}, phase!~"warm.*|{m.PHASE_ACCEPTANCE}"}} > 0',
+            f'phase!~"warm.*|{m.PHASE_ACCEPTANCE}"',
             color="blue",
             title="{{method}} {{phase}} {{task}} c={{concurrency}}",
         ),

@@ -55,6 +55,10 @@ WINDOWS = [
     ("eagle3", "acceptance", "chat", "", 760.3, 1000.7),
     ("eagle3", "bench", "chat", "4", 1010.2, 1400.6),
 ]
+# A window one scrape saw open, the next scrape 10 ms early (CPU-busy hosts scrape so: test_dashboards_live saw
+# it): a query step just before each of the two samples finds the 0 before it and the 0 after it.
+JITTER_TS = (1600, 1605, 1610, 1614.99, 1620)
+JITTER_OPEN = 1610
 BASELINE = (0, 600)  # series present (traffic all along)
 EAGLE = (700, 1800)  # series present; traffic until 1500, idle after
 EAGLE_BUSY_UNTIL = 1500
@@ -150,7 +154,11 @@ def synthetic_openmetrics(t0: int) -> str:
         }
         ts = range(math.ceil(start / STEP) * STEP, DURATION + 1, STEP)
         win.append((labels, ts, start, end))
-    gauge(m.WINDOW_ACTIVE, [(lb, ts, lambda t, s=s, e=e: 1 if t <= e else 0) for lb, ts, s, e in win])
+    gauge(
+        m.WINDOW_ACTIVE,
+        [(lb, ts, lambda t, s=s, e=e: 1 if t <= e else 0) for lb, ts, s, e in win]
+        + [({**win[0][0], "run_id": "jitter"}, JITTER_TS, lambda t: 1 if t == JITTER_OPEN else 0)],
+    )
     gauge(m.WINDOW_START, [(lb, ts, lambda t, s=s: f"{t0 + s:.3f}") for lb, ts, s, e in win])
     gauge(
         m.WINDOW_END,
@@ -385,6 +393,16 @@ def test_annotations_mark_the_windows(prom: Prom):
         assert abs(region[0] - (prom.t0 + start)) <= STEP and abs(region[1] - (prom.t0 + end)) <= STEP
 
 
+def test_a_window_of_one_scrape_between_steps_is_drawn(prom: Prom):
+    """Steps 5 ms before the samples: the gauge itself (`active > 0`) shows nothing at any step, the annotation's
+    max over each step shows the window at the step after its one open sample."""
+    start, end = prom.t0 + 1604.995, prom.t0 + 1624.995
+    assert prom.query_range(f'{m.WINDOW_ACTIVE}{{run_id="jitter"}} > 0', start, end) == []
+    anno = definitions.DASHBOARDS[SPEC]()["annotations"]["list"][1]  # acceptance windows
+    (s,) = prom.query_range(render(anno["target"]["expr"], run_id="jitter"), start, end)
+    assert [float(t) - prom.t0 for t, _ in s["values"]] == [pytest.approx(1614.995)]
+
+
 def test_windows_table_has_exact_times(prom: Prom):
     targets = panel_targets("specstack-comparison.json", "Run windows (exact times)")
     at = prom.t0 + DURATION
@@ -436,7 +454,6 @@ def test_live_window_exporter_scraped_by_prometheus(prom: Prom):
         time.sleep(0.5)
     (s,) = prom.query(render(anno, method="eagle3", run_id="live"), time.time())
     assert s["metric"] == {
-        "__name__": m.WINDOW_ACTIVE,
         "job": m.SCRAPE_JOB,
         "instance": f"127.0.0.1:{exp.port}",
         "run_id": "live",
@@ -451,4 +468,7 @@ def test_live_window_exporter_scraped_by_prometheus(prom: Prom):
         assert time.monotonic() < deadline, "Prometheus never saw the window close"
         time.sleep(0.5)
     assert values(prom.query(end_q, time.time())) == [pytest.approx(rec["end"], abs=1e-3)]
-    assert prom.query(render(anno, method="eagle3", run_id="live"), time.time()) == []
+    # the region ends within one step of the close: the max over the step lets go of the last 1
+    while prom.query(render(anno, method="eagle3", run_id="live"), time.time()):
+        assert time.time() < rec["end"] + STEP + 3, "the annotation outlived its window by more than a step"
+        time.sleep(0.5)

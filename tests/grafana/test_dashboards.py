@@ -256,7 +256,9 @@ def test_comparison_overlays_methods_and_is_annotated():
     annotations = data["annotations"]["list"]
     assert [a["name"] for a in annotations] == ["Warm-up windows", "Acceptance windows", "Bench windows"]
     for a in annotations:
-        assert a["target"]["expr"].startswith("specstack_window_active{")
+        # the max over each step: a window seen by one scrape between two steps still draws (test_dashboard_queries)
+        assert a["target"]["expr"].startswith("max_over_time(specstack_window_active{")
+        assert a["target"]["expr"].endswith("}[$__interval]) > 0")
         assert a["target"]["interval"] == definitions.SCRAPE_INTERVAL
     assert load("specstack-spec-decode.json")["annotations"] == data["annotations"]
 
