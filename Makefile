@@ -100,10 +100,12 @@ reproduce:
 	$(SUBMAKE) venv && $(SPECSTACK) reproduce "$(RUN)" $(if $(ALLOW_DRIFT),--allow-drift) \
 	  $(if $(SPEED_TOLERANCE),--speed-tolerance $(SPEED_TOLERANCE)) $(if $(METHODS),--methods "$$(echo $(METHODS) | tr ' ' ,)")
 
-## make dashboards: grafana/dashboards/*.json generated from grafana/*.py (never hand-edited); make test checks them
+## make dashboards: grafana/dashboards/*.json generated from grafana/*.py (never hand-edited), and the Helm chart's
+## copies with them (make chart); make test checks both
 .PHONY: dashboards dashboards-check
 dashboards: venv
 	$(PY) grafana/generate.py
+	$(SPECSTACK) k8s generate
 dashboards-check: venv
 	$(PY) grafana/generate.py --check
 
