@@ -24,7 +24,7 @@ from .conftest import sweep_options
 
 pytestmark = pytest.mark.integration
 
-SAMPLES = 128  # 64 a side in the losslessness test (the baseline's even samples, the method's odd ones)
+SAMPLES = 256  # 128 a side in the losslessness test (the baseline's even samples, the method's odd ones)
 SMALL = dict(
     tasks=("code",),
     num_prompts=4,
