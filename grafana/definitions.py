@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import panels as P
-from promql import RANGE, RATE, Q
+from promql import INTERVAL, RANGE, RATE, Q
 
 from specstack.config import metric_names as m
 from specstack.config.promql import acceptance_by_position_expr
@@ -75,7 +75,7 @@ def window_annotations() -> list[JSON]:
         # after it, both 0, and drew no region: test_dashboards_live saw it on real data).
         return P.annotation(
             name,
-            f"max_over_time({m.WINDOW_ACTIVE}{{{sel}, {selector}}}[$__interval]) > 0",
+            f"max_over_time({m.WINDOW_ACTIVE}{{{sel}, {selector}}}[{INTERVAL}]) > 0",
             color=color,
             title=title,
             step=SCRAPE_INTERVAL,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 RATE = "$__rate_interval"  # needs the datasource's timeInterval = scrape interval
 RANGE = "$__range"  # the dashboard's selected time range, for instant "over the range" queries
+INTERVAL = "$__interval"  # the query's step, for what each step sees of the samples since the one before
 
 
 def _by(labels: str) -> str:
