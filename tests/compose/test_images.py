@@ -87,7 +87,7 @@ def test_labels_state_what_is_installed(refs):
     ).stdout.split()[0]
     assert labels["org.specstack.locks-sha256"] == digest
     recipe = subprocess.run(
-        "cat images/vllm-cpu/Dockerfile .dockerignore collector/installer.lock | sha256sum",
+        "cat images/vllm-cpu/Dockerfile images/vllm-cpu/build.sh .dockerignore collector/installer.lock | sha256sum",
         shell=True,
         cwd=REPO,
         capture_output=True,
@@ -138,10 +138,11 @@ def test_base_is_debian_bookworm_from_mmdebstrap():
 
 def test_an_up_to_date_vllm_image_is_not_rebuilt(refs):
     """make images again: the vLLM image whose labels name these locks, Dockerfile and base image is kept as it
-    is (a NO_CACHE=1 build prunes its build stage, so a second build would redo the install)."""
+    is (no layer cache keeps its install step, whose wheelhouse address changes from build to build)."""
     before = engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"]
+    # No build, so no disk check: more room asked for than any disk has does not stop it.
     out = subprocess.run(
-        ["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu"],
+        ["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu", "IMAGES_DISK_GB=1000000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -151,3 +152,26 @@ def test_an_up_to_date_vllm_image_is_not_rebuilt(refs):
     assert f"--- {refs['VLLM_IMAGE']}: up to date (built from these locks, Dockerfile and base image" in out.stdout
     assert "vllm-cpu/Dockerfile" not in out.stdout  # no docker build of it was started
     assert engine.inspect(refs["VLLM_IMAGE"], kind="image")[0]["Id"] == before
+
+
+def test_a_build_without_room_is_refused_before_anything_is_built(refs):
+    """A rebuild (NO_CACHE=1) asking for more room than Docker's disk has stops at the check, exit 2, with the
+    fix named: no base image made, no image replaced (a build out of room dies minutes in, mid-layer)."""
+    base = "specstack-base:bookworm"
+    before = {ref: engine.inspect(ref, kind="image")[0]["Id"] for ref in (base, refs["VLLM_IMAGE"])}
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "images", "PLATFORM=cpu", "NO_CACHE=1"]
+        + ["IMAGES_DISK_GB=1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2, out.stdout[-3000:]
+    root = engine.docker("info", "--format", "{{.DockerRootDir}}", timeout=60).stdout.strip()
+    assert f"host check: make images PLATFORM=cpu needs about 1e+06 GB free where Docker keeps its images ({root})" in (
+        out.stdout
+    )
+    assert "docker system prune -a" in out.stdout
+    assert "--- base image" not in out.stdout and "--- specstack-" not in out.stdout  # no image was started
+    assert {ref: engine.inspect(ref, kind="image")[0]["Id"] for ref in before} == before

@@ -26,6 +26,7 @@ to the network. So the facts only Docker knows are gathered here, on the host, b
   gpu          check-gpu-host: before anything is pulled, the driver is new enough for the image's CUDA and the
                GPU's compute capability for the dtype (names the fix: the -cu129 image, a driver upgrade);
                wait-gpu-free: block (bounded) until a GPU's memory is released after a server stopped
+  disk         check-disk: before `make images` builds, room where Docker keeps its images (names the fix)
   targets      targets: write / clear the Prometheus file_sd target file (method and run_id labels)
   reproduction reproduce-plan: what make reproduce of a compose run takes from its bundle
   image_ref    image references: their parts, and whether one is pinned (check-lock)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import specstack.host
-from specstack.host import HostError, buildx, lifecycle, reproduction
+from specstack.host import HostError, buildx, disk, lifecycle, reproduction
 from specstack.host.compose_stack import Stack
 from specstack.host.engine import PROJECT, docker_client
 from specstack.host.gpu import gpu_host_problems, wait_gpu_free
@@ -61,6 +61,13 @@ def _check_gpu_host(args: argparse.Namespace) -> int:
 
 def _check_buildx(args: argparse.Namespace) -> int:
     found = buildx.problem(buildx.version_text(args.docker), os.environ)
+    if found:
+        print(f"host check: {found}", file=sys.stderr)
+    return 2 if found else 0
+
+
+def _check_disk(args: argparse.Namespace) -> int:
+    found = disk.check(args.docker, args.need_gb, args.purpose)
     if found:
         print(f"host check: {found}", file=sys.stderr)
     return 2 if found else 0
@@ -212,6 +219,7 @@ ACTIONS = {
     "save-log": _save_log,
     "check-gpu-host": _check_gpu_host,
     "check-buildx": _check_buildx,
+    "check-disk": _check_disk,
     "wait-gpu-free": _wait_gpu_free,
     "parallel": _parallel,
     "check-slots": _check_slots,
@@ -309,6 +317,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     bx = sub.add_parser("check-buildx", help="refuse a buildx plugin Docker Compose will not build with")
     bx.add_argument("--docker", default=os.environ.get("DOCKER", "docker"), help="the docker CLI (default: docker)")
+    dk = sub.add_parser("check-disk", help="refuse a build that would fill the disk Docker keeps its images on")
+    dk.add_argument("--docker", default=os.environ.get("DOCKER", "docker"), help="the docker CLI (default: docker)")
+    dk.add_argument("--need-gb", type=float, required=True, help="the free space the build needs, in GB")
+    dk.add_argument("--purpose", required=True, help="what needs it, as the message names it (a make command)")
     w = sub.add_parser("wait-gpu-free", help="wait (bounded) until a GPU's memory is released")
     w.add_argument(
         "--gpu",
