@@ -17,7 +17,8 @@ NO_CACHE ?=
 # The tag a lock line names (a `make lock`ed line also carries @sha256:..., which a build cannot produce).
 image_tag = $(firstword $(subst @, ,$(call lock_ref,$(1))))
 locked = $(shell sed -n 's/^$(1)==\([^ ]*\).*/\1/p' $(2))
-DOCKER_BUILD = $(DOCKER) build --force-rm $(if $(NO_CACHE),--no-cache)
+DOCKER_BUILD_FLAGS = --force-rm $(if $(NO_CACHE),--no-cache)
+DOCKER_BUILD = $(DOCKER) build $(DOCKER_BUILD_FLAGS)
 # What the vLLM CPU image is built from besides the locks and the base image: an image whose labels name the same
 # three is not rebuilt (its install step, ~4 min, takes the served wheelhouse's address, so no layer cache keeps it).
 VLLM_CPU_RECIPE := images/vllm-cpu/Dockerfile images/vllm-cpu/build.sh .dockerignore collector/installer.lock
@@ -53,7 +54,7 @@ images: images-check-platform wheelhouse images-check-disk images-base
 	if [ -z "$(NO_CACHE)" ] && [ "$$have" = "$$want" ]; then \
 	  echo "--- $(call image_tag,VLLM_IMAGE): up to date (built from these locks, Dockerfile and base image; NO_CACHE=1 rebuilds it)"; \
 	else echo "--- $(call image_tag,VLLM_IMAGE)"; set -x; WHEELHOUSE=$(WHEELHOUSE) DOCKER='$(DOCKER)' images/vllm-cpu/build.sh \
-	  --force-rm $(if $(NO_CACHE),--no-cache) -f images/vllm-cpu/Dockerfile \
+	  $(DOCKER_BUILD_FLAGS) -f images/vllm-cpu/Dockerfile \
 	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BASE_IMAGE_ID=$$($(DOCKER) image inspect -f '{{.Id}}' $(BASE_IMAGE)) \
 	  --build-arg VLLM_VERSION=$(call locked,vllm-cpu,collector/requirements.lock) \
 	  --build-arg TORCH_VERSION=$(call locked,torch,collector/requirements-torch.lock) \
