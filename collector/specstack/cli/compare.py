@@ -19,6 +19,7 @@ from specstack.results.reader import resolve_run_dir
 def _cmd_compare(args: argparse.Namespace) -> int:
     # matplotlib's pyplot (its plot) only for this command: every other one starts without it
     from specstack.compare.build import compare, default_out, write
+    from specstack.compare.speedups import tally
 
     thresholds = gate.parse(args.fail_on)  # before reading anything: a typo fails at once
     dir_a = resolve_run_dir(args.run_a, args.results_dir)
@@ -32,6 +33,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         ) from None
     cmp = compare(dir_a, dir_b, thresholds=thresholds, tokenizer=args.tokenizer)
     files = write(cmp, out)
+    inside, judged = tally(cmp.speedups)
     print(
         json.dumps(
             {
@@ -39,6 +41,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 "compare_html": str(files["html"]),
                 "compare_json": str(files["json"]),
                 "changed": len(cmp.changed()),
+                "speedups_inside": f"{inside} of {judged}",
                 "gate": "failed" if cmp.failed else ("passed" if thresholds else "none"),
             }
         )

@@ -14,6 +14,7 @@ from specstack.compare.capacity import capacity_rows
 from specstack.compare.contents import Comparison, run_id
 from specstack.compare.outputs import output_rows
 from specstack.compare.speed import speed_rows
+from specstack.compare.speedups import speedup_rows
 from specstack.report.equality import Tokenizers
 from specstack.report.plots import safe_name, stamped
 from specstack.report.render import render_html, render_markdown, title_of
@@ -52,6 +53,7 @@ def compare(
         out_summary,
         thresholds,
         gate.evaluate(thresholds, acc, pos, speed),
+        speedups=speedup_rows(prs, run_a, run_b),
         capacity=capacity_rows(prs),
     )
     if with_plots:
@@ -121,6 +123,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
             "positions": cmp.positions,
             "histogram": cmp.histogram,
             "speed": cmp.speed,
+            "speedups": cmp.speedups,
             "capacity": cmp.capacity,
             "outputs": cmp.outputs,
             "outputs_summary": cmp.outputs_summary,

@@ -16,6 +16,7 @@ from specstack.compare.rows import (
     OutputRow,
     OutputSummaryRow,
     SpeedRow,
+    SpeedupRow,
 )
 from specstack.report import findings
 from specstack.results.reader import RunData
@@ -93,6 +94,24 @@ COLUMNS: dict[str, list[str]] = {
         "design_b",
         "note",
     ],
+    "speedups": [
+        "method",
+        "label",
+        "task",
+        "concurrency",
+        "figure",
+        "basis",
+        "a",
+        "a_low",
+        "a_high",
+        "design_a",
+        "b",
+        "b_low",
+        "b_high",
+        "design_b",
+        "verdict",
+        "comparable",
+    ],
     "capacity": [
         "method",
         "label",
@@ -152,6 +171,7 @@ class Comparison:
     outputs_summary: list[OutputSummaryRow]
     thresholds: list[gate.Threshold]
     gate: list[GateRow]
+    speedups: list[SpeedupRow] = field(default_factory=list)  # B's speedups against A's intervals (speedups.py)
     capacity: list[CapacityRow] = field(default_factory=list)  # capacity at the SLO, A vs B (compare/capacity.py)
     plots: dict[str, bytes] = field(default_factory=dict)
     plot_captions: dict[str, str] = field(default_factory=dict)

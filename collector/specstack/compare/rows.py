@@ -60,6 +60,28 @@ class SpeedRow(TypedDict):
     note: Any
 
 
+class SpeedupRow(TypedDict):
+    """A row of the speedups table (compare/speedups.py): one speedup over the baseline of its own run, A's with
+    its interval, B's against it."""
+
+    method: str
+    label: Any
+    task: str
+    concurrency: Any
+    figure: Any
+    basis: Any
+    a: Any
+    a_low: Any
+    a_high: Any
+    design_a: Any
+    b: Any
+    b_low: Any
+    b_high: Any
+    design_b: Any
+    verdict: Any
+    comparable: Any
+
+
 class CapacityRow(TypedDict):
     """A row of the capacity table (compare/capacity.py); a pair searched on one side only has no rates."""
 
@@ -128,6 +150,7 @@ ROWS: dict[str, type] = {
     "positions": FigureRow,
     "histogram": FigureRow,
     "speed": SpeedRow,
+    "speedups": SpeedupRow,
     "capacity": CapacityRow,
     "outputs": OutputRow,
     "outputs_summary": OutputSummaryRow,

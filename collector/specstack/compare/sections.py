@@ -7,7 +7,8 @@ from typing import Any
 
 from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
-from specstack.compare.rows import CapacityRow, SpeedRow
+from specstack.compare.rows import CapacityRow, SpeedRow, SpeedupRow
+from specstack.compare.speedups import tally
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report import format as fmt
@@ -112,6 +113,30 @@ def _speed_table(rows: list[SpeedRow]) -> list[Block]:
         for r in rows
     ]
     return [("table", head, body)]
+
+
+def _speedups_table(rows: list[SpeedupRow]) -> list[Block]:
+    if not rows:
+        return [("p", "No speculative method has a bench cell in both runs.")]
+    inside, judged = tally(rows)
+    head = ["method", "task", "c", "speedup", "A [95 % interval]", "A's replication", "B", "verdict"]
+    body = [
+        [
+            r["label"],
+            r["task"],
+            r["concurrency"],
+            r["figure"] + (f" ({r['basis']})" if r["basis"] else ""),
+            fmt.times(r["a"], 3) + fmt.interval(r["a_low"], r["a_high"]),
+            r["design_a"],
+            fmt.times(r["b"], 3) + fmt.interval(r["b_low"], r["b_high"]),
+            r["verdict"],
+        ]
+        for r in rows
+    ]
+    return [
+        ("p", f"**{inside} of {judged}** of B's speedups lie inside A's 95 % intervals."),
+        ("table", head, body),
+    ]
 
 
 def _pairs(cmp: Comparison) -> list[Block]:
@@ -227,6 +252,10 @@ HOW_TO_READ = [
     f'{findings.FLAG} marks one its summary.json stated otherwise, "missing" one it lost beyond recomputing. '
     "Beside the rate and the length, B/A with a paired bootstrap interval over the requests answered on both "
     "sides: how far the choice of prompts alone could move it (it sizes a change; the verdict stays exact).",
+    "Speedups: each side's method against the baseline of its own run (the report's throughput and latency "
+    "speedups), A's with its 95 % interval over A's repeats or sessions; B's point is **inside**, **above** or "
+    "**below** it. This asks whether a quicker run reads what a replicated one measured; a host slower for both "
+    "methods alike moves no speedup, where it moves every raw figure of the speed table.",
     f"Bench cells: the median over repeats; B/A with a 95 % percentile-bootstrap interval over repeats when both "
     f"sides have ≥ {st.MIN_REPEATS}. **within noise**: the interval includes 1.0×; **changed (better|worse)**: it "
     "excludes it; **point only**: no interval. Repeats in one server session leave session-to-session variance "
@@ -263,6 +292,9 @@ def blocks(cmp: Comparison) -> list[Block]:
     bl.append(("p", f"**{len(changed)} figure(s) changed**" + (":" if changed else " (no change beyond noise).")))
     if changed:
         bl.append(("ul", _grouped(cmp)))
+    inside, judged = tally(cmp.speedups)
+    if judged:
+        bl.append(("p", f"**{inside} of {judged}** of B's speedups lie inside A's 95 % intervals (Speedups below)."))
     bl += findings.table(cmp.findings)  # a side's hand-edited summary.json: named, and its figures recomputed
     bl += [("h2", "Gate (--fail-on)"), *_gate(cmp)]
     bl += [("h2", "Pairs and what differs"), *_pairs(cmp)]
@@ -277,6 +309,7 @@ def blocks(cmp: Comparison) -> list[Block]:
     for name, caption in cmp.plot_captions.items():
         bl.append(("img", name, caption))
     bl += [("h2", "Speed (bench cells)"), *_speed_table(cmp.speed)]
+    bl += [("h2", "Speedups over each run's own baseline: B against A's intervals"), *_speedups_table(cmp.speedups)]
     if cmp.capacity:
         bl += [
             ("h2", "Capacity at the SLO (open loop, --capacity)"),
