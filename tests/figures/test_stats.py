@@ -77,3 +77,41 @@ def test_crossover_judges_every_cell_of_a_row_by_one_test():
     assert out["by"] == "point" and out["kind"] == "crossover" and "by point estimates" in out["text"]
     out = st.crossover({1: 1.3, 4: 0.9}, {1: 0.95, 4: 0.8})
     assert out["by"] == "interval" and out["kind"] == "never" and "clearly" in out["text"]
+
+
+def _coverage(interval, trials: int = 400, n: int = 3, sd: float = 0.05) -> float:
+    """How often one more log-normal draw of num/den lands inside interval(num, den) built from n draws a side."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(trials):
+        num, den = np.exp(rng.normal(0.7, sd, n)), np.exp(rng.normal(0.0, sd, n))
+        low, high = interval(list(num), list(den))
+        new = float(np.exp(rng.normal(0.7, sd)) / np.exp(rng.normal(0.0, sd)))
+        hits += low <= new <= high
+    return hits / trials
+
+
+def test_a_prediction_interval_holds_one_more_run_19_times_in_20_where_the_median_s_interval_holds_two_in_three():
+    assert 0.92 <= _coverage(st.prediction_ratio) <= 0.99  # 0.98 here: the df rounded down is a little wide
+    by_median = _coverage(
+        lambda a, b: (st.bootstrap_ratio(a, b, resamples=2000).low, st.bootstrap_ratio(a, b, resamples=2000).high)
+    )
+    assert 0.5 <= by_median <= 0.8  # 0.66 here: the confidence interval of the median is no yardstick for a new run
+
+
+def test_session_pairs_predict_on_the_log_ratio_of_each_pair():
+    # a drift that moves both sides of a session alike leaves each pair's ratio, and so the interval, narrow
+    pairs = [(200.0, 100.0), (300.0, 151.0), (400.0, 199.0)]
+    low, high = st.prediction_ratio(pairs=pairs)
+    assert 1.9 < low < 2.0 < high < 2.1
+    independent = st.prediction_ratio([p[0] for p in pairs], [p[1] for p in pairs])
+    assert independent is not None and independent[0] < 1.0 and independent[1] > 4.0
+
+
+def test_no_prediction_under_three_or_from_a_value_that_is_not_positive():
+    assert st.prediction_ratio([2.0, 2.1], [1.0, 1.1, 1.2]) is None
+    assert st.prediction_ratio(pairs=[(2.0, 1.0), (2.1, 1.0)]) is None
+    assert st.prediction_ratio([2.0, 0.0, 2.1], [1.0, 1.1, 1.2]) is None
+    assert st.t975(2) == 4.303 and st.t975(2.9) == 4.303 and st.t975(500) == 2.042 and st.t975(0.4) == 12.706

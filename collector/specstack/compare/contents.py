@@ -104,6 +104,8 @@ COLUMNS: dict[str, list[str]] = {
         "a",
         "a_low",
         "a_high",
+        "a_predicted_low",
+        "a_predicted_high",
         "design_a",
         "b",
         "b_low",

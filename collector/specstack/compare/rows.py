@@ -62,7 +62,7 @@ class SpeedRow(TypedDict):
 
 class SpeedupRow(TypedDict):
     """A row of the speedups table (compare/speedups.py): one speedup over the baseline of its own run, A's with
-    its interval, B's against it."""
+    its confidence and prediction intervals, B's against the latter."""
 
     method: str
     label: Any
@@ -73,6 +73,8 @@ class SpeedupRow(TypedDict):
     a: Any
     a_low: Any
     a_high: Any
+    a_predicted_low: Any
+    a_predicted_high: Any
     design_a: Any
     b: Any
     b_low: Any

@@ -8,7 +8,7 @@ from typing import Any
 from specstack.compare.acceptance import moved
 from specstack.compare.contents import Comparison, run_id
 from specstack.compare.rows import CapacityRow, SpeedRow, SpeedupRow
-from specstack.compare.speedups import tally
+from specstack.compare.speedups import summary
 from specstack.figures import stats as st
 from specstack.report import findings
 from specstack.report import format as fmt
@@ -118,8 +118,17 @@ def _speed_table(rows: list[SpeedRow]) -> list[Block]:
 def _speedups_table(rows: list[SpeedupRow]) -> list[Block]:
     if not rows:
         return [("p", "No speculative method has a bench cell in both runs.")]
-    inside, judged = tally(rows)
-    head = ["method", "task", "c", "speedup", "A [95 % interval]", "A's replication", "B", "verdict"]
+    head = [
+        "method",
+        "task",
+        "c",
+        "speedup",
+        "A [95 % confidence interval]",
+        "A's 95 % prediction interval",
+        "A's replication",
+        "B",
+        "verdict",
+    ]
     body = [
         [
             r["label"],
@@ -127,16 +136,19 @@ def _speedups_table(rows: list[SpeedupRow]) -> list[Block]:
             r["concurrency"],
             r["figure"] + (f" ({r['basis']})" if r["basis"] else ""),
             fmt.times(r["a"], 3) + fmt.interval(r["a_low"], r["a_high"]),
+            fmt.interval(r["a_predicted_low"], r["a_predicted_high"]).strip() or "n/a",
             r["design_a"],
             fmt.times(r["b"], 3) + fmt.interval(r["b_low"], r["b_high"]),
             r["verdict"],
         ]
         for r in rows
     ]
-    return [
-        ("p", f"**{inside} of {judged}** of B's speedups lie inside A's 95 % intervals."),
-        ("table", head, body),
-    ]
+    out: list[Block] = []
+    line = summary(rows)
+    if line:
+        out.append(("p", line))
+    out.append(("table", head, body))
+    return out
 
 
 def _pairs(cmp: Comparison) -> list[Block]:
@@ -253,8 +265,11 @@ HOW_TO_READ = [
     "Beside the rate and the length, B/A with a paired bootstrap interval over the requests answered on both "
     "sides: how far the choice of prompts alone could move it (it sizes a change; the verdict stays exact).",
     "Speedups: each side's method against the baseline of its own run (the report's throughput and latency "
-    "speedups), A's with its 95 % interval over A's repeats or sessions; B's point is **inside**, **above** or "
-    "**below** it. This asks whether a quicker run reads what a replicated one measured; a host slower for both "
+    "speedups). A's has its 95 % confidence interval (of its median) and its 95 % prediction interval (where one "
+    "more run would land, from A's repeats or session pairs, log-normal, Student's t); B's point is **inside**, "
+    "**above** or **below** the prediction interval. It asks whether a quicker run reads what a replicated one "
+    "measured: about 1 figure in 20 lands outside by chance alone, and repeats in one session leave the "
+    "session-to-session variance out of A's interval (--replicate sessions keeps it in). A host slower for both "
     "methods alike moves no speedup, where it moves every raw figure of the speed table.",
     f"Bench cells: the median over repeats; B/A with a 95 % percentile-bootstrap interval over repeats when both "
     f"sides have ≥ {st.MIN_REPEATS}. **within noise**: the interval includes 1.0×; **changed (better|worse)**: it "
@@ -292,9 +307,9 @@ def blocks(cmp: Comparison) -> list[Block]:
     bl.append(("p", f"**{len(changed)} figure(s) changed**" + (":" if changed else " (no change beyond noise).")))
     if changed:
         bl.append(("ul", _grouped(cmp)))
-    inside, judged = tally(cmp.speedups)
-    if judged:
-        bl.append(("p", f"**{inside} of {judged}** of B's speedups lie inside A's 95 % intervals (Speedups below)."))
+    line = summary(cmp.speedups, see="; the Speedups table below")
+    if line:
+        bl.append(("p", line))
     bl += findings.table(cmp.findings)  # a side's hand-edited summary.json: named, and its figures recomputed
     bl += [("h2", "Gate (--fail-on)"), *_gate(cmp)]
     bl += [("h2", "Pairs and what differs"), *_pairs(cmp)]

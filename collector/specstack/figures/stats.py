@@ -9,6 +9,10 @@
   session i of the method with session i of the baseline, so drift that hits both stays paired.
   Under MIN_REPEATS on either side there is no interval: with 2 repeats a true 1.0x fell inside a 95 %
   percentile-bootstrap interval only about 70 % of the time (issue 18).
+- What one more session would read: a 95 % prediction interval for a single new ratio, on the log scale, from
+  the repeats' spread (Student's t; Welch's degrees of freedom for independent sides, n - 1 for session pairs).
+  A confidence interval of the median is the wrong yardstick for one new measurement: with 3 repeats a side, a
+  new run with nothing changed lands inside it only about two times in three (tests/figures/test_stats.py).
 - A cell is unstable when its repeats spread more than MAX_RELATIVE_MAD (median absolute deviation / median),
   on either side: one noisy repeat then decides the median.
 - A cell's host is busy when, in one of its bench windows (either side), processes outside the server's, the bench
@@ -154,6 +158,44 @@ def paired_bootstrap_ratio(
     if bounds is None:
         return Interval(point, None, None, n, n)
     return Interval(point, *bounds, n, n)
+
+
+# Student's t, 97.5th percentile, for 1..30 degrees of freedom (the stack has no scipy); past 30 the value at 30,
+# a little wide
+T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: float) -> float:
+    """Student's t at 97.5 % for df degrees of freedom, rounded down (a fractional Welch df: the wider value)."""
+    return T975[min(max(int(df), 1), len(T975)) - 1]
+
+
+def prediction_ratio(
+    num: Sequence[float] = (), den: Sequence[float] = (), *, pairs: Sequence[tuple[float, float]] = ()
+) -> tuple[float, float] | None:
+    """The 95 % prediction interval of the ratio num/den that one more measurement would read: log-normal, from
+    the sides' repeats (independent; Welch's df) or from session pairs (the log ratio of each pair; n - 1 df).
+    None under MIN_REPEATS a side or pair, or with a value that is not positive."""
+    if pairs:
+        ok = [(x, y) for x, y in pairs if x is not None and y is not None]
+        if len(ok) < MIN_REPEATS or any(x <= 0 or y <= 0 for x, y in ok):
+            return None
+        d = np.log([x for x, _ in ok]) - np.log([y for _, y in ok])
+        center, var, df = float(d.mean()), float(d.var(ddof=1)) * (1 + 1 / d.size), d.size - 1.0
+    else:
+        a, b = _clean(num), _clean(den)
+        if a.size < MIN_REPEATS or b.size < MIN_REPEATS or (a <= 0).any() or (b <= 0).any():
+            return None
+        la, lb = np.log(a), np.log(b)
+        va, vb = float(la.var(ddof=1)) * (1 + 1 / a.size), float(lb.var(ddof=1)) * (1 + 1 / b.size)
+        center, var = float(la.mean() - lb.mean()), va + vb
+        df = var**2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if var > 0 else a.size + b.size - 2.0
+    half = t975(df) * math.sqrt(var)
+    return math.exp(center - half), math.exp(center + half)
 
 
 def relative_mad(values: Sequence[float]) -> float | None:

@@ -41,7 +41,9 @@ def _sum(cells: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return sum(vals) if vals else None
 
 
-def _pairs(num: Sequence[Mapping[str, Any]], den: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, float]]:
+def session_pairs(
+    num: Sequence[Mapping[str, Any]], den: Sequence[Mapping[str, Any]], key: str
+) -> list[tuple[float, float]]:
     """(num, den) values of the same session index: session i of a method ran next to session i of its
     baseline, after it in odd rounds and before it in even ones (--replicate sessions, ABBA)."""
     by_session = {c["session"]: c[key] for c in den if c.get("session") is not None and c.get(key) is not None}
@@ -50,7 +52,7 @@ def _pairs(num: Sequence[Mapping[str, Any]], den: Sequence[Mapping[str, Any]], k
     ]
 
 
-def _sessions(md: MethodData | None) -> bool:
+def sessions(md: MethodData | None) -> bool:
     return md is not None and md.replication.design == "sessions"
 
 
@@ -63,15 +65,15 @@ def _ratio(
 ) -> st.Interval:
     """median(num) / median(den) of one metric with its interval: session pairs resampled together when both
     sides ran as interleaved sessions (--replicate sessions), each side's repeats independently otherwise."""
-    if _sessions(md) and _sessions(base):
-        return st.paired_bootstrap_ratio(_pairs(num, den, key))
+    if sessions(md) and sessions(base):
+        return st.paired_bootstrap_ratio(session_pairs(num, den, key))
     return st.bootstrap_ratio(_vals(num, key), _vals(den, key))
 
 
 def design(md: MethodData, base: MethodData | None, n: int) -> str:
     """The replication a cell's figures rest on, in words."""
-    if _sessions(md):
-        paired = " paired with the baseline's" if _sessions(base) else ""
+    if sessions(md):
+        paired = " paired with the baseline's" if sessions(base) else ""
         return f"{n} server session{'s' if n != 1 else ''}{paired}"
     return f"{n} repeat{'s' if n != 1 else ''} in one server session"
 
