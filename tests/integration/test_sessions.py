@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from specstack import events
+from specstack.compare import build as compare
 from specstack.figures import stats as st
 from specstack.pipeline.sweep import sweep
 from specstack.report import build as report
@@ -78,3 +79,20 @@ def test_the_interval_resamples_session_pairs(sessions_run):
         statistics.median(p[0] for p in pairs) / statistics.median(p[1] for p in pairs), rel=1e-12
     )
     assert (row["latency_speedup_low"], row["latency_speedup_high"]) == pytest.approx((want.low, want.high), rel=1e-12)
+
+
+def test_compare_predicts_from_the_session_pairs(sessions_run, tmp_path):
+    """`specstack compare` of the run with itself: A's prediction interval is the paired one of the session pairs
+    recomputed here from the raw bench JSON, and B (the same run) lies inside it."""
+    run_dir = sessions_run["run_dir"]
+    cmp = compare.compare(run_dir, run_dir, with_plots=False)
+    row = next(r for r in cmp.speedups if r["figure"] == "throughput")
+    assert row["design_a"] == f"{SESSIONS} server sessions paired with the baseline's"
+
+    def tput(method, s):
+        return json.loads((run_dir / f"{method}-s{s}" / "bench" / "code-c1-r0.json").read_text())["output_throughput"]
+
+    want = st.prediction_ratio(pairs=[(tput("ngram", s), tput("baseline", s)) for s in range(1, SESSIONS + 1)])
+    assert want is not None
+    assert (row["a_predicted_low"], row["a_predicted_high"]) == pytest.approx(want, rel=1e-12)
+    assert row["verdict"] == "inside A's prediction interval" and row["a_predicted_low"] <= row["b"]
