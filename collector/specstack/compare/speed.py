@@ -28,7 +28,7 @@ FIGURES = {
 }
 
 
-def _by_concurrency(md: MethodData, task: str) -> dict[int, list[BenchCellRow]]:
+def by_concurrency(md: MethodData, task: str) -> dict[int, list[BenchCellRow]]:
     out: dict[int, list[BenchCellRow]] = {}
     for cell in bench_cells(md, task):
         if cell["status"] == "ok" and cell["load"] == "concurrency":  # open-loop cells: compare/capacity.py
@@ -67,7 +67,7 @@ def speed_rows(pairs: list[Pair]) -> tuple[list[SpeedRow], list[str]]:
     rows: list[SpeedRow] = []
     notes: list[str] = []
     for pair in pairs:
-        ca, cb = _by_concurrency(pair.a, pair.task), _by_concurrency(pair.b, pair.task)
+        ca, cb = by_concurrency(pair.a, pair.task), by_concurrency(pair.b, pair.task)
         notes += [
             f"{pair.method} {pair.task} c={c}: bench cell only in {'A' if c in ca else 'B'}"
             for c in sorted(set(ca) ^ set(cb))

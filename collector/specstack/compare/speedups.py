@@ -18,10 +18,9 @@ from typing import Any
 
 from specstack.compare.pairing import SPEED, Pair
 from specstack.compare.rows import SpeedupRow
+from specstack.compare.speed import by_concurrency
 from specstack.figures import stats as st
 from specstack.report import rows as report_rows
-from specstack.report.cells import bench_cells
-from specstack.report.rows import BenchCellRow
 from specstack.report.speed import session_pairs, sessions
 from specstack.report.speed import speed_rows as report_speed_rows
 from specstack.results.reader import MethodData, RunData
@@ -46,21 +45,14 @@ def _spec_rows(run: RunData) -> dict[tuple[str, str, int], report_rows.SpeedRow]
     }
 
 
-def _cells(md: MethodData | None, task: str, c: int) -> list[BenchCellRow]:
-    if md is None:
-        return []
-    return [
-        x for x in bench_cells(md, task) if x["status"] == "ok" and x["load"] == "concurrency" and x["concurrency"] == c
-    ]
-
-
 def prediction(
     md: MethodData, base: MethodData | None, task: str, c: int, figure: str, basis: str | None
 ) -> tuple[float, float] | None:
     """A's 95 % prediction interval of one speedup: throughput method/baseline, latency baseline/method (TPOT p50,
     or E2EL p50 where the report's basis is E2EL); session pairs where both sides ran as sessions."""
     key = "output_throughput" if figure == "throughput" else ("p50_e2el_ms" if basis == "E2EL" else "p50_tpot_ms")
-    mine, theirs = _cells(md, task, c), _cells(base, task, c)
+    mine = by_concurrency(md, task).get(c, [])
+    theirs = by_concurrency(base, task).get(c, []) if base else []
     # read by a key chosen at run time: as mappings (report/speed.py's _vals does the same)
     num: Sequence[Mapping[str, Any]] = mine if figure == "throughput" else theirs
     den: Sequence[Mapping[str, Any]] = theirs if figure == "throughput" else mine
